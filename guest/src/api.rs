@@ -1,0 +1,86 @@
+//! The JSON entry points. Every host prints their output unchanged, so the same
+//! input gives byte-identical JSON in Rust, Node and Python.
+
+use crate::backoff;
+use crate::config::ConfigOverrides;
+use crate::decide::{self, Context};
+use crate::error::{ErrorKind, PolicyError};
+use crate::model::{CallKind, Decision, Envelope};
+use crate::normalize;
+use crate::observation::Observation;
+
+/// The largest JSON input accepted, in bytes.
+pub const MAX_INPUT: usize = 32 * 1024 * 1024;
+
+fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
+    if text.len() > MAX_INPUT {
+        return Err(PolicyError::new(
+            ErrorKind::TooLarge,
+            format!(
+                "{what} is {} bytes, over the {MAX_INPUT}-byte limit; truncate the body before classifying",
+                text.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, PolicyError> {
+    serde_json::to_string(v).map_err(|e| {
+        PolicyError::new(
+            ErrorKind::Internal,
+            format!("could not serialize output ({e}); please report this"),
+        )
+    })
+}
+
+/// Classify a parsed observation.
+pub fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {
+    normalize::classify(obs)
+}
+
+/// Classify a JSON observation; returns the envelope as JSON.
+pub fn classify_json(observation: &str) -> Result<String, PolicyError> {
+    check_size("observation", observation)?;
+    let obs = Observation::from_json_str(observation)?;
+    to_json(&normalize::classify(&obs)?)
+}
+
+/// Decide for a parsed observation and context.
+pub fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
+    decide::decide(obs, ctx)
+}
+
+/// Decide from JSON; returns the decision as JSON.
+pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
+    check_size("observation", observation)?;
+    check_size("context", context)?;
+    let obs = Observation::from_json_str(observation)?;
+    let ctx = Context::from_json_str(context)?;
+    to_json(&decide::decide(obs, ctx)?)
+}
+
+/// The full-jitter delay for failed attempt `attempt` of a `call`.
+pub fn backoff_delay(
+    call: CallKind,
+    attempt: u32,
+    seed: Option<u64>,
+    config: Option<&ConfigOverrides>,
+) -> Result<u64, PolicyError> {
+    let cfg = match config {
+        Some(o) => o.resolve()?,
+        None => crate::config::Config::default(),
+    };
+    backoff::delay(&cfg.for_call(call), attempt, seed)
+}
+
+/// The idempotency key of one logical action.
+pub fn idempotency_key(
+    run_id: &str,
+    step_id: &str,
+    tool: &str,
+    args_json: &str,
+) -> Result<String, PolicyError> {
+    check_size("args", args_json)?;
+    crate::idempotency::key(run_id, step_id, tool, args_json)
+}

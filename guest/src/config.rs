@@ -1,0 +1,173 @@
+//! Policy parameters and their validation.
+//!
+//! # Default
+//!
+//! | call  | base_ms | cap_ms | max_attempts |
+//! |-------|---------|--------|--------------|
+//! | tool  | 250     | 30000  | 5            |
+//! | llm   | 1000    | 30000  | 3            |
+//! | agent | 1000    | 30000  | 3            |
+//!
+//! `retry_budget_ms`: 60000 (total retry delay one run may spend).
+
+use crate::error::{ErrorKind, PolicyError};
+use crate::model::CallKind;
+use serde::Deserialize;
+
+/// The largest cap or budget accepted: one week, in ms.
+pub const MAX_MS: u64 = 7 * 24 * 3600 * 1000;
+/// The largest attempt limit accepted.
+pub const MAX_ATTEMPTS: u32 = 100;
+
+/// Backoff parameters for one kind of call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// Base delay, ms.
+    pub base_ms: u64,
+    /// Cap, ms.
+    pub cap_ms: u64,
+    /// Attempts allowed, including the first.
+    pub max_attempts: u32,
+}
+
+/// All policy parameters, resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Tool calls.
+    pub tool: Backoff,
+    /// LLM calls.
+    pub llm: Backoff,
+    /// Agent calls.
+    pub agent: Backoff,
+    /// Retry budget per run, ms.
+    pub retry_budget_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            tool: Backoff {
+                base_ms: 250,
+                cap_ms: 30_000,
+                max_attempts: 5,
+            },
+            llm: Backoff {
+                base_ms: 1000,
+                cap_ms: 30_000,
+                max_attempts: 3,
+            },
+            agent: Backoff {
+                base_ms: 1000,
+                cap_ms: 30_000,
+                max_attempts: 3,
+            },
+            retry_budget_ms: 60_000,
+        }
+    }
+}
+
+impl Config {
+    /// The backoff for a kind of call.
+    pub fn for_call(&self, call: CallKind) -> Backoff {
+        match call {
+            CallKind::Tool => self.tool,
+            CallKind::Llm => self.llm,
+            CallKind::Agent => self.agent,
+        }
+    }
+
+    /// Apply overrides, then validate the result.
+    pub fn with(mut self, o: &ConfigOverrides) -> Result<Self, PolicyError> {
+        for (slot, ov, name) in [
+            (&mut self.tool, &o.tool, "tool"),
+            (&mut self.llm, &o.llm, "llm"),
+            (&mut self.agent, &o.agent, "agent"),
+        ] {
+            if let Some(ov) = ov {
+                if let Some(b) = ov.base_ms {
+                    slot.base_ms = b;
+                }
+                if let Some(c) = ov.cap_ms {
+                    slot.cap_ms = c;
+                }
+                if let Some(m) = ov.max_attempts {
+                    slot.max_attempts = m;
+                }
+            }
+            validate(slot, name)?;
+        }
+        if let Some(b) = o.retry_budget_ms {
+            if b > MAX_MS {
+                return Err(invalid(format!(
+                    "retry_budget_ms {b} exceeds the maximum {MAX_MS}; use a budget of at most one week"
+                )));
+            }
+            self.retry_budget_ms = b;
+        }
+        Ok(self)
+    }
+}
+
+fn invalid(msg: String) -> PolicyError {
+    PolicyError::new(ErrorKind::InvalidConfig, msg)
+}
+
+fn validate(b: &Backoff, name: &str) -> Result<(), PolicyError> {
+    if b.base_ms == 0 {
+        return Err(invalid(format!(
+            "{name}.base_ms must be at least 1 (got 0); use e.g. 250"
+        )));
+    }
+    if b.cap_ms < b.base_ms {
+        return Err(invalid(format!(
+            "{name}.cap_ms ({}) must not be less than {name}.base_ms ({}); raise the cap or lower the base",
+            b.cap_ms, b.base_ms
+        )));
+    }
+    if b.cap_ms > MAX_MS {
+        return Err(invalid(format!(
+            "{name}.cap_ms {} exceeds the maximum {MAX_MS}; use at most one week",
+            b.cap_ms
+        )));
+    }
+    if b.max_attempts == 0 || b.max_attempts > MAX_ATTEMPTS {
+        return Err(invalid(format!(
+            "{name}.max_attempts must be between 1 and {MAX_ATTEMPTS} (got {}); attempts include the first call",
+            b.max_attempts
+        )));
+    }
+    Ok(())
+}
+
+/// Backoff overrides for one kind of call (JSON `{"base_ms":..,"cap_ms":..,"max_attempts":..}`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffOverrides {
+    /// Base delay.
+    pub base_ms: Option<u64>,
+    /// Cap.
+    pub cap_ms: Option<u64>,
+    /// Attempts.
+    pub max_attempts: Option<u32>,
+}
+
+/// Overrides of the defaults; unset fields keep them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigOverrides {
+    /// Tool calls.
+    pub tool: Option<BackoffOverrides>,
+    /// LLM calls.
+    pub llm: Option<BackoffOverrides>,
+    /// Agent calls.
+    pub agent: Option<BackoffOverrides>,
+    /// Retry budget.
+    pub retry_budget_ms: Option<u64>,
+}
+
+impl ConfigOverrides {
+    /// Resolve against the defaults.
+    pub fn resolve(&self) -> Result<Config, PolicyError> {
+        Config::default().with(self)
+    }
+}

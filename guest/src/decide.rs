@@ -1,0 +1,290 @@
+//! The recovery decision flow (seed 002, section 7).
+//!
+//! 1. Classify. 2. Fatal -> escalate. 3. Input required -> await input.
+//! 4. Transient -> retry after `max(full-jitter delay, server hint)` while attempts
+//!    and the run's retry budget allow; else compensate (side effects pending) or
+//!    dead-letter. A not-idempotent call never retries an ambiguous failure.
+//! 5. Permanent -> fail. 6. Semantic -> replan. 7. Policy -> fallback (or
+//!    escalate without one). 8. State -> restore (or escalate without a checkpoint).
+
+use crate::backoff;
+use crate::config::{Config, ConfigOverrides};
+use crate::error::{ErrorKind, PolicyError};
+use crate::model::{Action, CallKind, Category, Decision, Envelope, ErrorClass, Severity};
+use crate::normalize;
+use crate::observation::Observation;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What the caller knows about the step (JSON form of `context`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// Kind of call; overrides the observation's.
+    pub call: Option<String>,
+    /// The attempt that just failed, from 1.
+    pub attempt: Option<u32>,
+    /// Retry delay already spent in this run, ms.
+    pub elapsed_ms: Option<u64>,
+    /// Seed for reproducible jitter (a number or a decimal string).
+    pub seed: Option<Seed>,
+    /// The caller's clock, Unix ms.
+    pub now_ms: Option<u64>,
+    /// False when a repeat could duplicate a side effect.
+    pub idempotent: Option<bool>,
+    /// False when there is no checkpoint.
+    pub checkpoint_available: Option<bool>,
+    /// False when there is no fallback path.
+    pub fallback_available: Option<bool>,
+    /// Side effects taken that need compensation on exhaustion.
+    pub compensations_pending: Option<u32>,
+    /// Parameter overrides.
+    pub config: Option<ConfigOverrides>,
+}
+
+/// A seed given as a JSON number or a decimal string (JavaScript cannot hold every u64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Value")]
+pub struct Seed(pub u64);
+
+impl TryFrom<Value> for Seed {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Self, String> {
+        match &v {
+            Value::Number(n) => n.as_u64().map(Seed),
+            Value::String(s) => s.trim().parse().ok().map(Seed),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            format!("seed must be an integer from 0 to 2^64-1 (number or decimal string), got {v}")
+        })
+    }
+}
+
+impl Context {
+    /// Parse a context from JSON text (`""` means `{}`).
+    pub fn from_json_str(text: &str) -> Result<Self, PolicyError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let v: Value = serde_json::from_str(text).map_err(|e| PolicyError::json("context", &e))?;
+        Self::from_json(v)
+    }
+
+    /// Parse a context from a JSON value.
+    pub fn from_json(v: Value) -> Result<Self, PolicyError> {
+        if !v.is_object() {
+            return Err(PolicyError::new(
+                ErrorKind::InvalidContext,
+                format!(
+                    "context must be a JSON object, got {}; send {{\"attempt\": 1}}",
+                    crate::json_kind(&v)
+                ),
+            ));
+        }
+        serde_json::from_value(v).map_err(|e| {
+            let kind = if e.to_string().contains("config") {
+                ErrorKind::InvalidConfig
+            } else {
+                ErrorKind::InvalidContext
+            };
+            PolicyError::new(
+                kind,
+                format!("context is invalid: {e}; see the README's context fields"),
+            )
+        })
+    }
+
+    /// Fill unset fields from `other` (the observation's embedded context).
+    pub fn or(mut self, other: Context) -> Self {
+        macro_rules! fill { ($($f:ident),*) => { $( if self.$f.is_none() { self.$f = other.$f; } )* } }
+        fill!(
+            call,
+            attempt,
+            elapsed_ms,
+            seed,
+            now_ms,
+            idempotent,
+            checkpoint_available,
+            fallback_available,
+            compensations_pending,
+            config
+        );
+        self
+    }
+}
+
+/// Codes whose failure may have happened after the server acted on the request.
+const AMBIGUOUS: &[&str] = &[
+    "timeout.read",
+    "timeout.write",
+    "timeout.total",
+    "network.connection_reset",
+    "http.500_internal_error",
+    "http.502_bad_gateway",
+    "http.504_gateway_timeout",
+    "http.5xx_server_error",
+    "jsonrpc.internal_error",
+    "jsonrpc.server_error",
+    "mcp.request_timeout",
+    "mcp.connection_closed",
+    "response.malformed",
+];
+
+fn base_of(code: &str) -> &str {
+    code.split_once('.').map_or(code, |(_, b)| b)
+}
+
+fn call_of(code: &str) -> CallKind {
+    match code.split('.').next() {
+        Some("llm") => CallKind::Llm,
+        Some("agent") => CallKind::Agent,
+        _ => CallKind::Tool,
+    }
+}
+
+/// Decide the next step for an observation.
+pub fn decide(mut obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
+    let ctx = match obs.context.take() {
+        Some(embedded) => ctx.or(Context::from_json(embedded)?),
+        None => ctx,
+    };
+    let call = match ctx.call.as_deref() {
+        Some(c) => Some(CallKind::parse(c).ok_or_else(|| {
+            PolicyError::new(
+                ErrorKind::InvalidContext,
+                format!("call {c:?} is not one of tool, llm, agent; use one of those"),
+            )
+        })?),
+        None => None,
+    };
+    if call.is_some() {
+        obs.call = call;
+    }
+    if obs.now_ms.is_none() {
+        obs.now_ms = ctx.now_ms;
+    }
+    let attempt = ctx.attempt.unwrap_or(1);
+    if attempt == 0 {
+        return Err(PolicyError::new(
+            ErrorKind::InvalidContext,
+            "attempt must be at least 1 (got 0); it is the number of the attempt that just failed",
+        ));
+    }
+    let config = match &ctx.config {
+        Some(o) => o.resolve()?,
+        None => Config::default(),
+    };
+    let envelope = normalize::classify(&obs)?;
+    let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
+    Ok(flow(envelope, &ctx, attempt, call, &config)?)
+}
+
+fn flow(
+    mut env: Envelope,
+    ctx: &Context,
+    attempt: u32,
+    call: CallKind,
+    config: &Config,
+) -> Result<Decision, PolicyError> {
+    let backoff_cfg = config.for_call(call);
+    let remaining = config
+        .retry_budget_ms
+        .saturating_sub(ctx.elapsed_ms.unwrap_or(0));
+    let mut d = Decision {
+        action: Action::Fail,
+        delay_ms: None,
+        attempt,
+        max_attempts: backoff_cfg.max_attempts,
+        budget_remaining_ms: remaining,
+        reason: "permanent",
+        reason_code: None,
+        envelope: env.clone(),
+    };
+    let exhausted = |d: &mut Decision, reason: &'static str, code: &'static str| {
+        d.action = if ctx.compensations_pending.unwrap_or(0) > 0 {
+            Action::Compensate
+        } else {
+            Action::DeadLetter
+        };
+        d.reason = reason;
+        d.reason_code = Some(code);
+    };
+    if env.severity == Severity::Fatal {
+        d.action = Action::Escalate;
+        d.reason = "fatal";
+        return Ok(d);
+    }
+    if env.category == Category::InputRequired {
+        d.action = Action::AwaitInput;
+        d.reason = "input_required";
+        return Ok(d);
+    }
+    match env.class {
+        ErrorClass::Transient => {
+            if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
+                d.action = Action::Fail;
+                d.reason = "not_idempotent";
+                d.reason_code = Some("runtime.policy.not_idempotent");
+            } else if attempt >= backoff_cfg.max_attempts {
+                exhausted(
+                    &mut d,
+                    "attempts_exhausted",
+                    "runtime.budget.attempts_exhausted",
+                );
+            } else {
+                let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
+                let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
+                if delay > remaining {
+                    let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
+                        "hint_exceeds_budget"
+                    } else {
+                        "budget_exhausted"
+                    };
+                    exhausted(&mut d, reason, "runtime.budget.retry_exhausted");
+                } else {
+                    d.action = Action::Retry;
+                    d.delay_ms = Some(delay);
+                    d.budget_remaining_ms = remaining - delay;
+                    d.reason = "transient";
+                    env.retry_after_ms = Some(delay);
+                    if !env.hint_from_server {
+                        env.hint = format!(
+                            "Wait {delay} ms, then retry the same request with the same idempotency key."
+                        );
+                    }
+                    d.envelope = env;
+                }
+            }
+        }
+        ErrorClass::Permanent => {
+            d.action = Action::Fail;
+            d.reason = "permanent";
+        }
+        ErrorClass::Semantic => {
+            d.action = Action::Replan;
+            d.reason = "semantic";
+        }
+        ErrorClass::Policy => {
+            if ctx.fallback_available == Some(false) {
+                d.action = Action::Escalate;
+                d.reason = "no_fallback";
+                d.reason_code = Some("runtime.policy.no_fallback");
+            } else {
+                d.action = Action::Fallback;
+                d.reason = "policy";
+            }
+        }
+        ErrorClass::State => {
+            if ctx.checkpoint_available == Some(false) {
+                d.action = Action::Escalate;
+                d.reason = "no_checkpoint";
+                d.reason_code = Some("runtime.state.checkpoint_missing");
+            } else {
+                d.action = Action::Restore;
+                d.reason = "state";
+            }
+        }
+    }
+    Ok(d)
+}

@@ -1,0 +1,119 @@
+//! Bodies that already carry an agent-readable envelope (seed 004), at the top
+//! level (problem+json extension members, MCP `structuredContent`) or under
+//! `error`. This is what makes rendered envelopes round-trip through `classify`.
+
+use super::Finding;
+use crate::hints;
+use crate::model::{Category, ErrorClass, Severity};
+use crate::registry;
+use serde_json::Value;
+
+/// The object holding envelope members, if `v` is (or wraps) one. An envelope is
+/// an object with a string `code` and at least one of `retryable`, `hint`,
+/// `severity`, `category`, `retry_after_ms`.
+pub(crate) fn find(v: &Value) -> Option<&Value> {
+    let is_env = |o: &Value| {
+        o.get("code").is_some_and(Value::is_string)
+            && [
+                "retryable",
+                "hint",
+                "severity",
+                "category",
+                "retry_after_ms",
+                "class",
+            ]
+            .iter()
+            .any(|k| o.get(k).is_some())
+    };
+    if let Some(e) = v.get("error").filter(|e| is_env(e)) {
+        return Some(e);
+    }
+    if is_env(v) {
+        return Some(v);
+    }
+    None
+}
+
+/// Apply the envelope members of `e` to `f`: a registry code is adopted, any
+/// other code is kept as the upstream code; explicit fields win over derived ones.
+pub(crate) fn apply(e: &Value, f: &mut Finding) {
+    if let Some(code) = e.get("code").and_then(Value::as_str) {
+        if registry::lookup(code).is_some() {
+            f.adopted_code = Some(code.to_owned());
+        } else if f.upstream.code.is_none() {
+            f.upstream.code = Some(code.to_owned());
+        }
+    }
+    let s = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+    if let Some(m) = s("message").or_else(|| s("detail")) {
+        f.message = Some(m);
+    }
+    if let Some(v) = e.get("field") {
+        match v {
+            Value::String(x) => f.field = Some(x.clone()),
+            Value::Array(xs) => {
+                let parts: Vec<&str> = xs.iter().filter_map(Value::as_str).collect();
+                if !parts.is_empty() {
+                    f.field = Some(parts.join(","));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(v) = e.get("allowed_values").filter(|v| !v.is_null()) {
+        f.allowed_values = Some(v.clone());
+    }
+    if let Some(v) = e.get("suggested_value").filter(|v| !v.is_null()) {
+        f.suggested_value = Some(v.clone());
+    }
+    if let Some(h) = s("hint") {
+        f.hint = Some(h);
+    }
+    if let Some(b) = e.get("retryable").and_then(Value::as_bool) {
+        f.retryable = Some(b);
+    }
+    if let Some(ms) = e.get("retry_after_ms").and_then(hints::ms_value) {
+        f.retry_after_ms = Some(ms);
+    } else if let Some(ms) = e.get("retry_after").and_then(hints::seconds_value_to_ms) {
+        f.retry_after_ms = Some(ms);
+    }
+    if let Some(x) = s("severity").as_deref().and_then(Severity::parse) {
+        f.severity = Some(x);
+    }
+    if let Some(x) = s("category").as_deref().and_then(Category::parse) {
+        f.category = Some(x);
+    }
+    if let Some(x) = s("class").as_deref().and_then(ErrorClass::parse) {
+        f.class = Some(x);
+    }
+    if let Some(x) = s("request_id") {
+        f.request_id = Some(x);
+    }
+    if let Some(x) = s("docs_url") {
+        f.docs_url = Some(x);
+    }
+    if let Some(rel) = e.get("related_codes").and_then(Value::as_array) {
+        for r in rel.iter().filter_map(Value::as_str) {
+            if !f.related_codes.iter().any(|x| x == r) {
+                f.related_codes.push(r.to_owned());
+            }
+        }
+    }
+}
+
+/// Seed 003's minimal tool error: `{"error": "rate_limit", "message": ..., "retry_after": 60}`.
+pub(crate) fn apply_minimal(v: &Value, f: &mut Finding) {
+    if let Some(code) = v.get("error").and_then(Value::as_str) {
+        if f.upstream.code.is_none() {
+            f.upstream.code = Some(code.to_owned());
+        }
+        if let Some(m) = v.get("message").and_then(Value::as_str) {
+            f.message = Some(m.to_owned());
+        }
+        if let Some(ms) = v.get("retry_after_ms").and_then(hints::ms_value) {
+            f.retry_after_ms = Some(ms);
+        } else if let Some(ms) = v.get("retry_after").and_then(hints::seconds_value_to_ms) {
+            f.retry_after_ms = Some(ms);
+        }
+    }
+}

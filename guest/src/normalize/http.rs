@@ -1,0 +1,95 @@
+//! HTTP responses: provider bodies first, then the status, then server hints.
+
+use super::{Finding, envelope_body, providers};
+use crate::error::PolicyError;
+use crate::headers::Headers;
+use crate::hints;
+use crate::model::SourceKind;
+use crate::observation::{Body, Observation};
+
+/// The registry base for a status code, when the body says nothing more specific.
+pub(crate) fn status_base(status: u16) -> &'static str {
+    match status {
+        400 => "http.400_bad_request",
+        401 => "http.401_unauthorized",
+        402 => "http.402_payment_required",
+        403 => "http.403_forbidden",
+        404 => "http.404_not_found",
+        405 => "http.405_method_not_allowed",
+        408 => "http.408_request_timeout",
+        409 => "http.409_conflict",
+        410 => "http.410_gone",
+        412 => "http.412_precondition_failed",
+        413 => "http.413_payload_too_large",
+        415 => "http.415_unsupported_media_type",
+        422 => "http.422_unprocessable",
+        423 => "http.423_locked",
+        425 => "http.425_too_early",
+        429 => "http.429_rate_limited",
+        500 => "http.500_internal_error",
+        501 => "http.501_not_implemented",
+        502 => "http.502_bad_gateway",
+        503 => "http.503_unavailable",
+        504 => "http.504_gateway_timeout",
+        529 => "http.529_overloaded",
+        400..=499 => "http.4xx_client_error",
+        500..=599 => "http.5xx_server_error",
+        _ => "http.unexpected_status",
+    }
+}
+
+/// Header names that carry a request id, in order of preference.
+const REQUEST_ID_HEADERS: &[&str] = &[
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-goog-request-id",
+    "x-correlation-id",
+];
+
+pub(super) fn classify(
+    status: u16,
+    headers: &Headers,
+    body: &Body,
+    obs: &Observation,
+) -> Result<Finding, PolicyError> {
+    let provider_finding = providers::parse(status, headers, body, obs.provider.as_deref());
+    let success = (200..300).contains(&status);
+    let mut f = match provider_finding {
+        Some(f) => f,
+        None if success => {
+            return Err(PolicyError::observation(format!(
+                "status {status} with no failure in the body (no error object, refusal or safety stop); classify only failed calls"
+            )));
+        }
+        None => Finding::new(status_base(status)),
+    };
+    if let Body::Json(v) = body {
+        if let Some(e) = envelope_body::find(v) {
+            envelope_body::apply(e, &mut f);
+        } else {
+            envelope_body::apply_minimal(v, &mut f);
+        }
+    }
+    f.upstream.source = Some(SourceKind::Http);
+    f.upstream.status = Some(status);
+    // Headers are the most authoritative timing hint; a body hint is used only without one.
+    if let Some(ms) = hints::from_headers(headers, obs.now_ms) {
+        f.retry_after_ms = Some(ms);
+    }
+    // `x-should-retry` (OpenAI, Anthropic) and `stripe-should-retry` override the status.
+    if let Some(b) = headers
+        .flag("x-should-retry")
+        .or_else(|| headers.flag("stripe-should-retry"))
+    {
+        f.retryable = Some(b);
+    }
+    if f.request_id.is_none() {
+        f.request_id = REQUEST_ID_HEADERS
+            .iter()
+            .find_map(|h| headers.get(h))
+            .map(str::to_owned);
+    }
+    Ok(f)
+}

@@ -1,0 +1,232 @@
+//! Normalization: any observation in, one envelope out.
+//!
+//! Classification comes from structure only: status codes, provider error codes
+//! and types, JSON-RPC codes, task states, headers, exception and error-code
+//! names. Messages are carried through, never matched.
+
+mod envelope_body;
+mod http;
+pub(crate) mod providers;
+mod rpc;
+mod transport;
+
+use crate::error::PolicyError;
+use crate::model::{CallKind, Category, Envelope, ErrorClass, Severity, SourceKind, Upstream};
+use crate::observation::{Failure, Observation};
+use crate::registry::{self, Surface};
+use serde_json::Value;
+
+/// Longest message kept, in bytes; longer ones are cut at a character boundary.
+pub const MAX_MESSAGE: usize = 1000;
+
+/// What a normalizer found, before it is completed from the registry.
+#[derive(Clone, Debug, Default)]
+pub struct Finding {
+    /// Registry base, e.g. `http.429_rate_limited`.
+    pub base: &'static str,
+    /// A full registry code given by the server itself (adopted as-is).
+    pub adopted_code: Option<String>,
+    /// Surface implied by the shape (e.g. an LLM provider body), if any.
+    pub surface: Option<Surface>,
+    /// Upstream message.
+    pub message: Option<String>,
+    /// Offending field.
+    pub field: Option<String>,
+    /// Allowed values.
+    pub allowed_values: Option<Value>,
+    /// Suggested value.
+    pub suggested_value: Option<Value>,
+    /// The server's own hint.
+    pub hint: Option<String>,
+    /// The server's retry delay, in ms.
+    pub retry_after_ms: Option<u64>,
+    /// The server's explicit retryable signal (`x-should-retry`, `data.retryable`, ...).
+    pub retryable: Option<bool>,
+    /// The server's severity, when it gave one.
+    pub severity: Option<Severity>,
+    /// The server's category, when it gave one.
+    pub category: Option<Category>,
+    /// The server's class, when it gave one (a rendered envelope).
+    pub class: Option<ErrorClass>,
+    /// Request id from the response.
+    pub request_id: Option<String>,
+    /// Sibling codes given by the server (full codes).
+    pub related_codes: Vec<String>,
+    /// Documentation link from the server.
+    pub docs_url: Option<String>,
+    /// What was observed.
+    pub upstream: Upstream,
+}
+
+impl Finding {
+    /// A finding of `base` with nothing else known.
+    pub fn new(base: &'static str) -> Self {
+        Self {
+            base,
+            ..Self::default()
+        }
+    }
+}
+
+/// Normalize an observation into an envelope.
+pub fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {
+    let finding = match &obs.failure {
+        Failure::Http {
+            status,
+            headers,
+            body,
+        } => http::classify(*status, headers, body, obs)?,
+        Failure::Rpc { protocol, message } => rpc::classify(*protocol, message, obs)?,
+        Failure::Network { code, message } => transport::network(code, message.as_deref()),
+        Failure::Exception { type_name, message } => {
+            transport::exception(type_name, message.as_deref())
+        }
+        Failure::Timeout { phase, after_ms } => transport::timeout(*phase, *after_ms),
+    };
+    Ok(finish(finding, obs))
+}
+
+/// The surface of the call: the caller's word, else the shape's, else the source's.
+fn surface(obs: &Observation, finding: &Finding) -> Surface {
+    if let Some(c) = obs.call {
+        return c.into();
+    }
+    if let Some(s) = finding.surface {
+        return s;
+    }
+    if obs
+        .provider
+        .as_deref()
+        .is_some_and(providers::is_llm_provider)
+    {
+        return Surface::Llm;
+    }
+    match finding.upstream.source {
+        Some(SourceKind::A2a) => CallKind::Agent.into(),
+        _ => Surface::Tool,
+    }
+}
+
+/// Complete a finding from the registry into an envelope.
+pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
+    let want = surface(obs, &f);
+    // A code adopted from the server must be one of ours; otherwise derive it.
+    let adopted = f.adopted_code.as_deref().and_then(registry::lookup);
+    let (code, info) = match adopted {
+        Some(info) => (info.code.clone(), Some(info)),
+        None => {
+            let def = registry::def(f.base).or_else(|| registry::def("exception.unhandled"));
+            match def {
+                Some(d) => {
+                    let s = registry::surface_for(d, want);
+                    let code = format!("{}.{}", s.as_str(), d.base);
+                    let info = registry::lookup(&code);
+                    (code, info)
+                }
+                None => (format!("{}.exception.unhandled", want.as_str()), None),
+            }
+        }
+    };
+    let (mut class, default_retryable, mut severity, mut category, default_message, default_hint) =
+        match info {
+            Some(i) => (
+                i.class,
+                i.retryable,
+                i.severity,
+                i.category,
+                i.message,
+                i.recovery,
+            ),
+            None => (
+                ErrorClass::Permanent,
+                false,
+                Severity::Error,
+                Category::Internal,
+                "The call failed.",
+                "Do not retry unchanged.",
+            ),
+        };
+    let retryable = f.retryable.unwrap_or(default_retryable);
+    if retryable && !default_retryable && matches!(class, ErrorClass::Permanent) {
+        class = ErrorClass::Transient;
+    } else if !retryable && default_retryable {
+        class = ErrorClass::Permanent;
+    }
+    if let Some(c) = f.class {
+        class = c;
+    }
+    if let Some(s) = f.severity {
+        severity = s;
+    }
+    if let Some(c) = f.category {
+        category = c;
+    }
+    let hint_from_server = f.hint.as_deref().is_some_and(|h| !h.trim().is_empty());
+    let hint = match (&f.hint, retryable, f.retry_after_ms) {
+        (Some(h), _, _) if hint_from_server => one_line(h),
+        (_, true, Some(ms)) => {
+            format!("Wait {ms} ms, then retry the same request with the same idempotency key.")
+        }
+        _ => match &f.field {
+            Some(field) if !retryable && category == Category::Validation => {
+                format!("Fix `{field}`: {default_hint}")
+            }
+            _ => default_hint.to_owned(),
+        },
+    };
+    let mut related = f.related_codes;
+    if let Some(i) = info {
+        for r in &i.related_codes {
+            if !related.contains(r) {
+                related.push(r.clone());
+            }
+        }
+    }
+    Envelope {
+        code,
+        message: f
+            .message
+            .as_deref()
+            .map(one_line)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| default_message.to_owned()),
+        class,
+        retryable,
+        severity,
+        category,
+        retry_after_ms: f.retry_after_ms,
+        field: f.field,
+        allowed_values: f.allowed_values,
+        suggested_value: f.suggested_value,
+        hint,
+        request_id: f.request_id.or_else(|| obs.request_id.clone()),
+        related_codes: related,
+        docs_url: f.docs_url,
+        upstream: f.upstream,
+        hint_from_server,
+    }
+}
+
+/// One line, at most [`MAX_MESSAGE`] bytes, cut at a character boundary.
+pub(crate) fn one_line(s: &str) -> String {
+    let first = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut end = first.len().min(MAX_MESSAGE);
+    while !first.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = first.get(..end).unwrap_or("");
+    if end < first.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_owned()
+    }
+}
+
+/// A string member of a JSON object.
+pub(crate) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}

@@ -1,0 +1,63 @@
+//! Codes for the policy's own decisions.
+
+use super::{CodeDef, RUNTIME, code_def};
+
+pub(super) const DEFS: &[CodeDef] = &[
+    code_def!(
+        "budget.attempts_exhausted",
+        RUNTIME,
+        Permanent,
+        Error,
+        Dependency,
+        false,
+        "The step used all its attempts.",
+        "A retryable failure on the last allowed attempt (max_attempts).",
+        "Stop retrying: run compensations if side effects were taken, then dead-letter the input.",
+        related = ["budget.retry_exhausted"]
+    ),
+    code_def!(
+        "budget.retry_exhausted",
+        RUNTIME,
+        Permanent,
+        Error,
+        Dependency,
+        false,
+        "The run's retry budget is spent.",
+        "The next delay (or the server's Retry-After) does not fit in the run's remaining retry budget.",
+        "Stop retrying: run compensations if side effects were taken, then dead-letter the input.",
+        related = ["budget.attempts_exhausted"]
+    ),
+    code_def!(
+        "policy.not_idempotent",
+        RUNTIME,
+        Permanent,
+        Error,
+        Conflict,
+        false,
+        "The call may have taken effect and is not safe to repeat.",
+        "An ambiguous failure (timeout, reset, 5xx) on a call the caller marked not idempotent.",
+        "Check whether the call took effect before repeating it; pass an idempotency key to make retries safe."
+    ),
+    code_def!(
+        "state.checkpoint_missing",
+        RUNTIME,
+        State,
+        Fatal,
+        State,
+        false,
+        "A state error needs a checkpoint, and there is none.",
+        "A state-class failure while the caller reported no checkpoint to restore.",
+        "Escalate to a human; the run cannot be restored automatically."
+    ),
+    code_def!(
+        "policy.no_fallback",
+        RUNTIME,
+        Policy,
+        Fatal,
+        Safety,
+        false,
+        "A policy error needs a fallback, and there is none.",
+        "A policy-class failure while the caller reported no fallback path.",
+        "Escalate to a human with the envelope."
+    ),
+];
