@@ -21,7 +21,7 @@ use crate::error::{ErrorKind, PolicyError};
 /// The exponential ceiling for failed attempt `attempt` (from 1).
 pub fn ceiling(b: &Backoff, attempt: u32) -> u64 {
     let exp = attempt.saturating_sub(1).min(63);
-    let grown = b.base_ms.checked_mul(1u64 << exp).unwrap_or(u64::MAX);
+    let grown = b.base_ms.saturating_mul(1u64 << exp);
     grown.min(b.cap_ms)
 }
 

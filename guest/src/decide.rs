@@ -177,7 +177,7 @@ pub fn decide(mut obs: Observation, ctx: Context) -> Result<Decision, PolicyErro
     };
     let envelope = normalize::classify(&obs)?;
     let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
-    Ok(flow(envelope, &ctx, attempt, call, &config)?)
+    flow(envelope, &ctx, attempt, call, &config)
 }
 
 fn flow(

@@ -170,7 +170,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// The delay a response's headers ask for, if any. `now_ms` is the caller's clock,
 /// used only for an HTTP-date `Retry-After` when there is no `Date` header.
 pub fn from_headers(h: &Headers, now_ms: Option<u64>) -> Option<u64> {
-    if let Some(ms) = h.get("retry-after-ms").and_then(|v| thousandths(v)) {
+    if let Some(ms) = h.get("retry-after-ms").and_then(thousandths) {
         // retry-after-ms is milliseconds, possibly fractional: round up.
         return Some(ms.div_ceil(1000).min(MAX_HINT_MS));
     }

@@ -52,6 +52,7 @@ pub use decide::Context;
 pub use error::{ErrorKind, PolicyError};
 pub use model::{Action, CallKind, Category, Decision, Envelope, ErrorClass, Severity, Upstream};
 pub use observation::Observation;
+pub use render::{Format as RenderFormat, render_json};
 
 /// The JSON type name of a value, for error messages.
 pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -45,10 +45,11 @@ impl Body {
     /// From text: JSON when it parses as JSON, else text.
     pub fn from_text(s: String) -> Self {
         let t = s.trim_start();
-        if s.len() <= MAX_PARSED_BODY && (t.starts_with('{') || t.starts_with('[')) {
-            if let Ok(v) = serde_json::from_str::<Value>(&s) {
-                return Body::Json(v);
-            }
+        if s.len() <= MAX_PARSED_BODY
+            && (t.starts_with('{') || t.starts_with('['))
+            && let Ok(v) = serde_json::from_str::<Value>(&s)
+        {
+            return Body::Json(v);
         }
         if s.trim().is_empty() {
             Body::Empty

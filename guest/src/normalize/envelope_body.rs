@@ -117,3 +117,23 @@ pub(crate) fn apply_minimal(v: &Value, f: &mut Finding) {
         }
     }
 }
+
+/// The registry base for a foreign envelope, from its category and retryable flag.
+pub(crate) fn base_for(category: Option<Category>, retryable: bool) -> &'static str {
+    match (category, retryable) {
+        (Some(Category::Validation), _) => "http.400_bad_request",
+        (Some(Category::Auth), _) => "http.401_unauthorized",
+        (Some(Category::RateLimit), _) => "http.429_rate_limited",
+        (Some(Category::Quota), _) => "quota.exhausted",
+        (Some(Category::Timeout), _) => "timeout.total",
+        (Some(Category::Network), _) => "network.error",
+        (Some(Category::NotFound), _) => "http.404_not_found",
+        (Some(Category::Conflict | Category::State), _) => "http.409_conflict",
+        (Some(Category::Cancelled), _) => "exception.cancelled",
+        (Some(Category::Dependency), true) => "http.503_unavailable",
+        (Some(Category::Internal), true) | (None, true) => "http.5xx_server_error",
+        (Some(Category::Internal), false) => "exception.unhandled",
+        _ if retryable => "http.5xx_server_error",
+        _ => "http.4xx_client_error",
+    }
+}

@@ -32,8 +32,8 @@ pub(crate) fn status_base(status: u16) -> &'static str {
         503 => "http.503_unavailable",
         504 => "http.504_gateway_timeout",
         529 => "http.529_overloaded",
-        400..=499 => "http.4xx_client_error",
-        500..=599 => "http.5xx_server_error",
+        s if (400..500).contains(&s) => "http.4xx_client_error",
+        s if (500..600).contains(&s) => "http.5xx_server_error",
         _ => "http.unexpected_status",
     }
 }

@@ -71,6 +71,9 @@ fn message(protocol: Protocol, msg: &Value, depth: usize) -> Result<Finding, Pol
 /// A JSON-RPC `error` object.
 fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, PolicyError> {
     let Some(code) = err.get("code").and_then(Value::as_i64) else {
+        if let Some(e) = envelope_body::find(err) {
+            return Ok(bare_envelope(e));
+        }
         return Err(PolicyError::observation(
             "the JSON-RPC error has no integer \"code\"; a JSON-RPC 2.0 error needs code and message",
         ));
@@ -80,16 +83,15 @@ fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, Polic
     if let Some(inner) = data
         .and_then(|d| d.get("downstreamError"))
         .filter(|d| d.get("code").is_some())
+        && depth < MAX_WRAP_DEPTH
     {
-        if depth < MAX_WRAP_DEPTH {
-            let mut f = error(protocol, inner, depth + 1)?;
-            if let Some(agent) = data.and_then(|d| str_at(d, "downstreamAgent")) {
-                if f.message.is_none() {
-                    f.message = Some(format!("Downstream agent {agent} failed"));
-                }
-            }
-            return Ok(f);
+        let mut f = error(protocol, inner, depth + 1)?;
+        if let Some(agent) = data.and_then(|d| str_at(d, "downstreamAgent"))
+            && f.message.is_none()
+        {
+            f.message = Some(format!("Downstream agent {agent} failed"));
         }
+        return Ok(f);
     }
     let base = code_base(protocol, code);
     let mut f = Finding::new(base);
@@ -114,15 +116,20 @@ fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, Polic
         if let Some(b) = d.get("retryable").and_then(Value::as_bool) {
             f.retryable = Some(b);
         }
-        if let Some(ms) = d.get("retryAfter").and_then(hints::seconds_value_to_ms) {
+        // Exact milliseconds win over whole seconds.
+        if let Some(ms) = d
+            .get("retry_after_ms")
+            .or_else(|| d.get("retryAfterMs"))
+            .and_then(hints::ms_value)
+        {
             f.retry_after_ms = Some(ms);
-        } else if let Some(ms) = d.get("retryAfterMs").and_then(hints::ms_value) {
+        } else if let Some(ms) = d.get("retryAfter").and_then(hints::seconds_value_to_ms) {
             f.retry_after_ms = Some(ms);
         }
-        if let Some(detail) = str_at(d, "detail") {
-            if f.message.is_none() {
-                f.message = Some(detail.to_owned());
-            }
+        if let Some(detail) = str_at(d, "detail")
+            && f.message.is_none()
+        {
+            f.message = Some(detail.to_owned());
         }
         if let Some(field) = str_at(d, "field") {
             f.field.get_or_insert_with(|| field.to_owned());
@@ -133,6 +140,18 @@ fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, Polic
         }
     }
     Ok(f)
+}
+
+/// A bare agent envelope (`{"error": {"code": "...", "retryable": ..}}`), e.g. a
+/// rendered `model-tool-result`: a registry code is adopted, any other code is
+/// placed by its category.
+fn bare_envelope(e: &Value) -> Finding {
+    let category = str_at(e, "category").and_then(crate::model::Category::parse);
+    let retryable = e.get("retryable").and_then(Value::as_bool).unwrap_or(false);
+    let mut f = Finding::new(envelope_body::base_for(category, retryable));
+    envelope_body::apply(e, &mut f);
+    f.upstream.source = Some(SourceKind::Jsonrpc);
+    f
 }
 
 fn code_base(protocol: Protocol, code: i64) -> &'static str {
@@ -166,7 +185,7 @@ fn result_failure(protocol: Protocol, result: &Value) -> Result<Finding, PolicyE
         return Ok(mcp_tool_error(result));
     }
     if let Some((task, state)) = a2a_task(result) {
-        return a2a_state(task, &state);
+        return a2a_state(task, state);
     }
     let _ = protocol;
     Err(PolicyError::observation(
@@ -177,10 +196,10 @@ fn result_failure(protocol: Protocol, result: &Value) -> Result<Finding, PolicyE
 fn mcp_tool_error(result: &Value) -> Finding {
     let mut f = Finding::new("mcp.tool_error");
     f.message = first_text(result.get("content"));
-    if let Some(sc) = result.get("structuredContent") {
-        if let Some(e) = envelope_body::find(sc) {
-            envelope_body::apply(e, &mut f);
-        }
+    if let Some(sc) = result.get("structuredContent")
+        && let Some(e) = envelope_body::find(sc)
+    {
+        envelope_body::apply(e, &mut f);
     }
     f.upstream.source = Some(SourceKind::Mcp);
     f.upstream.provider = Some("mcp".into());
@@ -191,7 +210,7 @@ fn mcp_tool_error(result: &Value) -> Finding {
 
 /// The task object and its normalized state (`failed`, `input-required`, ...).
 /// Accepts a Task, a v1.0 `{"task": Task}` wrapper, and status-update events.
-fn a2a_task(result: &Value) -> Option<(&Value, String)> {
+fn a2a_task(result: &Value) -> Option<(&Value, &str)> {
     let candidates = [
         Some(result),
         result.get("task"),
@@ -200,7 +219,7 @@ fn a2a_task(result: &Value) -> Option<(&Value, String)> {
     ];
     for c in candidates.into_iter().flatten() {
         if let Some(state) = c.get("status").and_then(|s| str_at(s, "state")) {
-            return Some((c, normalize_state(state)));
+            return Some((c, state));
         }
     }
     None
@@ -213,8 +232,9 @@ fn normalize_state(s: &str) -> String {
     trimmed.replace('_', "-")
 }
 
-fn a2a_state(task: &Value, state: &str) -> Result<Finding, PolicyError> {
-    let base = match state {
+fn a2a_state(task: &Value, raw_state: &str) -> Result<Finding, PolicyError> {
+    let state = normalize_state(raw_state);
+    let base = match state.as_str() {
         "failed" => "task.failed",
         "rejected" => "task.rejected",
         "canceled" | "cancelled" => "task.canceled",
@@ -243,7 +263,7 @@ fn a2a_state(task: &Value, state: &str) -> Result<Finding, PolicyError> {
     }
     f.upstream.source = Some(SourceKind::A2a);
     f.upstream.provider = Some("a2a".into());
-    f.upstream.error_type = Some(state.to_owned());
+    f.upstream.error_type = Some(raw_state.to_owned());
     f.surface = Some(Surface::Agent);
     Ok(f)
 }
