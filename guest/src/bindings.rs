@@ -286,6 +286,18 @@ impl registry::Guest for Policy {
     fn codes_json() -> String {
         crate::registry::codes_json()
     }
+
+    fn codes_markdown() -> String {
+        crate::docs::markdown()
+    }
+
+    fn errors_block(codes: Vec<String>) -> String {
+        crate::docs::errors_block(&codes)
+    }
+
+    fn json_schema(name: String) -> Option<String> {
+        crate::docs::json_schema(&name)
+    }
 }
 
 impl idempotency::Guest for Policy {

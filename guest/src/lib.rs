@@ -30,6 +30,7 @@ pub mod backoff;
 mod clock;
 pub mod config;
 pub mod decide;
+pub mod docs;
 mod error;
 pub mod headers;
 pub mod hints;
