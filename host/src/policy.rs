@@ -1,0 +1,265 @@
+//! [`Policy`]: a compiled, linked policy component, and [`Loader`] to make one.
+//!
+//! Loading does all the slow work once: compile (Cranelift), check the
+//! imports against what the sandbox provides, link WASI, and resolve the
+//! exports of the world (`InstancePre`). A call then only needs an instance,
+//! which the [`pool`](crate::pool) hands out.
+//!
+//! A `Policy` is immutable once built, so hot swapping is a matter of
+//! replacing an `Arc<Policy>` (e.g. with `arc-swap`) after the new one has
+//! passed [`Policy::run_smoke_tests`].
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+use crate::Limits;
+use crate::error::{Error, ErrorKind, Result};
+use crate::gen_::RecoveryPolicyPre;
+use crate::pool::Pool;
+use crate::sandbox::Sandbox;
+
+/// The reference policy built from `guest/`, embedded at build time.
+static REFERENCE: &[u8] = include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"));
+
+/// The WIT world every policy component must implement.
+pub const WORLD: &str = "agent:recovery/recovery-policy@0.1.0";
+
+/// WASI packages a component may import (all linked, all inert; see the sandbox docs).
+const ALLOWED_IMPORTS: &[&str] = &[
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+];
+
+/// A compiled recovery policy component, ready to call.
+///
+/// `Policy` is `Send + Sync`; share it in an `Arc`. Each call takes an idle
+/// instance from a small pool (or instantiates a new one), runs with the
+/// [`Limits`] set at load time, and returns the instance to the pool unless
+/// it trapped or ran out of fuel or memory.
+///
+/// ```
+/// let policy = agent_recovery::Policy::reference()?;
+/// let info = policy.info()?;
+/// assert_eq!(info.contract, "0.1.0");
+/// # Ok::<(), agent_recovery::Error>(())
+/// ```
+pub struct Policy {
+    pub(crate) pre: RecoveryPolicyPre<Sandbox>,
+    pub(crate) pool: Pool,
+    pub(crate) limits: Limits,
+    sha256: [u8; 32],
+}
+
+/// Options for loading a [`Policy`].
+///
+/// # Default
+///
+/// | option | default |
+/// | --- | --- |
+/// | [`limits`](Self::limits) | [`Limits::default()`] |
+/// | [`pool_size`](Self::pool_size) | the number of CPUs (at least 2) |
+#[derive(Clone, Debug)]
+pub struct Loader {
+    limits: Limits,
+    pool_size: usize,
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Loader {
+            limits: Limits::default(),
+            pool_size: cpus.max(2),
+        }
+    }
+}
+
+impl Loader {
+    /// Limits applied to every call.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The most idle instances kept for reuse (0 instantiates on every call).
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// Loads the embedded reference policy.
+    pub fn reference(self) -> Result<Policy> {
+        self.bytes(REFERENCE)
+    }
+
+    /// Loads a component from a `.wasm` file.
+    pub fn file(self, path: impl AsRef<Path>) -> Result<Policy> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "cannot read policy component {}: {e}; check the path and its permissions",
+                    path.display()
+                ),
+            )
+        })?;
+        self.bytes(&bytes)
+    }
+
+    /// Loads a component from its bytes (binary format only).
+    pub fn bytes(self, bytes: &[u8]) -> Result<Policy> {
+        let engine = engine()?;
+        let component = Component::from_binary(engine, bytes).map_err(|e| {
+            let hint = if bytes.starts_with(b"\0asm\x01\0\0\0") {
+                "this is a core module, not a component; build for wasm32-wasip2 or run `wasm-tools component new`"
+            } else {
+                "build the policy for wasm32-wasip2 (cargo build --target wasm32-wasip2)"
+            };
+            Error::new(
+                ErrorKind::Load,
+                format!("cannot compile the policy component ({} bytes): {e:#}; {hint}", bytes.len()),
+            )
+        })?;
+        check_imports(engine, &component)?;
+
+        let mut linker = Linker::<Sandbox>::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| {
+            Error::new(
+                ErrorKind::Load,
+                format!("cannot link WASI: {e:#}; this is a host bug, please report it"),
+            )
+        })?;
+        let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+            Error::new(
+                ErrorKind::Incompatible,
+                format!("the policy's imports cannot be satisfied: {e:#}; a policy may import only WASI 0.2 interfaces"),
+            )
+        })?;
+        let pre = RecoveryPolicyPre::new(instance_pre).map_err(|e| {
+            Error::new(
+                ErrorKind::Incompatible,
+                format!("the component does not implement {WORLD}: {e:#}; build it against wit/ of agent:recovery@0.1.0"),
+            )
+        })?;
+        Ok(Policy {
+            pre,
+            pool: Pool::new(self.pool_size),
+            limits: self.limits,
+            sha256: Sha256::digest(bytes).into(),
+        })
+    }
+}
+
+impl Policy {
+    /// Options for loading a policy with non-default limits or pool size.
+    ///
+    /// ```
+    /// use agent_recovery::{Limits, Policy};
+    /// let limits = Limits::default().with_memory_bytes(64 << 20);
+    /// let policy = Policy::loader().limits(limits).pool_size(1).reference()?;
+    /// assert_eq!(policy.limits().memory_bytes(), 64 << 20);
+    /// # Ok::<(), agent_recovery::Error>(())
+    /// ```
+    pub fn loader() -> Loader {
+        Loader::default()
+    }
+
+    /// The reference policy embedded in this crate, with default limits.
+    pub fn reference() -> Result<Policy> {
+        Loader::default().reference()
+    }
+
+    /// A policy component from a `.wasm` file, with default limits.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Policy> {
+        Loader::default().file(path)
+    }
+
+    /// A policy component from its bytes, with default limits.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
+        Loader::default().bytes(bytes)
+    }
+
+    /// The bytes of the embedded reference component.
+    pub fn reference_bytes() -> &'static [u8] {
+        REFERENCE
+    }
+
+    /// The limits applied to each call.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// How many idle instances the pool holds now (for metrics and tests).
+    pub fn idle_instances(&self) -> usize {
+        self.pool.idle()
+    }
+
+    /// The sha256 of the component bytes, as lowercase hex.
+    pub fn sha256(&self) -> String {
+        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("sha256", &self.sha256())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The process-wide engine: Cranelift, component model, fuel metering on.
+fn engine() -> Result<&'static Engine> {
+    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let mut config = Config::new();
+            config.consume_fuel(true);
+            Engine::new(&config).map_err(|e| format!("{e:#}"))
+        })
+        .as_ref()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Load,
+                format!(
+                    "cannot create the wasmtime engine: {e}; this host platform may be unsupported"
+                ),
+            )
+        })
+}
+
+/// Rejects imports the sandbox does not provide, naming the first one.
+fn check_imports(engine: &Engine, component: &Component) -> Result<()> {
+    let ty = component.component_type();
+    for (name, _) in ty.imports(engine) {
+        if !ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)) {
+            return Err(Error::new(
+                ErrorKind::Incompatible,
+                format!(
+                    "the component imports `{name}`, which the host does not provide; a policy may import only WASI 0.2 (cli, io, clocks, random, filesystem, sockets)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn policy_is_send_and_sync() {
+        assert_send_sync::<super::Policy>();
+    }
+}
