@@ -12,7 +12,8 @@ use crate::observation::Observation;
 /// The largest JSON input accepted, in bytes.
 pub const MAX_INPUT: usize = 32 * 1024 * 1024;
 
-fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
+/// Refuse inputs over [`MAX_INPUT`] bytes.
+pub fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
     if text.len() > MAX_INPUT {
         return Err(PolicyError::new(
             ErrorKind::TooLarge,
@@ -25,7 +26,8 @@ fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
     Ok(())
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, PolicyError> {
+/// Serialize an output as compact JSON.
+pub fn to_json<T: serde::Serialize>(v: &T) -> Result<String, PolicyError> {
     serde_json::to_string(v).map_err(|e| {
         PolicyError::new(
             ErrorKind::Internal,
@@ -39,11 +41,21 @@ pub fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {
     normalize::classify(obs)
 }
 
+/// Parse a JSON observation (size-checked).
+pub fn parse_observation(observation: &str) -> Result<Observation, PolicyError> {
+    check_size("observation", observation)?;
+    Observation::from_json_str(observation)
+}
+
+/// Parse a JSON context (size-checked; `""` means `{}`).
+pub fn parse_context(context: &str) -> Result<Context, PolicyError> {
+    check_size("context", context)?;
+    Context::from_json_str(context)
+}
+
 /// Classify a JSON observation; returns the envelope as JSON.
 pub fn classify_json(observation: &str) -> Result<String, PolicyError> {
-    check_size("observation", observation)?;
-    let obs = Observation::from_json_str(observation)?;
-    to_json(&normalize::classify(&obs)?)
+    to_json(&normalize::classify(&parse_observation(observation)?)?)
 }
 
 /// Decide for a parsed observation and context.
@@ -53,11 +65,10 @@ pub fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
 
 /// Decide from JSON; returns the decision as JSON.
 pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
-    check_size("observation", observation)?;
-    check_size("context", context)?;
-    let obs = Observation::from_json_str(observation)?;
-    let ctx = Context::from_json_str(context)?;
-    to_json(&decide::decide(obs, ctx)?)
+    to_json(&decide::decide(
+        parse_observation(observation)?,
+        parse_context(context)?,
+    )?)
 }
 
 /// The full-jitter delay for failed attempt `attempt` of a `call`.

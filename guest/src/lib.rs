@@ -32,6 +32,8 @@ pub mod config;
 pub mod decide;
 pub mod docs;
 mod error;
+#[doc(hidden)]
+pub mod export_macro;
 pub mod headers;
 pub mod hints;
 pub mod idempotency;
@@ -41,6 +43,7 @@ pub mod normalize;
 pub mod observation;
 pub mod registry;
 pub mod render;
+pub mod sdk;
 
 #[cfg(target_arch = "wasm32")]
 mod bindings;
