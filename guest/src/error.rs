@@ -61,7 +61,8 @@ impl PolicyError {
         Self::new(ErrorKind::InvalidObservation, message)
     }
 
-    pub(crate) fn json(what: &str, err: &serde_json::Error) -> Self {
+    /// An `invalid_json` error for `what`.
+    pub fn json(what: &str, err: &serde_json::Error) -> Self {
         Self::new(
             ErrorKind::InvalidJson,
             format!("{what} is not valid JSON ({err}); send one JSON object"),

@@ -23,7 +23,7 @@ macro_rules! export_policy {
         mod __agent_recovery_export {
         use $crate::config::{BackoffOverrides, ConfigOverrides};
         use $crate::decide::{Context, Seed};
-        use $crate::error::{ErrorKind as K, PolicyError as E};
+        use $crate::{ErrorKind as K, PolicyError as E};
         use $crate::headers::Headers;
         use $crate::model as m;
         use $crate::observation::{self as o, Body, Failure, Observation};
@@ -52,7 +52,7 @@ fn err(e: E) -> t::PolicyError {
             K::InvalidConfig => t::ErrorKind::InvalidConfig,
             K::InvalidArgument => t::ErrorKind::InvalidArgument,
             K::TooLarge => t::ErrorKind::TooLarge,
-            K::Internal => t::ErrorKind::Internal,
+            _ => t::ErrorKind::Internal,
         },
         message: e.message,
     }
@@ -170,7 +170,7 @@ fn observation_in(obs: wo::Observation) -> Result<Observation, E> {
                 wo::RpcProtocol::Mcp => o::Protocol::Mcp,
                 wo::RpcProtocol::A2a => o::Protocol::A2a,
             },
-            message: serde_json::from_str(&r.message).map_err(|e| E::json("message", &e))?,
+            message: $crate::__private::serde_json::from_str(&r.message).map_err(|e| E::json("message", &e))?,
         },
         wo::Failure::Network(n) => Failure::Network {
             code: n.code,

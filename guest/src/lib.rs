@@ -34,6 +34,12 @@ pub mod docs;
 mod error;
 #[doc(hidden)]
 pub mod export_macro;
+
+/// Dependencies the exported macros use.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}
 pub mod headers;
 pub mod hints;
 pub mod idempotency;
@@ -45,7 +51,7 @@ pub mod registry;
 pub mod render;
 pub mod sdk;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod bindings;
 
 pub use api::{
