@@ -47,7 +47,7 @@ fn is_error_object(e: &Value, hinted: bool) -> bool {
         return false;
     };
     obj.get("message").is_some_and(Value::is_string)
-        && !str_at(e, "status").is_some_and(|s| google::status_name_base(s).is_some())
+        && str_at(e, "status").is_none_or(|s| google::status_name_base(s).is_none())
         && (hinted
             || ["type", "param", "code"]
                 .iter()
