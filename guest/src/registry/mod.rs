@@ -11,6 +11,7 @@
 
 mod http;
 mod protocol;
+mod provider;
 mod runtime;
 mod transport;
 
@@ -116,8 +117,14 @@ macro_rules! code_def {
 pub(crate) use code_def;
 
 /// Every definition table.
-fn tables() -> [&'static [CodeDef]; 4] {
-    [http::DEFS, protocol::DEFS, transport::DEFS, runtime::DEFS]
+fn tables() -> [&'static [CodeDef]; 5] {
+    [
+        http::DEFS,
+        protocol::DEFS,
+        transport::DEFS,
+        runtime::DEFS,
+        provider::DEFS,
+    ]
 }
 
 /// Find a definition by base.

@@ -1,0 +1,230 @@
+//! Runs every case of `tests/vectors/*.json` (the shared vectors) natively.
+//!
+//! A file is a JSON array of cases:
+//!
+//! ```text
+//! {"name": "...", "observation": {...}, "context": {...}?,
+//!  "expect": {"envelope": {...}?, "decision": {...}?, "error": {...}?}}
+//! ```
+//!
+//! `envelope` is checked against `classify_json`, `decision` against
+//! `decide_json` (with `context`, default `{}`), `error` against the policy
+//! error either of them returns. Expectations are subsets: objects are matched
+//! recursively, member by member; arrays and scalars must be equal. Every
+//! failure prints the case name, then expected and got side by side.
+
+use agent_recovery_policy::{classify_json, decide_json};
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn vector_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Where `got` differs from the subset `want`, as JSON paths.
+fn mismatches(want: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, wv) in w {
+                let p = format!("{path}.{k}");
+                match g.get(k) {
+                    Some(gv) => mismatches(wv, gv, &p, out),
+                    None => out.push(format!("{p}: missing")),
+                }
+            }
+        }
+        _ if want == got => {}
+        _ => out.push(path.to_owned()),
+    }
+}
+
+/// One result to check: what the policy returned, as JSON (an error as `{"error": ...}`).
+fn outcome(result: Result<String, agent_recovery_policy::PolicyError>) -> Value {
+    match result {
+        Ok(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        Err(e) => serde_json::json!({ "error": e }),
+    }
+}
+
+/// `got` cut down to the members `want` names, so the two line up.
+fn project(want: &Value, got: &Value) -> Value {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => Value::Object(
+            w.iter()
+                .map(|(k, wv)| {
+                    let gv = g
+                        .get(k)
+                        .map_or(Value::String("<missing>".into()), |gv| project(wv, gv));
+                    (k.clone(), gv)
+                })
+                .collect(),
+        ),
+        _ => got.clone(),
+    }
+}
+
+fn side_by_side(want: &Value, got: &Value) -> String {
+    let w = serde_json::to_string_pretty(want).unwrap_or_default();
+    let g = serde_json::to_string_pretty(&project(want, got)).unwrap_or_default();
+    let wl: Vec<&str> = w.lines().collect();
+    let gl: Vec<&str> = g.lines().collect();
+    let width = wl
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let mut s = format!("    {:width$} | got\n", "expected");
+    for i in 0..wl.len().max(gl.len()) {
+        let a = wl.get(i).copied().unwrap_or("");
+        let b = gl.get(i).copied().unwrap_or("");
+        let mark = if a == b { ' ' } else { '*' };
+        s.push_str(&format!("  {mark} {a:width$} | {b}\n"));
+    }
+    s.push_str(&format!("    full result: {got}\n"));
+    s
+}
+
+/// Check one case; returns failure reports.
+fn check(case: &Value) -> Vec<String> {
+    let name = case["name"].as_str().unwrap_or("<unnamed>");
+    let obs = case["observation"].to_string();
+    let ctx = case
+        .get("context")
+        .map_or("{}".to_owned(), Value::to_string);
+    let expect = &case["expect"];
+    let mut reports = Vec::new();
+    let mut run = |what: &str, want: &Value, got: Value| {
+        let mut diffs = Vec::new();
+        mismatches(want, &got, what, &mut diffs);
+        if !diffs.is_empty() {
+            reports.push(format!(
+                "case {name:?}: mismatch at {}\n{}",
+                diffs.join(", "),
+                side_by_side(want, &got)
+            ));
+        }
+    };
+    if let Some(want) = expect.get("envelope") {
+        let got = outcome(classify_json(&obs));
+        run("envelope", want, got);
+    }
+    if let Some(want) = expect.get("decision") {
+        let got = outcome(decide_json(&obs, &ctx));
+        run("decision", want, got);
+    }
+    if let Some(want) = expect.get("error") {
+        let got = if case.get("context").is_some() {
+            outcome(decide_json(&obs, &ctx))
+        } else {
+            outcome(classify_json(&obs))
+        };
+        let want = serde_json::json!({ "error": want });
+        run("", &want, got);
+    }
+    if !["envelope", "decision", "error"]
+        .iter()
+        .any(|k| expect.get(k).is_some())
+    {
+        reports.push(format!(
+            "case {name:?}: expect has none of envelope, decision, error"
+        ));
+    }
+    reports
+}
+
+#[test]
+fn shared_vectors() {
+    let files = vector_files();
+    assert!(!files.is_empty(), "no vector files in tests/vectors");
+    let mut failures = Vec::new();
+    let mut total = 0;
+    let mut names = std::collections::BTreeSet::new();
+    for file in &files {
+        let text = fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let cases: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not valid JSON: {e}", file.display()));
+        let cases = cases
+            .as_array()
+            .unwrap_or_else(|| panic!("{} must be a JSON array of cases", file.display()));
+        for case in cases {
+            total += 1;
+            let name = case["name"].as_str().unwrap_or("<unnamed>");
+            if !names.insert(format!("{}:{name}", file.display())) {
+                failures.push(format!(
+                    "case {name:?}: duplicate name in {}",
+                    file.display()
+                ));
+            }
+            failures.extend(check(case));
+        }
+    }
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} vector checks failed (see above)",
+        failures.len()
+    );
+    eprintln!("{total} vector cases passed");
+}
+
+#[test]
+fn subset_matching() {
+    let got = serde_json::json!({"a": 1, "b": {"c": [1, 2], "d": null}});
+    let mut out = Vec::new();
+    mismatches(&serde_json::json!({"b": {"c": [1, 2]}}), &got, "", &mut out);
+    assert!(out.is_empty());
+    mismatches(&serde_json::json!({"b": {"c": [1]}}), &got, "", &mut out);
+    mismatches(
+        &serde_json::json!({"b": {"d": 0}, "e": 1}),
+        &got,
+        "",
+        &mut out,
+    );
+    assert_eq!(out, vec![".b.c", ".b.d", ".e: missing"]);
+}
+
+/// Every prefix of every vector body (a cut-off response) gives an envelope or a
+/// policy error, never a panic, with and without the case's provider hint.
+#[test]
+fn truncated_bodies_never_panic() {
+    let mut runs = 0;
+    for file in vector_files() {
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        let cases: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        for case in cases.as_array().into_iter().flatten() {
+            let obs = &case["observation"];
+            let body = match obs.get("body") {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => continue,
+            };
+            let cuts = body.char_indices().map(|(i, _)| i).chain([body.len()]);
+            for cut in cuts.step_by(3) {
+                for hint in [obs.get("provider").cloned(), None] {
+                    let mut o = obs.clone();
+                    o["body"] = Value::String(body.get(..cut).unwrap_or("").to_owned());
+                    if let Some(h) = &hint {
+                        o["provider"] = h.clone();
+                    } else if let Some(m) = o.as_object_mut() {
+                        m.remove("provider");
+                    }
+                    let _ = classify_json(&o.to_string());
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 0);
+}
