@@ -112,6 +112,33 @@ impl Policy {
         json(what, out, b'[')
     }
 
+    /// The registry as Markdown, one section per code (this is `docs/errors.md`
+    /// for the reference policy).
+    pub fn registry_markdown(&self) -> Result<String> {
+        self.call("registry.codes-markdown", 0, |store, p| {
+            p.agent_recovery_registry().call_codes_markdown(store)
+        })
+    }
+
+    /// The MCP `## Errors` block for a tool description, for `codes` (codes or
+    /// code prefixes such as `tool.http.`; empty means all).
+    pub fn errors_block(&self, codes: &[String]) -> Result<String> {
+        let size = codes.iter().map(String::len).sum();
+        self.call("registry.errors-block", size, |store, p| {
+            p.agent_recovery_registry().call_errors_block(store, codes)
+        })
+    }
+
+    /// The JSON Schema of an output (`envelope`, `decision` or `code-info`),
+    /// if the policy knows the name.
+    pub fn json_schema(&self, name: &str) -> Result<Option<String>> {
+        let what = "registry.json-schema";
+        let out = self.call(what, name.len(), |store, p| {
+            p.agent_recovery_registry().call_json_schema(store, name)
+        })?;
+        out.map(|text| json(what, text, b'{')).transpose()
+    }
+
     /// Renders an envelope (JSON text) for a boundary; `options` is a JSON
     /// object or empty.
     pub fn render_json(

@@ -121,7 +121,7 @@ impl ErrorKind {
 }
 
 impl Error {
-    /// An error of `kind` with a one-line `message` (newlines become `; `).
+    /// An error of `kind` with a one-line `message` (line breaks become spaces).
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let message = message.into();
         let message = if message.contains('\n') {
@@ -130,7 +130,7 @@ impl Error {
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
                 .collect::<Vec<_>>()
-                .join("; ")
+                .join(" ")
         } else {
             message
         };

@@ -42,3 +42,4 @@ mod verify;
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
 pub use limits::Limits;
 pub use policy::{Loader, Policy, WORLD};
+pub use verify::Verified;

@@ -117,16 +117,15 @@ impl Loader {
 
     /// Loads a component from its bytes (binary format only).
     pub fn bytes(self, bytes: &[u8]) -> Result<Policy> {
+        check_header(bytes)?;
         let engine = engine()?;
         let component = Component::from_binary(engine, bytes).map_err(|e| {
-            let hint = if bytes.starts_with(b"\0asm\x01\0\0\0") {
-                "this is a core module, not a component; build for wasm32-wasip2 or run `wasm-tools component new`"
-            } else {
-                "build the policy for wasm32-wasip2 (cargo build --target wasm32-wasip2)"
-            };
             Error::new(
                 ErrorKind::Load,
-                format!("cannot compile the policy component ({} bytes): {e:#}; {hint}", bytes.len()),
+                format!(
+                    "cannot compile the policy component ({} bytes): {e:#}; rebuild it for wasm32-wasip2 and check it with `wasm-tools validate`",
+                    bytes.len()
+                ),
             )
         })?;
         check_imports(engine, &component)?;
@@ -236,6 +235,26 @@ fn engine() -> Result<&'static Engine> {
                 ),
             )
         })
+}
+
+/// Rejects bytes that are not a component binary, before compiling.
+fn check_header(bytes: &[u8]) -> Result<()> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: &[u8] = &[1, 0, 0, 0];
+    let len = bytes.len();
+    match (bytes.get(..4), bytes.get(4..8)) {
+        (Some(MAGIC), Some(CORE_MODULE)) => Err(Error::new(
+            ErrorKind::Load,
+            "the policy is a core WebAssembly module, not a component; build it for wasm32-wasip2 (or wrap it with `wasm-tools component new`)",
+        )),
+        (Some(MAGIC), Some(_)) => Ok(()),
+        _ => Err(Error::new(
+            ErrorKind::Load,
+            format!(
+                "the policy ({len} bytes) is not a WebAssembly binary (no \\0asm header); pass the .wasm component built for wasm32-wasip2"
+            ),
+        )),
+    }
 }
 
 /// Rejects imports the sandbox does not provide, naming the first one.

@@ -12,20 +12,30 @@ use crate::Policy;
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::PolicyInfo;
 
+/// What [`Policy::verify`] found.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Verified {
+    /// Name, version and contract of the policy.
+    pub info: PolicyInfo,
+    /// How many smoke cases passed (all of them).
+    pub smoke_cases: usize,
+}
+
 /// The contract versions this host speaks (semver-compatible with `0.1.0`).
 const CONTRACT_PREFIX: &str = "0.1.";
 
 impl Policy {
-    /// Checks identity and contract, then runs the smoke set; returns the
-    /// policy's [`PolicyInfo`] when all is well.
+    /// Checks identity and contract, then runs the smoke set.
     ///
     /// ```
     /// let policy = agent_recovery::Policy::reference()?;
-    /// let info = policy.verify()?;
-    /// assert!(!info.name.is_empty());
+    /// let verified = policy.verify()?;
+    /// assert!(!verified.info.name.is_empty());
+    /// assert!(verified.smoke_cases > 0);
     /// # Ok::<(), agent_recovery::Error>(())
     /// ```
-    pub fn verify(&self) -> Result<PolicyInfo> {
+    pub fn verify(&self) -> Result<Verified> {
         let info = self.info()?;
         if !info.contract.starts_with(CONTRACT_PREFIX) {
             return Err(Error::new(
@@ -36,8 +46,8 @@ impl Policy {
                 ),
             ));
         }
-        self.run_smoke_tests()?;
-        Ok(info)
+        let smoke_cases = self.run_smoke_tests()?;
+        Ok(Verified { info, smoke_cases })
     }
 
     /// Runs the policy's own smoke set through `decide-json` and returns how

@@ -1,0 +1,169 @@
+//! The decision context and policy parameters built from flags and `--config`.
+//!
+//! For `decide`, flags become members of the context object passed next to
+//! the observation; the policy fills members the flags leave out from the
+//! observation's own `context` member, so flags win. `--config` is merged
+//! over the observation's `context.config` (the file wins, member by member).
+//!
+//! For `backoff` the parameters are typed (WIT `policy-config`), whose
+//! per-call records have no optional fields, so members the file leaves out
+//! take the contract's documented defaults.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use agent_recovery::types::{BackoffConfig, CallKind, PolicyConfig};
+
+use crate::cli::{Args, Usage};
+
+/// Parses `--call`.
+pub fn call_kind(value: &str) -> Result<CallKind, Usage> {
+    match value {
+        "tool" => Ok(CallKind::Tool),
+        "llm" => Ok(CallKind::Llm),
+        "agent" => Ok(CallKind::Agent),
+        other => Err(Usage(format!(
+            "invalid --call '{other}': expected tool, llm or agent"
+        ))),
+    }
+}
+
+/// The context JSON for `decide`: `{}` when no flag and no config is given.
+pub fn decide_context(
+    args: &Args,
+    observation: &str,
+    config: Option<Map<String, Value>>,
+) -> Result<String, Usage> {
+    let mut ctx = Map::new();
+    if let Some(call) = args.flag("call") {
+        call_kind(call)?;
+        ctx.insert("call".into(), Value::from(call));
+    }
+    let attempt = args.number::<u32>("attempt", "a whole number from 1, e.g. --attempt 1")?;
+    if let Some(attempt) = attempt {
+        ctx.insert("attempt".into(), Value::from(attempt));
+    }
+    for (flag, key) in [
+        ("elapsed-ms", "elapsed_ms"),
+        ("seed", "seed"),
+        ("now-ms", "now_ms"),
+    ] {
+        let what = "a whole number from 0 to 2^64-1";
+        if let Some(n) = args.number::<u64>(flag, what)? {
+            ctx.insert(key.into(), Value::from(n));
+        }
+    }
+    if let Some(file) = config {
+        let mut merged = embedded_config(observation);
+        merge(&mut merged, file);
+        ctx.insert("config".into(), Value::Object(merged));
+    }
+    Ok(Value::Object(ctx).to_string())
+}
+
+/// `context.config` of the observation, if it parses and has one.
+fn embedded_config(observation: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(observation) {
+        Ok(Value::Object(mut obs)) => match obs.remove("context") {
+            Some(Value::Object(mut ctx)) => match ctx.remove("config") {
+                Some(Value::Object(config)) => config,
+                _ => Map::new(),
+            },
+            _ => Map::new(),
+        },
+        _ => Map::new(),
+    }
+}
+
+/// Merges `over` into `base`, recursively for objects; `over` wins.
+fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    tool: Option<BackoffFile>,
+    llm: Option<BackoffFile>,
+    agent: Option<BackoffFile>,
+    retry_budget_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackoffFile {
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
+    max_attempts: Option<u32>,
+}
+
+/// The typed parameters for `backoff` from `--config`.
+pub fn policy_config(path: &str, config: Map<String, Value>) -> Result<PolicyConfig, Usage> {
+    let file: ConfigFile = serde_json::from_value(Value::Object(config)).map_err(|e| {
+        Usage(format!(
+            "config {path} is invalid: {e}; allowed members are tool, llm, agent (each with base_ms, cap_ms, max_attempts) and retry_budget_ms"
+        ))
+    })?;
+    let fill = |b: Option<BackoffFile>, base_ms, max_attempts| {
+        b.map(|b| BackoffConfig {
+            base_ms: b.base_ms.unwrap_or(base_ms),
+            cap_ms: b.cap_ms.unwrap_or(30_000),
+            max_attempts: b.max_attempts.unwrap_or(max_attempts),
+        })
+    };
+    Ok(PolicyConfig {
+        tool: fill(file.tool, 250, 5),
+        llm: fill(file.llm, 1000, 3),
+        agent: fill(file.agent, 1000, 3),
+        retry_budget_ms: file.retry_budget_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn config_file_wins_over_embedded_config_member_by_member() {
+        let obs = r#"{"source":"http","status":503,"context":{"config":{"tool":{"base_ms":10,"cap_ms":20},"retry_budget_ms":5}}}"#;
+        let args = Args::parse(["decide".to_string()]).unwrap();
+        let file = json!({"tool": {"base_ms": 99}}).as_object().cloned();
+        let ctx: Value = serde_json::from_str(&decide_context(&args, obs, file).unwrap()).unwrap();
+        assert_eq!(
+            ctx,
+            json!({"config": {"tool": {"base_ms": 99, "cap_ms": 20}, "retry_budget_ms": 5}})
+        );
+    }
+
+    #[test]
+    fn flags_become_context_members() {
+        let args = Args::parse(
+            "decide --call llm --attempt 2 --elapsed-ms 100 --seed 18446744073709551615"
+                .split(' ')
+                .map(String::from),
+        )
+        .unwrap();
+        let ctx: Value = serde_json::from_str(&decide_context(&args, "{}", None).unwrap()).unwrap();
+        assert_eq!(
+            ctx,
+            json!({"call": "llm", "attempt": 2, "elapsed_ms": 100, "seed": 18446744073709551615u64})
+        );
+    }
+
+    #[test]
+    fn bad_flag_values_are_usage_errors() {
+        for bad in ["--call robot", "--attempt -1", "--seed x", "--now-ms 1.5"] {
+            let line = format!("decide {bad}");
+            let args = Args::parse(line.split(' ').map(String::from)).unwrap();
+            assert!(decide_context(&args, "{}", None).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The `agent-recovery` command line.
+//!
+//! Exit status: 0 on success, 2 for bad input or usage (the message names the
+//! input and ends with a hint), 1 when the policy itself fails (trap, fuel,
+//! memory, invalid output, incompatible component, failed smoke tests).
+
+mod args;
+mod commands;
+mod context;
+mod input;
+
+use std::fmt;
+use std::process::ExitCode;
+
+use agent_recovery::ErrorKind;
+
+pub use args::Args;
+
+/// A usage or input error of the CLI itself (exit status 2).
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Runs the command line in `args` (without the program name).
+pub fn run(args: Vec<String>) -> anyhow::Result<()> {
+    commands::dispatch(&Args::parse(args)?)
+}
+
+/// The exit status for an error of [`run`].
+pub fn exit_code(error: &anyhow::Error) -> ExitCode {
+    if let Some(e) = error.downcast_ref::<agent_recovery::Error>() {
+        return match e.kind() {
+            ErrorKind::Io | ErrorKind::Load => ExitCode::from(2),
+            kind if kind.is_bad_input() => ExitCode::from(2),
+            _ => ExitCode::from(1),
+        };
+    }
+    ExitCode::from(2)
+}
+
+/// The error as one line: the context chain joined with `: `, newlines folded.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let text = format!("{error:#}");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Usage text for `help`.
+pub const HELP: &str = "\
+agent-recovery: normalize agent failures into error envelopes and decide what to do next
+
+usage: agent-recovery [--policy WASM] [--config FILE] <command> [args]
+
+commands:
+  classify [FILE]        normalize an observation (JSON; FILE or - for stdin) into an envelope
+  decide [FILE]          decide the next step for an observation
+      --call tool|llm|agent  --attempt N  --elapsed-ms MS  --seed S  --now-ms MS
+  backoff                the full-jitter delay after a failed attempt: {\"delay_ms\":N}
+      --call tool|llm|agent  --attempt N  [--seed S]
+  key                    the idempotency key of a tool call: {\"key\":\"<hex sha256>\"}
+      --run-id R  --step-id S  --tool T  --args JSON
+  registry [--format json|markdown]   every code the policy can emit
+  check WASM             compile, link and smoke-test a policy component; prints its identity
+  help                   this text
+  version                the version of this program
+
+global options:
+  --policy WASM          use this policy component instead of the embedded reference policy
+  --config FILE          policy parameters (JSON object), merged into the context's `config`
+
+exit status: 0 ok, 1 the policy failed (trap, fuel, memory, invalid output), 2 bad input or usage
+";
