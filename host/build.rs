@@ -94,9 +94,15 @@ fn run() -> Result<(), String> {
         .parent()
         .ok_or("host/ has no parent directory; the host crate must live in the workspace")?
         .to_path_buf();
-    println!("cargo:rerun-if-changed={}", workspace.join("guest").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("guest").display()
+    );
     println!("cargo:rerun-if-changed={}", workspace.join("wit").display());
-    println!("cargo:rerun-if-changed={}", workspace.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.lock").display()
+    );
     println!("cargo:rerun-if-env-changed=AGENT_RECOVERY_GUEST_TARGET_DIR");
 
     check_target_installed()?;
@@ -162,7 +168,11 @@ fn check_target_installed() -> Result<(), String> {
         .output()
         .map_err(|e| format!("could not run rustc to find the sysroot: {e}"))?;
     let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    if !Path::new(&sysroot).join("lib/rustlib").join(TARGET).is_dir() {
+    if !Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(TARGET)
+        .is_dir()
+    {
         return Err(format!(
             "{TARGET} target missing; run `rustup target add {TARGET}`"
         ));

@@ -169,7 +169,8 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
         }
         _ => match &f.field {
             Some(field) if !retryable && category == Category::Validation => {
-                format!("Fix `{field}`: {default_hint}")
+                let sentence = default_hint.trim_end_matches('.');
+                format!("{sentence} (field `{field}`).")
             }
             _ => default_hint.to_owned(),
         },
