@@ -1,0 +1,86 @@
+// The errors the wrapper throws. Three families, so callers can tell them apart:
+//
+// - PolicyError: the policy refused the input (bad JSON, bad context, ...). It is
+//   the component's own `policy-error`, unchanged: `.kind` and `.message`.
+// - PolicyRuntimeError: the component itself failed (a trap, an instantiation
+//   failure). Never caused by the observed failure; report it. PolicyLoadError is
+//   the subclass for a component that could not be loaded or failed validation.
+// - RecoveryError: thrown by `retry()` when the policy decided to stop; carries
+//   the decision and the envelope.
+
+/** The kinds of `policy-error` (WIT `error-kind`, in snake_case). */
+export const POLICY_ERROR_KINDS = Object.freeze([
+  'invalid_json',
+  'invalid_observation',
+  'invalid_context',
+  'invalid_config',
+  'invalid_argument',
+  'too_large',
+  'internal',
+]);
+
+/** The policy refused the input. `kind` is one of POLICY_ERROR_KINDS. */
+export class PolicyError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'PolicyError';
+    this.kind = kind;
+  }
+
+  /** From a jco `ComponentError` payload (`{kind: 'invalid-json', message}`). */
+  static fromPayload(payload) {
+    const kind = String(payload?.kind ?? 'internal').replaceAll('-', '_');
+    return new PolicyError(kind, String(payload?.message ?? 'the policy returned an error without a message'));
+  }
+}
+
+/** The component failed (trap, instantiation failure): not an answer about the input. */
+export class PolicyRuntimeError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'PolicyRuntimeError';
+  }
+}
+
+/**
+ * A component could not be loaded, or failed validation before activation.
+ * `reason` says which step refused it: `read`, `digest_mismatch`, `transpile`,
+ * `imports`, `instantiate`, `contract`, `smoke_test`.
+ */
+export class PolicyLoadError extends PolicyRuntimeError {
+  constructor(reason, message, options) {
+    super(message, options);
+    this.name = 'PolicyLoadError';
+    this.reason = reason;
+  }
+}
+
+/** `retry()` stopped because the policy's action was not `retry`. */
+export class RecoveryError extends Error {
+  constructor({ decision, observation, attempts, cause, result }) {
+    const env = decision.envelope;
+    super(`${decision.action} after attempt ${decision.attempt}: ${env.code} (${decision.reason}): ${env.message}`, {
+      cause,
+    });
+    this.name = 'RecoveryError';
+    /** The decision object (with its `policy` field). */
+    this.decision = decision;
+    /** The envelope of the last failure, as decided. */
+    this.envelope = env;
+    /** The next step the policy chose, e.g. `fail`, `dead_letter`, `replan`. */
+    this.action = decision.action;
+    /** The registry code of the last failure. */
+    this.code = env.code;
+    /** The observation the policy was asked about. */
+    this.observation = observation;
+    /** How many attempts were made. */
+    this.attempts = attempts;
+    /** The failed result, when the operation returned a failure instead of throwing. */
+    this.result = result;
+  }
+}
+
+/** True for what a jco-transpiled export throws for a top-level `result` error. */
+export function isComponentError(e) {
+  return e instanceof Error && Object.hasOwn(e, 'payload') && typeof e.payload === 'object';
+}

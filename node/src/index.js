@@ -1,0 +1,12 @@
+// agent-recovery for Node: the recovery policy component, run through jco.
+//
+//   const policy = await Policy.load();
+//   const decision = policy.decide({ source: 'http', status: 429 }, { attempt: 1 });
+//
+// See README.md for the API, the errors and hot swap.
+
+export { Policy, RENDER_FORMATS } from './policy.js';
+export { retry, sleep } from './retry.js';
+export { fromResponse, fromError, failureOf } from './observe.js';
+export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS } from './errors.js';
+export { GRANTED_IMPORTS, CONTRACT } from './component.js';

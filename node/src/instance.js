@@ -1,0 +1,108 @@
+// One loaded policy component: its instance, its identity, and the guard
+// around every call that turns a policy-error into a PolicyError and a trap into
+// a PolicyRuntimeError (after which the instance is replaced on the next call).
+
+import { bindExports, checkImports, compileBytes, compileReference, instantiate, readSource, sha256 } from './component.js';
+import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } from './errors.js';
+
+export class PolicyInstance {
+  #compiled;
+  #api = null;
+  /** Identity: name, version, contract, description, sha256, size, source, loadedAt. */
+  identity;
+  /** Traps seen so far (each one replaced the instance). */
+  traps = 0;
+  #registry;
+
+  constructor(compiled) {
+    this.#compiled = compiled;
+    this.#api = bindExports(instantiate(compiled));
+    const info = this.call('info', (api) => api.info());
+    for (const field of ['name', 'version', 'contract']) {
+      if (typeof info?.[field] !== 'string' || info[field] === '') {
+        throw new PolicyLoadError('contract', `the component's info() has no ${field}; meta.info must name the policy`);
+      }
+    }
+    this.identity = Object.freeze({
+      name: info.name,
+      version: info.version,
+      contract: info.contract,
+      description: info.description ?? '',
+      sha256: compiled.sha256,
+      size: compiled.size,
+      source: compiled.source,
+      loadedAt: new Date().toISOString(),
+    });
+  }
+
+  /**
+   * Load a component: the reference (source undefined), a path, a URL or bytes.
+   * `sha256` pins the digest of the component bytes.
+   */
+  static async load(source, { sha256: pin } = {}) {
+    let compiled;
+    if (source === undefined || source === null) {
+      compiled = await compileReference();
+      checkPin(pin, compiled.sha256);
+    } else {
+      const { bytes, label } = await readSource(source);
+      // Check the pin before transpiling: a mismatched digest is refused unread.
+      checkPin(pin, sha256(bytes));
+      compiled = await compileBytes(bytes, label);
+    }
+    checkImports(compiled);
+    return new PolicyInstance(compiled);
+  }
+
+  /** The policy's short identity, as attached to every decision. */
+  get stamp() {
+    const { name, version, sha256: digest } = this.identity;
+    return { name, version, sha256: digest };
+  }
+
+  /** The registry, parsed once. */
+  registry() {
+    this.#registry ??= JSON.parse(this.call('codesJson', (api) => api.codesJson()));
+    return this.#registry;
+  }
+
+  /** Call an export; policy-errors become PolicyError, anything else a PolicyRuntimeError. */
+  call(what, fn) {
+    if (this.#api === null) {
+      try {
+        this.#api = bindExports(instantiate(this.#compiled));
+      } catch (e) {
+        throw new PolicyRuntimeError(`the policy could not be re-instantiated after a trap (${e.message})`, { cause: e });
+      }
+    }
+    try {
+      return fn(this.#api);
+    } catch (e) {
+      if (isComponentError(e)) throw PolicyError.fromPayload(e.payload);
+      if (e instanceof PolicyError) throw e;
+      // A trap (or a bug in the bindings) may leave the instance in any state:
+      // drop it, and instantiate a fresh one on the next call.
+      this.#api = null;
+      this.traps += 1;
+      const who = this.identity ? `${this.identity.name} ${this.identity.version}` : 'the policy';
+      throw new PolicyRuntimeError(
+        `${who} failed in ${what} (${e?.message ?? e}); this is a bug in the policy, not an answer about the input: report it with the input (the instance is replaced on the next call)`,
+        { cause: e },
+      );
+    }
+  }
+}
+
+function checkPin(pin, actual) {
+  if (pin === undefined || pin === null) return;
+  const want = String(pin).trim().toLowerCase().replace(/^sha256:/, '');
+  if (!/^[0-9a-f]{64}$/.test(want)) {
+    throw new PolicyLoadError('digest_mismatch', `sha256 pin ${JSON.stringify(String(pin))} is not 64 hex digits; pass the hex sha256 of the component file`);
+  }
+  if (want !== actual) {
+    throw new PolicyLoadError(
+      'digest_mismatch',
+      `the component's sha256 is ${actual}, not the pinned ${want}; refusing it (check that you are loading the file you meant)`,
+    );
+  }
+}

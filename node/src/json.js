@@ -1,0 +1,157 @@
+// JSON helpers that do not lose integers.
+//
+// JavaScript numbers hold integers exactly only up to 2^53; the policy's u64
+// fields (seeds above all) may be larger. `stringify` writes a BigInt as a bare
+// integer literal, and `parseLossless` reads integers beyond 2^53 as BigInt and
+// remembers the raw text of every object member, so a value can be handed to the
+// component exactly as it was written (tests/vectors holds `"seed": 18446744073709551615`).
+
+import { PolicyError } from './errors.js';
+
+const U64_MAX = (1n << 64n) - 1n;
+
+/** JSON.stringify, but a BigInt becomes a bare integer literal. */
+export function stringify(value) {
+  let found = false;
+  const mark = `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
+  const text = JSON.stringify(value, (_key, v) => {
+    if (typeof v === 'bigint') {
+      found = true;
+      return mark + v.toString();
+    }
+    return v;
+  });
+  if (!found) return text;
+  // JSON.stringify escapes U+0000 as the six characters \u0000.
+  const escaped = JSON.stringify(mark).slice(1, -1);
+  return text.replace(new RegExp(`"${escapeRegExp(escaped)}(-?\\d+)"`, 'g'), '$1');
+}
+
+function escapeRegExp(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * A seed as the decimal string the policy accepts, or undefined.
+ * Accepts a bigint, a decimal string, or a safe non-negative integer number.
+ */
+export function seedText(seed) {
+  if (seed === undefined || seed === null) return undefined;
+  let big;
+  if (typeof seed === 'bigint') big = seed;
+  else if (typeof seed === 'string' && /^\s*\d+\s*$/.test(seed)) big = BigInt(seed.trim());
+  else if (typeof seed === 'number') {
+    if (!Number.isSafeInteger(seed)) {
+      throw new PolicyError(
+        'invalid_context',
+        `seed ${seed} is not a safe integer (above 2^53 a JavaScript number has lost digits); pass the seed as a bigint or a decimal string`,
+      );
+    }
+    big = BigInt(seed);
+  } else {
+    throw new PolicyError(
+      'invalid_context',
+      `seed must be a bigint, a decimal string or an integer number, got ${describe(seed)}; pass e.g. 42n or "42"`,
+    );
+  }
+  if (big < 0n || big > U64_MAX) {
+    throw new PolicyError(
+      'invalid_context',
+      `seed ${big} is outside 0..2^64-1; use an unsigned 64-bit integer`,
+    );
+  }
+  return big.toString();
+}
+
+/** A short description of a JS value's type, for error messages. */
+export function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (v instanceof Uint8Array) return 'bytes';
+  return `a ${typeof v}`;
+}
+
+/** Symbol under which `parseLossless` keeps each object's members' raw text. */
+export const RAW = Symbol('raw JSON text of members');
+
+/**
+ * Parse JSON text. Integers beyond 2^53 become BigInt; every object gets a
+ * non-enumerable `[RAW]` map from member name to that member's raw text.
+ */
+export function parseLossless(text) {
+  let i = 0;
+  const fail = (what) => {
+    throw new SyntaxError(`${what} at offset ${i} of JSON text`);
+  };
+  const ws = () => {
+    while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t')) i++;
+  };
+  const value = () => {
+    ws();
+    const c = text[i];
+    if (c === '{') return object();
+    if (c === '[') return array();
+    if (c === '"') return string();
+    if (c === 't' && text.startsWith('true', i)) return (i += 4), true;
+    if (c === 'f' && text.startsWith('false', i)) return (i += 5), false;
+    if (c === 'n' && text.startsWith('null', i)) return (i += 4), null;
+    return number();
+  };
+  const object = () => {
+    i++;
+    const out = {};
+    const raw = {};
+    Object.defineProperty(out, RAW, { value: raw, enumerable: false });
+    ws();
+    if (text[i] === '}') return i++, out;
+    for (;;) {
+      ws();
+      if (text[i] !== '"') fail('expected a member name');
+      const key = string();
+      ws();
+      if (text[i++] !== ':') fail('expected ":"');
+      ws();
+      const start = i;
+      const v = value();
+      raw[key] = text.slice(start, i);
+      out[key] = v;
+      ws();
+      const c = text[i++];
+      if (c === '}') return out;
+      if (c !== ',') fail('expected "," or "}"');
+    }
+  };
+  const array = () => {
+    i++;
+    const out = [];
+    ws();
+    if (text[i] === ']') return i++, out;
+    for (;;) {
+      out.push(value());
+      ws();
+      const c = text[i++];
+      if (c === ']') return out;
+      if (c !== ',') fail('expected "," or "]"');
+    }
+  };
+  const string = () => {
+    const start = i;
+    i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    if (i >= text.length) fail('unterminated string');
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  const number = () => {
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    if (!m) fail('unexpected character');
+    i += m[0].length;
+    const n = Number(m[0]);
+    if (!m[2] && !m[3] && !Number.isSafeInteger(n)) return BigInt(m[0]);
+    return n;
+  };
+  const v = value();
+  ws();
+  if (i !== text.length) fail('unexpected trailing text');
+  return v;
+}

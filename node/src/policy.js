@@ -1,0 +1,274 @@
+// The Policy: an idiomatic face on one loaded component, with hot swap.
+//
+// Every object-returning method is built on the component's JSON entry points
+// (JSON.parse of the text it printed), so Node, Rust and Python see the same
+// data. The *Json methods return that text unchanged.
+
+import { PolicyError, PolicyLoadError } from './errors.js';
+import { PolicyInstance } from './instance.js';
+import { describe, seedText, stringify } from './json.js';
+import { verify } from './verify.js';
+
+/** The render formats of the contract (WIT `render-format`). */
+export const RENDER_FORMATS = Object.freeze([
+  'jsonrpc-error',
+  'mcp-tool-result',
+  'a2a-task-status',
+  'problem-json',
+  'model-tool-result',
+  'coordinator-text',
+  'downstream-wrap',
+]);
+
+const CALL_KINDS = ['tool', 'llm', 'agent'];
+const U32_MAX = 2 ** 32 - 1;
+const U64_MAX = (1n << 64n) - 1n;
+const token = Symbol('Policy.load');
+
+/**
+ * Load, validate and return a candidate. Every failure is a PolicyLoadError
+ * whose `reason` names the step that refused it.
+ */
+async function prepare(source, options) {
+  const { sha256, smokeTests } = options ?? {};
+  let instance;
+  try {
+    instance = await PolicyInstance.load(source, { sha256 });
+  } catch (e) {
+    if (e instanceof PolicyLoadError) throw e;
+    throw new PolicyLoadError('instantiate', `the component failed while starting (${e.message})`, { cause: e });
+  }
+  verify(instance, smokeTests);
+  return instance;
+}
+
+export class Policy {
+  #active;
+  #swaps = Promise.resolve();
+
+  /** Use `Policy.load()`. */
+  constructor(key, instance) {
+    if (key !== token) throw new TypeError('use `await Policy.load(source?)` to create a Policy');
+    this.#active = instance;
+  }
+
+  /**
+   * Load a policy component and validate it (its smoke set must pass).
+   * No source: the shipped reference (gen/, made by `npm run build`).
+   * A path, file URL, Uint8Array or ArrayBuffer: that component, transpiled in-process.
+   * @param {string | URL | Uint8Array | ArrayBuffer} [source]
+   * @param {{sha256?: string, smokeTests?: object[] | string}} [options]
+   */
+  static async load(source, options) {
+    return new Policy(token, await prepare(source, options));
+  }
+
+  /**
+   * Replace the active component. The candidate is loaded and validated first
+   * (digest pin, imports, instantiation, contract, info, smoke set); only then is
+   * it switched in, in one assignment. On any failure the old policy stays active
+   * and the PolicyLoadError says why. Swaps run one at a time, in call order.
+   * @returns {Promise<object>} `describe()` of the new policy
+   */
+  swap(source, options) {
+    const run = this.#swaps.then(async () => {
+      const candidate = await prepare(source, options);
+      this.#active = candidate;
+      return this.describe();
+    });
+    this.#swaps = run.catch(() => {});
+    return run;
+  }
+
+  /** Who answers: name, version, contract, description, sha256, size, source, loadedAt, traps. */
+  describe() {
+    const p = this.#active;
+    return { ...p.identity, traps: p.traps };
+  }
+
+  /** The component's `meta.info()`: name, version, contract, description. */
+  info() {
+    const { name, version, contract, description } = this.#active.identity;
+    return { name, version, contract, description };
+  }
+
+  /** The component's smoke set, parsed. */
+  smokeTests() {
+    return JSON.parse(this.#active.call('smokeTests', (api) => api.smokeTests()));
+  }
+
+  /** classify-json: the envelope as the component printed it. */
+  classifyJson(observation) {
+    text(observation, 'classifyJson', 'observation');
+    return this.#active.call('classifyJson', (api) => api.classifyJson(observation));
+  }
+
+  /** decide-json: the decision as the component printed it (context defaults to `{}`). */
+  decideJson(observation, context = '{}') {
+    text(observation, 'decideJson', 'observation');
+    text(context, 'decideJson', 'context');
+    return this.#active.call('decideJson', (api) => api.decideJson(observation, context));
+  }
+
+  /** Classify an observation object; returns the envelope object. */
+  classify(observation) {
+    return JSON.parse(this.classifyJson(toText(observation, 'observation', 'invalid_observation')));
+  }
+
+  /**
+   * Decide the next step for an observation object. `context` uses the JSON
+   * field names (`attempt`, `elapsed_ms`, `seed`, ...); a seed may be a bigint
+   * or a decimal string. The result carries `policy: {name, version, sha256}`.
+   */
+  decide(observation, context) {
+    const obs = toText(observation, 'observation', 'invalid_observation');
+    const ctx = contextText(context);
+    const active = this.#active;
+    const out = JSON.parse(active.call('decideJson', (api) => api.decideJson(obs, ctx)));
+    out.policy = active.stamp;
+    return out;
+  }
+
+  /** The full-jitter delay in ms before the retry that follows failed attempt `attempt`. */
+  backoff({ call, attempt, seed, config } = {}) {
+    if (!CALL_KINDS.includes(call)) {
+      throw new PolicyError('invalid_argument', `call must be one of ${CALL_KINDS.join(', ')}, got ${JSON.stringify(call)}`);
+    }
+    if (!Number.isInteger(attempt) || attempt < 0 || attempt > U32_MAX) {
+      throw new PolicyError('invalid_argument', `attempt must be an integer from 1, got ${JSON.stringify(attempt)}; attempts are counted from 1`);
+    }
+    const s = seedText(seed);
+    const cfg = typedConfig(config);
+    const ms = this.#active.call('backoff', (api) => api.delay(call, attempt, s === undefined ? undefined : BigInt(s), cfg));
+    return Number(ms);
+  }
+
+  /** The idempotency key (hex sha256) of one logical action; `args` is any JSON value. */
+  key({ runId, stepId, tool, args = {}, argsJson } = {}) {
+    for (const [name, v] of [['runId', runId], ['stepId', stepId], ['tool', tool]]) {
+      if (typeof v !== 'string') throw new PolicyError('invalid_argument', `${name} must be a string, got ${describe(v)}`);
+    }
+    const a = argsJson ?? toText(args, 'args', 'invalid_argument');
+    text(a, 'key', 'argsJson');
+    return this.#active.call('key', (api) => api.key(runId, stepId, tool, a));
+  }
+
+  /** Every code the policy can emit (the registry), sorted by code. */
+  registry() {
+    return structuredClone(this.#active.registry());
+  }
+
+  /** One registry row, or undefined. */
+  lookup(code) {
+    const row = this.#active.registry().find((r) => r.code === code);
+    return row === undefined ? undefined : structuredClone(row);
+  }
+
+  /** render-json: the rendered text as the component printed it. */
+  renderJson(envelope, format, options = '') {
+    text(envelope, 'renderJson', 'envelope');
+    text(options, 'renderJson', 'options');
+    const f = renderFormat(format);
+    return this.#active.call('renderJson', (api) => api.renderJson(envelope, f, options));
+  }
+
+  /**
+   * Render an envelope (object or JSON text) for a boundary. Returns the parsed
+   * JSON, or the text itself when the format's output is not JSON.
+   */
+  render(envelope, format, options) {
+    const env = typeof envelope === 'string' ? envelope : toText(envelope, 'envelope', 'invalid_argument');
+    const opts = options === undefined || options === null ? '' : typeof options === 'string' ? options : toText(options, 'options', 'invalid_argument');
+    const out = this.renderJson(env, format, opts);
+    try {
+      return JSON.parse(out);
+    } catch {
+      return out;
+    }
+  }
+}
+
+function text(v, fn, name) {
+  if (typeof v !== 'string') {
+    throw new PolicyError('invalid_argument', `${fn}() takes ${name} as JSON text (a string), got ${describe(v)}; use the object methods for objects`);
+  }
+}
+
+function toText(value, what, kind) {
+  let out;
+  try {
+    out = stringify(value);
+  } catch (e) {
+    throw new PolicyError(kind, `${what} cannot be written as JSON (${e.message}); pass plain data`);
+  }
+  if (out === undefined) {
+    throw new PolicyError(kind, `${what} is ${describe(value)}, which has no JSON form; pass an object`);
+  }
+  return out;
+}
+
+function contextText(context) {
+  if (context === undefined || context === null) return '{}';
+  if (typeof context !== 'object' || Array.isArray(context)) {
+    throw new PolicyError('invalid_context', `context must be an object, got ${describe(context)}; pass e.g. {attempt: 1}`);
+  }
+  const c = { ...context };
+  if ('seed' in c) {
+    const s = seedText(c.seed);
+    if (s === undefined) delete c.seed;
+    else c.seed = s;
+  }
+  return toText(c, 'context', 'invalid_context');
+}
+
+function renderFormat(format) {
+  const f = typeof format === 'string' ? format.replaceAll('_', '-') : format;
+  if (!RENDER_FORMATS.includes(f)) {
+    throw new PolicyError('invalid_argument', `render format ${JSON.stringify(format)} is not one of ${RENDER_FORMATS.join(', ')}`);
+  }
+  return f;
+}
+
+function typedConfig(config) {
+  if (config === undefined || config === null) return undefined;
+  const bad = (m) => new PolicyError('invalid_config', m);
+  if (typeof config !== 'object' || Array.isArray(config)) throw bad(`config must be an object, got ${describe(config)}`);
+  for (const k of Object.keys(config)) {
+    if (![...CALL_KINDS, 'retry_budget_ms'].includes(k)) {
+      throw bad(`config has unknown field ${JSON.stringify(k)}; use tool, llm, agent, retry_budget_ms`);
+    }
+  }
+  const out = {};
+  for (const call of CALL_KINDS) {
+    const b = config[call];
+    if (b === undefined || b === null) continue;
+    for (const f of ['base_ms', 'cap_ms', 'max_attempts']) {
+      if (b[f] === undefined) {
+        throw bad(`config.${call}.${f} is missing; backoff() takes complete configs ({base_ms, cap_ms, max_attempts})`);
+      }
+    }
+    out[call] = {
+      baseMs: u64(b.base_ms, `config.${call}.base_ms`),
+      capMs: u64(b.cap_ms, `config.${call}.cap_ms`),
+      maxAttempts: Number(intIn(b.max_attempts, 0n, BigInt(U32_MAX), `config.${call}.max_attempts`)),
+    };
+  }
+  if (config.retry_budget_ms !== undefined && config.retry_budget_ms !== null) {
+    out.retryBudgetMs = u64(config.retry_budget_ms, 'config.retry_budget_ms');
+  }
+  return out;
+}
+
+function u64(v, name) {
+  return intIn(v, 0n, U64_MAX, name);
+}
+
+function intIn(v, lo, hi, name) {
+  let big;
+  if (typeof v === 'bigint') big = v;
+  else if (typeof v === 'number' && Number.isSafeInteger(v)) big = BigInt(v);
+  if (big === undefined || big < lo || big > hi) {
+    throw new PolicyError('invalid_config', `${name} must be an integer from ${lo} to ${hi}, got ${JSON.stringify(String(v))}`);
+  }
+  return big;
+}

@@ -1,0 +1,73 @@
+// Shared by the tests: the shared vectors and a subset matcher.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RAW, parseLossless } from '../src/json.js';
+
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+export const VECTORS_DIR = join(REPO, 'tests', 'vectors');
+export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', import.meta.url));
+
+/**
+ * Every vector file: [{file, cases: [{name, observation, context, expect, obsText, ctxText}]}].
+ * The observation and context are kept as the raw text of the file, so a u64
+ * seed (or any number) reaches the component exactly as written.
+ */
+export function loadVectors() {
+  const files = readdirSync(VECTORS_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
+  return files.map((file) => {
+    const cases = parseLossless(readFileSync(join(VECTORS_DIR, file), 'utf8'));
+    return {
+      file,
+      cases: cases.map((c) => ({
+        ...c,
+        obsText: c[RAW].observation,
+        ctxText: c[RAW].context ?? '{}',
+      })),
+    };
+  });
+}
+
+/**
+ * Where `got` differs from `expected`: recursive subset on objects, exact on
+ * arrays and scalars. Returns a list of "path: expected X, got Y".
+ */
+export function subsetDiff(expected, got, path = '$') {
+  if (isObject(expected)) {
+    if (!isObject(got)) return [`${path}: expected an object, got ${show(got)}`];
+    return Object.keys(expected).flatMap((k) =>
+      Object.hasOwn(got, k) ? subsetDiff(expected[k], got[k], `${path}.${k}`) : [`${path}.${k}: expected ${show(expected[k])}, got nothing`],
+    );
+  }
+  return deepEqual(expected, got) ? [] : [`${path}: expected ${show(expected)}, got ${show(got)}`];
+}
+
+function isObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function deepEqual(a, b) {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  if (isObject(a)) {
+    if (!isObject(b)) return false;
+    const ka = Object.keys(a);
+    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
+  }
+  return a === b;
+}
+
+export function show(v) {
+  return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? `${x}n` : x));
+}
+
+/** A fake sleep that records the delays instead of waiting. */
+export function fakeSleep() {
+  const delays = [];
+  const sleep = async (ms) => {
+    delays.push(ms);
+  };
+  return { sleep, delays };
+}
