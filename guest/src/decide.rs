@@ -235,7 +235,7 @@ fn flow(
             } else {
                 let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
                 let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
-                if delay > remaining {
+                if remaining == 0 || delay > remaining {
                     let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
                         "hint_exceeds_budget"
                     } else {
