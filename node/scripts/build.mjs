@@ -82,6 +82,15 @@ async function run() {
 
   const started = performance.now();
   const out = await transpileBytes(new Uint8Array(bytes), { ...TRANSPILE_OPTIONS });
+  const exported = new Set(out.exports.map(([name]) => name.replace(/@.*$/, '')));
+  const missing = ['classify', 'decide', 'backoff', 'registry', 'idempotency', 'render', 'meta']
+    .map((i) => `agent:recovery/${i}`)
+    .filter((i) => !exported.has(i));
+  if (missing.length > 0) {
+    throw new Error(
+      `${path} does not export ${missing.join(', ')}; it is not the reference policy (a build of a custom policy in the same cargo invocation turns the reference's export feature off: rebuild it alone)`,
+    );
+  }
   const imports = importNames(out.imports);
   const denied = imports.filter((n) => !GRANTED_IMPORTS.includes(n));
   if (denied.length > 0) throw new Error(`the component imports ${denied.join(', ')}, which a policy is not granted`);

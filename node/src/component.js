@@ -85,8 +85,17 @@ export const TRANSPILE_OPTIONS = Object.freeze({
  * @typedef {{ instantiate: Function, modules: Map<string, WebAssembly.Module>, imports: string[], sha256: string, size: number, source: string }} Compiled
  */
 
-/** Transpiled components by sha256, so loading the same bytes twice is cheap. */
+/**
+ * Transpiled components by sha256, so loading the same bytes twice is cheap.
+ * Bounded: a loaded policy keeps its own reference, the cache only saves work.
+ */
 const cache = new Map();
+const CACHE_LIMIT = 4;
+
+function remember(digest, pending) {
+  cache.set(digest, pending);
+  while (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value);
+}
 
 /** Transpile component bytes in-process and compile its core modules. */
 export async function compileBytes(bytes, source) {
@@ -96,7 +105,7 @@ export async function compileBytes(bytes, source) {
       cache.delete(digest);
       throw e;
     });
-    cache.set(digest, pending);
+    remember(digest, pending);
   }
   const { instantiate, modules, imports } = await cache.get(digest);
   return { instantiate, modules, imports, sha256: digest, size: bytes.length, source };
@@ -167,7 +176,7 @@ export async function compileReference() {
             cause: e,
           });
     });
-    cache.set(digest, pending);
+    remember(digest, pending);
   }
   const { instantiate, modules, imports } = await cache.get(digest);
   return { instantiate, modules, imports, sha256: digest, size: bytes.length, source: 'reference' };

@@ -62,7 +62,17 @@ export class PolicyInstance {
 
   /** The registry, parsed once. */
   registry() {
-    this.#registry ??= JSON.parse(this.call('codesJson', (api) => api.codesJson()));
+    if (this.#registry === undefined) {
+      const text = this.call('codesJson', (api) => api.codesJson());
+      let rows;
+      try {
+        rows = JSON.parse(text);
+      } catch (e) {
+        throw new PolicyRuntimeError(`${this.identity.name} printed an invalid registry (${e.message}); report it`, { cause: e });
+      }
+      if (!Array.isArray(rows)) throw new PolicyRuntimeError(`${this.identity.name} printed a registry that is not an array; report it`);
+      this.#registry = rows;
+    }
     return this.#registry;
   }
 

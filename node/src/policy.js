@@ -4,7 +4,7 @@
 // (JSON.parse of the text it printed), so Node, Rust and Python see the same
 // data. The *Json methods return that text unchanged.
 
-import { PolicyError, PolicyLoadError } from './errors.js';
+import { PolicyError, PolicyLoadError, PolicyRuntimeError } from './errors.js';
 import { PolicyInstance } from './instance.js';
 import { describe, seedText, stringify } from './json.js';
 import { verify } from './verify.js';
@@ -94,7 +94,8 @@ export class Policy {
 
   /** The component's smoke set, parsed. */
   smokeTests() {
-    return JSON.parse(this.#active.call('smokeTests', (api) => api.smokeTests()));
+    const active = this.#active;
+    return parseOutput(active, 'smokeTests', active.call('smokeTests', (api) => api.smokeTests()));
   }
 
   /** classify-json: the envelope as the component printed it. */
@@ -112,7 +113,9 @@ export class Policy {
 
   /** Classify an observation object; returns the envelope object. */
   classify(observation) {
-    return JSON.parse(this.classifyJson(toText(observation, 'observation', 'invalid_observation')));
+    const obs = toText(observation, 'observation', 'invalid_observation');
+    const active = this.#active;
+    return parseOutput(active, 'classifyJson', active.call('classifyJson', (api) => api.classifyJson(obs)));
   }
 
   /**
@@ -124,7 +127,7 @@ export class Policy {
     const obs = toText(observation, 'observation', 'invalid_observation');
     const ctx = contextText(context);
     const active = this.#active;
-    const out = JSON.parse(active.call('decideJson', (api) => api.decideJson(obs, ctx)));
+    const out = parseOutput(active, 'decideJson', active.call('decideJson', (api) => api.decideJson(obs, ctx)));
     out.policy = active.stamp;
     return out;
   }
@@ -185,6 +188,18 @@ export class Policy {
     } catch {
       return out;
     }
+  }
+}
+
+/** The component's JSON output, parsed; output that is not JSON is a bug of the policy. */
+function parseOutput(active, what, out) {
+  try {
+    return JSON.parse(out);
+  } catch (e) {
+    throw new PolicyRuntimeError(
+      `${active.identity.name} ${active.identity.version} printed invalid JSON from ${what} (${e.message}); this is a bug in the policy: report it`,
+      { cause: e },
+    );
   }
 }
 

@@ -4,7 +4,7 @@
 // sleeps and counts. Every choice (retry or not, how long to wait, when the
 // attempts or the budget are spent) is the policy's decision.
 
-import { PolicyError, RecoveryError } from './errors.js';
+import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { failureOf as defaultFailureOf, fromError } from './observe.js';
 import { Policy } from './policy.js';
 
@@ -82,6 +82,9 @@ export async function retry(operation, options = {}) {
       if (observation === undefined || observation === null) return result;
     } catch (e) {
       if (signal?.aborted) throw e; // the caller cancelled: nothing to recover
+      // An inner retry() already decided, and a policy failure is not the
+      // operation's: neither is retried again.
+      if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw e;
       error = e;
       observation = fromError(e, { call, provider, timeoutMs });
     } finally {

@@ -2,9 +2,10 @@
 
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 import { before, test } from 'node:test';
 import { CONTRACT, Policy, PolicyError, RENDER_FORMATS } from '../src/index.js';
-import { GEN_COMPONENT, loadVectors } from './helpers.mjs';
+import { GEN_COMPONENT, loadVectors, withCustomSection } from './helpers.mjs';
 
 let policy;
 before(async () => {
@@ -154,17 +155,32 @@ test('smokeTests is the component smoke set', () => {
   }
 });
 
-test('loading the same component from a path transpiles it in-process and answers the same', async () => {
-  const other = await Policy.load(GEN_COMPONENT);
-  assert.equal(other.describe().sha256, policy.describe().sha256);
-  assert.equal(other.describe().source, GEN_COMPONENT);
-  const obs = JSON.stringify({ source: 'a2a', message: { jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'x' } } });
-  assert.equal(other.classifyJson(obs), policy.classifyJson(obs));
-  assert.equal(other.decideJson(obs, '{"attempt":2,"seed":"5"}'), policy.decideJson(obs, '{"attempt":2,"seed":"5"}'));
-  // Bytes work too, and an ArrayBuffer.
+test('another copy of the component, transpiled in-process, answers byte for byte the same', async () => {
   const bytes = await readFile(GEN_COMPONENT);
-  const third = await Policy.load(new Uint8Array(bytes));
-  assert.equal(third.describe().source, 'bytes');
-  const fourth = await Policy.load(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-  assert.equal(fourth.classifyJson(obs), policy.classifyJson(obs));
+  const other = await Policy.load(withCustomSection(bytes, 'api-test'));
+  assert.notEqual(other.describe().sha256, policy.describe().sha256);
+  assert.equal(other.describe().source, 'bytes');
+  for (const { cases } of loadVectors()) {
+    for (const c of cases) {
+      if (c.expect.error !== undefined) continue;
+      assert.equal(other.classifyJson(c.obsText), policy.classifyJson(c.obsText), c.name);
+      if (c.context?.seed !== undefined) assert.equal(other.decideJson(c.obsText, c.ctxText), policy.decideJson(c.obsText, c.ctxText), c.name);
+    }
+  }
+});
+
+test('load takes a path, a file URL, bytes or an ArrayBuffer', async () => {
+  const obs = JSON.stringify({ source: 'a2a', message: { jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'x' } } });
+  const bytes = await readFile(GEN_COMPONENT);
+  for (const [source, label] of [
+    [GEN_COMPONENT, GEN_COMPONENT],
+    [pathToFileURL(GEN_COMPONENT), GEN_COMPONENT],
+    [new Uint8Array(bytes), 'bytes'],
+    [bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length), 'bytes'],
+  ]) {
+    const p = await Policy.load(source);
+    assert.equal(p.describe().source, label);
+    assert.equal(p.describe().sha256, policy.describe().sha256);
+    assert.equal(p.classifyJson(obs), policy.classifyJson(obs));
+  }
 });

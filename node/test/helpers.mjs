@@ -71,3 +71,13 @@ export function fakeSleep() {
   };
   return { sleep, delays };
 }
+
+/**
+ * The component with a custom section appended (valid anywhere in a component):
+ * the same policy in other bytes, so it is transpiled anew, not found in a cache.
+ */
+export function withCustomSection(bytes, name) {
+  const payload = Buffer.concat([Buffer.from([name.length]), Buffer.from(name), Buffer.from(String(Date.now()))]);
+  if (payload.length > 127) throw new Error('section too long for a one-byte size');
+  return Buffer.concat([bytes, Buffer.from([0, payload.length]), payload]);
+}

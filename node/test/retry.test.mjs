@@ -223,10 +223,26 @@ test('aborting the caller signal stops the retry loop during the sleep', async (
   assert.ok(Date.now() - started < 5000);
 });
 
+test('a RecoveryError from an inner retry() is not retried again', async () => {
+  const { sleep, delays } = fakeSleep();
+  let outer = 0;
+  const err = await retry(
+    async () => {
+      outer++;
+      return retry(async () => http(400), { policy, ...STEP, sleep });
+    },
+    { policy, ...STEP, sleep },
+  ).catch((e) => e);
+  assert.ok(err instanceof RecoveryError);
+  assert.equal(outer, 1);
+  assert.deepEqual(delays, []);
+});
+
 test('retry() checks its options', async () => {
   await assert.rejects(retry(async () => 1, {}), TypeError);
   await assert.rejects(retry(null, { policy }), TypeError);
   await assert.rejects(retry(async () => 1, { policy, maxElapsedMs: -1 }), /maxElapsedMs/);
+  await assert.rejects(retry(async () => 1, { policy, timeoutMs: 0 }), /timeoutMs/);
 });
 
 test('fromResponse: status, headers and body text', async () => {

@@ -2,13 +2,14 @@
 // any failure the old policy keeps answering.
 
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Policy, PolicyLoadError, PolicyRuntimeError, RecoveryError, retry } from '../src/index.js';
 import { emptyComponent, filesystemComponent, fixedComponent, trappingComponent } from './fixtures.mjs';
-import { GEN_COMPONENT, fakeSleep } from './helpers.mjs';
+import { GEN_COMPONENT, REPO, fakeSleep } from './helpers.mjs';
 
 let dir;
 let reference;
@@ -128,6 +129,9 @@ test('a candidate failing a smoke case is refused, naming the case', async () =>
   const extra = [{ observation: { source: 'http', status: 400 }, expect: { action: 'fail' } }];
   await refused(policy.swap(ok, { smokeTests: extra }), 'smoke_test', /added case 0/);
   await refused(policy.swap(ok, { smokeTests: '{"not":"an array"}' }), 'smoke_test', /array/);
+  // A decision that is not JSON at all.
+  const garbled = await fixedComponent({ name: 'garbled', smoke: FIXED_SMOKE, decision: '{"action":' });
+  await refused(policy.swap(garbled), 'smoke_test', /garbled 0\.0\.1 failed smoke case 0/);
   // An empty smoke set is refused too.
   const silent = await fixedComponent({ name: 'silent', smoke: '[]', decision: FIXED_DECISION });
   await refused(policy.swap(silent), 'smoke_test', /empty smoke set/);
@@ -163,6 +167,20 @@ test('a trap is a PolicyRuntimeError, and the next call gets a fresh instance', 
   assert.equal(policy.decide({ source: 'http', status: 503 }, { attempt: 1 }).delay_ms, 5);
   assert.throws(() => policy.key({ runId: 'r', stepId: 's', tool: 't' }), PolicyRuntimeError);
   assert.equal(policy.describe().traps, 2);
+});
+
+// examples/payments-policy, when it has been built for wasm32-wasip2.
+const PAYMENTS = process.env.AGENT_RECOVERY_PAYMENTS_WASM ?? join(REPO, 'target', 'wasm32-wasip2', 'release', 'payments_policy.wasm');
+test('hot swap to the payments policy (examples/payments-policy)', { skip: !existsSync(PAYMENTS) && `not built: ${PAYMENTS}` }, async () => {
+  const policy = await Policy.load();
+  const conflict = { source: 'http', status: 409 };
+  const before = policy.decide(conflict, { attempt: 1 });
+  const described = await policy.swap(await readFile(PAYMENTS));
+  assert.equal(described.name, 'payments-strict');
+  const after = policy.decide(conflict, { attempt: 1 });
+  assert.equal(after.policy.name, 'payments-strict');
+  assert.equal(after.action, 'fail');
+  assert.notEqual(before.policy.sha256, after.policy.sha256);
 });
 
 test('concurrent swaps run one at a time, in order; a failed one changes nothing', async () => {
