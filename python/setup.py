@@ -1,0 +1,108 @@
+"""Build step of the `agent-recovery` package: bundle the policy component.
+
+`pip install ./python` (or `python -m build`) runs `build_py`, which puts
+`agent_recovery/_wasm/agent_recovery_policy.wasm` into the package, taking it
+from the first of:
+
+1. `$AGENT_RECOVERY_WASM`, a prebuilt component file;
+2. in a checkout (`../Cargo.toml` exists) with cargo on PATH: the output of
+   `rustup target add wasm32-wasip2` (when rustup exists) and
+   `cargo build -p agent-recovery-policy --release --target wasm32-wasip2`,
+   which is a quick no-op when the component is up to date;
+3. in a checkout without cargo: the component cargo built earlier, if any;
+4. a component already in `src/agent_recovery/_wasm/` (an sdist carries one).
+
+Otherwise the build stops and says what to install. The `.wasm` is never
+committed (see .gitignore); `sdist` bundles it too, so an sdist installs
+without Rust.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+NAME = "agent_recovery_policy.wasm"
+PACKAGED = HERE / "src" / "agent_recovery" / "_wasm" / NAME
+CRATE = "agent-recovery-policy"
+TARGET = "wasm32-wasip2"
+
+
+def _log(message: str) -> None:
+    print(f"agent-recovery: {message}", file=sys.stderr)
+
+
+def _cargo_output() -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    if not target.is_absolute():
+        target = REPO / target
+    return target / TARGET / "release" / NAME
+
+
+def _cargo_build() -> None:
+    if shutil.which("rustup"):
+        subprocess.run(["rustup", "target", "add", TARGET], cwd=REPO, check=False)
+    _log(f"building the component: cargo build -p {CRATE} --release --target {TARGET}")
+    subprocess.run(
+        ["cargo", "build", "-p", CRATE, "--release", "--target", TARGET], cwd=REPO, check=True
+    )
+
+
+def ensure_component() -> Path:
+    """Put the component at PACKAGED and return its path."""
+    override = os.environ.get("AGENT_RECOVERY_WASM")
+    source: Path | None = None
+    if override:
+        source = Path(override)
+        if not source.is_file():
+            raise SystemExit(f"AGENT_RECOVERY_WASM={override} is not a file; point it at a component")
+    elif (REPO / "Cargo.toml").is_file() and (REPO / "guest").is_dir():
+        if shutil.which("cargo"):
+            _cargo_build()
+            source = _cargo_output()
+        elif _cargo_output().is_file():
+            _log("cargo is not on PATH; using the component built earlier (it may be stale)")
+            source = _cargo_output()
+    if source is None:
+        if PACKAGED.is_file():
+            return PACKAGED
+        raise SystemExit(
+            "agent-recovery: no policy component to package. Install Rust "
+            "(https://rustup.rs), then `rustup target add wasm32-wasip2`, and build from "
+            "a checkout; or set AGENT_RECOVERY_WASM to a prebuilt component"
+        )
+    if not source.is_file():
+        raise SystemExit(f"agent-recovery: cargo did not produce {source}; see its output above")
+    PACKAGED.parent.mkdir(parents=True, exist_ok=True)
+    if not PACKAGED.is_file() or PACKAGED.read_bytes() != source.read_bytes():
+        shutil.copyfile(source, PACKAGED)
+        _log(f"packaged {source} ({source.stat().st_size} bytes)")
+    return PACKAGED
+
+
+class BuildPyWithComponent(build_py):
+    """`build_py` that first bundles the component."""
+
+    def run(self) -> None:
+        ensure_component()
+        super().run()
+
+
+class SdistWithComponent(sdist):
+    """`sdist` that bundles the component, so the sdist builds without Rust."""
+
+    def run(self) -> None:
+        ensure_component()
+        super().run()
+
+
+setup(cmdclass={"build_py": BuildPyWithComponent, "sdist": SdistWithComponent})

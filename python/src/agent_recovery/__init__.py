@@ -1,0 +1,47 @@
+"""agent-recovery for Python: the recovery policy component, run by wasmtime.
+
+```python
+from agent_recovery import Policy
+
+policy = Policy.load()
+envelope = policy.classify({"source": "http", "status": 503})
+assert envelope["code"] == "tool.http.503_unavailable"
+```
+
+- `Policy`: load a component and call it (`classify`, `decide`, `backoff`,
+  `key`, `registry`, `render`, `info`, and the byte-exact `*_json` entry points).
+- `PolicyHandle`: the active policy, hot-swappable after validation.
+- `retry` / `retry_sync`: run an operation and let the policy decide each retry.
+- `from_exception` / `from_response` / `from_rpc`: observations from what failed.
+"""
+
+from .errors import PolicyError, PolicyRuntimeError, SwapError
+from .handle import PolicyHandle
+from .limits import Limits
+from .observe import Failure, from_exception, from_response, from_rpc
+from .policy import Policy, reference_path
+from .retry import RecoveryError, retry, retry_sync
+from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
+
+__all__ = [
+    "CodeInfo",
+    "Context",
+    "Decision",
+    "Envelope",
+    "Failure",
+    "Limits",
+    "Policy",
+    "PolicyConfig",
+    "PolicyError",
+    "PolicyHandle",
+    "PolicyInfo",
+    "PolicyRuntimeError",
+    "RecoveryError",
+    "SwapError",
+    "from_exception",
+    "from_response",
+    "from_rpc",
+    "reference_path",
+    "retry",
+    "retry_sync",
+]

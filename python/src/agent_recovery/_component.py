@@ -1,0 +1,199 @@
+"""Compiling components, once per process and digest, and checking their exports.
+
+One `wasmtime.Engine` (with fuel metering) and one `Linker` (WASI 0.2 only)
+serve every policy in the process. Compiling a component takes about a second,
+so compiled components are kept by sha256 (a few at most): loading or swapping
+to bytes already seen skips the compiler.
+
+Across processes, set `AGENT_RECOVERY_COMPILE_CACHE=1` (before the first load)
+to turn on wasmtime's own compilation cache (in `~/.cache/wasmtime`), or set it
+to the path of a wasmtime cache configuration file. Off by default: a library
+should not write to the user's home unasked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from wasmtime import Config, Engine, WasmtimeError
+from wasmtime.component import (
+    Component,
+    EnumType,
+    ExportIndex,
+    Func,
+    ListType,
+    Linker,
+    OptionType,
+    RecordType,
+    ResultType,
+    TupleType,
+)
+
+from .errors import PolicyRuntimeError
+
+#: The WIT package every export lives in.
+PACKAGE = "agent:recovery"
+#: The contract version this host speaks (interface names carry it).
+CONTRACT = "0.1.0"
+
+_POLICY_ERROR = "record{kind:enum,message:string}"
+_BACKOFF = "option<record{base-ms:u64,cap-ms:u64,max-attempts:u32}>"
+_POLICY_CONFIG = (
+    f"option<record{{tool:{_BACKOFF},llm:{_BACKOFF},agent:{_BACKOFF},"
+    "retry-budget-ms:option<u64>}>"
+)
+
+#: name -> (interface, function, parameter shapes, result shape). The shapes are
+#: written in the notation of `shape()`; enum cases are not compared.
+EXPORTS: Dict[str, Tuple[str, str, Tuple[str, ...], str]] = {
+    "classify-json": ("classify", "classify-json", ("string",), f"result<string,{_POLICY_ERROR}>"),
+    "decide-json": ("decide", "decide-json", ("string", "string"), f"result<string,{_POLICY_ERROR}>"),
+    "key": ("idempotency", "key", ("string",) * 4, f"result<string,{_POLICY_ERROR}>"),
+    "render-json": (
+        "render",
+        "render-json",
+        ("string", "enum", "string"),
+        f"result<string,{_POLICY_ERROR}>",
+    ),
+    "codes-json": ("registry", "codes-json", (), "string"),
+    "delay": (
+        "backoff",
+        "delay",
+        ("enum", "u32", "option<u64>", _POLICY_CONFIG),
+        f"result<u64,{_POLICY_ERROR}>",
+    ),
+    "info": (
+        "meta",
+        "info",
+        (),
+        "record{name:string,version:string,contract:string,description:string}",
+    ),
+    "smoke-tests": ("meta", "smoke-tests", (), "string"),
+}
+
+
+def shape(ty: Any) -> str:
+    """A compact structural description of a component value type."""
+    if isinstance(ty, RecordType):
+        return "record{" + ",".join(f"{n}:{shape(t)}" for n, t in ty.fields) + "}"
+    if isinstance(ty, ResultType):
+        ok, err = ty.ok, ty.err
+        return f"result<{shape(ok) if ok else '_'},{shape(err) if err else '_'}>"
+    if isinstance(ty, OptionType):
+        return f"option<{shape(ty.payload)}>"
+    if isinstance(ty, ListType):
+        return f"list<{shape(ty.element)}>"
+    if isinstance(ty, TupleType):
+        return "tuple<" + ",".join(shape(t) for t in ty.elements) + ">"
+    if isinstance(ty, EnumType):
+        return "enum"
+    return type(ty).__name__.lower()
+
+
+_lock = threading.Lock()
+_engine: Optional[Engine] = None
+_linker: Optional[Linker] = None
+_compiled: "OrderedDict[str, Compiled]" = OrderedDict()
+_MAX_COMPILED = 8
+
+
+def engine_and_linker() -> Tuple[Engine, Linker]:
+    """The process-wide engine (fuel metering on) and its WASI 0.2 linker."""
+    global _engine, _linker
+    with _lock:
+        if _engine is None or _linker is None:
+            config = Config()
+            config.consume_fuel = True
+            cache = os.environ.get("AGENT_RECOVERY_COMPILE_CACHE", "").strip()
+            if cache.lower() in ("1", "true", "yes", "on"):
+                config.cache = True
+            elif cache and cache.lower() not in ("0", "false", "no", "off"):
+                config.cache = cache  # a wasmtime cache configuration file
+            engine = Engine(config)
+            linker = Linker(engine)
+            linker.add_wasip2()
+            _engine, _linker = engine, linker
+        return _engine, _linker
+
+
+@dataclass
+class Compiled:
+    """A compiled component, its digest and the indices of its exports."""
+
+    component: Component
+    sha256: str
+    size: int
+    indices: Dict[str, ExportIndex] = field(default_factory=dict)
+    #: Set once the export shapes were checked against `EXPORTS`.
+    checked: bool = False
+
+
+def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
+    """Compile `wasm` (or take it from the per-process cache by its sha256)."""
+    if digest is None:
+        digest = hashlib.sha256(wasm).hexdigest()
+    with _lock:
+        hit = _compiled.get(digest)
+        if hit is not None:
+            _compiled.move_to_end(digest)
+            return hit
+    if not wasm.startswith(b"\0asm"):
+        raise PolicyRuntimeError(
+            "load",
+            f"the {len(wasm)}-byte file (sha256 {digest[:12]}…) is not a WebAssembly binary "
+            "(it does not start with \\0asm); pass the .wasm that "
+            "`cargo build --target wasm32-wasip2` writes",
+        )
+    engine, _ = engine_and_linker()
+    try:
+        component = Component(engine, wasm)
+    except WasmtimeError as e:
+        raise PolicyRuntimeError(
+            "load",
+            f"the {len(wasm)}-byte file (sha256 {digest[:12]}…) is not a WebAssembly "
+            f"component wasmtime can compile ({e}); build it with "
+            "`cargo build --target wasm32-wasip2`",
+        ) from None
+    compiled = Compiled(component, digest, len(wasm))
+    for name, (interface, func, _, _) in EXPORTS.items():
+        qualified = f"{PACKAGE}/{interface}@{CONTRACT}"
+        iface = component.get_export_index(qualified)
+        index = component.get_export_index(func, iface) if iface is not None else None
+        if index is None:
+            raise PolicyRuntimeError(
+                "incompatible",
+                f"the component does not export `{qualified}#{func}`; build it against "
+                f"the WIT world {PACKAGE}/recovery-policy@{CONTRACT}",
+            )
+        compiled.indices[name] = index
+    with _lock:
+        _compiled[digest] = compiled
+        while len(_compiled) > _MAX_COMPILED:
+            _compiled.popitem(last=False)
+    return compiled
+
+
+def check_exports(compiled: Compiled, funcs: Dict[str, Func], store: Any) -> None:
+    """Compare every export's type with `EXPORTS`; raise `incompatible` if one differs."""
+    if compiled.checked:
+        return
+    for name, (interface, func_name, params, result) in EXPORTS.items():
+        fty = funcs[name].type(store)
+        got_params = tuple(shape(t) for _, t in fty.params)
+        res = fty.result
+        got_result = shape(res) if res is not None else "_"
+        if got_params != params or got_result != result:
+            raise PolicyRuntimeError(
+                "incompatible",
+                f"`{PACKAGE}/{interface}@{CONTRACT}#{func_name}` has type "
+                f"({', '.join(got_params)}) -> {got_result}, the contract says "
+                f"({', '.join(params)}) -> {result}; rebuild the component against "
+                f"wit/ of contract {CONTRACT}",
+            )
+    compiled.checked = True
+

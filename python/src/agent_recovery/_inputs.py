@@ -1,0 +1,91 @@
+"""Turning Python arguments into the UTF-8 text the component reads.
+
+Text (`str`) and raw bytes are passed through as JSON text; anything else is
+written with `json.dumps` (compact, UTF-8, no NaN). The two checks the host makes
+before the component sees an input use the component's own error kinds: text
+that is not UTF-8 is `invalid_json` (JSON text must be UTF-8, RFC 8259 §8.1),
+and an input over `Limits.max_input_bytes` is `too_large`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from .errors import PolicyError
+
+_U32 = (1 << 32) - 1
+_U64 = (1 << 64) - 1
+
+
+def utf8(value: Any, what: str) -> bytes:
+    """`value` (str or bytes-like) as UTF-8 bytes, checked."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise PolicyError(
+                "invalid_json",
+                f"{what} is not valid UTF-8 (a lone surrogate at character {e.start}); "
+                "send JSON text encoded as UTF-8",
+            ) from None
+    data = bytes(value)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PolicyError(
+            "invalid_json",
+            f"{what} is not valid UTF-8 at byte {e.start}; send JSON text encoded as UTF-8",
+        ) from None
+    return data
+
+
+def json_text(value: Any, what: str, empty: Optional[bytes] = None) -> bytes:
+    """JSON text for `value`: text and bytes as given, other values via `json.dumps`.
+
+    `None` becomes `empty` when that is given.
+    """
+    if value is None and empty is not None:
+        return empty
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return utf8(value, what)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise PolicyError(
+            "invalid_json",
+            f"{what} is nested too deeply to write as JSON; flatten it or send the text",
+        ) from None
+    except (TypeError, ValueError) as e:
+        raise PolicyError(
+            "invalid_json",
+            f"{what} cannot be written as JSON ({e}); pass dicts, lists, strings, "
+            "finite numbers, booleans and None",
+        ) from None
+    return utf8(text, what)
+
+
+def check_size(total: int, limit: int) -> None:
+    """Refuse an input over the host's limit before any call."""
+    if total > limit:
+        raise PolicyError(
+            "too_large",
+            f"input is {total} bytes, over the host's {limit}-byte limit; "
+            "truncate the body before classifying",
+        )
+
+
+def integer(value: Any, what: str, maximum: int, kind: str = "invalid_argument") -> int:
+    """A non-negative integer up to `maximum` (a decimal string is accepted)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise PolicyError(
+            kind,
+            f"{what} must be an integer from 0 to {maximum}, got {value!r}; pass a plain int",
+        )
+    return value
+
+
+U32 = _U32
+U64 = _U64

@@ -1,0 +1,89 @@
+"""The errors of the Python host, as data with a stable kind.
+
+Three families, because a caller handles each one differently:
+
+- [`PolicyError`][]: the component rejected the *input* (bad JSON, an attempt of
+  0, an unknown render format...). Fix the input; retrying it unchanged gives
+  the same error.
+- [`PolicyRuntimeError`][]: the *component* failed (it could not be loaded, it
+  does not implement the contract, it trapped, it ran out of fuel). A trapped
+  instance is discarded and the next call runs on a fresh one.
+- [`SwapError`][] (a `PolicyRuntimeError`): a hot swap was refused; the old
+  policy is still active.
+
+Every message names the bad value and ends with a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: The kinds of `PolicyError`, snake_case twins of the WIT `error-kind` cases.
+POLICY_ERROR_KINDS: Final = (
+    "invalid_json",
+    "invalid_observation",
+    "invalid_context",
+    "invalid_config",
+    "invalid_argument",
+    "too_large",
+    "internal",
+)
+
+#: The kinds of `PolicyRuntimeError`. New kinds may be added.
+RUNTIME_ERROR_KINDS: Final = (
+    "io",  # the component file could not be read
+    "load",  # the bytes are not a component wasmtime can compile
+    "incompatible",  # missing or mistyped export, unknown import, other contract
+    "instantiate",  # instantiation failed (e.g. its memory exceeds Limits.memory_bytes)
+    "trap",  # the component trapped (a guest panic is a trap)
+    "out_of_fuel",  # the call used up its fuel (CPU budget), see Limits
+    "invalid_output",  # the component returned something unusable
+    "sha256_mismatch",  # a pinned digest did not match (swap and load)
+    "smoke_test",  # the component failed its own smoke tests (swap)
+)
+
+
+class PolicyError(Exception):
+    """The policy rejected its input (the WIT `policy-error`).
+
+    `kind` is one of `POLICY_ERROR_KINDS` (`invalid_json`, `invalid_observation`,
+    `invalid_context`, `invalid_config`, `invalid_argument`, `too_large`,
+    `internal`); `message` is the component's message, unchanged.
+
+    Two checks happen in the host before the component sees the input, with the
+    same kinds: text that is not UTF-8 (`invalid_json`; JSON text must be UTF-8)
+    and input over `Limits.max_input_bytes` (`too_large`).
+    """
+
+    kind: str
+    message: str
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class PolicyRuntimeError(Exception):
+    """The component itself failed: load, contract, trap, fuel, output.
+
+    `kind` is one of `RUNTIME_ERROR_KINDS`. After a `trap` or `out_of_fuel` the
+    instance is dropped; the next call instantiates the component again.
+    """
+
+    kind: str
+    message: str
+
+    def __init__(self, kind: str, message: str) -> None:
+        message = "; ".join(line.strip() for line in message.splitlines() if line.strip())
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class SwapError(PolicyRuntimeError):
+    """A hot swap was refused; the previously active policy is still active.
+
+    `kind` says why (`io`, `load`, `incompatible`, `sha256_mismatch`,
+    `smoke_test`, `trap`, ...); `message` gives the details.
+    """

@@ -1,0 +1,136 @@
+"""`PolicyHandle`: the active policy, swappable at run time.
+
+A swap loads the candidate *beside* the active policy, validates it and only
+then switches, so a bad file never answers a single call:
+
+1. read the bytes and check the optional sha256 pin;
+2. compile and instantiate it (every export is type-checked against the contract);
+3. read `info()` (the contract must be 0.1.x);
+4. run its own smoke set through `decide_json`.
+
+Any failure raises `SwapError` saying why, and the old policy stays active.
+The switch is one reference assignment: a call already running finishes on the
+policy it started with; every later call sees the new one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from .errors import PolicyError, PolicyRuntimeError, SwapError
+from .limits import Limits
+from .policy import Policy, Source
+from .types import CodeInfo, Decision, Envelope, PolicyConfig, PolicyInfo
+from .verify import run_smoke_tests
+
+
+def load_verified(source: Source, sha256: Optional[str], limits: Optional[Limits]) -> Policy:
+    """Load a policy and run its smoke set; raise `SwapError` if anything fails."""
+    try:
+        policy = Policy.load(source, sha256=sha256, limits=limits)
+        run_smoke_tests(policy)
+    except PolicyRuntimeError as e:
+        raise SwapError(e.kind, f"candidate refused: {e.message}") from None
+    except PolicyError as e:
+        raise SwapError("smoke_test", f"candidate refused: {e}") from None
+    return policy
+
+
+class PolicyHandle:
+    """Holds the active `Policy`; `swap` replaces it after validation.
+
+    The call methods delegate to the active policy.
+    """
+
+    def __init__(self, policy: Optional[Policy] = None) -> None:
+        """Wrap `policy`, or load and verify the packaged reference."""
+        self._active = policy if policy is not None else load_verified(None, None, None)
+        self._swap_lock = threading.Lock()
+        self._activated_at = time.time()
+        self._swaps = 0
+
+    @classmethod
+    def load(
+        cls, path: Source = None, *, sha256: Optional[str] = None, limits: Optional[Limits] = None
+    ) -> "PolicyHandle":
+        """A handle on a verified component (None: the packaged reference)."""
+        return cls(load_verified(path, sha256, limits))
+
+    @property
+    def policy(self) -> Policy:
+        """The active policy."""
+        return self._active
+
+    def swap(
+        self, path: Source, sha256: Optional[str] = None, *, limits: Optional[Limits] = None
+    ) -> Dict[str, Any]:
+        """Validate the component at `path` (or these bytes) and make it active.
+
+        Returns `describe()` of the new policy. Raises `SwapError` (the old
+        policy stays active) when the candidate cannot be read or compiled,
+        does not implement the contract, fails its smoke tests, or its digest
+        differs from `sha256`.
+        """
+        with self._swap_lock:
+            candidate = load_verified(path, sha256, limits or self._active.limits)
+            self._active = candidate
+            self._activated_at = time.time()
+            self._swaps += 1
+            return self.describe()
+
+    def describe(self) -> Dict[str, Any]:
+        """The active policy: name, version, contract, sha256, size, origin, swaps."""
+        out = self._active.describe()
+        out["activated_at"] = self._activated_at
+        out["swaps"] = self._swaps
+        return out
+
+    # -- delegation -------------------------------------------------------------
+
+    def classify_json(self, observation: Any) -> str:
+        """See `Policy.classify_json`."""
+        return self._active.classify_json(observation)
+
+    def decide_json(self, observation: Any, context: Any = "{}") -> str:
+        """See `Policy.decide_json`."""
+        return self._active.decide_json(observation, context)
+
+    def classify(self, obs: Any) -> Envelope:
+        """See `Policy.classify`."""
+        return self._active.classify(obs)
+
+    def decide(self, obs: Any, ctx: Any = None) -> Decision:
+        """See `Policy.decide` (the result's `policy` names the component that decided)."""
+        return self._active.decide(obs, ctx)
+
+    def backoff(
+        self,
+        call: str,
+        attempt: int,
+        seed: Optional[int] = None,
+        config: Optional[PolicyConfig] = None,
+    ) -> int:
+        """See `Policy.backoff`."""
+        return self._active.backoff(call, attempt, seed, config)
+
+    def key(self, run_id: str, step_id: str, tool: str, args: Any) -> str:
+        """See `Policy.key`."""
+        return self._active.key(run_id, step_id, tool, args)
+
+    def registry(self) -> List[CodeInfo]:
+        """See `Policy.registry`."""
+        return self._active.registry()
+
+    def render(self, envelope: Any, format: str, options: Any = None) -> Any:
+        """See `Policy.render`."""
+        return self._active.render(envelope, format, options)
+
+    def render_json(self, envelope: Any, format: str, options: Any = None) -> str:
+        """See `Policy.render_json`."""
+        return self._active.render_json(envelope, format, options)
+
+    def info(self) -> PolicyInfo:
+        """See `Policy.info`."""
+        return self._active.info()

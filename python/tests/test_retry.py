@@ -1,0 +1,159 @@
+"""The retry helper, async and sync, against the real policy (fake sleep, no waiting)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Dict, List
+
+import pytest
+
+from agent_recovery import Failure, Policy, PolicyHandle, RecoveryError, retry, retry_sync
+
+from .fakes import FakeResponse, HTTPStatusError, ReadTimeout, Recorder, script
+
+STEP: Dict[str, Any] = dict(call="tool", run_id="run-1", step_id="step-1", tool="search",
+                            args={"q": "weather"})
+
+
+def run_both(policy: Any, operation: Any, **kw: Any) -> List[Any]:
+    """Run the sync and the async helper on fresh copies of the same script."""
+    return [run_sync(policy, operation(), **kw), run_async(policy, operation(), **kw)]
+
+
+def run_sync(policy: Any, op: Any, **kw: Any) -> Any:
+    sleep = Recorder()
+    decisions: List[Any] = []
+    try:
+        result = retry_sync(op, policy=policy, sleep=sleep, on_decision=decisions.append,
+                            **{**STEP, **kw})
+    except RecoveryError as e:
+        result = e
+    return result, op.calls, sleep.delays, decisions
+
+
+def run_async(policy: Any, op: Any, **kw: Any) -> Any:
+    sleep = Recorder()
+    decisions: List[Any] = []
+
+    async def note(decision: Any) -> None:  # async on_decision is awaited
+        decisions.append(decision)
+
+    async def main() -> Any:
+        try:
+            return await retry(op, policy=policy, sleep=sleep.asleep, on_decision=note,
+                               **{**STEP, **kw})
+        except RecoveryError as e:
+            return e
+
+    return asyncio.run(main()), op.calls, sleep.delays, decisions
+
+
+def test_flaky_tool_recovers_with_one_key_and_recorded_delays(policy: Policy) -> None:
+    def flaky() -> Any:
+        return script(
+            Failure.response(503, {"Retry-After": "1"}),
+            ReadTimeout("read timed out"),
+            {"forecast": "sunny"},
+        )
+
+    for result, calls, delays, decisions in run_both(policy, flaky, seed=42):
+        assert result == {"forecast": "sunny"}
+        assert [c["attempt"] for c in calls] == [1, 2, 3]
+        key = policy.key("run-1", "step-1", "search", {"q": "weather"})
+        assert {c["idempotency_key"] for c in calls} == {key}
+        assert [d["action"] for d in decisions] == ["retry", "retry"]
+        assert delays == [d["delay_ms"] / 1000 for d in decisions]
+        assert delays[0] >= 1.0, "Retry-After: 1 is honoured"
+        assert decisions[1]["envelope"]["code"] == "tool.timeout.read"
+
+
+def test_same_seed_same_delays(policy: Policy) -> None:
+    def op() -> Any:
+        return script(Failure.response(503), Failure.response(503), "ok")
+
+    runs = run_both(policy, op, seed=7) + run_both(policy, op, seed=7)
+    assert len({tuple(r[2]) for r in runs}) == 1
+    # The delays are the component's: ask it directly with the same context.
+    first = policy.decide({"source": "http", "status": 503},
+                          {"call": "tool", "attempt": 1, "elapsed_ms": 0, "seed": 7})
+    assert runs[0][2][0] == first["delay_ms"] / 1000
+
+
+def test_permanent_failure_stops_at_once(policy: Policy) -> None:
+    def op() -> Any:
+        return script(HTTPStatusError(FakeResponse(400, text='{"error":"bad q"}')))
+
+    for result, calls, delays, decisions in run_both(policy, op):
+        assert isinstance(result, RecoveryError)
+        assert result.action == "fail" and result.attempts == 1
+        assert result.code == "tool.http.400_bad_request"
+        assert isinstance(result.cause, HTTPStatusError) and result.__cause__ is result.cause
+        assert len(calls) == 1 and delays == []
+        assert result.decision is decisions[0]
+
+
+def test_attempts_are_exhausted(policy: Policy) -> None:
+    def op() -> Any:
+        return script(FakeResponse(503))  # a returned response >= 400 is a failure
+
+    for result, calls, delays, decisions in run_both(policy, op, seed=3):
+        assert isinstance(result, RecoveryError)
+        assert result.action == "dead_letter"
+        assert result.decision["reason"] == "attempts_exhausted"
+        assert len(calls) == 5 and len(delays) == 4  # tool: 5 attempts
+
+
+def test_retry_budget_is_respected(policy: Policy) -> None:
+    budget = 700
+    ctx = {"config": {"retry_budget_ms": budget, "tool": {"max_attempts": 50}}}
+
+    def op() -> Any:
+        return script(ConnectionResetError("reset by peer"))
+
+    for result, calls, delays, decisions in run_both(policy, op, seed=9, context=ctx):
+        assert isinstance(result, RecoveryError)
+        assert result.decision["reason"] in ("budget_exhausted", "hint_exceeds_budget")
+        assert sum(round(d * 1000) for d in delays) <= budget
+        spent = 0
+        for d in decisions[:-1]:
+            assert d["attempt"] == len([x for x in decisions if x["attempt"] <= d["attempt"]])
+            spent += d["delay_ms"]
+            assert d["budget_remaining_ms"] == budget - spent
+        assert decisions[0]["envelope"]["code"] == "tool.network.connection_reset"
+
+
+def test_server_hint_beyond_budget_does_not_sleep(policy: Policy) -> None:
+    def op() -> Any:
+        return script(Failure.response(429, {"retry-after": "120"}))
+
+    for result, calls, delays, _ in run_both(policy, op):
+        assert isinstance(result, RecoveryError) and delays == []
+        assert result.decision["reason"] == "hint_exceeds_budget"
+
+
+def test_cancellation_is_not_retried(policy: Policy) -> None:
+    async def op(**_: Any) -> Any:
+        raise asyncio.CancelledError()
+
+    async def main() -> None:
+        await retry(op, policy=policy, sleep=Recorder().asleep, **STEP)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+
+
+def test_async_operation_and_handle(policy: Policy) -> None:
+    handle = PolicyHandle(policy)
+    seen: List[int] = []
+
+    async def op(*, attempt: int, idempotency_key: str) -> str:
+        seen.append(attempt)
+        await asyncio.sleep(0)
+        if attempt < 2:
+            raise ReadTimeout("slow")
+        return idempotency_key
+
+    sleep = Recorder()
+    key = asyncio.run(retry(op, policy=handle, sleep=sleep.asleep, seed=1, **STEP))
+    assert key == policy.key("run-1", "step-1", "search", {"q": "weather"})
+    assert seen == [1, 2] and len(sleep.delays) == 1
