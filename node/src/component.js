@@ -85,6 +85,22 @@ export const TRANSPILE_OPTIONS = Object.freeze({
  * @typedef {{ instantiate: Function, modules: Map<string, WebAssembly.Module>, imports: string[], sha256: string, size: number, source: string }} Compiled
  */
 
+const DEBUG_CHECK = 'if (!globalThis?.process?.env?.JCO_DEBUG) { return; }';
+
+/**
+ * The generated bindings, with one change: jco 1.35's debug logger reads
+ * `process.env.JCO_DEBUG` (a getenv call in Node) on every one of the many log
+ * calls each export makes, which was 40% of a cheap call's time. The flag is
+ * read once, when the bindings load, instead. Without that exact line (another
+ * jco version) the text is left as it is.
+ */
+export function bindingsSource(js) {
+  const text = typeof js === 'string' ? js : Buffer.from(js).toString('utf8');
+  if (!text.includes(DEBUG_CHECK)) return text;
+  const head = 'const JCO_DEBUG_AT_LOAD = Boolean(globalThis?.process?.env?.JCO_DEBUG);\n';
+  return head + text.replaceAll(DEBUG_CHECK, 'if (!JCO_DEBUG_AT_LOAD) { return; }');
+}
+
 /**
  * Transpiled components by sha256, so loading the same bytes twice is cheap.
  * Bounded: a loaded policy keeps its own reference, the cache only saves work.
@@ -129,7 +145,7 @@ async function transpileAndImport(bytes) {
   const js = files[`${NAME}.js`];
   let mod;
   try {
-    const url = `data:text/javascript;base64,${Buffer.from(js).toString('base64')}`;
+    const url = `data:text/javascript;base64,${Buffer.from(bindingsSource(js)).toString('base64')}`;
     mod = await import(url);
   } catch (e) {
     throw new PolicyLoadError('transpile', `the transpiled bindings did not load (${firstLine(e)}); please report this`, {
