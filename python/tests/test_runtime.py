@@ -60,7 +60,10 @@ def test_garbage_truncated_missing_and_foreign_components(
 ) -> None:
     cases = {
         "load": [b"garbage", reference_bytes[: len(reference_bytes) // 2], b"\0asm\x01\0\0\0"],
-        "incompatible": [bytes(wasmtime.wat2wasm("(component)"))],
+        "incompatible": [
+            bytes(wasmtime.wat2wasm("(component)")),
+            bytes(wasmtime.wat2wasm('(component (import "evil:net/socket" (instance)))')),
+        ],
         "io": [str(tmp_path / "missing.wasm")],
     }
     for kind, sources in cases.items():

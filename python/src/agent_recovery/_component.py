@@ -142,6 +142,12 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
         if hit is not None:
             _compiled.move_to_end(digest)
             return hit
+    if wasm[:8] == b"\0asm\x01\0\0\0":
+        raise PolicyRuntimeError(
+            "load",
+            "the policy is a core WebAssembly module, not a component; build it for "
+            "wasm32-wasip2 (or wrap it with `wasm-tools component new`)",
+        )
     if not wasm.startswith(b"\0asm"):
         raise PolicyRuntimeError(
             "load",
@@ -159,6 +165,7 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
             f"component wasmtime can compile ({e}); build it with "
             "`cargo build --target wasm32-wasip2`",
         ) from None
+    check_imports(component, engine)
     compiled = Compiled(component, digest, len(wasm))
     for name, (interface, func, _, _) in EXPORTS.items():
         qualified = f"{PACKAGE}/{interface}@{CONTRACT}"
@@ -176,6 +183,29 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
         while len(_compiled) > _MAX_COMPILED:
             _compiled.popitem(last=False)
     return compiled
+
+
+#: WASI packages a component may import: the same allow-list as the Rust host.
+#: All are linked and all are inert (see `_sandbox`).
+ALLOWED_IMPORTS = (
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+)
+
+
+def check_imports(component: Component, engine: Engine) -> None:
+    """Refuse a component importing anything but WASI 0.2, naming the import."""
+    for name in component.type.imports(engine):
+        if not name.startswith(ALLOWED_IMPORTS):
+            raise PolicyRuntimeError(
+                "incompatible",
+                f"the component imports `{name}`, which the host does not provide; a policy "
+                "may import only WASI 0.2 (cli, io, clocks, random, filesystem, sockets)",
+            )
 
 
 def check_exports(compiled: Compiled, funcs: Dict[str, Func], store: Any) -> None:

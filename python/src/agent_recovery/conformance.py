@@ -12,7 +12,9 @@ One input line, one output line, in order:
 
 Output: the component's output text unchanged (for `backoff`, the delay in
 decimal), or `ERROR <kind> <message>` when the policy (or the host, for a bad
-line or a trap) refuses. Written as UTF-8 bytes with `\\n`, so the output of the
+line) refuses the input, or `ERROR runtime_<kind> <message>` when the component
+itself fails (`runtime_trap`, `runtime_out_of_fuel`, ...), as the Rust driver
+does. Written as UTF-8 bytes with `\\n`, so the output of the
 Rust, Node and Python drivers compares byte for byte. Exit status 0 when every
 line was answered (errors included), 2 when the component cannot be loaded.
 """
@@ -87,8 +89,8 @@ def run(policy: Policy, stdin: IO[bytes], stdout: IO[bytes]) -> int:
             out = answer(policy, line)
         except PolicyError as e:
             out = f"ERROR {e.kind} {e.message}"
-        except PolicyRuntimeError as e:
-            out = f"ERROR {e.kind} {e.message}"
+        except PolicyRuntimeError as e:  # the component failed, not the input
+            out = f"ERROR runtime_{e.kind} {e.message}"
         except ValueError as e:  # a `config` member that is not JSON
             out = f"ERROR invalid_config {e}"
         stdout.write(out.encode("utf-8") + b"\n")

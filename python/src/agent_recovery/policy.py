@@ -213,6 +213,17 @@ class Policy:
                     self._sandbox = None
                 raise
 
+    def _parse(self, text: str, export: str) -> Any:
+        """`json.loads` of a JSON entry point's output; garbage is `invalid_output`."""
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise PolicyRuntimeError(
+                "invalid_output",
+                f"`{export}` of policy {self.name!r} returned text that is not JSON ({e}): "
+                f"{text[:80]!r}; the component breaks the contract, report it to its authors",
+            ) from None
+
     def _live_sandbox(self) -> Sandbox:
         if self._sandbox is None:
             self._sandbox = Sandbox(self._compiled, self._limits)
@@ -263,7 +274,7 @@ class Policy:
         text = self._call_text(
             "classify-json", ((_abi.KIND_STRING, json_text(obs, "observation")),)
         )
-        return cast(Envelope, json.loads(text))
+        return cast(Envelope, self._parse(text, "classify-json"))
 
     def decide(self, obs: Any, ctx: Any = None) -> Decision:
         """Decide the next step; `ctx` is a `Context` dict, JSON text or None.
@@ -275,9 +286,15 @@ class Policy:
             (_abi.KIND_STRING, json_text(obs, "observation")),
             (_abi.KIND_STRING, json_text(ctx, "context", empty=b"{}")),
         )
-        decision = cast(Decision, json.loads(self._call_text("decide-json", args)))
+        decision = self._parse(self._call_text("decide-json", args), "decide-json")
+        if not isinstance(decision, dict) or not isinstance(decision.get("action"), str):
+            raise PolicyRuntimeError(
+                "invalid_output",
+                f"`decide-json` of policy {self.name!r} returned JSON without an `action`; "
+                "the component breaks the contract, report it to its authors",
+            )
         decision["policy"] = cast(PolicyRef, dict(self._ref))
-        return decision
+        return cast(Decision, decision)
 
     def key(self, run_id: str, step_id: str, tool: str, args: Any) -> str:
         """The idempotency key of one logical action (hex sha256).
@@ -313,7 +330,7 @@ class Policy:
 
     def registry(self) -> List[CodeInfo]:
         """Every code the policy can emit, sorted by code."""
-        return cast(List[CodeInfo], json.loads(self.registry_json()))
+        return cast(List[CodeInfo], self._parse(self.registry_json(), "codes-json"))
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
         """Render an envelope (dict or JSON text) for a boundary.
@@ -324,7 +341,7 @@ class Policy:
         text = self.render_json(envelope, format, options)
         if str(format).replace("_", "-") == "coordinator-text":
             return text
-        return json.loads(text)
+        return self._parse(text, "render-json")
 
     def info(self) -> PolicyInfo:
         """Name, version, contract and description of the policy."""
@@ -338,7 +355,7 @@ class Policy:
 
     def smoke_tests(self) -> List[Dict[str, Any]]:
         """The component's smoke set: `[{"observation", "context", "expect"}]`."""
-        return cast(List[Dict[str, Any]], json.loads(self.smoke_tests_json()))
+        return cast(List[Dict[str, Any]], self._parse(self.smoke_tests_json(), "smoke-tests"))
 
 
 def _config_record(config: Optional[PolicyConfig]) -> Any:

@@ -1,0 +1,133 @@
+"""Hostile components (tests/hostile/, built by host/build.rs): refused or contained.
+
+Each must be refused at load or contained per call, the previous policy must
+keep answering, and the error must say what happened. Skipped when the
+fixtures have not been built (`cargo build -p agent-recovery` builds them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from agent_recovery import Limits, Policy, PolicyHandle, PolicyRuntimeError, SwapError
+
+from .conftest import repo_root
+
+OBS = '{"source":"http","status":503}'
+
+
+def fixture(name: str) -> Optional[Path]:
+    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
+    found = sorted(
+        target.glob(f"*/wasm32-wasip2/release/hostile_{name}.wasm"),
+        key=lambda p: p.stat().st_mtime,
+    )
+    return found[-1] if found else None
+
+
+def need(name: str) -> Path:
+    path = fixture(name)
+    if path is None:
+        pytest.skip(f"hostile fixture {name} not built (cargo build -p agent-recovery builds it)")
+    return path
+
+
+@pytest.fixture()
+def handle(policy: Policy) -> PolicyHandle:
+    return PolicyHandle(policy)
+
+
+def refused(handle: PolicyHandle, path: Path, kinds: tuple) -> SwapError:
+    before = handle.describe()
+    with pytest.raises(SwapError) as info:
+        handle.swap(path)
+    assert info.value.kind in kinds, info.value
+    assert handle.describe() == before
+    assert json.loads(handle.classify_json(OBS))["code"] == "tool.http.503_unavailable"
+    return info.value
+
+
+def test_spin_is_refused_at_activation_and_contained_per_call(handle: PolicyHandle) -> None:
+    path = need("spin")
+    refused(handle, path, ("out_of_fuel",))
+    spin = Policy.load(path, limits=Limits(fuel_base=20_000_000))  # loaded unchecked
+    for _ in range(2):
+        with pytest.raises(PolicyRuntimeError) as info:
+            spin.classify_json(OBS)
+        assert info.value.kind == "out_of_fuel"
+
+
+def test_membomb_is_contained(handle: PolicyHandle) -> None:
+    path = need("membomb")
+    refused(handle, path, ("out_of_fuel", "trap"))
+    bomb = Policy.load(path, limits=Limits(memory_bytes=16 << 20, fuel_base=10**10))
+    with pytest.raises(PolicyRuntimeError) as info:
+        bomb.decide_json(OBS)
+    assert info.value.kind == "trap"  # memory.grow refused, the guest aborts
+
+
+def test_panic_traps_and_the_instance_is_discarded(handle: PolicyHandle) -> None:
+    path = need("panic")
+    refused(handle, path, ("trap",))
+    panicky = Policy.load(path)
+    for _ in range(2):
+        first = panicky._sandbox or panicky._live_sandbox()
+        with pytest.raises(PolicyRuntimeError) as info:
+            panicky.classify_json(OBS)
+        assert info.value.kind == "trap" and panicky._sandbox is None
+        assert panicky.info()["name"] == "hostile-panic"  # a fresh instance answers
+        assert panicky._sandbox is not first
+
+
+def test_sneaky_sees_no_file_and_no_network(handle: PolicyHandle) -> None:
+    path = need("sneaky")
+    sneaky = Policy.load(path)
+    # It reads /etc/passwd and connects to 127.0.0.1:9; the sandbox grants neither.
+    assert json.loads(sneaky.classify_json(OBS)) == {"leaked_bytes": 0, "sent": False}
+
+
+def test_garbage_output_is_invalid_output(handle: PolicyHandle) -> None:
+    path = need("garbage")
+    refused(handle, path, ("smoke_test",))
+    garbage = Policy.load(path)
+    with pytest.raises(PolicyRuntimeError) as info:
+        garbage.classify(OBS)
+    assert info.value.kind == "invalid_output"
+    with pytest.raises(PolicyRuntimeError) as info:
+        garbage.decide(OBS)
+    assert info.value.kind == "invalid_output"
+    # The *_json entry points hand back the component's bytes unchanged, unparsed.
+    assert garbage.classify_json(OBS).startswith('{"code": 42')
+
+
+def test_wrong_world_is_refused_at_load(handle: PolicyHandle) -> None:
+    path = need("wrong_world")
+    err = refused(handle, path, ("incompatible",))
+    assert "agent:recovery" in err.message
+
+
+def test_a_core_module_is_not_a_component() -> None:
+    with pytest.raises(PolicyRuntimeError) as info:
+        Policy.load(b"\0asm\x01\0\0\0")
+    assert info.value.kind == "load" and "core WebAssembly module" in info.value.message
+
+
+def test_conformance_driver_reports_a_trap_and_goes_on() -> None:
+    import io
+
+    from agent_recovery.conformance import run
+
+    panicky = Policy.load(need("panic"))
+    lines = [
+        {"op": "classify", "observation": OBS},
+        {"op": "key", "run_id": "r", "step_id": "s", "tool": "t", "args": "{}"},
+    ]
+    out = io.BytesIO()
+    run(panicky, io.BytesIO(b"".join(json.dumps(x).encode() + b"\n" for x in lines)), out)
+    got = out.getvalue().decode().splitlines()
+    assert got[0].startswith("ERROR runtime_trap ") and len(got) == 2
