@@ -288,6 +288,8 @@ export declare class RecoveryError extends Error {
   attempts: number;
   /** The failed result, when the operation returned a failure instead of throwing. */
   result?: unknown;
+  /** Retry delay spent in the run when it stopped (ms), earlier steps included. */
+  elapsedMs: number;
   /** The last thrown error, if the operation threw. */
   cause?: unknown;
 }
@@ -308,6 +310,8 @@ export interface DecisionEvent<T> {
   idempotencyKey?: string;
   error?: unknown;
   result?: T;
+  /** Retry delay spent in the run before this decision (ms). */
+  elapsedMs: number;
 }
 
 export interface RetryOptions<T> {
@@ -327,7 +331,10 @@ export interface RetryOptions<T> {
   seed?: bigint | string | number;
   /** The retry budget: total delay ms (sent as config.retry_budget_ms). */
   maxElapsedMs?: number;
-  /** Extra context fields (checkpoint_available, fallback_available, compensations_pending, config, ...). */
+  /**
+   * Extra context fields (checkpoint_available, fallback_available, compensations_pending, config, ...).
+   * `elapsed_ms` here is the retry delay earlier steps of the run already spent: this step's sleeps add to it.
+   */
   context?: Context;
   /** Per-attempt timeout: aborts the attempt's signal with a TimeoutError. */
   timeoutMs?: number;

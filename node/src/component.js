@@ -17,7 +17,12 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { cli, clocks, io, random } from '@bytecodealliance/preview2-shim';
+// Only the shim modules a policy may use: the filesystem, sockets and http
+// shims are never even loaded.
+import * as cli from '@bytecodealliance/preview2-shim/cli';
+import * as clocks from '@bytecodealliance/preview2-shim/clocks';
+import * as io from '@bytecodealliance/preview2-shim/io';
+import * as random from '@bytecodealliance/preview2-shim/random';
 import { PolicyLoadError, PolicyRuntimeError } from './errors.js';
 
 /** Where `npm run build` puts the transpiled reference policy. */

@@ -57,7 +57,7 @@ export class PolicyLoadError extends PolicyRuntimeError {
 
 /** `retry()` stopped because the policy's action was not `retry`. */
 export class RecoveryError extends Error {
-  constructor({ decision, observation, attempts, cause, result }) {
+  constructor({ decision, observation, attempts, cause, result, elapsedMs = 0 }) {
     const env = decision.envelope;
     super(`${decision.action} after attempt ${decision.attempt}: ${env.code} (${decision.reason}): ${env.message}`, {
       cause,
@@ -77,6 +77,8 @@ export class RecoveryError extends Error {
     this.attempts = attempts;
     /** The failed result, when the operation returned a failure instead of throwing. */
     this.result = result;
+    /** Retry delay spent in the run when it stopped (ms), earlier steps included. */
+    this.elapsedMs = elapsedMs;
   }
 }
 

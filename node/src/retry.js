@@ -69,7 +69,12 @@ export async function retry(operation, options = {}) {
   // Without a key a repeat may duplicate a side effect: say so, unless the caller knows better.
   const idempotent = options.idempotent ?? context.idempotent ?? (idempotencyKey === undefined ? false : undefined);
 
-  let elapsedMs = 0; // retry delay spent so far
+  // Retry delay spent so far in the run: this step's sleeps, on top of what the
+  // caller says earlier steps spent (context.elapsed_ms), so one budget can span a run.
+  let elapsedMs = context.elapsed_ms ?? 0;
+  if (!(Number.isSafeInteger(elapsedMs) && elapsedMs >= 0)) {
+    throw new PolicyError('invalid_context', `context.elapsed_ms must be a non-negative integer of milliseconds, got ${elapsedMs}`);
+  }
   for (let attempt = 1; ; attempt++) {
     signal?.throwIfAborted();
     const deadline = attemptDeadline(signal, timeoutMs);
@@ -97,10 +102,10 @@ export async function retry(operation, options = {}) {
     if (idempotent !== undefined) ctx.idempotent = idempotent;
     if (maxElapsedMs !== undefined) ctx.config = { ...context.config, retry_budget_ms: maxElapsedMs };
     const decision = policy.decide(observation, ctx);
-    if (onDecision) await onDecision({ attempt, decision, observation, idempotencyKey, error, result });
+    if (onDecision) await onDecision({ attempt, decision, observation, idempotencyKey, error, result, elapsedMs });
 
     if (decision.action !== 'retry') {
-      throw new RecoveryError({ decision, observation, attempts: attempt, cause: error, result });
+      throw new RecoveryError({ decision, observation, attempts: attempt, cause: error, result, elapsedMs });
     }
     await sleepFor(decision.delay_ms, signal);
     elapsedMs += decision.delay_ms;

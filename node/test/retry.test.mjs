@@ -134,6 +134,26 @@ test('maxElapsedMs is the retry budget: the delays never exceed it', async () =>
   assert.ok(delays.reduce((a, b) => a + b, 0) <= 2500, `${delays}`);
 });
 
+test('context.elapsed_ms carries a run budget across steps', async () => {
+  const { sleep, delays } = fakeSleep();
+  const err = await retry(async () => http(503, { 'retry-after': '2' }), {
+    policy,
+    ...STEP,
+    seed: 1,
+    sleep,
+    context: { elapsed_ms: 59_000 },
+  }).catch((e) => e);
+  assert.ok(err instanceof RecoveryError, String(err));
+  assert.deepEqual(delays, []);
+  assert.equal(err.decision.reason, 'hint_exceeds_budget');
+  assert.equal(err.elapsedMs, 59_000);
+  const ok = await retry(
+    async ({ attempt }) => (attempt === 1 ? http(503, { 'retry-after': '1' }) : 'ok'),
+    { policy, ...STEP, seed: 1, sleep, context: { elapsed_ms: 1000 }, onDecision: (d) => assert.equal(d.elapsedMs, 1000) },
+  );
+  assert.equal(ok, 'ok');
+});
+
 test('without an idempotency key an ambiguous failure is not retried', async () => {
   const { sleep, delays } = fakeSleep();
   const err = await retry(
