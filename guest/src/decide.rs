@@ -73,7 +73,7 @@ impl Context {
 
     /// Parse a context from a JSON value.
     pub fn from_json(v: Value) -> Result<Self, PolicyError> {
-        if !v.is_object() {
+        let Value::Object(mut m) = v else {
             return Err(PolicyError::new(
                 ErrorKind::InvalidContext,
                 format!(
@@ -81,18 +81,26 @@ impl Context {
                     crate::json_kind(&v)
                 ),
             ));
-        }
-        serde_json::from_value(v).map_err(|e| {
-            let kind = if e.to_string().contains("config") {
-                ErrorKind::InvalidConfig
-            } else {
-                ErrorKind::InvalidContext
-            };
+        };
+        // The config is parsed on its own so that its errors are `invalid_config`
+        // and every other error is `invalid_context`.
+        let config = match m.remove("config") {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(serde_json::from_value::<ConfigOverrides>(c).map_err(|e| {
+                PolicyError::new(
+                    ErrorKind::InvalidConfig,
+                    format!("context.config is invalid: {e}; see the README's defaults table"),
+                )
+            })?),
+        };
+        let mut ctx: Context = serde_json::from_value(Value::Object(m)).map_err(|e| {
             PolicyError::new(
-                kind,
+                ErrorKind::InvalidContext,
                 format!("context is invalid: {e}; see the README's context fields"),
             )
-        })
+        })?;
+        ctx.config = config;
+        Ok(ctx)
     }
 
     /// Fill unset fields from `other` (the observation's embedded context).

@@ -134,3 +134,22 @@ fn a_ten_megabyte_body_still_classifies() {
     assert_eq!(env["code"], "tool.http.503_unavailable");
     assert!(env["message"].as_str().unwrap().len() < 2000);
 }
+
+#[test]
+fn context_errors_name_the_right_kind() {
+    let obs = r#"{"source":"http","status":503}"#;
+    let kind = |ctx: &str| decide_json(obs, ctx).unwrap_err().kind;
+    use agent_recovery_policy::ErrorKind;
+    assert_eq!(kind(r#"{"surprise":true}"#), ErrorKind::InvalidContext);
+    assert_eq!(kind(r#"{"attempt":"one"}"#), ErrorKind::InvalidContext);
+    assert_eq!(
+        kind(r#"{"config":{"tool":{"base_ms":0}}}"#),
+        ErrorKind::InvalidConfig
+    );
+    assert_eq!(kind(r#"{"config":{"toll":{}}}"#), ErrorKind::InvalidConfig);
+    assert_eq!(
+        kind(r#"{"config":{"llm":{"base_ms":10,"cap_ms":5}}}"#),
+        ErrorKind::InvalidConfig
+    );
+    assert_eq!(kind("[1]"), ErrorKind::InvalidContext);
+}
