@@ -12,13 +12,16 @@
 //   {"op":"render","envelope":"<json>","format":"jsonrpc-error"|..,"options":"<json>"?}
 // Output: the component's text unchanged (backoff: the delay in decimal ms), or
 //   ERROR <kind> <message>
-// with <kind> a policy-error kind (invalid_json, invalid_observation, ...). A line
-// the driver cannot read gives `ERROR invalid_argument ...`; a trap gives
-// `ERROR trap ...`. Newlines in a message become spaces. Blank lines are skipped.
+// with <kind> a policy-error kind (invalid_json, invalid_observation, ...), as the
+// Rust and Python drivers print it: a line that is not a JSON object gives
+// `ERROR invalid_json ...`, a missing member or unknown op `ERROR invalid_argument ...`,
+// a `config` that is not JSON `ERROR invalid_config ...`, and a failure of the
+// component itself `ERROR runtime_<kind> ...` (runtime_trap, runtime_load).
+// Newlines in a message become spaces. Blank lines are skipped.
 // Seeds may be JSON numbers beyond 2^53 (read exactly) or decimal strings.
 
 import { createInterface } from 'node:readline';
-import { Policy, PolicyError, PolicyRuntimeError } from '../src/index.js';
+import { Policy, PolicyError, PolicyLoadError, PolicyRuntimeError } from '../src/index.js';
 import { parseLossless } from '../src/json.js';
 
 function usage() {
@@ -26,13 +29,18 @@ function usage() {
   process.exit(2);
 }
 
-class InputError extends Error {}
+class InputError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.kind = kind;
+  }
+}
 
 function field(op, name, { optional = false } = {}) {
   const v = op[name];
   if (v === undefined && optional) return undefined;
   if (typeof v !== 'string') {
-    throw new InputError(`"${name}" must be JSON text in a string, got ${v === undefined ? 'nothing' : typeof v}; e.g. "${name}":"{}"`);
+    throw new InputError('invalid_argument', `"${name}" must be JSON text in a string, got ${v === undefined ? 'nothing' : typeof v}; e.g. "${name}":"{}"`);
   }
   return v;
 }
@@ -46,21 +54,27 @@ function answer(policy, op) {
     case 'key':
       return policy.key({ runId: op.run_id, stepId: op.step_id, tool: op.tool, argsJson: field(op, 'args') });
     case 'backoff': {
-      const config = field(op, 'config', { optional: true });
+      const configText = typeof op.config === 'string' ? op.config : op.config === undefined ? undefined : JSON.stringify(op.config);
+      let config;
+      try {
+        config = configText === undefined || configText.trim() === '' ? undefined : parseLossless(configText);
+      } catch (e) {
+        throw new InputError('invalid_config', `"config" is not JSON (${e.message}); send the config object`);
+      }
       const attempt = typeof op.attempt === 'bigint' ? Number(op.attempt) : op.attempt;
       return String(
         policy.backoff({
           call: op.call,
           attempt,
           seed: op.seed ?? undefined,
-          config: config === undefined || config.trim() === '' ? undefined : parseLossless(config),
+          config,
         }),
       );
     }
     case 'render':
       return policy.renderJson(field(op, 'envelope'), op.format, field(op, 'options', { optional: true }) ?? '');
     default:
-      throw new InputError(`unknown op ${JSON.stringify(op.op)}; use classify, decide, key, backoff or render`);
+      throw new InputError('invalid_argument', `unknown op ${JSON.stringify(op.op)}; use classify, decide, key, backoff or render`);
   }
 }
 
@@ -81,7 +95,9 @@ async function run() {
     out.length = 0;
   };
   const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let number = 0;
   for await (const line of rl) {
+    number += 1;
     if (line.trim() === '') continue;
     let result;
     try {
@@ -89,14 +105,16 @@ async function run() {
       try {
         op = parseLossless(line);
       } catch (e) {
-        throw new InputError(`the line is not valid JSON (${e.message})`);
+        throw new InputError('invalid_json', `input line ${number} is not JSON (${e.message}); send one object per line`);
       }
-      if (op === null || typeof op !== 'object' || Array.isArray(op)) throw new InputError('each line must be a JSON object with "op"');
+      if (op === null || typeof op !== 'object' || Array.isArray(op)) {
+        throw new InputError('invalid_json', `input line ${number} is not a JSON object; send one object per line`);
+      }
       result = answer(policy, op);
     } catch (e) {
-      if (e instanceof PolicyError) result = `ERROR ${e.kind} ${oneLine(e.message)}`;
-      else if (e instanceof InputError || e instanceof SyntaxError) result = `ERROR invalid_argument ${oneLine(e.message)}`;
-      else if (e instanceof PolicyRuntimeError) result = `ERROR trap ${oneLine(e.message)}`;
+      if (e instanceof PolicyError || e instanceof InputError) result = `ERROR ${e.kind} ${oneLine(e.message)}`;
+      else if (e instanceof PolicyLoadError) result = `ERROR runtime_load ${oneLine(e.message)}`;
+      else if (e instanceof PolicyRuntimeError) result = `ERROR runtime_trap ${oneLine(e.message)}`;
       else throw e;
     }
     out.push(result);

@@ -66,8 +66,10 @@ test('key, backoff (seed beyond 2^53 as a number), render and errors', () => {
     '{"op":"fly"}',
     'not json',
     '{"op":"classify","observation":{"source":"http"}}',
+    '[1,2]',
+    '{"op":"backoff","call":"tool","attempt":1,"config":"{nope"}',
   ]);
-  assert.equal(out.length, 12);
+  assert.equal(out.length, 14);
   assert.equal(out[0], policy.key({ runId: 'run-1', stepId: 's1', tool: 'search', args: { page: 2, q: 'x' } }));
   assert.equal(out[1], '160');
   assert.equal(out[2], '160');
@@ -78,8 +80,10 @@ test('key, backoff (seed beyond 2^53 as a number), render and errors', () => {
   assert.match(out[7], /^ERROR invalid_context attempt must be at least 1/);
   assert.match(out[8], /^ERROR invalid_argument attempt must be at least 1/);
   assert.match(out[9], /^ERROR invalid_argument unknown op "fly"/);
-  assert.match(out[10], /^ERROR invalid_argument the line is not valid JSON/);
+  assert.match(out[10], /^ERROR invalid_json input line 12 is not JSON/);
   assert.match(out[11], /^ERROR invalid_argument "observation" must be JSON text/);
+  assert.match(out[12], /^ERROR invalid_json input line 14 is not a JSON object/);
+  assert.match(out[13], /^ERROR invalid_config "config" is not JSON/);
 });
 
 test('the driver loads another component with --component', () => {
