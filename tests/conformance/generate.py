@@ -132,7 +132,10 @@ def ops(count: int, seed: int):
             obs = json.dumps(case["observation"])
             yield {"op": "classify", "observation": obs}
             if "context" in case:
-                yield {"op": "decide", "observation": obs, "context": json.dumps(case["context"])}
+                ctx = dict(case["context"])
+                # Without a seed the jitter comes from WASI random: seed it so runtimes can agree.
+                ctx.setdefault("seed", 1)
+                yield {"op": "decide", "observation": obs, "context": json.dumps(ctx)}
     r = random.Random(seed)
     for _ in range(count):
         obs = json.dumps(observation(r), ensure_ascii=r.random() < 0.5)
