@@ -95,9 +95,18 @@ impl Loader {
         self
     }
 
-    /// Loads the embedded reference policy.
+    /// Loads the embedded reference policy. It is compiled once per process;
+    /// later loads only link it.
     pub fn reference(self) -> Result<Policy> {
-        self.bytes(REFERENCE)
+        static COMPILED: OnceLock<Component> = OnceLock::new();
+        let component = match COMPILED.get() {
+            Some(component) => component.clone(),
+            None => {
+                let component = compile(REFERENCE)?;
+                COMPILED.get_or_init(|| component).clone()
+            }
+        };
+        self.link(&component, REFERENCE)
     }
 
     /// Loads a component from a `.wasm` file.
@@ -117,18 +126,14 @@ impl Loader {
 
     /// Loads a component from its bytes (binary format only).
     pub fn bytes(self, bytes: &[u8]) -> Result<Policy> {
-        check_header(bytes)?;
+        let component = compile(bytes)?;
+        self.link(&component, bytes)
+    }
+
+    /// Checks the imports, links WASI and resolves the world's exports.
+    fn link(self, component: &Component, bytes: &[u8]) -> Result<Policy> {
         let engine = engine()?;
-        let component = Component::from_binary(engine, bytes).map_err(|e| {
-            Error::new(
-                ErrorKind::Load,
-                format!(
-                    "cannot compile the policy component ({} bytes): {e:#}; rebuild it for wasm32-wasip2 and check it with `wasm-tools validate`",
-                    bytes.len()
-                ),
-            )
-        })?;
-        check_imports(engine, &component)?;
+        check_imports(engine, component)?;
 
         let mut linker = Linker::<Sandbox>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| {
@@ -137,7 +142,7 @@ impl Loader {
                 format!("cannot link WASI: {e:#}; this is a host bug, please report it"),
             )
         })?;
-        let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+        let instance_pre = linker.instantiate_pre(component).map_err(|e| {
             Error::new(
                 ErrorKind::Incompatible,
                 format!("the policy's imports cannot be satisfied: {e:#}; a policy may import only WASI 0.2 interfaces"),
@@ -235,6 +240,20 @@ fn engine() -> Result<&'static Engine> {
                 ),
             )
         })
+}
+
+/// Compiles component bytes with the process-wide engine.
+fn compile(bytes: &[u8]) -> Result<Component> {
+    check_header(bytes)?;
+    Component::from_binary(engine()?, bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::Load,
+            format!(
+                "cannot compile the policy component ({} bytes): {e:#}; rebuild it for wasm32-wasip2 and check it with `wasm-tools validate`",
+                bytes.len()
+            ),
+        )
+    })
 }
 
 /// Rejects bytes that are not a component binary, before compiling.

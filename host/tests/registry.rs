@@ -46,7 +46,11 @@ fn every_code_emitted_over_the_vectors_is_in_the_registry() {
         .filter(|(code, _)| !registry.contains(code))
         .map(|(code, case)| format!("{code} (from {case:?})"))
         .collect();
-    assert!(missing.is_empty(), "codes emitted but not in the registry:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "codes emitted but not in the registry:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
@@ -67,10 +71,16 @@ fn codes_are_sorted_unique_and_match_the_json_and_lookup() {
         .iter()
         .filter_map(|c| c["code"].as_str())
         .collect();
-    assert_eq!(names, json_codes, "codes() and codes-json list the same codes");
+    assert_eq!(
+        names, json_codes,
+        "codes() and codes-json list the same codes"
+    );
 
     let first = &codes[0];
-    let found = policy.lookup(&first.code).expect("lookup()").expect("found");
+    let found = policy
+        .lookup(&first.code)
+        .expect("lookup()")
+        .expect("found");
     assert_eq!(&found, first);
     assert_eq!(policy.lookup("no.such.code").expect("lookup()"), None);
 }

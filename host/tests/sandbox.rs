@@ -31,7 +31,9 @@ fn running_out_of_fuel_is_an_error_and_the_instance_is_dropped() {
         .with_fuel_base(5_000_000)
         .with_fuel_per_byte(0);
     let policy = loader(limits).reference().expect("loads");
-    policy.classify_json(OBS_429).expect("a small input fits the base fuel");
+    policy
+        .classify_json(OBS_429)
+        .expect("a small input fits the base fuel");
     assert_eq!(policy.idle_instances(), 1);
 
     let err = policy
@@ -39,10 +41,16 @@ fn running_out_of_fuel_is_an_error_and_the_instance_is_dropped() {
         .expect_err("a 1 MB body needs more than 5M fuel");
     assert_eq!(err.kind(), ErrorKind::OutOfFuel, "{err}");
     assert!(err.message().contains("fuel"), "{err}");
-    assert_eq!(policy.idle_instances(), 0, "the instance that ran out must not be reused");
+    assert_eq!(
+        policy.idle_instances(),
+        0,
+        "the instance that ran out must not be reused"
+    );
 
     // The next call gets a fresh instance and works.
-    policy.classify_json(OBS_429).expect("a fresh instance works");
+    policy
+        .classify_json(OBS_429)
+        .expect("a fresh instance works");
     assert_eq!(policy.idle_instances(), 1);
 }
 
@@ -50,7 +58,9 @@ fn running_out_of_fuel_is_an_error_and_the_instance_is_dropped() {
 fn a_memory_blow_up_is_an_error_and_the_instance_is_dropped() {
     let limits = Limits::default().with_memory_bytes(8 << 20);
     let policy = loader(limits).reference().expect("loads");
-    policy.classify_json(OBS_429).expect("a small input fits in 8 MiB");
+    policy
+        .classify_json(OBS_429)
+        .expect("a small input fits in 8 MiB");
     assert_eq!(policy.idle_instances(), 1);
 
     let err = policy
@@ -59,7 +69,9 @@ fn a_memory_blow_up_is_an_error_and_the_instance_is_dropped() {
     assert_eq!(err.kind(), ErrorKind::MemoryLimit, "{err}");
     assert!(err.message().contains("memory limit"), "{err}");
     assert_eq!(policy.idle_instances(), 0);
-    policy.classify_json(OBS_429).expect("a fresh instance works");
+    policy
+        .classify_json(OBS_429)
+        .expect("a fresh instance works");
 }
 
 #[test]
@@ -69,13 +81,18 @@ fn inputs_over_the_limit_are_refused_before_the_call() {
         .expect("loads");
     policy.classify_json(OBS_429).expect("60 bytes fit");
     let idle = policy.idle_instances();
-    let big = format!(r#"{{"source":"http","status":500,"body":"{}"}}"#, "x".repeat(100));
+    let big = format!(
+        r#"{{"source":"http","status":500,"body":"{}"}}"#,
+        "x".repeat(100)
+    );
     let err = policy.classify_json(&big).expect_err("over 100 bytes");
     assert_eq!(err.kind(), ErrorKind::InputTooLarge);
     assert!(err.message().contains("100 bytes"), "{err}");
     assert_eq!(policy.idle_instances(), idle, "no instance was used");
     // Observation and context count together.
-    let err = policy.decide_json(OBS_429, &" ".repeat(50)).expect_err("60 + 50 bytes");
+    let err = policy
+        .decide_json(OBS_429, &" ".repeat(50))
+        .expect_err("60 + 50 bytes");
     assert_eq!(err.kind(), ErrorKind::InputTooLarge);
 }
 
@@ -85,7 +102,11 @@ fn policy_errors_keep_the_instance() {
     let err = policy.classify_json("not json").expect_err("invalid JSON");
     assert!(matches!(err.kind(), ErrorKind::Policy(_)), "{err:?}");
     assert!(err.kind().is_bad_input());
-    assert_eq!(policy.idle_instances(), 1, "a policy-error is a normal return");
+    assert_eq!(
+        policy.idle_instances(),
+        1,
+        "a policy-error is a normal return"
+    );
 }
 
 #[test]
@@ -97,7 +118,11 @@ fn the_pool_reuses_instances_and_serves_threads_in_parallel() {
     for _ in 0..5 {
         policy.decide_json(OBS_429, ctx).expect("decides");
     }
-    assert_eq!(policy.idle_instances(), 1, "sequential calls reuse one instance");
+    assert_eq!(
+        policy.idle_instances(),
+        1,
+        "sequential calls reuse one instance"
+    );
 
     let threads: Vec<_> = (0..8)
         .map(|_| {
@@ -114,7 +139,10 @@ fn the_pool_reuses_instances_and_serves_threads_in_parallel() {
             assert_eq!(got, expected, "same input, same bytes, on any instance");
         }
     }
-    assert!(policy.idle_instances() <= 4, "the pool keeps at most pool_size instances");
+    assert!(
+        policy.idle_instances() <= 4,
+        "the pool keeps at most pool_size instances"
+    );
 }
 
 #[test]
@@ -128,10 +156,22 @@ fn pool_size_zero_instantiates_every_call() {
 fn loading_rejects_what_is_not_a_policy_component() {
     let cases: [(&[u8], ErrorKind, &str); 4] = [
         (b"", ErrorKind::Load, "not a WebAssembly binary"),
-        (b"{\"source\":\"http\"}", ErrorKind::Load, "not a WebAssembly binary"),
-        (b"\0asm\x01\0\0\0", ErrorKind::Load, "core WebAssembly module"),
+        (
+            b"{\"source\":\"http\"}",
+            ErrorKind::Load,
+            "not a WebAssembly binary",
+        ),
+        (
+            b"\0asm\x01\0\0\0",
+            ErrorKind::Load,
+            "core WebAssembly module",
+        ),
         // A valid, empty component: it exports nothing of the world.
-        (b"\0asm\x0d\0\x01\0", ErrorKind::Incompatible, "agent:recovery/recovery-policy@0.1.0"),
+        (
+            b"\0asm\x0d\0\x01\0",
+            ErrorKind::Incompatible,
+            "agent:recovery/recovery-policy@0.1.0",
+        ),
     ];
     for (bytes, kind, needle) in cases {
         let err = Policy::from_bytes(bytes).expect_err("not a policy");
@@ -147,13 +187,18 @@ fn loading_rejects_what_is_not_a_policy_component() {
 #[test]
 fn the_reference_policy_verifies_and_has_an_identity() {
     let policy = policy();
-    let verified = policy.verify().expect("the reference passes its smoke tests");
+    let verified = policy
+        .verify()
+        .expect("the reference passes its smoke tests");
     assert_eq!(verified.info.contract, "0.1.0");
     assert_eq!(verified.info.name, "agent-recovery-reference");
     assert!(verified.smoke_cases > 0);
     let sha = policy.sha256();
     assert_eq!(sha.len(), 64);
-    assert!(sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(
+        sha.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
     let again = Policy::from_bytes(Policy::reference_bytes()).expect("loads");
     assert_eq!(again.sha256(), sha, "same bytes, same digest");
 }
@@ -165,5 +210,8 @@ fn default_limits_are_the_documented_ones() {
     assert_eq!(limits.fuel_base(), 100_000_000);
     assert_eq!(limits.fuel_per_byte(), 1_000);
     assert_eq!(limits.max_input_bytes(), 16 << 20);
-    assert_eq!(Limits::default().with_fuel_per_byte(u64::MAX).fuel_for(2), u64::MAX);
+    assert_eq!(
+        Limits::default().with_fuel_per_byte(u64::MAX).fuel_for(2),
+        u64::MAX
+    );
 }

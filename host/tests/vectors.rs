@@ -12,7 +12,7 @@ mod common;
 
 use serde_json::Value;
 
-use common::{cases, mismatches, outcome, policy, side_by_side, Case};
+use common::{Case, cases, mismatches, outcome, policy, side_by_side};
 
 fn check(case: &Case, failures: &mut Vec<String>) {
     let policy = policy();
@@ -59,7 +59,11 @@ fn check(case: &Case, failures: &mut Vec<String>) {
 #[test]
 fn shared_vectors_through_wasmtime() {
     let cases = cases();
-    assert!(cases.len() >= 3, "expected vectors in tests/vectors, found {}", cases.len());
+    assert!(
+        cases.len() >= 3,
+        "expected vectors in tests/vectors, found {}",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for case in &cases {
         check(case, &mut failures);

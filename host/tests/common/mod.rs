@@ -117,7 +117,12 @@ pub fn side_by_side(want: &Value, got: &Value) -> String {
     let g = serde_json::to_string_pretty(&project(want, got)).unwrap_or_default();
     let wl: Vec<&str> = w.lines().collect();
     let gl: Vec<&str> = g.lines().collect();
-    let width = wl.iter().map(|l| l.chars().count()).max().unwrap_or(0).max(8);
+    let width = wl
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let mut s = format!("    {:width$} | got\n", "expected");
     for i in 0..wl.len().max(gl.len()) {
         let a = wl.get(i).copied().unwrap_or("");

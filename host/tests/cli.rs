@@ -1,0 +1,461 @@
+//! The `agent-recovery` binary: outputs, exit codes and error lines.
+//!
+//! Exit 0 ok, 2 bad input or usage, 1 the policy failed. Every error is one
+//! line on stderr, prefixed `agent-recovery: `, without "panicked".
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use common::policy;
+
+const OBS_429: &str = r#"{"source":"http","status":429,"headers":{"retry-after":"2"}}"#;
+
+/// Runs the binary with `args`, feeding `stdin`.
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent-recovery");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.to_vec();
+    // Write from another thread so a child that exits early cannot block us.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
+}
+
+/// Asserts success and returns stdout without its one trailing newline.
+fn ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    let text = stdout(out);
+    assert!(
+        text.ends_with('\n') && !text.ends_with("\n\n"),
+        "one trailing newline"
+    );
+    text.trim_end_matches('\n').to_string()
+}
+
+/// Asserts exit `code` with one clean line on stderr, and returns it.
+fn fails(out: &Output, code: i32) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout: {}", stdout(out));
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.starts_with("agent-recovery: "), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+    stderr
+}
+
+/// A file in this test binary's scratch directory.
+fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    std::fs::write(&path, bytes).expect("write scratch file");
+    path
+}
+
+fn path_str(path: &std::path::Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn classify_prints_the_component_output_unchanged() {
+    let expected = policy().classify_json(OBS_429).expect("classifies");
+    assert_eq!(ok(&run(&["classify"], OBS_429.as_bytes())), expected);
+    assert_eq!(ok(&run(&["classify", "-"], OBS_429.as_bytes())), expected);
+    let file = scratch("obs429.json", OBS_429.as_bytes());
+    assert_eq!(ok(&run(&["classify", path_str(&file)], b"")), expected);
+}
+
+#[test]
+fn decide_builds_the_context_from_flags_and_flags_win() {
+    let ctx = r#"{"call":"tool","attempt":1,"seed":7,"elapsed_ms":0}"#;
+    let expected = policy().decide_json(OBS_429, ctx).expect("decides");
+    let out = run(
+        &[
+            "decide",
+            "--call",
+            "tool",
+            "--attempt",
+            "1",
+            "--seed",
+            "7",
+            "--elapsed-ms",
+            "0",
+        ],
+        OBS_429.as_bytes(),
+    );
+    assert_eq!(ok(&out), expected);
+
+    // The observation's own context says attempt 5 (exhausted for llm); the flag says 1.
+    let obs = r#"{"source":"http","status":503,"context":{"call":"llm","attempt":5}}"#;
+    let from_obs: Value = serde_json::from_str(&ok(&run(&["decide"], obs.as_bytes()))).unwrap();
+    assert_eq!(from_obs["attempt"], 5);
+    assert_ne!(from_obs["action"], "retry");
+    let flagged: Value = serde_json::from_str(&ok(&run(
+        &["decide", "--attempt=1", "--seed=3"],
+        obs.as_bytes(),
+    )))
+    .unwrap();
+    assert_eq!(flagged["attempt"], 1);
+    assert_eq!(flagged["action"], "retry");
+    assert_eq!(flagged["envelope"]["code"], "llm.http.503_unavailable");
+}
+
+#[test]
+fn config_file_is_merged_into_the_decision_context() {
+    let obs = r#"{"source":"http","status":503}"#;
+    let args = ["decide", "--call", "tool", "--attempt", "2", "--seed", "1"];
+    let default: Value = serde_json::from_str(&ok(&run(&args, obs.as_bytes()))).unwrap();
+    assert_eq!(
+        default["action"], "retry",
+        "tool allows 5 attempts by default"
+    );
+
+    let config = scratch("config-2.json", br#"{"tool":{"max_attempts":2}}"#);
+    let mut with_config = vec!["--config", path_str(&config)];
+    with_config.extend(args);
+    let limited: Value = serde_json::from_str(&ok(&run(&with_config, obs.as_bytes()))).unwrap();
+    assert_eq!(limited["max_attempts"], 2);
+    assert_ne!(limited["action"], "retry");
+
+    let bad = scratch(
+        "config-bad.json",
+        br#"{"tool":{"max_attempts":2},"nope":1}"#,
+    );
+    let mut bad_args = vec!["--config", path_str(&bad)];
+    bad_args.extend(args);
+    fails(&run(&bad_args, obs.as_bytes()), 2);
+    let not_json = scratch("config-not-json.json", b"max_attempts = 2");
+    let err = fails(
+        &run(&["decide", "--config", path_str(&not_json)], obs.as_bytes()),
+        2,
+    );
+    assert!(err.contains("config-not-json.json"), "{err}");
+}
+
+#[test]
+fn backoff_prints_the_delay_as_json() {
+    let out: Value = serde_json::from_str(&ok(&run(
+        &["backoff", "--call", "llm", "--attempt", "3", "--seed", "9"],
+        b"",
+    )))
+    .unwrap();
+    let expected = policy()
+        .backoff(agent_recovery::types::CallKind::Llm, 3, Some(9), None)
+        .expect("delay");
+    assert_eq!(out, serde_json::json!({ "delay_ms": expected }));
+    assert!(
+        expected <= 4_000,
+        "llm base 1000 ms, attempt 3: at most 4000 ms"
+    );
+
+    let config = scratch(
+        "backoff-config.json",
+        br#"{"tool":{"base_ms":10,"cap_ms":15}}"#,
+    );
+    for seed in 0..20 {
+        let seed = seed.to_string();
+        let args = [
+            "--config",
+            path_str(&config),
+            "backoff",
+            "--call",
+            "tool",
+            "--attempt",
+            "5",
+            "--seed",
+            &seed,
+        ];
+        let out: Value = serde_json::from_str(&ok(&run(&args, b""))).unwrap();
+        assert!(
+            out["delay_ms"].as_u64().unwrap() <= 15,
+            "capped at 15: {out}"
+        );
+    }
+}
+
+#[test]
+fn key_is_stable_and_ignores_key_order() {
+    let a = ok(&run(
+        &[
+            "key",
+            "--run-id",
+            "r1",
+            "--step-id",
+            "s1",
+            "--tool",
+            "search",
+            "--args",
+            r#"{"q":"x","n":1}"#,
+        ],
+        b"",
+    ));
+    let b = ok(&run(
+        &[
+            "key",
+            "--run-id",
+            "r1",
+            "--step-id",
+            "s1",
+            "--tool",
+            "search",
+            "--args",
+            r#"{"n":1, "q":"x"}"#,
+        ],
+        b"",
+    ));
+    assert_eq!(a, b);
+    let key: Value = serde_json::from_str(&a).unwrap();
+    let expected = policy()
+        .key("r1", "s1", "search", r#"{"q":"x","n":1}"#)
+        .unwrap();
+    assert_eq!(key["key"], expected.as_str());
+    let c = ok(&run(
+        &[
+            "key",
+            "--run-id",
+            "r2",
+            "--step-id",
+            "s1",
+            "--tool",
+            "search",
+            "--args",
+            r#"{"q":"x","n":1}"#,
+        ],
+        b"",
+    ));
+    assert_ne!(a, c, "the run id is part of the key");
+    fails(
+        &run(
+            &[
+                "key",
+                "--run-id",
+                "r",
+                "--step-id",
+                "s",
+                "--tool",
+                "t",
+                "--args",
+                "{oops",
+            ],
+            b"",
+        ),
+        2,
+    );
+    let err = fails(&run(&["key", "--run-id", "r"], b""), 2);
+    assert!(err.contains("--step-id"), "{err}");
+}
+
+#[test]
+fn registry_in_both_formats() {
+    assert_eq!(
+        ok(&run(&["registry"], b"")),
+        policy().registry_json().unwrap()
+    );
+    assert_eq!(
+        ok(&run(&["registry", "--format", "json"], b"")),
+        policy().registry_json().unwrap()
+    );
+    // Markdown is printed unchanged: it is docs/errors.md byte for byte.
+    let out = run(&["registry", "--format", "markdown"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md")).unwrap();
+    assert!(
+        stdout(&out) == committed,
+        "registry --format markdown differs from docs/errors.md"
+    );
+    let err = fails(&run(&["registry", "--format", "xml"], b""), 2);
+    assert!(err.contains("'xml'"), "{err}");
+}
+
+#[test]
+fn check_validates_a_component() {
+    let reference = scratch("reference.wasm", agent_recovery::Policy::reference_bytes());
+    let out: Value =
+        serde_json::from_str(&ok(&run(&["check", path_str(&reference)], b""))).unwrap();
+    assert_eq!(out["name"], "agent-recovery-reference");
+    assert_eq!(out["contract"], "0.1.0");
+    assert_eq!(out["world"], agent_recovery::WORLD);
+    assert_eq!(out["sha256"], policy().sha256().as_str());
+    assert!(out["smoke_tests"].as_u64().unwrap() > 0);
+
+    // Not a component at all, or a core module: bad input (2).
+    let junk = scratch("junk.wasm", b"hello");
+    let err = fails(&run(&["check", path_str(&junk)], b""), 2);
+    assert!(
+        err.contains("junk.wasm") && err.contains("not a WebAssembly binary"),
+        "{err}"
+    );
+    let core = scratch("core.wasm", b"\0asm\x01\0\0\0");
+    fails(&run(&["check", path_str(&core)], b""), 2);
+    fails(&run(&["check", "/no/such.wasm"], b""), 2);
+    fails(&run(&["check"], b""), 2);
+
+    // A valid component that does not implement the world: the policy fails (1).
+    let empty = scratch("empty-component.wasm", b"\0asm\x0d\0\x01\0");
+    let err = fails(&run(&["check", path_str(&empty)], b""), 1);
+    assert!(err.contains("does not implement"), "{err}");
+    fails(
+        &run(
+            &["--policy", path_str(&empty), "classify"],
+            OBS_429.as_bytes(),
+        ),
+        1,
+    );
+}
+
+#[test]
+fn policy_flag_loads_another_component() {
+    let copy = scratch(
+        "policy-copy.wasm",
+        agent_recovery::Policy::reference_bytes(),
+    );
+    let expected = policy().classify_json(OBS_429).unwrap();
+    assert_eq!(
+        ok(&run(
+            &["--policy", path_str(&copy), "classify"],
+            OBS_429.as_bytes()
+        )),
+        expected
+    );
+    let err = fails(
+        &run(
+            &["classify", "--policy", "/no/such.wasm"],
+            OBS_429.as_bytes(),
+        ),
+        2,
+    );
+    assert!(err.contains("/no/such.wasm"), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for (input, needle) in [
+        (&b"{"[..], "not valid JSON"),
+        (b"", "not valid JSON"),
+        (br#"{"source":"http","status":"429"}"#, "status"),
+        (b"[1,2,3]", ""),
+        (
+            b"{\"source\":\"http\",\"status\":4\xff29}",
+            "input is not valid UTF-8 at byte 27;",
+        ),
+    ] {
+        let err = fails(&run(&["classify"], input), 2);
+        assert!(err.contains(needle), "{err}");
+        assert!(
+            err.starts_with("agent-recovery: stdin: "),
+            "names the input: {err}"
+        );
+        fails(&run(&["decide", "--attempt", "1"], input), 2);
+    }
+    let bad_utf8 = scratch("bad-utf8.json", b"{\"a\":\"\xc3\x28\"}");
+    let err = fails(&run(&["classify", path_str(&bad_utf8)], b""), 2);
+    assert!(
+        err.contains("bad-utf8.json: input is not valid UTF-8 at byte 6;"),
+        "{err}"
+    );
+}
+
+#[test]
+fn deeply_nested_and_huge_inputs() {
+    let nested = format!(
+        r#"{{"source":"http","status":500,"body":{}{}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let out = run(&["classify"], nested.as_bytes());
+    match out.status.code() {
+        Some(0) => assert!(stdout(&out).starts_with('{')),
+        _ => {
+            fails(&out, 2);
+        }
+    }
+    let root = format!("{}1{}", r#"{"a":"#.repeat(100_000), "}".repeat(100_000));
+    fails(&run(&["classify"], root.as_bytes()), 2);
+
+    let ten_mb = format!(
+        r#"{{"source":"http","status":503,"body":"{}"}}"#,
+        "y".repeat(10 << 20)
+    );
+    let envelope: Value =
+        serde_json::from_str(&ok(&run(&["classify"], ten_mb.as_bytes()))).unwrap();
+    assert_eq!(envelope["upstream"]["status"], 503);
+
+    let too_big = format!(
+        r#"{{"source":"http","status":503,"body":"{}"}}"#,
+        "y".repeat(17 << 20)
+    );
+    let err = fails(&run(&["classify"], too_big.as_bytes()), 2);
+    assert!(
+        err.contains("larger than the input limit of 16777216 bytes"),
+        "{err}"
+    );
+    let file = scratch("too-big.json", too_big.as_bytes());
+    let err = fails(&run(&["classify", path_str(&file)], b""), 2);
+    assert!(err.contains("too-big.json"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for (args, needle) in [
+        (&["frobnicate"][..], "unknown command 'frobnicate'"),
+        (&["classify", "--attempt", "1"], "does not take --attempt"),
+        (
+            &["classify", "a.json", "b.json"],
+            "unexpected argument 'b.json'",
+        ),
+        (&["decide", "--attempt"], "--attempt needs a value"),
+        (&["decide", "--attempt", "one"], "invalid --attempt 'one'"),
+        (&["decide", "--seed", "-1"], "invalid --seed '-1'"),
+        (&["decide", "--call", "robot"], "invalid --call 'robot'"),
+        (&["backoff", "--attempt", "1"], "needs --call"),
+        (
+            &[
+                "backoff",
+                "--call",
+                "tool",
+                "--attempt",
+                "1",
+                "--attempt",
+                "2",
+            ],
+            "given twice",
+        ),
+        (&["-x"], "unknown option '-x'"),
+        (&["classify", "/no/such/file.json"], "/no/such/file.json"),
+    ] {
+        let err = fails(&run(args, OBS_429.as_bytes()), 2);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_and_version() {
+    assert!(ok(&run(&["help"], b"")).contains("usage: agent-recovery"));
+    assert!(ok(&run(&[], b"")).contains("commands:"));
+    assert_eq!(
+        ok(&run(&["version"], b"")),
+        concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))
+    );
+}
