@@ -29,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+mod cache;
 mod calls;
 mod error;
 mod gen_;

@@ -9,7 +9,7 @@
 //! replacing an `Arc<Policy>` (e.g. with `arc-swap`) after the new one has
 //! passed [`Policy::run_smoke_tests`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
@@ -17,6 +17,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use crate::Limits;
+use crate::cache;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gen_::RecoveryPolicyPre;
 use crate::pool::Pool;
@@ -66,10 +67,12 @@ pub struct Policy {
 /// | --- | --- |
 /// | [`limits`](Self::limits) | [`Limits::default()`] |
 /// | [`pool_size`](Self::pool_size) | the number of CPUs (at least 2) |
+/// | [`cache_dir`](Self::cache_dir) | none: compile on every load |
 #[derive(Clone, Debug)]
 pub struct Loader {
     limits: Limits,
     pool_size: usize,
+    cache_dir: Option<PathBuf>,
 }
 
 impl Default for Loader {
@@ -78,6 +81,7 @@ impl Default for Loader {
         Loader {
             limits: Limits::default(),
             pool_size: cpus.max(2),
+            cache_dir: None,
         }
     }
 }
@@ -95,6 +99,19 @@ impl Loader {
         self
     }
 
+    /// Keep compiled components in `dir` and reuse them on later loads.
+    ///
+    /// Worth it for short-lived processes such as a CLI (compiling the
+    /// reference policy takes about a second); a long-running host compiles
+    /// once anyway. Entries are keyed by the sha256 of the component and the
+    /// engine's settings; a stale or corrupt entry is recompiled, and a cache
+    /// that cannot be written is skipped. The directory is created owner-only:
+    /// its entries are loaded as trusted machine code.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
     /// Loads the embedded reference policy. It is compiled once per process;
     /// later loads only link it.
     pub fn reference(self) -> Result<Policy> {
@@ -102,7 +119,7 @@ impl Loader {
         let component = match COMPILED.get() {
             Some(component) => component.clone(),
             None => {
-                let component = compile(REFERENCE)?;
+                let component = self.compile(REFERENCE)?;
                 COMPILED.get_or_init(|| component).clone()
             }
         };
@@ -126,8 +143,24 @@ impl Loader {
 
     /// Loads a component from its bytes (binary format only).
     pub fn bytes(self, bytes: &[u8]) -> Result<Policy> {
-        let component = compile(bytes)?;
+        let component = self.compile(bytes)?;
         self.link(&component, bytes)
+    }
+
+    /// Compiles `bytes`, or loads them from the cache directory.
+    fn compile(&self, bytes: &[u8]) -> Result<Component> {
+        check_header(bytes)?;
+        let engine = engine()?;
+        let Some(dir) = &self.cache_dir else {
+            return compile(engine, bytes);
+        };
+        let sha256 = hex(&Sha256::digest(bytes).into());
+        if let Some(component) = cache::load(engine, dir, &sha256) {
+            return Ok(component);
+        }
+        let component = compile(engine, bytes)?;
+        cache::store(engine, dir, &sha256, &component);
+        Ok(component)
     }
 
     /// Checks the imports, links WASI and resolves the world's exports.
@@ -209,7 +242,7 @@ impl Policy {
 
     /// The sha256 of the component bytes, as lowercase hex.
     pub fn sha256(&self) -> String {
-        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
+        hex(&self.sha256)
     }
 }
 
@@ -220,6 +253,10 @@ impl std::fmt::Debug for Policy {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
+}
+
+fn hex(digest: &[u8; 32]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The process-wide engine: Cranelift, component model, fuel metering on.
@@ -242,10 +279,9 @@ fn engine() -> Result<&'static Engine> {
         })
 }
 
-/// Compiles component bytes with the process-wide engine.
-fn compile(bytes: &[u8]) -> Result<Component> {
-    check_header(bytes)?;
-    Component::from_binary(engine()?, bytes).map_err(|e| {
+/// Compiles component bytes.
+fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component> {
+    Component::from_binary(engine, bytes).map_err(|e| {
         Error::new(
             ErrorKind::Load,
             format!(

@@ -17,8 +17,10 @@ const OBS_429: &str = r#"{"source":"http","status":429,"headers":{"retry-after":
 
 /// Runs the binary with `args`, feeding `stdin`.
 fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let cache = concat!(env!("CARGO_TARGET_TMPDIR"), "/cli-cache");
     let mut child = Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
         .args(args)
+        .env("AGENT_RECOVERY_CACHE_DIR", cache)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -458,4 +460,18 @@ fn help_and_version() {
         ok(&run(&["version"], b"")),
         concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))
     );
+}
+
+#[test]
+fn the_compile_cache_can_be_disabled() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
+        .args(["backoff", "--call", "tool", "--attempt", "1", "--seed", "1"])
+        .env("AGENT_RECOVERY_CACHE_DIR", "")
+        .output()
+        .expect("runs");
+    let cached = run(
+        &["backoff", "--call", "tool", "--attempt", "1", "--seed", "1"],
+        b"",
+    );
+    assert_eq!(ok(&out), ok(&cached));
 }

@@ -1,6 +1,7 @@
 //! The subcommands.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use agent_recovery::Policy;
 use anyhow::Context as _;
@@ -94,7 +95,11 @@ fn check(args: &Args) -> anyhow::Result<()> {
     let path = args.positionals.first().ok_or_else(|| {
         Usage("`check` needs the component to check; e.g. agent-recovery check policy.wasm".into())
     })?;
-    let policy = Policy::from_file(path).context(path.clone())?;
+    let mut loader = Policy::loader().pool_size(1);
+    if let Some(dir) = cache_dir() {
+        loader = loader.cache_dir(dir);
+    }
+    let policy = loader.file(path).context(path.clone())?;
     let verified = policy.verify().context(path.clone())?;
     let info = verified.info;
     print(
@@ -113,13 +118,30 @@ fn check(args: &Args) -> anyhow::Result<()> {
 
 /// The `--policy` component, or the embedded reference policy.
 fn load(args: &Args) -> anyhow::Result<Policy> {
-    let loader = Policy::loader().pool_size(1);
+    let mut loader = Policy::loader().pool_size(1);
+    if let Some(dir) = cache_dir() {
+        loader = loader.cache_dir(dir);
+    }
     Ok(match args.flag("policy") {
         Some(path) => loader
             .file(path)
             .with_context(|| format!("--policy {path}"))?,
         None => loader.reference()?,
     })
+}
+
+/// Where compiled components are cached: `$AGENT_RECOVERY_CACHE_DIR` (empty
+/// disables the cache), else `$XDG_CACHE_HOME/agent-recovery`, else
+/// `$HOME/.cache/agent-recovery`.
+fn cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = std::env::var_os("AGENT_RECOVERY_CACHE_DIR") {
+        return (!dir.is_empty()).then(|| PathBuf::from(dir));
+    }
+    var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .map(|dir| dir.join("agent-recovery"))
 }
 
 /// The FILE (or stdin) input, capped at the policy's input limit.

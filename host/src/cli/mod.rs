@@ -78,5 +78,9 @@ global options:
   --policy WASM          use this policy component instead of the embedded reference policy
   --config FILE          policy parameters (JSON object), merged into the context's `config`
 
+environment:
+  AGENT_RECOVERY_CACHE_DIR   where compiled components are cached (empty: no cache);
+                             default $XDG_CACHE_HOME/agent-recovery or ~/.cache/agent-recovery
+
 exit status: 0 ok, 1 the policy failed (trap, fuel, memory, invalid output), 2 bad input or usage
 ";
