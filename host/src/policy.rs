@@ -3,11 +3,11 @@
 //! Loading does all the slow work once: compile (Cranelift), check the
 //! imports against what the sandbox provides, link WASI, and resolve the
 //! exports of the world (`InstancePre`). A call then only needs an instance,
-//! which the [`pool`](crate::pool) hands out.
+//! which the instance pool hands out.
 //!
 //! A `Policy` is immutable once built, so hot swapping is a matter of
 //! replacing an `Arc<Policy>` (e.g. with `arc-swap`) after the new one has
-//! passed [`Policy::run_smoke_tests`].
+//! passed [`Policy::verify`].
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,83 +1,16 @@
-//! The `agent-recovery` binary: outputs, exit codes and error lines.
+//! The `agent-recovery` binary: each command's output and exit status.
 //!
 //! Exit 0 ok, 2 bad input or usage, 1 the policy failed. Every error is one
 //! line on stderr, prefixed `agent-recovery: `, without "panicked".
 
 mod common;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
+use common::cli::{OBS_429, fails, ok, path_str, run, scratch, stdout};
 use common::policy;
-
-const OBS_429: &str = r#"{"source":"http","status":429,"headers":{"retry-after":"2"}}"#;
-
-/// Runs the binary with `args`, feeding `stdin`.
-fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let cache = concat!(env!("CARGO_TARGET_TMPDIR"), "/cli-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
-        .args(args)
-        .env("AGENT_RECOVERY_CACHE_DIR", cache)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent-recovery");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    // Write from another thread so a child that exits early cannot block us.
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait");
-    writer.join().expect("writer");
-    out
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
-}
-
-/// Asserts success and returns stdout without its one trailing newline.
-fn ok(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
-    let text = stdout(out);
-    assert!(
-        text.ends_with('\n') && !text.ends_with("\n\n"),
-        "one trailing newline"
-    );
-    text.trim_end_matches('\n').to_string()
-}
-
-/// Asserts exit `code` with one clean line on stderr, and returns it.
-fn fails(out: &Output, code: i32) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    assert!(out.stdout.is_empty(), "nothing on stdout: {}", stdout(out));
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
-    assert!(stderr.starts_with("agent-recovery: "), "{stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("backtrace"),
-        "{stderr}"
-    );
-    stderr
-}
-
-/// A file in this test binary's scratch directory.
-fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
-    std::fs::write(&path, bytes).expect("write scratch file");
-    path
-}
-
-fn path_str(path: &std::path::Path) -> &str {
-    path.to_str().expect("UTF-8 path")
-}
 
 #[test]
 fn classify_prints_the_component_output_unchanged() {
@@ -349,107 +282,6 @@ fn policy_flag_loads_another_component() {
         2,
     );
     assert!(err.contains("/no/such.wasm"), "{err}");
-}
-
-#[test]
-fn bad_input_exits_2_with_one_line() {
-    for (input, needle) in [
-        (&b"{"[..], "not valid JSON"),
-        (b"", "not valid JSON"),
-        (br#"{"source":"http","status":"429"}"#, "status"),
-        (b"[1,2,3]", ""),
-        (
-            b"{\"source\":\"http\",\"status\":4\xff29}",
-            "input is not valid UTF-8 at byte 27;",
-        ),
-    ] {
-        let err = fails(&run(&["classify"], input), 2);
-        assert!(err.contains(needle), "{err}");
-        assert!(
-            err.starts_with("agent-recovery: stdin: "),
-            "names the input: {err}"
-        );
-        fails(&run(&["decide", "--attempt", "1"], input), 2);
-    }
-    let bad_utf8 = scratch("bad-utf8.json", b"{\"a\":\"\xc3\x28\"}");
-    let err = fails(&run(&["classify", path_str(&bad_utf8)], b""), 2);
-    assert!(
-        err.contains("bad-utf8.json: input is not valid UTF-8 at byte 6;"),
-        "{err}"
-    );
-}
-
-#[test]
-fn deeply_nested_and_huge_inputs() {
-    let nested = format!(
-        r#"{{"source":"http","status":500,"body":{}{}}}"#,
-        "[".repeat(100_000),
-        "]".repeat(100_000)
-    );
-    let out = run(&["classify"], nested.as_bytes());
-    match out.status.code() {
-        Some(0) => assert!(stdout(&out).starts_with('{')),
-        _ => {
-            fails(&out, 2);
-        }
-    }
-    let root = format!("{}1{}", r#"{"a":"#.repeat(100_000), "}".repeat(100_000));
-    fails(&run(&["classify"], root.as_bytes()), 2);
-
-    let ten_mb = format!(
-        r#"{{"source":"http","status":503,"body":"{}"}}"#,
-        "y".repeat(10 << 20)
-    );
-    let envelope: Value =
-        serde_json::from_str(&ok(&run(&["classify"], ten_mb.as_bytes()))).unwrap();
-    assert_eq!(envelope["upstream"]["status"], 503);
-
-    let too_big = format!(
-        r#"{{"source":"http","status":503,"body":"{}"}}"#,
-        "y".repeat(17 << 20)
-    );
-    let err = fails(&run(&["classify"], too_big.as_bytes()), 2);
-    assert!(
-        err.contains("larger than the input limit of 16777216 bytes"),
-        "{err}"
-    );
-    let file = scratch("too-big.json", too_big.as_bytes());
-    let err = fails(&run(&["classify", path_str(&file)], b""), 2);
-    assert!(err.contains("too-big.json"), "{err}");
-}
-
-#[test]
-fn usage_errors_exit_2() {
-    for (args, needle) in [
-        (&["frobnicate"][..], "unknown command 'frobnicate'"),
-        (&["classify", "--attempt", "1"], "does not take --attempt"),
-        (
-            &["classify", "a.json", "b.json"],
-            "unexpected argument 'b.json'",
-        ),
-        (&["decide", "--attempt"], "--attempt needs a value"),
-        (&["decide", "--attempt", "one"], "invalid --attempt 'one'"),
-        (&["decide", "--seed", "-1"], "invalid --seed '-1'"),
-        (&["decide", "--call", "robot"], "invalid --call 'robot'"),
-        (&["backoff", "--attempt", "1"], "needs --call"),
-        (
-            &[
-                "backoff",
-                "--call",
-                "tool",
-                "--attempt",
-                "1",
-                "--attempt",
-                "2",
-            ],
-            "given twice",
-        ),
-        (&["-x"], "unknown option '-x'"),
-        (&["classify", "/no/such/file.json"], "/no/such/file.json"),
-    ] {
-        let err = fails(&run(args, OBS_429.as_bytes()), 2);
-        assert!(err.contains(needle), "{args:?}: {err}");
-    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
+pub mod cli;
+
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
