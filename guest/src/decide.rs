@@ -199,100 +199,80 @@ fn flow(
     let remaining = config
         .retry_budget_ms
         .saturating_sub(ctx.elapsed_ms.unwrap_or(0));
-    let mut d = Decision {
-        action: Action::Fail,
-        delay_ms: None,
-        attempt,
-        max_attempts: backoff_cfg.max_attempts,
-        budget_remaining_ms: remaining,
-        reason: "permanent",
-        reason_code: None,
-        envelope: env.clone(),
+    let exhausted = if ctx.compensations_pending.unwrap_or(0) > 0 {
+        Action::Compensate
+    } else {
+        Action::DeadLetter
     };
-    let exhausted = |d: &mut Decision, reason: &'static str, code: &'static str| {
-        d.action = if ctx.compensations_pending.unwrap_or(0) > 0 {
-            Action::Compensate
-        } else {
-            Action::DeadLetter
-        };
-        d.reason = reason;
-        d.reason_code = Some(code);
-    };
-    if env.severity == Severity::Fatal {
-        d.action = Action::Escalate;
-        d.reason = "fatal";
-        return Ok(d);
-    }
-    if env.category == Category::InputRequired {
-        d.action = Action::AwaitInput;
-        d.reason = "input_required";
-        return Ok(d);
-    }
-    match env.class {
-        ErrorClass::Transient => {
-            if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
-                d.action = Action::Fail;
-                d.reason = "not_idempotent";
-                d.reason_code = Some("runtime.policy.not_idempotent");
-            } else if attempt >= backoff_cfg.max_attempts {
-                exhausted(
-                    &mut d,
-                    "attempts_exhausted",
-                    "runtime.budget.attempts_exhausted",
-                );
-            } else {
-                let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
-                let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
-                if remaining == 0 || delay > remaining {
-                    let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
-                        "hint_exceeds_budget"
-                    } else {
-                        "budget_exhausted"
-                    };
-                    exhausted(&mut d, reason, "runtime.budget.retry_exhausted");
+    let mut delay_ms = None;
+    let (action, reason, reason_code): (Action, &'static str, Option<&'static str>) = if env
+        .severity
+        == Severity::Fatal
+    {
+        (Action::Escalate, "fatal", None)
+    } else if env.category == Category::InputRequired {
+        (Action::AwaitInput, "input_required", None)
+    } else {
+        match env.class {
+            ErrorClass::Transient => {
+                if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
+                    (
+                        Action::Fail,
+                        "not_idempotent",
+                        Some("runtime.policy.not_idempotent"),
+                    )
+                } else if attempt >= backoff_cfg.max_attempts {
+                    (
+                        exhausted,
+                        "attempts_exhausted",
+                        Some("runtime.budget.attempts_exhausted"),
+                    )
                 } else {
-                    d.action = Action::Retry;
-                    d.delay_ms = Some(delay);
-                    d.budget_remaining_ms = remaining - delay;
-                    d.reason = "transient";
-                    env.retry_after_ms = Some(delay);
-                    if !env.hint_from_server {
-                        env.hint = format!(
-                            "Wait {delay} ms, then retry the same request with the same idempotency key."
-                        );
+                    let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
+                    let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
+                    if remaining == 0 || delay > remaining {
+                        let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
+                            "hint_exceeds_budget"
+                        } else {
+                            "budget_exhausted"
+                        };
+                        (exhausted, reason, Some("runtime.budget.retry_exhausted"))
+                    } else {
+                        delay_ms = Some(delay);
+                        env.retry_after_ms = Some(delay);
+                        if !env.hint_from_server {
+                            env.hint = format!(
+                                "Wait {delay} ms, then retry the same request with the same idempotency key."
+                            );
+                        }
+                        (Action::Retry, "transient", None)
                     }
-                    d.envelope = env;
                 }
             }
+            ErrorClass::Permanent => (Action::Fail, "permanent", None),
+            ErrorClass::Semantic => (Action::Replan, "semantic", None),
+            ErrorClass::Policy if ctx.fallback_available == Some(false) => (
+                Action::Escalate,
+                "no_fallback",
+                Some("runtime.policy.no_fallback"),
+            ),
+            ErrorClass::Policy => (Action::Fallback, "policy", None),
+            ErrorClass::State if ctx.checkpoint_available == Some(false) => (
+                Action::Escalate,
+                "no_checkpoint",
+                Some("runtime.state.checkpoint_missing"),
+            ),
+            ErrorClass::State => (Action::Restore, "state", None),
         }
-        ErrorClass::Permanent => {
-            d.action = Action::Fail;
-            d.reason = "permanent";
-        }
-        ErrorClass::Semantic => {
-            d.action = Action::Replan;
-            d.reason = "semantic";
-        }
-        ErrorClass::Policy => {
-            if ctx.fallback_available == Some(false) {
-                d.action = Action::Escalate;
-                d.reason = "no_fallback";
-                d.reason_code = Some("runtime.policy.no_fallback");
-            } else {
-                d.action = Action::Fallback;
-                d.reason = "policy";
-            }
-        }
-        ErrorClass::State => {
-            if ctx.checkpoint_available == Some(false) {
-                d.action = Action::Escalate;
-                d.reason = "no_checkpoint";
-                d.reason_code = Some("runtime.state.checkpoint_missing");
-            } else {
-                d.action = Action::Restore;
-                d.reason = "state";
-            }
-        }
-    }
-    Ok(d)
+    };
+    Ok(Decision {
+        action,
+        delay_ms,
+        attempt,
+        max_attempts: backoff_cfg.max_attempts,
+        budget_remaining_ms: remaining - delay_ms.unwrap_or(0),
+        reason,
+        reason_code,
+        envelope: env,
+    })
 }
