@@ -107,7 +107,11 @@ fn main() -> std::process::ExitCode {
                 ErrorKind::Policy(kind) => {
                     format!("ERROR {} {}", kind.as_str().replace('-', "_"), e.message())
                 }
-                other => format!("ERROR runtime_{} {}", other.as_str().replace('-', "_"), e.message()),
+                other => format!(
+                    "ERROR runtime_{} {}",
+                    other.as_str().replace('-', "_"),
+                    e.message()
+                ),
             },
         };
         let _ = writeln!(out, "{rendered}");
