@@ -1,11 +1,28 @@
 //! Builds the guest components this crate embeds or tests against.
 //!
-//! Every entry of [`GUESTS`] is a workspace package with `crate-type = ["cdylib"]`
-//! built for `wasm32-wasip2` in release, in one nested `cargo build` whose target
-//! directory is separate from the outer build's (sharing it would deadlock on
-//! Cargo's lock). Each artifact's path is exported to the crate as
+//! Every guest is a workspace package with `crate-type = ["cdylib"]` built for
+//! `wasm32-wasip2` in release, by nested `cargo build`s whose target directories
+//! are separate from the outer build's (sharing it would deadlock on Cargo's
+//! lock). Each artifact's path is exported to the crate as
 //! `cargo:rustc-env=<env>=<path>`; `src/policy.rs` embeds the reference policy
-//! with `include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"))`.
+//! with `include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"))`, the tests load
+//! the others.
+//!
+//! # Two invocations, two target directories
+//!
+//! The reference ([`REFERENCE`]) exports itself through its default `export`
+//! feature. The custom policies and hostile fixtures ([`POLICIES`]) depend on
+//! it with `default-features = false` and export their own implementation.
+//! Cargo unifies features within one invocation and also writes the cdylib of
+//! a dependency, so building them together (or into the same directory) would
+//! overwrite the reference's `.wasm` with an export-less one. They are built
+//! in a second invocation into `<target>/wasm-policies`.
+//!
+//! # Finding the artifacts from other languages
+//!
+//! `<target>/wasm-policies/artifacts.json` maps each package name (and
+//! `agent-recovery-policy` for the reference) to the absolute path of its
+//! `.wasm`; the Node and Python tests read it.
 //!
 //! The nested cargo must not inherit what the outer cargo set for *this* build
 //! (flags, target, profile, wrappers such as clippy-driver), so that environment
@@ -28,12 +45,53 @@ struct Guest {
     env: &'static str,
 }
 
-/// Guests to build. Add hostile test fixtures and example policies here.
-const GUESTS: &[Guest] = &[Guest {
+/// The reference policy, built alone (its `export` feature must stay on).
+const REFERENCE: &[Guest] = &[Guest {
     package: "agent-recovery-policy",
     lib: "agent_recovery_policy",
     env: "AGENT_RECOVERY_REFERENCE_WASM",
 }];
+
+/// Custom policies and hostile fixtures: they depend on the reference with
+/// `default-features = false`, so they are built in a second invocation with
+/// their own target directory. Add example policies and fixtures here.
+const POLICIES: &[Guest] = &[
+    Guest {
+        package: "payments-policy",
+        lib: "payments_policy",
+        env: "AGENT_RECOVERY_PAYMENTS_WASM",
+    },
+    Guest {
+        package: "hostile-spin",
+        lib: "hostile_spin",
+        env: "AGENT_RECOVERY_HOSTILE_SPIN_WASM",
+    },
+    Guest {
+        package: "hostile-membomb",
+        lib: "hostile_membomb",
+        env: "AGENT_RECOVERY_HOSTILE_MEMBOMB_WASM",
+    },
+    Guest {
+        package: "hostile-panic",
+        lib: "hostile_panic",
+        env: "AGENT_RECOVERY_HOSTILE_PANIC_WASM",
+    },
+    Guest {
+        package: "hostile-sneaky",
+        lib: "hostile_sneaky",
+        env: "AGENT_RECOVERY_HOSTILE_SNEAKY_WASM",
+    },
+    Guest {
+        package: "hostile-garbage",
+        lib: "hostile_garbage",
+        env: "AGENT_RECOVERY_HOSTILE_GARBAGE_WASM",
+    },
+    Guest {
+        package: "hostile-wrong-world",
+        lib: "hostile_wrong_world",
+        env: "AGENT_RECOVERY_HOSTILE_WRONG_WORLD_WASM",
+    },
+];
 
 /// Environment variables the outer cargo sets for this build that would change
 /// the nested build if inherited.
@@ -105,9 +163,36 @@ fn run() -> Result<(), String> {
     );
     println!("cargo:rerun-if-env-changed=AGENT_RECOVERY_GUEST_TARGET_DIR");
 
+    for dir in ["examples/payments-policy", "tests/hostile"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
+    }
+
     check_target_installed()?;
 
-    let target_dir = guest_target_dir(&workspace)?;
+    let (reference_dir, policies_dir) = guest_target_dirs(&workspace)?;
+    let mut deps = BTreeSet::new();
+    let mut artifacts = Vec::new();
+    for (guests, dir) in [(REFERENCE, &reference_dir), (POLICIES, &policies_dir)] {
+        for (guest, wasm) in build(&workspace, guests, dir)? {
+            read_deps_of(&wasm, &mut deps);
+            println!("cargo:rustc-env={}={}", guest.env, wasm.display());
+            artifacts.push((guest.package, wasm));
+        }
+    }
+    write_manifest(&policies_dir, &artifacts)?;
+    for dep in deps {
+        println!("cargo:rerun-if-changed={dep}");
+    }
+    Ok(())
+}
+
+/// Builds `guests` in one nested cargo invocation into `target_dir`, and
+/// returns each guest with the path of its `.wasm`.
+fn build<'g>(
+    workspace: &Path,
+    guests: &'g [Guest],
+    target_dir: &Path,
+) -> Result<Vec<(&'g Guest, PathBuf)>, String> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.arg("build")
@@ -117,8 +202,8 @@ fn run() -> Result<(), String> {
         .arg("--manifest-path")
         .arg(workspace.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir);
-    for guest in GUESTS {
+        .arg(target_dir);
+    for guest in guests {
         cmd.arg("-p").arg(guest.package);
     }
     for (key, _) in env::vars_os() {
@@ -131,29 +216,74 @@ fn run() -> Result<(), String> {
         .status()
         .map_err(|e| format!("could not run cargo to build the guest components: {e}"))?;
     if !status.success() {
+        let names: Vec<&str> = guests.iter().map(|g| g.package).collect();
         return Err(format!(
-            "building the guest components for {TARGET} failed ({status}); see the cargo output above"
+            "building {} for {TARGET} failed ({status}); see the cargo output above",
+            names.join(", ")
         ));
     }
-
     let out = target_dir.join(TARGET).join("release");
-    let mut deps = BTreeSet::new();
-    for guest in GUESTS {
-        let wasm = out.join(format!("{}.wasm", guest.lib));
-        if !wasm.is_file() {
-            return Err(format!(
-                "guest `{}` built but {} is missing; is its crate-type cdylib?",
-                guest.package,
+    guests
+        .iter()
+        .map(|guest| {
+            let wasm = out.join(format!("{}.wasm", guest.lib));
+            if wasm.is_file() {
+                Ok((guest, wasm))
+            } else {
+                Err(format!(
+                    "guest `{}` built but {} is missing; is its crate-type cdylib?",
+                    guest.package,
+                    wasm.display()
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Writes `<dir>/artifacts.json`: `{"<package>": "<absolute path of its .wasm>", ...}`,
+/// for the Node and Python tests. Rewritten only when it changes.
+fn write_manifest(dir: &Path, artifacts: &[(&str, PathBuf)]) -> Result<(), String> {
+    let mut json = String::from("{\n");
+    for (i, (package, wasm)) in artifacts.iter().enumerate() {
+        let path = wasm.to_str().ok_or_else(|| {
+            format!(
+                "the artifact path {} is not UTF-8; use a UTF-8 target directory",
                 wasm.display()
-            ));
+            )
+        })?;
+        let comma = if i + 1 < artifacts.len() { "," } else { "" };
+        json.push_str(&format!("  {}: {}{comma}\n", quote(package), quote(path)));
+    }
+    json.push_str("}\n");
+    let path = dir.join("artifacts.json");
+    if std::fs::read_to_string(&path).ok().as_deref() == Some(json.as_str()) {
+        return Ok(());
+    }
+    let tmp = dir.join(format!("artifacts.json.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &json)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            format!(
+                "cannot write {}: {e}; check the target directory",
+                path.display()
+            )
+        })
+}
+
+/// A JSON string literal (the paths and names here need only `\\` and `"` escaped).
+fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
         }
-        read_deps_of(&wasm, &mut deps);
-        println!("cargo:rustc-env={}={}", guest.env, wasm.display());
     }
-    for dep in deps {
-        println!("cargo:rerun-if-changed={dep}");
-    }
-    Ok(())
+    out.push('"');
+    out
 }
 
 fn var(name: &str) -> Result<String, String> {
@@ -180,11 +310,15 @@ fn check_target_installed() -> Result<(), String> {
     Ok(())
 }
 
-/// `<outer target dir>/wasm-guests`, so every profile and tool (build, test,
-/// clippy) shares one guest build; `AGENT_RECOVERY_GUEST_TARGET_DIR` overrides it.
-fn guest_target_dir(workspace: &Path) -> Result<PathBuf, String> {
+/// The target directories of the reference and of the other policies:
+/// `<outer target dir>/wasm-guests` and `<outer target dir>/wasm-policies`, so
+/// every profile and tool (build, test, clippy) shares one guest build.
+/// `AGENT_RECOVERY_GUEST_TARGET_DIR=D` overrides them with `D` and `D/policies`.
+fn guest_target_dirs(workspace: &Path) -> Result<(PathBuf, PathBuf), String> {
     if let Some(dir) = env::var_os("AGENT_RECOVERY_GUEST_TARGET_DIR") {
-        return Ok(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        let policies = dir.join("policies");
+        return Ok((dir, policies));
     }
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out (or with a <triple>
     // level when cross-compiling the host); find the directory holding CACHEDIR.TAG.
@@ -194,7 +328,7 @@ fn guest_target_dir(workspace: &Path) -> Result<PathBuf, String> {
         .find(|dir| dir.join("CACHEDIR.TAG").is_file())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| workspace.join("target"));
-    Ok(outer.join("wasm-guests"))
+    Ok((outer.join("wasm-guests"), outer.join("wasm-policies")))
 }
 
 /// Emits `rerun-if-changed` for every source file the artifact was built from,

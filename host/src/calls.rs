@@ -2,12 +2,14 @@
 //!
 //! The `*_json` methods pass text through unchanged (hosts print it as is, so
 //! output is byte-identical across Rust, Node and Python); the host only
-//! checks that what comes back is JSON of the promised shape. The typed
+//! checks that what comes back is JSON of the promised shape (see `output.rs`
+//! for the envelope and the decision). The typed
 //! methods use the generated [`types`](crate::types).
 
 use crate::Policy;
 use crate::error::{Error, ErrorKind, PolicyErrorKind, Result};
 use crate::gen_::exports::agent::recovery::types::{ErrorKind as WitErrorKind, PolicyError};
+use crate::output::{self, Shape};
 use crate::types::{
     CallKind, CodeInfo, Context, Decision, Envelope, Failure, Observation, PolicyConfig,
     PolicyInfo, RenderFormat,
@@ -28,7 +30,7 @@ impl Policy {
             p.agent_recovery_classify()
                 .call_classify_json(store, observation)
         })?;
-        json(what, out.map_err(policy_error)?, b'{')
+        output::check(what, Shape::Envelope, out.map_err(policy_error)?)
     }
 
     /// Decides the next step for a JSON observation and a JSON context
@@ -40,7 +42,7 @@ impl Policy {
             p.agent_recovery_decide()
                 .call_decide_json(store, observation, context)
         })?;
-        json(what, out.map_err(policy_error)?, b'{')
+        output::check(what, Shape::Decision, out.map_err(policy_error)?)
     }
 
     /// Normalizes a typed observation.

@@ -46,6 +46,11 @@ pub enum ErrorKind {
     InvalidOutput,
     /// The component's own smoke tests failed (see [`Policy::run_smoke_tests`](crate::Policy::run_smoke_tests)).
     SmokeTest,
+    /// The component's sha256 is not the one it was pinned to (see
+    /// [`SwapOptions::sha256`](crate::SwapOptions::sha256)); it was not compiled.
+    DigestMismatch,
+    /// An argument given to the host is invalid (e.g. a sha256 that is not 64 hex digits).
+    InvalidArgument,
 }
 
 /// The kinds of `policy-error` a component returns (WIT `error-kind`).
@@ -94,6 +99,21 @@ impl ErrorKind {
         }
     }
 
+    /// True when the policy component itself misbehaved during a call: it
+    /// trapped, ran out of fuel or memory, returned output that breaks the
+    /// contract, or reported an `internal` policy-error. This is what a
+    /// [`FailurePolicy`](crate::FailurePolicy) acts on; bad input is not.
+    pub fn is_policy_failure(self) -> bool {
+        matches!(
+            self,
+            Self::Trap
+                | Self::OutOfFuel
+                | Self::MemoryLimit
+                | Self::InvalidOutput
+                | Self::Policy(PolicyErrorKind::Internal)
+        )
+    }
+
     /// A short stable name, e.g. `out-of-fuel` or `policy/invalid-json`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -116,6 +136,8 @@ impl ErrorKind {
             },
             Self::InvalidOutput => "invalid-output",
             Self::SmokeTest => "smoke-test",
+            Self::DigestMismatch => "digest-mismatch",
+            Self::InvalidArgument => "invalid-argument",
         }
     }
 }
@@ -135,6 +157,14 @@ impl Error {
             message
         };
         Error { kind, message }
+    }
+
+    /// The same error with `prefix` put before its message.
+    pub(crate) fn prefixed(self, prefix: &str) -> Self {
+        Error {
+            kind: self.kind,
+            message: format!("{prefix}{}", self.message),
+        }
     }
 
     /// What kind of error this is.

@@ -18,10 +18,20 @@
 //! # Ok::<(), agent_recovery::Error>(())
 //! ```
 //!
+//! # Hot swap
+//!
+//! A [`PolicyHandle`] holds the active policy for every caller and swaps in a
+//! new one at runtime, atomically, only after it passed the checks of
+//! [`SwapOptions`]; a refused candidate leaves the active policy answering.
+//! Every [`Answer`] names the policy that produced it. [`FailurePolicy`] says
+//! what happens when the active policy fails a call, and
+//! [`PolicyHandle::watch`] swaps a file in when it changes.
+//!
 //! # The sandbox
 //!
-//! A component gets no files, no environment, no arguments, no stdio and no
-//! network; see [`Limits`] for the memory, fuel and input-size limits of each
+//! A component may import only `wasi:cli`, `wasi:io`, `wasi:clocks` and
+//! `wasi:random` (anything else is refused at load), and gets no environment,
+//! no arguments and no stdio; see [`Limits`] for the memory, fuel and input-size limits of each
 //! call. A trap, a runaway loop or a memory blow-up comes back as an
 //! [`Error`], never as a panic, and the instance that failed is discarded.
 //!
@@ -29,18 +39,36 @@
 
 #![deny(missing_docs)]
 
+mod active;
 mod cache;
 mod calls;
+mod candidate;
 mod error;
+mod events;
+mod failure;
 mod gen_;
+mod handle;
+mod identity;
 mod limits;
+mod output;
 mod policy;
 mod pool;
 mod sandbox;
+mod swap_error;
+mod swap_options;
 pub mod types;
 mod verify;
+mod watch;
 
+pub use active::{ActivePolicy, Answer};
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
+pub use events::{Event, Stats};
+pub use failure::FailurePolicy;
+pub use handle::{HandleBuilder, PolicyHandle};
+pub use identity::PolicyId;
 pub use limits::Limits;
 pub use policy::{Loader, Policy, WORLD};
+pub use swap_error::{SwapError, SwapStage};
+pub use swap_options::SwapOptions;
 pub use verify::Verified;
+pub use watch::{WatchOptions, Watcher};

@@ -6,8 +6,8 @@
 //! which the instance pool hands out.
 //!
 //! A `Policy` is immutable once built, so hot swapping is a matter of
-//! replacing an `Arc<Policy>` (e.g. with `arc-swap`) after the new one has
-//! passed [`Policy::verify`].
+//! replacing an `Arc<Policy>` after the new one has passed [`Policy::verify`]:
+//! [`PolicyHandle`](crate::PolicyHandle) does exactly that.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -29,15 +29,12 @@ static REFERENCE: &[u8] = include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"));
 /// The WIT world every policy component must implement.
 pub const WORLD: &str = "agent:recovery/recovery-policy@0.1.0";
 
-/// WASI packages a component may import (all linked, all inert; see the sandbox docs).
-const ALLOWED_IMPORTS: &[&str] = &[
-    "wasi:cli/",
-    "wasi:io/",
-    "wasi:clocks/",
-    "wasi:random/",
-    "wasi:filesystem/",
-    "wasi:sockets/",
-];
+/// WASI packages a component may import: what Rust's standard library on
+/// `wasm32-wasip2` needs for a pure computation (stdio for panics, clocks and
+/// random for the documented fallbacks). A policy has no use for files or the
+/// network, so `wasi:filesystem`, `wasi:sockets` and `wasi:http` are refused at
+/// load, not merely linked to nothing.
+const ALLOWED_IMPORTS: &[&str] = &["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/"];
 
 /// A compiled recovery policy component, ready to call.
 ///
@@ -255,7 +252,7 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-fn hex(digest: &[u8; 32]) -> String {
+pub(crate) fn hex(digest: &[u8; 32]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -312,20 +309,26 @@ fn check_header(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Rejects imports the sandbox does not provide, naming the first one.
+/// Rejects a component that imports anything outside [`ALLOWED_IMPORTS`],
+/// naming every such import.
 fn check_imports(engine: &Engine, component: &Component) -> Result<()> {
     let ty = component.component_type();
-    for (name, _) in ty.imports(engine) {
-        if !ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)) {
-            return Err(Error::new(
-                ErrorKind::Incompatible,
-                format!(
-                    "the component imports `{name}`, which the host does not provide; a policy may import only WASI 0.2 (cli, io, clocks, random, filesystem, sockets)"
-                ),
-            ));
-        }
+    let denied: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .filter(|name| !ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)))
+        .map(|name| format!("`{name}`"))
+        .collect();
+    if denied.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::new(
+        ErrorKind::Incompatible,
+        format!(
+            "the component imports {}, which a policy is not granted; a policy may import only wasi:cli, wasi:io, wasi:clocks and wasi:random (no filesystem, no network): remove the code that uses them (e.g. std::fs, std::net) and rebuild",
+            denied.join(", ")
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -1,14 +1,17 @@
 //! What a policy component gets to see: the store data of one instance.
 //!
-//! The component may import the WASI 0.2 interfaces Rust's standard library
-//! uses, and they are all linked, but the context behind them is empty:
+//! A component may import only `wasi:cli`, `wasi:io`, `wasi:clocks` and
+//! `wasi:random` (`policy.rs` refuses any other import at load, so
+//! `wasi:filesystem` and `wasi:sockets` never reach a call), and the context
+//! behind those is empty:
 //!
-//! - no filesystem preopens, so no file can be opened;
 //! - no environment variables and no arguments;
 //! - stdin is closed and stdout/stderr discard everything;
-//! - TCP, UDP and name lookup are denied, and no socket address is allowed;
 //! - clocks and random are the host's (the policy uses them only when the
 //!   caller gave no `now_ms` / `seed`).
+//!
+//! As a second line of defence the context also has no filesystem preopens and
+//! denies TCP, UDP, name lookup and every socket address.
 //!
 //! Memory growth goes through [`Limiter`], which remembers when it refused,
 //! so a trap caused by the refusal is reported as a memory limit.

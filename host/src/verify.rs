@@ -53,14 +53,36 @@ impl Policy {
     /// Runs the policy's own smoke set through `decide-json` and returns how
     /// many cases passed. Every case's `expect.action` and `expect.code` (each
     /// optional) must match the decision's `action` and `envelope.code`.
+    ///
+    /// A case on which the component itself fails (trap, fuel, memory,
+    /// invalid output) stops the run with that error's kind, so a runaway
+    /// policy is reported as [`ErrorKind::OutOfFuel`], not as a wrong answer.
     pub fn run_smoke_tests(&self) -> Result<usize> {
         let text = self.smoke_tests()?;
-        let cases: Vec<Value> = serde_json::from_str(&text)
+        self.run_smoke_set(&text)
+    }
+
+    /// Runs a smoke set given as JSON text (an array of `{"observation",
+    /// "context"?, "expect": {"action"?, "code"?}}`, the format of
+    /// `meta.smoke-tests`) against this policy; see [`Policy::run_smoke_tests`].
+    ///
+    /// ```
+    /// let policy = agent_recovery::Policy::reference()?;
+    /// let set = r#"[{"observation":{"source":"http","status":400},"expect":{"action":"fail"}}]"#;
+    /// assert_eq!(policy.run_smoke_set(set)?, 1);
+    /// # Ok::<(), agent_recovery::Error>(())
+    /// ```
+    pub fn run_smoke_set(&self, cases: &str) -> Result<usize> {
+        let cases: Vec<Value> = serde_json::from_str(cases)
             .map_err(|e| smoke_error(format!("the smoke set is not a JSON array of cases: {e}")))?;
         let mut failures = Vec::new();
         for (i, case) in cases.iter().enumerate() {
-            if let Err(why) = self.run_case(case) {
-                failures.push(format!("case {i}: {why}"));
+            match self.run_case(case) {
+                Ok(()) => {}
+                Err(Case::Wrong(why)) => failures.push(format!("case {i}: {why}")),
+                Err(Case::Failed(error)) => {
+                    return Err(error.prefixed(&format!("smoke case {i}: ")));
+                }
             }
         }
         if failures.is_empty() {
@@ -75,20 +97,24 @@ impl Policy {
         }
     }
 
-    fn run_case(&self, case: &Value) -> std::result::Result<(), String> {
+    fn run_case(&self, case: &Value) -> std::result::Result<(), Case> {
         let observation = case
             .get("observation")
-            .ok_or("no `observation` member")?
+            .ok_or_else(|| Case::wrong("no `observation` member"))?
             .to_string();
         let context = case
             .get("context")
             .map_or_else(|| "{}".to_string(), Value::to_string);
-        let decision = self
-            .decide_json(&observation, &context)
-            .map_err(|e| format!("decide-json failed: {e}"))?;
-        let decision: Value =
-            serde_json::from_str(&decision).map_err(|e| format!("decision is not JSON: {e}"))?;
-        let expect = case.get("expect").ok_or("no `expect` member")?;
+        let decision = match self.decide_json(&observation, &context) {
+            Ok(decision) => decision,
+            Err(e) if e.kind().is_policy_failure() => return Err(Case::Failed(e)),
+            Err(e) => return Err(Case::Wrong(format!("decide-json failed: {e}"))),
+        };
+        let decision: Value = serde_json::from_str(&decision)
+            .map_err(|e| Case::Wrong(format!("decision is not JSON: {e}")))?;
+        let expect = case
+            .get("expect")
+            .ok_or_else(|| Case::wrong("no `expect` member"))?;
         let got_action = decision.get("action");
         let got_code = decision.pointer("/envelope/code");
         for (field, got) in [("action", got_action), ("code", got_code)] {
@@ -96,10 +122,24 @@ impl Policy {
                 && Some(want) != got
             {
                 let got = got.map_or_else(|| "nothing".to_string(), Value::to_string);
-                return Err(format!("expected {field} {want}, got {got}"));
+                return Err(Case::Wrong(format!("expected {field} {want}, got {got}")));
             }
         }
         Ok(())
+    }
+}
+
+/// Why a smoke case did not pass.
+enum Case {
+    /// The policy answered, but not as the case expects.
+    Wrong(String),
+    /// The component failed (trap, fuel, memory, invalid output).
+    Failed(Error),
+}
+
+impl Case {
+    fn wrong(why: &str) -> Self {
+        Case::Wrong(why.to_string())
     }
 }
 

@@ -5,6 +5,7 @@
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 pub mod cli;
+pub mod handle;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;

@@ -1,0 +1,149 @@
+//! A cheap check that `classify-json` and `decide-json` returned what the
+//! contract promises, before a host passes the text on unchanged.
+//!
+//! # Why check at all, and why only this much?
+//!
+//! Hosts print the component's bytes as they are (that is what makes Rust,
+//! Node and Python agree byte for byte), so a broken or hostile policy could
+//! hand an agent `<html>` or `{"code": 42}` where a decision belongs. The
+//! check is one pass of serde over the text with no tree built: it must be one
+//! JSON object with every required top-level member of the schema
+//! (`docs/schema/*.schema.json`), and the members a caller branches on have
+//! the right type (`action`, `code`, `class`: strings; `retryable`: a bool).
+//! Values are not checked against their enums: the contract may add cases.
+//! `examples/measure.rs` measures the cost (about one extra parse, which is
+//! small next to the call itself).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The members of an envelope: all required, a few typed.
+#[derive(Deserialize)]
+#[allow(dead_code, reason = "fields exist to be checked, not read")]
+struct EnvelopeShape<'a> {
+    #[serde(borrow)]
+    code: Cow<'a, str>,
+    #[serde(borrow)]
+    class: Cow<'a, str>,
+    retryable: bool,
+    message: IgnoredAny,
+    severity: IgnoredAny,
+    category: IgnoredAny,
+    retry_after_ms: IgnoredAny,
+    field: IgnoredAny,
+    allowed_values: IgnoredAny,
+    suggested_value: IgnoredAny,
+    hint: IgnoredAny,
+    request_id: IgnoredAny,
+    related_codes: IgnoredAny,
+    docs_url: IgnoredAny,
+    upstream: IgnoredAny,
+}
+
+/// The members of a decision: all required, its envelope checked too.
+#[derive(Deserialize)]
+#[allow(dead_code, reason = "fields exist to be checked, not read")]
+struct DecisionShape<'a> {
+    #[serde(borrow)]
+    action: Cow<'a, str>,
+    delay_ms: IgnoredAny,
+    attempt: IgnoredAny,
+    max_attempts: IgnoredAny,
+    budget_remaining_ms: IgnoredAny,
+    reason: IgnoredAny,
+    reason_code: IgnoredAny,
+    #[serde(borrow)]
+    envelope: EnvelopeShape<'a>,
+}
+
+/// Which output is checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Shape {
+    /// The output of `classify-json`.
+    Envelope,
+    /// The output of `decide-json`.
+    Decision,
+}
+
+/// Returns `text` if it is a JSON object of `shape`, else an
+/// [`ErrorKind::InvalidOutput`] error naming `what` and the problem.
+pub(crate) fn check(what: &str, shape: Shape, text: String) -> Result<String> {
+    let parsed = match shape {
+        Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(&text).map(drop),
+        Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(&text).map(drop),
+    };
+    match parsed {
+        Ok(()) => Ok(text),
+        Err(e) => {
+            let name = match shape {
+                Shape::Envelope => "envelope",
+                Shape::Decision => "decision",
+            };
+            let head: String = text.chars().take(60).collect();
+            Err(Error::new(
+                ErrorKind::InvalidOutput,
+                format!(
+                    "`{what}` returned text that is not a JSON {name} ({e}): {head:?}; the component does not follow the contract, report it to its authors"
+                ),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENVELOPE: &str = r#"{"code":"tool.http.503_unavailable","message":"m \"quoted\"","class":"transient","retryable":true,"severity":"error","category":"dependency","retry_after_ms":null,"field":null,"allowed_values":null,"suggested_value":null,"hint":"h","request_id":null,"related_codes":[],"docs_url":null,"upstream":{"source":"http"},"added_later":1}"#;
+
+    fn decision(envelope: &str) -> String {
+        format!(
+            r#"{{"action":"retry","delay_ms":5,"attempt":1,"max_attempts":3,"budget_remaining_ms":9,"reason":"transient","reason_code":null,"envelope":{envelope}}}"#
+        )
+    }
+
+    #[test]
+    fn contract_outputs_pass_and_are_returned_unchanged() {
+        let got = check("classify-json", Shape::Envelope, ENVELOPE.to_string());
+        assert_eq!(got.as_deref(), Ok(ENVELOPE));
+        let d = decision(ENVELOPE);
+        assert_eq!(
+            check("decide-json", Shape::Decision, d.clone()).as_deref(),
+            Ok(d.as_str())
+        );
+    }
+
+    #[test]
+    fn garbage_missing_members_and_wrong_types_are_invalid_output() {
+        let no_hint = ENVELOPE.replace(r#""hint":"h","#, "");
+        let bad_retryable = ENVELOPE.replace(r#""retryable":true"#, r#""retryable":"maybe""#);
+        let numeric_code =
+            ENVELOPE.replace(r#""code":"tool.http.503_unavailable""#, r#""code":42"#);
+        for (shape, text) in [
+            (Shape::Decision, "<html>not json</html>".to_string()),
+            (
+                Shape::Envelope,
+                r#"{"code": 42, "retryable": "maybe""#.to_string(),
+            ),
+            (Shape::Envelope, "[]".to_string()),
+            (Shape::Envelope, format!("{ENVELOPE} trailing")),
+            (Shape::Envelope, no_hint.clone()),
+            (Shape::Envelope, bad_retryable),
+            (Shape::Envelope, numeric_code),
+            (Shape::Decision, ENVELOPE.to_string()),
+            (Shape::Decision, decision(&no_hint)),
+            (
+                Shape::Decision,
+                decision(ENVELOPE).replace(r#""action":"retry","#, ""),
+            ),
+        ] {
+            let err = check("x", shape, text.clone()).expect_err(&text);
+            assert_eq!(err.kind(), ErrorKind::InvalidOutput, "{text}");
+            assert!(err.message().contains("not a JSON"), "{err}");
+        }
+    }
+}
