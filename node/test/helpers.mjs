@@ -1,6 +1,6 @@
 // Shared by the tests: the shared vectors and a subset matcher.
 
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RAW, parseLossless } from '../src/json.js';
@@ -8,6 +8,22 @@ import { RAW, parseLossless } from '../src/json.js';
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const VECTORS_DIR = join(REPO, 'tests', 'vectors');
 export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', import.meta.url));
+
+/**
+ * The .wasm host/build.rs built for a workspace package (`payments-policy`,
+ * `hostile-spin`, ...), from the manifest it writes:
+ * `$AGENT_RECOVERY_ARTIFACTS`, else `${CARGO_TARGET_DIR:-target}/wasm-policies/artifacts.json`.
+ * Throws (so the test fails, never skips) when it has not been built.
+ */
+export function artifact(pkg) {
+  const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
+  const manifest = process.env.AGENT_RECOVERY_ARTIFACTS ?? join(target, 'wasm-policies', 'artifacts.json');
+  const build = 'run `cargo build --release -p agent-recovery` (its build.rs builds the guest components)';
+  if (!existsSync(manifest)) throw new Error(`${manifest} is missing; ${build}`);
+  const path = JSON.parse(readFileSync(manifest, 'utf8'))[pkg];
+  if (!path || !existsSync(path)) throw new Error(`${pkg} is not built (${path ?? `not in ${manifest}`}); ${build}`);
+  return path;
+}
 
 /**
  * Every vector file: [{file, cases: [{name, observation, context, expect, obsText, ctxText}]}].

@@ -1,40 +1,28 @@
 """Hostile components (tests/hostile/, built by host/build.rs): refused or contained.
 
 Each must be refused at load or contained per call, the previous policy must
-keep answering, and the error must say what happened. Skipped when the
-fixtures have not been built (`cargo build -p agent-recovery` builds them).
+keep answering, and the error must say what happened. The fixtures are found
+through the manifest host/build.rs writes (see `conftest.artifact`); a missing
+one fails the test with the command that builds it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
 from agent_recovery import Limits, Policy, PolicyHandle, PolicyRuntimeError, SwapError
 
-from .conftest import repo_root
+from .conftest import artifact
 
 OBS = '{"source":"http","status":503}'
 
 
-def fixture(name: str) -> Optional[Path]:
-    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
-    found = sorted(
-        target.glob(f"*/wasm32-wasip2/release/hostile_{name}.wasm"),
-        key=lambda p: p.stat().st_mtime,
-    )
-    return found[-1] if found else None
-
-
 def need(name: str) -> Path:
-    path = fixture(name)
-    if path is None:
-        pytest.skip(f"hostile fixture {name} not built (cargo build -p agent-recovery builds it)")
-    return path
+    """The built hostile fixture `name` (`spin`, `wrong_world`, ...); fails if missing."""
+    return artifact("hostile-" + name.replace("_", "-"))
 
 
 @pytest.fixture()
@@ -84,11 +72,15 @@ def test_panic_traps_and_the_instance_is_discarded(handle: PolicyHandle) -> None
         assert panicky._sandbox is not first
 
 
-def test_sneaky_sees_no_file_and_no_network(handle: PolicyHandle) -> None:
+def test_sneaky_is_refused_at_load_for_its_imports(handle: PolicyHandle) -> None:
     path = need("sneaky")
-    sneaky = Policy.load(path)
-    # It reads /etc/passwd and connects to 127.0.0.1:9; the sandbox grants neither.
-    assert json.loads(sneaky.classify_json(OBS)) == {"leaked_bytes": 0, "sent": False}
+    # It reads /etc/passwd and connects to 127.0.0.1:9, so it imports
+    # wasi:filesystem and wasi:sockets: refused before it can run at all.
+    err = refused(handle, path, ("incompatible",))
+    assert "wasi:filesystem/" in err.message and "wasi:sockets/" in err.message, err.message
+    with pytest.raises(PolicyRuntimeError) as info:
+        Policy.load(path)
+    assert info.value.kind == "incompatible" and "may import only" in info.value.message
 
 
 def test_garbage_output_is_invalid_output(handle: PolicyHandle) -> None:

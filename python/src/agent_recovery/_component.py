@@ -186,26 +186,28 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
 
 
 #: WASI packages a component may import: the same allow-list as the Rust host.
-#: All are linked and all are inert (see `_sandbox`).
+#: A policy is a pure computation: Rust's standard library needs stdio (panic
+#: output), clocks and random, nothing else. `wasi:filesystem`, `wasi:sockets`
+#: and anything else are refused at load, not merely linked to nothing.
 ALLOWED_IMPORTS = (
     "wasi:cli/",
     "wasi:io/",
     "wasi:clocks/",
     "wasi:random/",
-    "wasi:filesystem/",
-    "wasi:sockets/",
 )
 
 
 def check_imports(component: Component, engine: Engine) -> None:
-    """Refuse a component importing anything but WASI 0.2, naming the import."""
-    for name in component.type.imports(engine):
-        if not name.startswith(ALLOWED_IMPORTS):
-            raise PolicyRuntimeError(
-                "incompatible",
-                f"the component imports `{name}`, which the host does not provide; a policy "
-                "may import only WASI 0.2 (cli, io, clocks, random, filesystem, sockets)",
-            )
+    """Refuse a component importing anything outside `ALLOWED_IMPORTS`, naming every such import."""
+    denied = [name for name in component.type.imports(engine) if not name.startswith(ALLOWED_IMPORTS)]
+    if denied:
+        names = ", ".join(f"`{name}`" for name in denied)
+        raise PolicyRuntimeError(
+            "incompatible",
+            f"the component imports {names}, which a policy is not granted; a policy may import "
+            "only wasi:cli, wasi:io, wasi:clocks and wasi:random (no filesystem, no network): "
+            "remove the code that uses them (e.g. std::fs, std::net) and rebuild",
+        )
 
 
 def check_exports(compiled: Compiled, funcs: Dict[str, Func], store: Any) -> None:

@@ -1,11 +1,13 @@
 """One store and one instance of a component: the unit a trap poisons.
 
-The WASI context grants nothing: `WasiConfig()` with no preopened directory,
-no environment variable, no argument, stdin empty and stdout/stderr discarded,
-and (wasmtime's default) no socket address allowed and no name lookup. The
-component may import the WASI 0.2 interfaces Rust's standard library uses;
-they are all linked, with nothing behind them but clocks and random (which
-the policy reads only when the caller gave no `now_ms` / `seed`).
+The component may import only `wasi:cli`, `wasi:io`, `wasi:clocks` and
+`wasi:random` (`_component.check_imports` refuses anything else at load, so
+`wasi:filesystem` and `wasi:sockets` never reach a call), and the WASI context
+grants nothing: `WasiConfig()` with no environment variable, no argument,
+stdin empty and stdout/stderr discarded; clocks and random are the host's
+(the policy reads them only when the caller gave no `now_ms` / `seed`). As a
+second line of defence there is no preopened directory, and (wasmtime's
+default) no socket address and no name lookup.
 
 Memory is capped by `Limits.memory_bytes`, and every call gets fuel for its
 input size (see `limits`).
