@@ -1,7 +1,8 @@
 //! Command-line parsing: a command, positionals and `--flag value` pairs.
 //!
 //! Hand-rolled to keep the build lean. Flags take exactly one value, given as
-//! `--flag value` or `--flag=value`; `-` alone is a positional (stdin).
+//! `--flag value` or `--flag=value`, except the switches in [`SWITCHES`],
+//! which take none; `-` alone is a positional (stdin).
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,9 @@ pub struct Args {
 /// Flags every command accepts.
 const GLOBAL: &[&str] = &["policy", "config"];
 
+/// Flags that take no value (`--watch`).
+const SWITCHES: &[&str] = &["watch"];
+
 impl Args {
     /// Parses `args` (without the program name).
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
@@ -28,7 +32,13 @@ impl Args {
         while let Some(arg) = args.next() {
             if let Some(flag) = arg.strip_prefix("--") {
                 let (name, value) = match flag.split_once('=') {
+                    Some((name, _)) if SWITCHES.contains(&name) => {
+                        return Err(Usage(format!(
+                            "--{name} takes no value; write --{name} alone"
+                        )));
+                    }
                     Some((name, value)) => (name.to_string(), value.to_string()),
+                    None if SWITCHES.contains(&flag) => (flag.to_string(), String::new()),
                     None => {
                         let value = args.next().ok_or_else(|| {
                             Usage(format!("--{flag} needs a value; e.g. --{flag} VALUE"))
@@ -75,6 +85,16 @@ impl Args {
     /// The value of `--name`, if given.
     pub fn flag(&self, name: &str) -> Option<&str> {
         self.flags.get(name).map(String::as_str)
+    }
+
+    /// Whether the switch `--name` (one of [`SWITCHES`]) was given.
+    pub fn switch(&self, name: &str) -> bool {
+        self.given(name)
+    }
+
+    /// Whether `--name` was given, with or without a value.
+    pub fn given(&self, name: &str) -> bool {
+        self.flags.contains_key(name)
     }
 
     /// The value of `--name`, which must be given.
@@ -131,6 +151,16 @@ mod tests {
         assert!(a.allow(&[], 1).is_err());
         let a = parse("classify a b").unwrap();
         assert!(a.allow(&[], 1).is_err());
+    }
+
+    #[test]
+    fn switches_take_no_value() {
+        let a = parse("serve --watch --policy p.wasm").unwrap();
+        assert!(a.switch("watch"));
+        assert_eq!(a.flag("policy"), Some("p.wasm"));
+        assert!(a.positionals.is_empty());
+        assert!(!parse("serve").unwrap().switch("watch"));
+        assert!(parse("serve --watch=yes").is_err());
     }
 
     #[test]

@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use agent_recovery::Policy;
+use agent_recovery::{Loader, Policy};
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::cli::{Args, HELP, Usage, context, input};
+use crate::cli::{Args, HELP, Usage, context, input, render, serve};
 
 /// Runs the command named in `args`.
 pub fn dispatch(args: &Args) -> anyhow::Result<()> {
@@ -17,7 +17,11 @@ pub fn dispatch(args: &Args) -> anyhow::Result<()> {
         "backoff" => backoff(args),
         "key" => key(args),
         "registry" => registry(args),
+        "errors-block" => errors_block(args),
+        "schema" => schema(args),
+        "render" => render(args),
         "check" => check(args),
+        "serve" => serve::serve(args, loader()),
         "help" | "" => print(HELP.trim_end()),
         "version" => print(concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))),
         other => Err(Usage(format!(
@@ -75,19 +79,52 @@ fn key(args: &Args) -> anyhow::Result<()> {
 }
 
 fn registry(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["format"], 0)?;
+    args.allow(&["format", "output"], 0)?;
     let policy = load(args)?;
-    match args.flag("format").unwrap_or("json") {
-        "json" => print(&policy.registry_json()?),
-        "markdown" | "md" => {
-            let markdown = policy.registry_markdown()?;
-            print(markdown.strip_suffix('\n').unwrap_or(&markdown))
+    let text = match args.flag("format").unwrap_or("json") {
+        "json" => policy.registry_json()?,
+        "markdown" | "md" => policy.registry_markdown()?,
+        other => {
+            return Err(Usage(format!(
+                "invalid --format '{other}': expected json or markdown"
+            ))
+            .into());
         }
-        other => Err(Usage(format!(
-            "invalid --format '{other}': expected json or markdown"
+    };
+    match args.flag("output") {
+        Some(path) => write_file(path, &text),
+        None => print(text.strip_suffix('\n').unwrap_or(&text)),
+    }
+}
+
+fn errors_block(args: &Args) -> anyhow::Result<()> {
+    args.allow(&[], usize::MAX)?;
+    let policy = load(args)?;
+    let block = policy.errors_block(&args.positionals)?;
+    print(block.strip_suffix('\n').unwrap_or(&block))
+}
+
+fn schema(args: &Args) -> anyhow::Result<()> {
+    args.allow(&[], 1)?;
+    let name = args.positionals.first().ok_or_else(|| {
+        Usage("`schema` needs a name; e.g. agent-recovery schema decision".into())
+    })?;
+    let policy = load(args)?;
+    match policy.json_schema(name)? {
+        Some(schema) => print(&schema),
+        None => Err(Usage(format!(
+            "unknown schema '{name}': expected envelope, decision or code-info"
         ))
         .into()),
     }
+}
+
+fn render(args: &Args) -> anyhow::Result<()> {
+    args.allow(&["as", "options"], 1)?;
+    render::format(args.required("as", "jsonrpc-error")?)?;
+    let policy = load(args)?;
+    let input = read(args, &policy)?;
+    print(&render::render(args, &policy, &input)?)
 }
 
 fn check(args: &Args) -> anyhow::Result<()> {
@@ -95,11 +132,7 @@ fn check(args: &Args) -> anyhow::Result<()> {
     let path = args.positionals.first().ok_or_else(|| {
         Usage("`check` needs the component to check; e.g. agent-recovery check policy.wasm".into())
     })?;
-    let mut loader = Policy::loader().pool_size(1);
-    if let Some(dir) = cache_dir() {
-        loader = loader.cache_dir(dir);
-    }
-    let policy = loader.file(path).context(path.clone())?;
+    let policy = loader().file(path).context(path.clone())?;
     let verified = policy.verify().context(path.clone())?;
     let info = verified.info;
     print(
@@ -116,12 +149,18 @@ fn check(args: &Args) -> anyhow::Result<()> {
     )
 }
 
+/// The loader of every command: one pooled instance, the on-disk cache.
+fn loader() -> Loader {
+    let loader = Policy::loader().pool_size(1);
+    match cache_dir() {
+        Some(dir) => loader.cache_dir(dir),
+        None => loader,
+    }
+}
+
 /// The `--policy` component, or the embedded reference policy.
 fn load(args: &Args) -> anyhow::Result<Policy> {
-    let mut loader = Policy::loader().pool_size(1);
-    if let Some(dir) = cache_dir() {
-        loader = loader.cache_dir(dir);
-    }
+    let loader = loader();
     Ok(match args.flag("policy") {
         Some(path) => loader
             .file(path)
@@ -148,6 +187,17 @@ fn cache_dir() -> Option<PathBuf> {
 fn read(args: &Args, policy: &Policy) -> anyhow::Result<input::Input> {
     let max = policy.limits().max_input_bytes();
     input::read(args.positionals.first().map(String::as_str), max)
+}
+
+/// Writes `text` and a newline to `path` (what `print` would have printed).
+fn write_file(path: &str, text: &str) -> anyhow::Result<()> {
+    let body = format!("{}\n", text.strip_suffix('\n').unwrap_or(text));
+    std::fs::write(path, body).map_err(|e| {
+        Usage(format!(
+            "cannot write {path}: {e}; check that the directory exists"
+        ))
+        .into()
+    })
 }
 
 /// Prints `text` and a newline; a closed stdout (e.g. `| head`) is not an error.

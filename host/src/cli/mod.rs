@@ -1,13 +1,16 @@
 //! The `agent-recovery` command line.
 //!
 //! Exit status: 0 on success, 2 for bad input or usage (the message names the
-//! input and ends with a hint), 1 when the policy itself fails (trap, fuel,
-//! memory, invalid output, incompatible component, failed smoke tests).
+//! input and ends with a hint; also a component file that cannot be read or
+//! compiled, or a sha256 mismatch), 1 when the policy itself fails (trap,
+//! fuel, memory, invalid output, incompatible component, failed smoke tests).
 
 mod args;
 mod commands;
 mod context;
 mod input;
+mod render;
+mod serve;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -35,14 +38,22 @@ pub fn run(args: Vec<String>) -> anyhow::Result<()> {
 
 /// The exit status for an error of [`run`].
 pub fn exit_code(error: &anyhow::Error) -> ExitCode {
-    if let Some(e) = error.downcast_ref::<agent_recovery::Error>() {
-        return match e.kind() {
-            ErrorKind::Io | ErrorKind::Load => ExitCode::from(2),
-            kind if kind.is_bad_input() => ExitCode::from(2),
-            _ => ExitCode::from(1),
-        };
+    let kind = match (
+        error.downcast_ref::<agent_recovery::Error>(),
+        error.downcast_ref::<agent_recovery::SwapError>(),
+    ) {
+        (Some(e), _) => e.kind(),
+        (None, Some(e)) => e.kind(),
+        (None, None) => return ExitCode::from(2),
+    };
+    match kind {
+        ErrorKind::Io
+        | ErrorKind::Load
+        | ErrorKind::DigestMismatch
+        | ErrorKind::InvalidArgument => ExitCode::from(2),
+        kind if kind.is_bad_input() => ExitCode::from(2),
+        _ => ExitCode::from(1),
     }
-    ExitCode::from(2)
 }
 
 /// The error as one line: the context chain joined with `: `, newlines folded.
@@ -69,8 +80,23 @@ commands:
       --call tool|llm|agent  --attempt N  [--seed S]
   key                    the idempotency key of a tool call: {\"key\":\"<hex sha256>\"}
       --run-id R  --step-id S  --tool T  --args JSON
-  registry [--format json|markdown]   every code the policy can emit
+  registry [--format json|markdown] [--output FILE]
+                         every code the policy can emit (markdown is docs/errors.md)
+  errors-block [PREFIX...]   the MCP `## Errors` block for a tool description (codes or
+                         prefixes such as tool.http.; none means all)
+  schema envelope|decision|code-info   the JSON Schema of an output
+  render --as FORMAT [FILE] [--options JSON]
+                         render an envelope, a decision's envelope or (classified first) an
+                         observation as jsonrpc-error, mcp-tool-result, a2a-task-status,
+                         problem-json, model-tool-result, coordinator-text or downstream-wrap;
+                         --options: {\"id\",\"task_id\",\"context_id\",\"current_agent\",\"downstream_agent\"}
   check WASM             compile, link and smoke-test a policy component; prints its identity
+  serve [--watch] [--sha256 HEX] [--on-failure closed|reference] [--poll-ms MS]
+                         decide for each JSON line on stdin (an observation, or
+                         {\"observation\":..,\"context\":..,\"id\":..}); one line out per line in:
+                         {\"policy\":{..},\"decision\":..} or {\"error\":{\"kind\",\"message\"}};
+                         --watch reloads --policy when the file changes (checked every
+                         --poll-ms, default 500); swaps and refusals are logged on stderr
   help                   this text
   version                the version of this program
 
