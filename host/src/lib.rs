@@ -53,6 +53,7 @@ mod limits;
 mod output;
 mod policy;
 mod pool;
+pub mod retry;
 mod sandbox;
 mod swap_error;
 mod swap_options;
