@@ -65,7 +65,12 @@ impl fmt::Display for Event {
                 let sha = error
                     .candidate_sha256()
                     .map_or_else(String::new, |s| format!(" sha256:{s}"));
-                write!(f, "refused policy{sha} ({}); still active: {active}", error)
+                write!(
+                    f,
+                    "refused policy{sha} at {}: {}; still active: {active}",
+                    error.stage().as_str(),
+                    error.message()
+                )
             }
             Event::Failed { policy, error } => write!(
                 f,
