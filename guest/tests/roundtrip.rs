@@ -101,3 +101,17 @@ fn coordinator_text_carries_code_and_task() {
     );
     assert!(text.contains("code=agent.task.input_required"), "{text}");
 }
+
+#[test]
+fn options_must_be_an_object() {
+    let env = classify_json(r#"{"source":"http","status":503}"#).unwrap();
+    for bad in ["[1]", "7", "\"x\"", "{\"idd\":1}"] {
+        let err = render_json(&env, RenderFormat::JsonrpcError, bad).unwrap_err();
+        assert_eq!(
+            err.kind,
+            agent_recovery_policy::ErrorKind::InvalidArgument,
+            "{bad}"
+        );
+    }
+    assert!(render_json(&env, RenderFormat::JsonrpcError, "").is_ok());
+}

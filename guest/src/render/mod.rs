@@ -220,6 +220,15 @@ fn parse_options(text: &str) -> Result<Options, PolicyError> {
         return Ok(Options::default());
     }
     let v: Value = serde_json::from_str(text).map_err(|e| PolicyError::json("options", &e))?;
+    if !v.is_object() {
+        return Err(PolicyError::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "options must be a JSON object, got {}; pass e.g. {{\"id\": 1, \"task_id\": \"t-1\"}}",
+                crate::json_kind(&v)
+            ),
+        ));
+    }
     serde_json::from_value(v).map_err(|e| {
         PolicyError::new(
             ErrorKind::InvalidArgument,

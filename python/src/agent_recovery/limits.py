@@ -15,7 +15,7 @@ counts WebAssembly instructions (roughly one unit each).
 |-------------------|-------------|
 | `memory_bytes`    | 128 MiB     |
 | `fuel_base`       | 100,000,000 |
-| `fuel_per_byte`   | 200         |
+| `fuel_per_byte`   | 1,000       |
 | `max_input_bytes` | 16 MiB      |
 """
 
@@ -29,7 +29,7 @@ class Limits:
     """Limits applied to every call into a policy component.
 
     >>> Limits().fuel_for(1_000)
-    100200000
+    101000000
     """
 
     #: The most linear memory one component instance may hold, in bytes.
@@ -37,7 +37,7 @@ class Limits:
     #: Fuel every call gets, whatever its input size (also used to instantiate).
     fuel_base: int = 100_000_000
     #: Extra fuel per byte of input.
-    fuel_per_byte: int = 200
+    fuel_per_byte: int = 1_000
     #: The largest input (all text arguments of one call together) passed to
     #: the component; larger inputs fail with `PolicyError("too_large")`.
     max_input_bytes: int = 16 << 20
