@@ -257,7 +257,7 @@ fn rpc(m: &mut Map<String, Value>, protocol: Protocol) -> Result<Failure, Policy
         }
         None => {
             return Err(PolicyError::observation(
-                "a jsonrpc/mcp/a2a observation needs \"message\": the JSON-RPC response or notification",
+                "a jsonrpc/mcp/a2a observation needs \"message\"; add the JSON-RPC response or notification as \"message\"",
             ));
         }
     };
@@ -277,7 +277,7 @@ fn network(m: &Map<String, Value>) -> Result<Failure, PolicyError> {
         }
         None => {
             return Err(PolicyError::observation(
-                "a network observation needs \"code\", e.g. \"ECONNRESET\"",
+                "a network observation needs \"code\"; add the error code, e.g. \"code\": \"ECONNRESET\"",
             ));
         }
     };
@@ -299,7 +299,7 @@ fn exception(m: &Map<String, Value>) -> Result<Failure, PolicyError> {
         }
         None => {
             return Err(PolicyError::observation(
-                "an exception observation needs \"type\", e.g. \"httpx.ReadTimeout\"",
+                "an exception observation needs \"type\"; add the exception type, e.g. \"type\": \"httpx.ReadTimeout\"",
             ));
         }
     };
