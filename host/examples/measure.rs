@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_recovery::{Event, Limits, Policy, PolicyHandle, SwapOptions, WatchOptions};
-use serde::Deserialize;
 use serde::de::IgnoredAny;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
@@ -311,44 +310,6 @@ fn cpu_limits() -> Result<()> {
     Ok(())
 }
 
-/// A copy of the host's decision check (`src/output.rs`), to time it alone.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct DecisionShape<'a> {
-    #[serde(borrow)]
-    action: std::borrow::Cow<'a, str>,
-    delay_ms: IgnoredAny,
-    attempt: IgnoredAny,
-    max_attempts: IgnoredAny,
-    budget_remaining_ms: IgnoredAny,
-    reason: IgnoredAny,
-    reason_code: IgnoredAny,
-    #[serde(borrow)]
-    envelope: EnvelopeShape<'a>,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct EnvelopeShape<'a> {
-    #[serde(borrow)]
-    code: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    class: std::borrow::Cow<'a, str>,
-    retryable: bool,
-    message: IgnoredAny,
-    severity: IgnoredAny,
-    category: IgnoredAny,
-    retry_after_ms: IgnoredAny,
-    field: IgnoredAny,
-    allowed_values: IgnoredAny,
-    suggested_value: IgnoredAny,
-    hint: IgnoredAny,
-    request_id: IgnoredAny,
-    related_codes: IgnoredAny,
-    docs_url: IgnoredAny,
-    upstream: IgnoredAny,
-}
-
 fn output_check() -> Result<()> {
     let policy = Policy::reference()?;
     let decisions: Vec<String> = MIX
@@ -365,9 +326,7 @@ fn output_check() -> Result<()> {
     };
     let (mut shapes, mut anys) = (Vec::new(), Vec::new());
     for _ in 0..21 {
-        shapes.push(time(&|d| {
-            serde_json::from_str::<DecisionShape<'_>>(d).is_ok()
-        }));
+        shapes.push(time(&|d| agent_recovery::check_decision_json(d).is_ok()));
         anys.push(time(&|d| serde_json::from_str::<IgnoredAny>(d).is_ok()));
     }
     let (shape, any) = (median(shapes), median(anys));

@@ -68,6 +68,7 @@ pub use failure::FailurePolicy;
 pub use handle::{HandleBuilder, PolicyHandle};
 pub use identity::PolicyId;
 pub use limits::Limits;
+pub use output::{check_decision_json, check_envelope_json};
 pub use policy::{Loader, Policy, WORLD};
 pub use swap_error::{SwapError, SwapStage};
 pub use swap_options::SwapOptions;

@@ -72,26 +72,42 @@ pub(crate) enum Shape {
 /// Returns `text` if it is a JSON object of `shape`, else an
 /// [`ErrorKind::InvalidOutput`] error naming `what` and the problem.
 pub(crate) fn check(what: &str, shape: Shape, text: String) -> Result<String> {
+    check_str(what, shape, &text).map(|()| text)
+}
+
+/// Checks that `text` is a decision as `decide-json` must print it: one JSON
+/// object with every required member, `action` a string and the envelope
+/// checked like [`check_envelope_json`]. This is the check the host applies to
+/// every answer (see [`FailurePolicy`](crate::FailurePolicy)).
+pub fn check_decision_json(text: &str) -> Result<()> {
+    check_str("decide-json", Shape::Decision, text)
+}
+
+/// Checks that `text` is an envelope as `classify-json` must print it: one
+/// JSON object with every required member, `code` and `class` strings and
+/// `retryable` a bool.
+pub fn check_envelope_json(text: &str) -> Result<()> {
+    check_str("classify-json", Shape::Envelope, text)
+}
+
+fn check_str(what: &str, shape: Shape, text: &str) -> Result<()> {
     let parsed = match shape {
-        Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(&text).map(drop),
-        Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(&text).map(drop),
+        Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(text).map(drop),
+        Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(text).map(drop),
     };
-    match parsed {
-        Ok(()) => Ok(text),
-        Err(e) => {
-            let name = match shape {
-                Shape::Envelope => "envelope",
-                Shape::Decision => "decision",
-            };
-            let head: String = text.chars().take(60).collect();
-            Err(Error::new(
-                ErrorKind::InvalidOutput,
-                format!(
-                    "`{what}` returned text that is not a JSON {name} ({e}): {head:?}; the component does not follow the contract, report it to its authors"
-                ),
-            ))
-        }
-    }
+    parsed.map_err(|e| {
+        let name = match shape {
+            Shape::Envelope => "envelope",
+            Shape::Decision => "decision",
+        };
+        let head: String = text.chars().take(60).collect();
+        Error::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "`{what}` returned text that is not a JSON {name} ({e}): {head:?}; the component does not follow the contract, report it to its authors"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
