@@ -25,7 +25,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union, cast
+from typing import Any, Dict, List, Optional, Sequence, Union, cast, get_args
 
 from . import _abi
 from ._component import Compiled, compile_component
@@ -33,7 +33,16 @@ from ._inputs import U32, U64, check_size, integer, json_text, utf8
 from ._sandbox import Sandbox, record
 from .errors import PolicyError, PolicyRuntimeError
 from .limits import Limits
-from .types import CodeInfo, Decision, Envelope, PolicyConfig, PolicyInfo, PolicyRef
+from .types import (
+    CallKind,
+    CodeInfo,
+    Decision,
+    Envelope,
+    PolicyConfig,
+    PolicyInfo,
+    PolicyRef,
+    RenderFormat,
+)
 
 #: What `Policy.load` accepts: a path, the component's bytes, or None (reference).
 Source = Union[None, str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -41,18 +50,10 @@ Source = Union[None, str, "os.PathLike[str]", bytes, bytearray, memoryview]
 #: The contract versions this host speaks (semver-compatible with 0.1.0).
 CONTRACT_PREFIX = "0.1."
 
-#: The render formats of the WIT `render-format` enum.
-RENDER_FORMATS = (
-    "jsonrpc-error",
-    "mcp-tool-result",
-    "a2a-task-status",
-    "problem-json",
-    "model-tool-result",
-    "coordinator-text",
-    "downstream-wrap",
-)
+#: The render formats of the WIT `render-format` enum (the `RenderFormat` type's values).
+RENDER_FORMATS: tuple[str, ...] = get_args(RenderFormat)
 
-_CALLS = ("tool", "llm", "agent")
+_CALLS: tuple[str, ...] = get_args(CallKind)
 _WASM_NAME = "agent_recovery_policy.wasm"
 
 
