@@ -156,3 +156,22 @@ def test_bad_arguments_of_the_other_calls(policy: Policy) -> None:
     with pytest.raises(PolicyError):
         policy.render("not json", "jsonrpc-error")
     still_answers(policy)
+
+
+@pytest.mark.parametrize("value", [OK, [OK], 503, None, 1.5, True])
+def test_json_entry_points_refuse_objects_like_node(policy: Policy, value: Any) -> None:
+    # Node's classifyJson()/decideJson() refuse a non-string with invalid_argument
+    # (node/src/policy.js `text()`); Python used to raise a bare TypeError from
+    # bytes(dict), or send bytes(503) (503 NUL bytes) to the component.
+    for fn, args in (
+        (policy.classify_json, (value,)),
+        (policy.decide_json, (value,)),
+        (policy.decide_json, (value, "{}")),
+        (policy.decide_json, (json.dumps(OK), value)),
+    ):
+        err = expect_error("invalid_argument", fn, *args)
+        assert "JSON text" in err.message and err.message.endswith("for objects")
+    # text and UTF-8 bytes still work, and the dict methods take the object
+    assert json.loads(policy.decide_json(json.dumps(OK).encode(), '{"seed":1}'))["action"] == "retry"
+    assert policy.classify_json(bytearray(json.dumps(OK).encode()))
+    still_answers(policy)

@@ -40,6 +40,31 @@ def utf8(value: Any, what: str) -> bytes:
     return data
 
 
+def _describe(value: Any) -> str:
+    """`a dict`, `an int`, `None`: the argument's type for an error message."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
+def text_only(value: Any, method: str, what: str) -> Any:
+    """`value` if it is JSON text (`str` or bytes-like), else `invalid_argument`.
+
+    The `*_json` entry points take text and return the component's text
+    unchanged; objects go to the dict methods. Same kind and wording as Node's
+    `decideJson()` check.
+    """
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return value
+    plain = method.removesuffix("_json")
+    raise PolicyError(
+        "invalid_argument",
+        f"{method}() takes {what} as JSON text (a str or UTF-8 bytes), got {_describe(value)}; "
+        f"use {plain}() for objects",
+    )
+
+
 def json_text(value: Any, what: str, empty: Optional[bytes] = None) -> bytes:
     """JSON text for `value`: text and bytes as given, other values via `json.dumps`.
 

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union, cast, get_args
 
 from . import _abi
 from ._component import Compiled, compile_component
-from ._inputs import U32, U64, check_size, integer, json_text, utf8
+from ._inputs import U32, U64, check_size, integer, json_text, text_only, utf8
 from ._sandbox import Sandbox, record
 from .errors import PolicyError, PolicyRuntimeError
 from .limits import Limits
@@ -234,13 +234,13 @@ class Policy:
 
     def classify_json(self, observation: Union[str, bytes]) -> str:
         """`classify-json`: the envelope as the component printed it."""
-        obs = utf8(observation, "observation")
+        obs = utf8(text_only(observation, "classify_json", "observation"), "observation")
         return self._call_text("classify-json", ((_abi.KIND_STRING, obs),))
 
     def decide_json(self, observation: Union[str, bytes], context: Union[str, bytes] = "{}") -> str:
         """`decide-json`: the decision as the component printed it."""
-        obs = utf8(observation, "observation")
-        ctx = utf8(context, "context")
+        obs = utf8(text_only(observation, "decide_json", "observation"), "observation")
+        ctx = utf8(text_only(context, "decide_json", "context"), "context")
         return self._call_text("decide-json", ((_abi.KIND_STRING, obs), (_abi.KIND_STRING, ctx)))
 
     def render_json(
