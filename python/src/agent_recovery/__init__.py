@@ -13,10 +13,13 @@ assert envelope["code"] == "tool.http.503_unavailable"
 - `PolicyHandle`: the active policy, hot-swappable after validation.
 - `retry` / `retry_sync`: run an operation and let the policy decide each retry.
 - `from_exception` / `from_response` / `from_rpc`: observations from what failed.
+- `observation_from`: the observation for an SDK's exception or result (OpenAI,
+  Anthropic, botocore, google-api-core, google-genai, MCP, A2A), no SDK imported.
 """
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .handle import PolicyHandle
+from .adapters import observation_from
 from .limits import Limits
 from .observe import Failure, from_exception, from_response, from_rpc
 from .policy import Policy, reference_path
@@ -41,6 +44,7 @@ __all__ = [
     "from_exception",
     "from_response",
     "from_rpc",
+    "observation_from",
     "reference_path",
     "retry",
     "retry_sync",
