@@ -149,6 +149,21 @@ def test_openai_timeout_names_the_phase_and_the_configured_limit(server: Replay,
     assert verdict(policy, obs)[1:] == ("transient", True)
 
 
+def test_openai_error_event_in_a_200_stream(server: Replay, policy: Policy) -> None:
+    error = {"message": "The server had an error while processing your request.",
+             "type": "server_error", "param": None, "code": None}
+    server.set({"status": 200, "headers": [["content-type", "text/event-stream"]],
+                "body": "event: error\ndata: " + json.dumps({"error": error}) + "\n\n"})
+    client = openai_client(server.url)
+    exc = raised(lambda: list(client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)))
+    assert type(exc) is openai.APIError  # no response: the SDK keeps only the event's `error`
+    obs = observation_from(exc)
+    assert (obs["status"], obs["body"]) == (200, {"error": error})
+    # "500 The server had an error while processing your request: retry after a brief wait"
+    assert verdict(policy, obs)[1:] == ("transient", True)
+
+
 # -- Anthropic ---------------------------------------------------------------------------
 # https://docs.anthropic.com/en/api/errors
 
@@ -200,6 +215,26 @@ def test_anthropic_timeout_and_reset(server: Replay, policy: Policy) -> None:
     assert type(exc) is anthropic.APIConnectionError
     assert observation_from(exc)["code"] == "ECONNRESET"
     assert verdict(policy, observation_from(exc))[1:] == ("transient", True)
+
+
+def test_anthropic_error_event_in_a_200_stream(server: Replay, policy: Policy) -> None:
+    # "When receiving a streaming response via SSE, it's possible that an error can
+    # occur after returning a 200 response"
+    event = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    start = {"type": "message_start", "message": {
+        "id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "m",
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}
+    server.set({"status": 200, "headers": [["content-type", "text/event-stream"]],
+                "body": f"event: message_start\ndata: {json.dumps(start)}\n\n"
+                        f"event: error\ndata: {json.dumps(event)}\n\n"})
+    client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0, timeout=TIMEOUT_S)
+    exc = raised(lambda: list(client.messages.create(
+        model="claude-opus-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}],
+        stream=True)))
+    assert isinstance(exc, anthropic.APIStatusError) and exc.status_code == 200
+    obs = observation_from(exc)
+    assert (obs["status"], obs["body"]) == (200, event)  # the event, not the consumed stream
+    assert verdict(policy, obs)[1:] == ("transient", True)
 
 
 # -- botocore ------------------------------------------------------------------------------
@@ -314,6 +349,18 @@ def test_google_api_core_retry_error_is_its_cause(server: Replay, policy: Policy
     wrapped = raised(retry(fails))
     assert type(wrapped) is gexc.RetryError and wrapped.cause is exc
     assert observation_from(wrapped) == observation_from(exc)
+
+
+def test_google_api_core_error_without_a_response(policy: Policy) -> None:
+    # gRPC and other transports build the exception with the SDK's factory, no response:
+    # the adapter writes the google.rpc.Status it carries
+    exc = gexc.from_http_status(429, "Quota exceeded", details=[
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3s"}])
+    assert type(exc) is gexc.TooManyRequests and exc.response is None
+    obs = observation_from(exc)
+    assert obs["status"] == 429 and obs["body"]["error"]["details"][0]["retryDelay"] == "3s"
+    env = policy.classify(obs)
+    assert (env["class"], env["retryable"], env["retry_after_ms"]) == ("transient", True, 3000)
 
 
 def test_google_genai_errors(server: Replay, policy: Policy) -> None:

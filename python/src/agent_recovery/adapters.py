@@ -223,7 +223,10 @@ def _stainless(
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
     if "APIStatusError" in _names(exc) and isinstance(status, int) and not isinstance(status, bool):
-        body = _response_text(response)
+        # An error event inside a 200 event stream (Anthropic raises it as a
+        # status error of the 200 response): the event's data is the body.
+        in_stream = status < 400
+        body = None if in_stream else _response_text(response)
         if body is None:
             body = getattr(exc, "body", None)
         return from_response(
@@ -234,7 +237,14 @@ def _stainless(
             provider=provider or sdk,
             request_id=request_id,
         )
-    if "APIConnectionError" in _names(exc):
+    names = _names(exc)
+    body = getattr(exc, "body", None)
+    if names[0] == "APIError" and isinstance(body, Mapping) and response is None:
+        # OpenAI: an `error` event inside a 200 event stream; `body` is its `error`
+        return from_response(
+            200, None, {"error": dict(body)}, call=call, provider=provider or sdk, request_id=request_id
+        )
+    if "APIConnectionError" in names:
         transport = _transport(exc)
         if transport is not None:
             return _extras(transport, call, provider or sdk, request_id)

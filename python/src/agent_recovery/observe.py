@@ -101,7 +101,10 @@ def _response_text(response: Any) -> Any:
     try:
         return response.text  # httpx / requests; may raise on an unread stream
     except Exception:
-        content = getattr(response, "content", None)
+        try:
+            content = response.content  # httpx raises ResponseNotRead for a stream too
+        except Exception:
+            return None
         return content if isinstance(content, (bytes, str)) else None
 
 
