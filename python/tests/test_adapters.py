@@ -521,3 +521,27 @@ def test_other_objects_fall_back_to_plain_observations(policy: Policy) -> None:
     obs = observation_from(object())
     assert obs["source"] == "exception" and obs["type"] == "builtins.object"
     policy.classify(obs)  # a valid observation
+
+
+class _Hostile(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no string for you")
+
+    @property
+    def response(self) -> Any:
+        raise RuntimeError("no response either")
+
+
+def test_hostile_and_cyclic_objects_still_give_an_observation(policy: Policy) -> None:
+    obs = observation_from(_Hostile())
+    assert obs["source"] == "exception" and obs["type"].endswith("_Hostile")
+    policy.classify(obs)
+    a, b = ValueError("a"), ValueError("b")
+    a.__cause__, b.__cause__ = b, a  # a cycle
+    assert observation_from(a)["type"] == "builtins.ValueError"
+    deep: BaseException = ConnectionRefusedError(111, "Connection refused")
+    for _ in range(50):  # deeper than the chain is followed
+        outer = RuntimeError("wrapped")
+        outer.__cause__ = deep
+        deep = outer
+    assert observation_from(deep)["source"] == "exception"

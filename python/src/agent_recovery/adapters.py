@@ -96,11 +96,34 @@ def observation_from(
     exception falls back to `from_exception`, and anything else becomes an
     `exception` observation of its type.
     """
+    try:
+        return _observe(obj, call, provider, request_id)
+    except Exception:  # a hostile object (raising __str__ or properties): its type alone
+        return _extras(
+            {"source": "exception", "type": _type_name(obj), "message": ""}, call, provider, request_id
+        )
+
+
+def _type_name(obj: Any) -> str:
+    cls = type(obj)
+    return f"{getattr(cls, '__module__', None) or 'builtins'}.{getattr(cls, '__qualname__', 'object')}"
+
+
+def _safe_str(obj: Any) -> str:
+    try:
+        return str(obj)[:200]
+    except Exception:
+        return ""
+
+
+def _observe(
+    obj: Any, call: Optional[str], provider: Optional[str], request_id: Optional[str]
+) -> Observation:
     if isinstance(obj, Failure):
-        obs: Observation = dict(obj.observation)  # type: ignore[assignment]
+        obs: Observation = dict(obj.observation)
         return _extras(obs, call, provider, request_id)
     if isinstance(obj, Mapping):
-        obs = dict(obj)  # type: ignore[assignment]
+        obs = dict(obj)
         return _extras(obs, call, provider, request_id)
     module = _module(obj)
     root = module.split(".", 1)[0]
@@ -129,7 +152,7 @@ def observation_from(
             return _extras(transport, call, provider, request_id)
         return from_exception(obj, call=call, provider=provider, request_id=request_id)
     return _extras(
-        {"source": "exception", "type": f"{module}.{type(obj).__qualname__}", "message": str(obj)[:200]},
+        {"source": "exception", "type": _type_name(obj), "message": _safe_str(obj)},
         call,
         provider,
         request_id,
@@ -150,7 +173,10 @@ def _chain(exc: BaseException) -> List[BaseException]:
         out.append(cur)
         nxt = cur.__cause__ or cur.__context__
         if nxt is None:
-            kwargs = getattr(cur, "kwargs", None)
+            try:
+                kwargs = getattr(cur, "kwargs", None)
+            except Exception:
+                kwargs = None
             inner = kwargs.get("error") if isinstance(kwargs, dict) else None
             nxt = inner if isinstance(inner, BaseException) else None
         cur = nxt
@@ -205,10 +231,10 @@ def _transport(exc: BaseException) -> Optional[Observation]:
         elif isinstance(link, OSError) and isinstance(link.errno, int) and link.errno in errno.errorcode:
             code = errno.errorcode[link.errno]
         if code is not None:
-            return {"source": "network", "code": code, "message": str(link)[:200]}
+            return {"source": "network", "code": code, "message": _safe_str(link)}
     for link in reversed(chain):
         if _root(type(link)) in ("httpx", "httpx2", "httpcore", "httpcore2"):
-            return {"source": "exception", "type": qualified_name(link), "message": str(link)[:200]}
+            return {"source": "exception", "type": qualified_name(link), "message": _safe_str(link)}
     return None
 
 
@@ -289,7 +315,7 @@ def _botocore(
         if transport is not None and transport["source"] != "exception":
             return _extras(transport, call, provider or "aws", request_id)
         if "ConnectionClosedError" in names:
-            obs: Observation = {"source": "network", "code": "ECONNRESET", "message": str(exc)[:200]}
+            obs: Observation = {"source": "network", "code": "ECONNRESET", "message": _safe_str(exc)}
             return _extras(obs, call, provider or "aws", request_id)
     return None
 
@@ -434,14 +460,14 @@ def _a2a(obj: Any, call: Optional[str], request_id: Optional[str]) -> Optional[O
             if transport is not None:
                 return _extras(transport, call or "agent", None, request_id)
             return None
-        error: Dict[str, Any] = {"code": code, "message": str(getattr(obj, "message", "") or obj)}
+        error: Dict[str, Any] = {"code": code, "message": _safe_str(getattr(obj, "message", "") or obj)}
         data = getattr(obj, "data", None)
         if data is not None and _jsonable(data):
             error["data"] = data
         message = {"jsonrpc": "2.0", "id": None, "error": error}
         return _extras({"source": "a2a", "message": message}, call or "agent", None, request_id)
     if hasattr(obj, "DESCRIPTOR") and hasattr(obj, "SerializeToString"):  # a protobuf message
-        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped, unused-ignore]
 
         result = MessageToDict(obj)
         message = {"jsonrpc": "2.0", "id": None, "result": result}
