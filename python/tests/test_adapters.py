@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
-from agent_recovery import Policy
-from agent_recovery.adapters import observation_from
+from agent_recovery import Policy, RecoveryError, retry_sync
+from agent_recovery.adapters import failed_result, observation_from
 
 from .replay import Replay, closed_port, reply
 
@@ -406,6 +406,10 @@ def run_mcp(calls: Callable[[Any], Any]) -> List[Any]:
         raise RuntimeError("the index is down")
 
     @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool()
     def connect_account(account: str) -> str:
         raise UrlElicitationRequiredError([mcp_types.ElicitRequestURLParams(
             mode="url", message="Authorize access", url="https://example.com/oauth",
@@ -449,6 +453,24 @@ def test_mcp_results_and_errors(policy: Policy) -> None:
     assert policy.decide(obs, {"seed": 1})["action"] == "await_input"
 
 
+def returned_by_retry(policy: Policy, value: Any, call: str) -> Any:
+    """What `retry_sync` makes of an operation that returns `value`."""
+    try:
+        return retry_sync(lambda **_: value, policy=policy, call=call, run_id="r", step_id="s",
+                          tool="t", args={}, seed=1, sleep=lambda _: None)
+    except RecoveryError as e:
+        return e
+
+
+def test_mcp_results_returned_to_the_retry_helper(policy: Policy) -> None:
+    failed, ok = run_mcp(lambda c: [c.call_tool("search", {"query": "x"}),
+                                    c.call_tool("echo", {"text": "hello"})])
+    assert failed_result(ok) is None and failed_result(failed) == observation_from(failed)
+    stopped = returned_by_retry(policy, failed, "tool")
+    assert isinstance(stopped, RecoveryError) and stopped.action == "replan"
+    assert returned_by_retry(policy, ok, "tool") is ok
+
+
 # -- A2A -----------------------------------------------------------------------------------------
 # https://a2a-protocol.org/latest/specification/#8-error-handling
 
@@ -487,10 +509,16 @@ def test_a2a_tasks_and_errors(server: Replay, policy: Policy) -> None:
     obs = observation_from(task)
     assert obs["message"]["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert policy.decide(obs, {"seed": 1})["action"] == "await_input"
+    assert returned_by_retry(policy, task, "agent").action == "await_input"
     # TASK_STATE_FAILED is terminal: "the task finished but failed"; not retried as is
     task = a2a_get_task(server, reply(200, {"jsonrpc": "2.0", "id": "1", "result": {
         "id": "task-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_FAILED"}}}))
     assert verdict(policy, observation_from(task))[2] is False
+    assert failed_result(task) is not None
+    done = a2a_get_task(server, reply(200, {"jsonrpc": "2.0", "id": "1", "result": {
+        "id": "task-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"}}}))
+    assert type(done).__name__ == "Task" and failed_result(done) is None
+    assert returned_by_retry(policy, done, "agent") is done
     # the client's error over an HTTP 503 is that response
     exc = a2a_get_task(server, reply(503, "unavailable", {"content-type": "text/plain"}))
     assert type(exc).__name__ == "A2AClientError"
@@ -511,6 +539,22 @@ def test_no_sdk_is_imported_by_the_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["builtins.ValueError", "[]"]
+
+
+def test_plain_httpx_errors(server: Replay, policy: Policy) -> None:
+    import httpx
+
+    server.set(reply(503, {"error": "busy"}, {"retry-after": "4"}))
+    with httpx.Client(timeout=TIMEOUT_S) as client:
+        exc = raised(lambda: client.get(server.url).raise_for_status())
+        assert type(exc) is httpx.HTTPStatusError
+        obs = observation_from(exc, call="tool")
+        assert (obs["source"], obs["status"], header(obs, "retry-after")) == ("http", 503, "4")
+        assert policy.classify(obs)["retry_after_ms"] == 4000
+        server.set({"action": "hang"})
+        exc = raised(lambda: client.get(server.url))
+        assert type(exc) is httpx.ReadTimeout
+        assert observation_from(exc) == {"source": "timeout", "phase": "read", "after_ms": 500}
 
 
 def test_other_objects_fall_back_to_plain_observations(policy: Policy) -> None:

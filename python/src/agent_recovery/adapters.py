@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from .observe import Failure, _extras, _response_text, from_exception, from_response, qualified_name
 from .types import Observation
 
-__all__ = ["observation_from"]
+__all__ = ["failed_result", "observation_from"]
 
 # How far `__cause__` / `__context__` chains are followed (they may be cyclic).
 _MAX_CHAIN = 16
@@ -147,7 +147,7 @@ def _observe(
     if found is not None:
         return found
     if isinstance(obj, BaseException):
-        transport = _transport(obj) or _response_in_chain(obj)
+        transport = _response_in_chain(obj) or _transport(obj)
         if transport is not None:
             return _extras(transport, call, provider, request_id)
         return from_exception(obj, call=call, provider=provider, request_id=request_id)
@@ -477,3 +477,56 @@ def _a2a(obj: Any, call: Optional[str], request_id: Optional[str]) -> Optional[O
         return _extras({"source": "a2a", "message": message}, call or "agent", None, request_id)
     return None
 
+
+
+# -- results that are failures ----------------------------------------------------------------
+
+# A2A task states that end or interrupt a task without its result (v1.0 enum
+# names; v0.3 spellings are normalised to these).
+_A2A_FAILED_STATES = {
+    "TASK_STATE_FAILED",
+    "TASK_STATE_REJECTED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_CANCELLED",
+    "TASK_STATE_INPUT_REQUIRED",
+    "TASK_STATE_AUTH_REQUIRED",
+}
+
+
+def _a2a_state(result: Any) -> Optional[str]:
+    """The task state a returned A2A message reports, normalised to `TASK_STATE_*`."""
+    for holder in (result, result.get("task"), result.get("statusUpdate")):
+        if isinstance(holder, Mapping):
+            status = holder.get("status")
+            state = status.get("state") if isinstance(status, Mapping) else None
+            if isinstance(state, str):
+                state = state.upper().replace("-", "_")
+                return state if state.startswith("TASK_STATE_") else "TASK_STATE_" + state
+    return None
+
+
+def failed_result(result: Any) -> Optional[Observation]:
+    """The observation of an SDK *result* that reports a failure, else None.
+
+    An MCP `CallToolResult` with `isError: true`; an A2A task (or status-update
+    event, or stream response) whose state is failed, rejected, canceled,
+    input-required or auth-required. Everything else (a successful result,
+    an unknown object) is None. Used by `as_failure`, so the retry helpers
+    treat such returned values as failed attempts.
+    """
+    try:
+        names = _names(result)
+        if "CallToolResult" in names and _root(type(result)) in ("mcp", "mcp_types"):
+            is_error = getattr(result, "is_error", None)
+            if is_error is None:
+                is_error = getattr(result, "isError", False)
+            return observation_from(result) if is_error is True else None
+        if _root(type(result)) == "a2a" or _is_a2a_proto(result):
+            obs = observation_from(result)
+            message = obs.get("message")
+            payload = message.get("result") if isinstance(message, Mapping) else None
+            if isinstance(payload, Mapping) and _a2a_state(payload) in _A2A_FAILED_STATES:
+                return obs
+    except Exception:
+        return None
+    return None

@@ -192,10 +192,18 @@ def as_failure(result: Any) -> Optional[Failure]:
     """The failure a returned value stands for, or None for a success.
 
     A `Failure` is one; so is a response object (`status_code` int and
-    `headers`, as in httpx and requests) with a status of 400 or more.
+    `headers`, as in httpx and requests) with a status of 400 or more, an MCP
+    `CallToolResult` with `isError: true`, and an A2A task in a failed,
+    rejected, canceled, input-required or auth-required state
+    (`adapters.failed_result`).
     """
     if isinstance(result, Failure):
         return result
+    from .adapters import failed_result  # adapters builds on this module
+
+    sdk = failed_result(result)
+    if sdk is not None:
+        return Failure(sdk, result)
     status = getattr(result, "status_code", None)
     if (
         isinstance(status, int)

@@ -18,8 +18,9 @@ result = asyncio.run(retry(fetch, policy=policy, call="tool", run_id="run-1",
 
 Each attempt gets the same idempotency key (`policy.key(run_id, step_id, tool,
 args)`), so a retry the server already acted on is not applied twice. A failed
-attempt (an exception, a returned `Failure`, or a returned response with status
->= 400) becomes an observation; the policy decides with `{call, attempt,
+attempt (an exception, a returned `Failure`, a returned response with status
+>= 400, or a failed MCP / A2A result) becomes an observation
+(`observation_from` / `as_failure`); the policy decides with `{call, attempt,
 elapsed_ms, seed}`, where `elapsed_ms` is the retry delay spent so far (the run's
 retry budget is the policy's business). On `retry` the helper sleeps `delay_ms`
 through the injected `sleep` and tries again; any other action raises
@@ -36,7 +37,8 @@ import inspect
 import time
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol
 
-from .observe import as_failure, from_exception
+from .adapters import observation_from
+from .observe import as_failure
 from .types import Context, Decision, Envelope, Observation
 
 
@@ -98,7 +100,7 @@ class Attempts:
     def observe(self, result: Any = None, exc: Optional[BaseException] = None) -> Any:
         """(observation, cause) of a failed attempt, or None for a success."""
         if exc is not None:
-            return from_exception(exc), exc
+            return observation_from(exc), exc
         failure = as_failure(result)
         if failure is None:
             return None
