@@ -363,6 +363,19 @@ def test_google_api_core_error_without_a_response(policy: Policy) -> None:
     assert (env["class"], env["retryable"], env["retry_after_ms"]) == ("transient", True, 3000)
 
 
+def test_google_api_core_error_with_grpc_style_details(policy: Policy) -> None:
+    # over gRPC, google-api-core hands the unpacked detail messages to the factory
+    from google.protobuf.duration_pb2 import Duration
+    from google.rpc import error_details_pb2
+
+    retry_info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=2, nanos=500_000_000))
+    exc = gexc.from_http_status(503, "unavailable", details=[retry_info])
+    obs = observation_from(exc)
+    assert obs["body"]["error"]["details"] == [
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2.500s"}]
+    assert policy.classify(obs)["retry_after_ms"] == 2500
+
+
 def test_google_genai_errors(server: Replay, policy: Policy) -> None:
     client = genai.Client(api_key="k", http_options=gtypes.HttpOptions(
         base_url=server.url, timeout=int(TIMEOUT_S * 1000)))

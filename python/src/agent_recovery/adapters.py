@@ -331,6 +331,17 @@ def _jsonable(value: Any) -> bool:
         return False
 
 
+def _detail(detail: Any) -> Any:
+    """A `google.rpc.Status` detail as JSON: REST gives dicts, gRPC unpacked
+    protobuf messages (`RetryInfo`, `QuotaFailure`, ...), written with their `@type`."""
+    full_name = getattr(getattr(detail, "DESCRIPTOR", None), "full_name", None)
+    if isinstance(full_name, str) and hasattr(detail, "SerializeToString"):
+        from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped, unused-ignore]
+
+        return {"@type": f"type.googleapis.com/{full_name}", **MessageToDict(detail)}
+    return detail
+
+
 def _google_api_core(
     exc: Any, call: Optional[str], provider: Optional[str], request_id: Optional[str]
 ) -> Optional[Observation]:
@@ -368,7 +379,8 @@ def _google_api_core(
     message = getattr(exc, "message", None)
     if isinstance(message, str):
         error["message"] = message
-    details = [d for d in (getattr(exc, "details", None) or []) if isinstance(d, dict) and _jsonable(d)]
+    details = [_detail(d) for d in (getattr(exc, "details", None) or [])]
+    details = [d for d in details if isinstance(d, dict) and _jsonable(d)]
     if details:
         error["details"] = details
     errors = [e for e in (getattr(exc, "errors", None) or []) if isinstance(e, dict) and _jsonable(e)]
