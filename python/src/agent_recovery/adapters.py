@@ -16,12 +16,13 @@ protobuf's `MessageToDict`) are imported only when such an object arrives.
 
 | object | observation |
 |---|---|
-| OpenAI / Anthropic `APIStatusError` (and subclasses) | `http`: the response's status, headers and raw body |
+| OpenAI / Anthropic `APIStatusError` (and subclasses) | `http`: the response's status, headers and raw body (an error event in a 200 stream: status 200, the event as the body) |
+| OpenAI `APIError` from an `error` event in a stream | `http` status 200, body `{"error": <the event's error>}` |
 | OpenAI / Anthropic `APIConnectionError` / `APITimeoutError` | the transport failure in `__cause__` (below) |
 | botocore `ClientError` | `http`: `ResponseMetadata.HTTPStatusCode`, `HTTPHeaders`, body `{"__type": Error.Code, "message": Error.Message}` |
 | botocore `ConnectTimeoutError` / `ReadTimeoutError` | `timeout` with phase `connect` / `read` |
 | botocore `EndpointConnectionError`, `ConnectionClosedError`, ... | the transport failure in `kwargs["error"]` / `__cause__` |
-| `google.api_core.exceptions.GoogleAPICallError` | `http` from its `response` when it has one, else status `code` and a `google.rpc.Status` body (`status`, `message`, `details`, `errors`) |
+| `google.api_core.exceptions.GoogleAPICallError` | `http` from its `response` when it has one, else status `code` and a `google.rpc.Status` body (`status`, `message`, `details`, `errors`; protobuf details as JSON with `@type`) |
 | `google.api_core.exceptions.RetryError` | its `cause` |
 | `google.genai.errors.APIError` | `http` from its `response`, else status `code` and its `details` body |
 | MCP `CallToolResult` | `mcp`: a JSON-RPC response whose `result` is the tool result (`isError`, `content`, `structuredContent`) |
@@ -29,10 +30,15 @@ protobuf's `MessageToDict`) are imported only when such an object arrives.
 | A2A `Task`, `TaskStatusUpdateEvent`, `StreamResponse` (protobuf) | `a2a`: a JSON-RPC response whose `result` is the message as JSON |
 | A2A `A2AError` subclasses | `a2a`: a JSON-RPC error with the SDK's own code for the class |
 | A2A `A2AClientTimeoutError` | `timeout`, phase `total` |
+| other A2A client errors, any other exception | the HTTP response in the cause chain (e.g. an `httpx.HTTPStatusError`), else the transport failure |
 | transport failures (httpx / httpx2 / httpcore timeouts, `OSError` with an errno, `socket.gaierror`, urllib3 / requests timeouts) | `timeout` with the phase, or `network` with the errno name (`ECONNREFUSED`, `ECONNRESET`) |
 | `Failure` | its observation |
 | a dict | itself (already an observation) |
-| anything else | `observe.from_exception` |
+| anything else | `observe.from_exception` (an exception), else an `exception` observation of its type |
+
+`failed_result(result)` says whether a *returned* SDK object is a failure (an
+MCP `isError` result, an A2A task in a failed / interrupted state) and gives its
+observation; `observe.as_failure`, and so the retry helpers, use it.
 """
 
 from __future__ import annotations
