@@ -96,6 +96,12 @@ class Replay:
             self.default = reply
             self.requests.clear()
 
+    def client_timeout(self, short: float, normal: float = 30.0) -> float:
+        """`short` while the server is set to hang (the client must give up
+        soon), else `normal`: a loaded machine never turns an answer into a timeout."""
+        with self.lock:
+            return short if self.default.get("action") == "hang" else normal
+
     def next_reply(self) -> Dict[str, Any]:
         with self.lock:
             return self._queue.pop(0) if self._queue else self.default

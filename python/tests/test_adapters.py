@@ -64,8 +64,8 @@ def verdict(policy: Policy, obs: Dict[str, Any]) -> Tuple[str, str, bool]:
 # https://platform.openai.com/docs/guides/error-codes#api-errors
 
 
-def openai_client(url: str) -> Any:
-    return openai.OpenAI(api_key="sk-test", base_url=url + "/v1", max_retries=0, timeout=TIMEOUT_S)
+def openai_client(url: str, timeout: float = 30.0) -> Any:
+    return openai.OpenAI(api_key="sk-test", base_url=url + "/v1", max_retries=0, timeout=timeout)
 
 
 def chat(client: Any) -> Callable[[], Any]:
@@ -141,7 +141,7 @@ def test_openai_connection_errors_follow_the_cause_chain(server: Replay, policy:
 
 def test_openai_timeout_names_the_phase_and_the_configured_limit(server: Replay, policy: Policy) -> None:
     server.set({"action": "hang"})
-    exc = raised(chat(openai_client(server.url)))
+    exc = raised(chat(openai_client(server.url, TIMEOUT_S)))
     assert type(exc) is openai.APITimeoutError
     obs = observation_from(exc)
     assert obs == {"source": "timeout", "phase": "read", "after_ms": int(TIMEOUT_S * 1000),
@@ -168,8 +168,8 @@ def test_openai_error_event_in_a_200_stream(server: Replay, policy: Policy) -> N
 # https://docs.anthropic.com/en/api/errors
 
 
-def messages(url: str) -> Callable[[], Any]:
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=url, max_retries=0, timeout=TIMEOUT_S)
+def messages(url: str, timeout: float = 30.0) -> Callable[[], Any]:
+    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=url, max_retries=0, timeout=timeout)
     return lambda: client.messages.create(
         model="claude-opus-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
     )
@@ -206,7 +206,7 @@ def test_anthropic_status_errors(
 
 def test_anthropic_timeout_and_reset(server: Replay, policy: Policy) -> None:
     server.set({"action": "hang"})
-    exc = raised(messages(server.url))
+    exc = raised(messages(server.url, TIMEOUT_S))
     assert type(exc) is anthropic.APITimeoutError
     obs = observation_from(exc)
     assert (obs["source"], obs["phase"], obs["after_ms"]) == ("timeout", "read", 500)
@@ -227,7 +227,7 @@ def test_anthropic_error_event_in_a_200_stream(server: Replay, policy: Policy) -
     server.set({"status": 200, "headers": [["content-type", "text/event-stream"]],
                 "body": f"event: message_start\ndata: {json.dumps(start)}\n\n"
                         f"event: error\ndata: {json.dumps(event)}\n\n"})
-    client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0, timeout=TIMEOUT_S)
+    client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0, timeout=30.0)
     exc = raised(lambda: list(client.messages.create(
         model="claude-opus-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}],
         stream=True)))
@@ -243,10 +243,10 @@ def test_anthropic_error_event_in_a_200_stream(server: Replay, policy: Policy) -
 
 
 @functools.lru_cache(maxsize=None)
-def aws_client(service: str, url: str) -> Any:  # creating a client loads its model: ~1 s
+def aws_client(service: str, url: str, timeout: float = 30.0) -> Any:  # loading a model: ~1 s
     config = botocore.config.Config(
-        retries={"mode": "standard", "max_attempts": 1}, connect_timeout=TIMEOUT_S,
-        read_timeout=TIMEOUT_S,
+        retries={"mode": "standard", "max_attempts": 1}, connect_timeout=timeout,
+        read_timeout=timeout,
     )
     return botocore_session.get_session().create_client(
         service, region_name="us-east-1", endpoint_url=url, aws_access_key_id="AKIDEXAMPLE",
@@ -293,7 +293,7 @@ def test_botocore_client_error_from_an_xml_service(server: Replay, policy: Polic
 
 def test_botocore_transport_failures(server: Replay, policy: Policy) -> None:
     server.set({"action": "hang"})
-    exc = raised(aws_client("dynamodb", server.url).list_tables)
+    exc = raised(aws_client("dynamodb", server.url, TIMEOUT_S).list_tables)
     assert type(exc).__name__ == "ReadTimeoutError"
     assert observation_from(exc) == {"source": "timeout", "phase": "read", "provider": "aws"}
     server.set({"action": "reset"})
@@ -377,10 +377,9 @@ def test_google_api_core_error_with_grpc_style_details(policy: Policy) -> None:
 
 
 def test_google_genai_errors(server: Replay, policy: Policy) -> None:
-    client = genai.Client(api_key="k", http_options=gtypes.HttpOptions(
-        base_url=server.url, timeout=int(TIMEOUT_S * 1000)))
-
-    def generate() -> Any:
+    def generate(timeout_s: float = 30.0) -> Any:
+        client = genai.Client(api_key="k", http_options=gtypes.HttpOptions(
+            base_url=server.url, timeout=int(timeout_s * 1000)))
         return client.models.generate_content(model="gemini-2.5-flash", contents="hi")
 
     # "503 UNAVAILABLE: the service may be temporarily overloaded" -> retry
@@ -398,7 +397,7 @@ def test_google_genai_errors(server: Replay, policy: Policy) -> None:
     assert verdict(policy, observation_from(exc))[1:] == ("permanent", False)
     # the SDK lets the HTTP client's timeout through unwrapped
     server.set({"action": "hang"})
-    exc = raised(generate)
+    exc = raised(lambda: generate(TIMEOUT_S))
     assert observation_from(exc) == {"source": "timeout", "phase": "read", "after_ms": 500}
 
 
@@ -496,7 +495,7 @@ def a2a_get_task(server: Replay, answer: Dict[str, Any]) -> Any:
     server.set(answer)
 
     async def main() -> Any:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=server.client_timeout(TIMEOUT_S)) as http:
             transport = JsonRpcTransport(http, AgentCard(), server.url)
             try:
                 return await transport.get_task(GetTaskRequest(id="task-1"))
@@ -558,13 +557,14 @@ def test_plain_httpx_errors(server: Replay, policy: Policy) -> None:
     import httpx
 
     server.set(reply(503, {"error": "busy"}, {"retry-after": "4"}))
-    with httpx.Client(timeout=TIMEOUT_S) as client:
+    with httpx.Client(timeout=30.0) as client:
         exc = raised(lambda: client.get(server.url).raise_for_status())
         assert type(exc) is httpx.HTTPStatusError
         obs = observation_from(exc, call="tool")
         assert (obs["source"], obs["status"], header(obs, "retry-after")) == ("http", 503, "4")
         assert policy.classify(obs)["retry_after_ms"] == 4000
-        server.set({"action": "hang"})
+    server.set({"action": "hang"})
+    with httpx.Client(timeout=TIMEOUT_S) as client:
         exc = raised(lambda: client.get(server.url))
         assert type(exc) is httpx.ReadTimeout
         assert observation_from(exc) == {"source": "timeout", "phase": "read", "after_ms": 500}

@@ -47,7 +47,7 @@ from agent_recovery import Policy  # noqa: E402
 from agent_recovery.adapters import observation_from  # noqa: E402
 from replay import Replay, closed_port  # noqa: E402
 
-TIMEOUT_S = 0.5  # every client's timeout, for the cases where the server never answers
+TIMEOUT_S = 0.5  # the clients' timeout in the cases where the server never answers (else 30 s)
 SDKS = ["openai", "anthropic", "botocore", "google-api-core", "google-genai", "mcp", "a2a"]
 
 
@@ -71,7 +71,7 @@ def drive_openai(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
     import openai
 
     client = openai.OpenAI(api_key="sk-test", base_url=_url(server, case) + "/v1", max_retries=0,
-                           timeout=TIMEOUT_S)
+                           timeout=server.client_timeout(TIMEOUT_S))
     try:
         out = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
                                              stream=bool(case["drive"].get("stream")))
@@ -86,7 +86,7 @@ def drive_anthropic(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
     import anthropic
 
     client = anthropic.Anthropic(api_key="sk-ant-test", base_url=_url(server, case), max_retries=0,
-                                 timeout=TIMEOUT_S)
+                                 timeout=server.client_timeout(TIMEOUT_S))
     try:
         out = client.messages.create(model="claude-opus-4-6", max_tokens=16,
                                      messages=[{"role": "user", "content": "hi"}],
@@ -99,13 +99,13 @@ def drive_anthropic(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
 
 
 @functools.lru_cache(maxsize=None)
-def _aws_client(service: str, url: str) -> Tuple[Any, List[bool]]:
+def _aws_client(service: str, url: str, timeout: float) -> Tuple[Any, List[bool]]:
     import botocore.config
     import botocore.session
     from botocore.retries.standard import RetryEventAdapter, StandardRetryConditions
 
     config = botocore.config.Config(retries={"mode": "standard", "max_attempts": 1},
-                                    connect_timeout=TIMEOUT_S, read_timeout=TIMEOUT_S)
+                                    connect_timeout=timeout, read_timeout=timeout)
     client = botocore.session.get_session().create_client(
         service, region_name="us-east-1", endpoint_url=url, aws_access_key_id="AKIDEXAMPLE",
         aws_secret_access_key="secret", config=config)
@@ -121,7 +121,7 @@ def _aws_client(service: str, url: str) -> Tuple[Any, List[bool]]:
 
 def drive_botocore(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
     service = case.get("service", "dynamodb")
-    client, verdicts = _aws_client(service, _url(server, case))
+    client, verdicts = _aws_client(service, _url(server, case), server.client_timeout(TIMEOUT_S))
     verdicts.clear()
     call: Callable[[], Any] = {
         "dynamodb": lambda: client.list_tables(),
@@ -142,7 +142,8 @@ def drive_google_api_core(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bo
     from google.api_core import exceptions, retry
 
     try:  # what a REST transport of google-api-core does with the response
-        response = requests.get(_url(server, case) + "/v1/projects/p/things", timeout=TIMEOUT_S)
+        response = requests.get(_url(server, case) + "/v1/projects/p/things",
+                                timeout=server.client_timeout(TIMEOUT_S))
         exc: BaseException = exceptions.from_http_response(response)
     except requests.RequestException as e:
         exc = e
@@ -156,7 +157,7 @@ def drive_google_genai(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]
 
     predicate = retry_args(types.HttpRetryOptions())["retry"].predicate
     client = genai.Client(api_key="k", http_options=types.HttpOptions(
-        base_url=_url(server, case), timeout=int(TIMEOUT_S * 1000)))
+        base_url=_url(server, case), timeout=int(server.client_timeout(TIMEOUT_S) * 1000)))
     try:
         client.models.generate_content(model="gemini-2.5-flash", contents="hi")
     except Exception as exc:
@@ -201,13 +202,14 @@ def drive_mcp(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
     kind, args = case["drive"]["mcp"], case["drive"].get("arguments", {})
 
     async def main() -> Any:
-        async with Client(_mcp_server(), read_timeout_seconds=TIMEOUT_S) as client:
+        async with Client(_mcp_server(), read_timeout_seconds=30.0) as client:
             try:
                 if kind == "read_resource":
                     return await client.read_resource(args["uri"])
                 if kind == "get_prompt":
                     return await client.get_prompt(args["name"], {})
-                return await client.call_tool(kind, args)
+                short = TIMEOUT_S if kind == "never_answers" else None
+                return await client.call_tool(kind, args, read_timeout_seconds=short)
             except Exception as exc:
                 return exc
 
@@ -220,7 +222,7 @@ def drive_a2a(server: Replay, case: Dict[str, Any]) -> Tuple[Any, bool]:
     from a2a.types import AgentCard, GetTaskRequest
 
     async def main() -> Any:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=server.client_timeout(TIMEOUT_S)) as http:
             transport = JsonRpcTransport(http, AgentCard(), _url(server, case))
             try:
                 return await transport.get_task(GetTaskRequest(id="task-1"))
