@@ -596,6 +596,13 @@ def test_hostile_and_cyclic_objects_still_give_an_observation(policy: Policy) ->
     a, b = ValueError("a"), ValueError("b")
     a.__cause__, b.__cause__ = b, a  # a cycle
     assert observation_from(a)["type"] == "builtins.ValueError"
+    try:  # raised while handling a reset, not caused by it: not a network failure
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            raise ValueError("bad input")
+    except ValueError as e:
+        assert observation_from(e)["type"] == "builtins.ValueError"
     deep: BaseException = ConnectionRefusedError(111, "Connection refused")
     for _ in range(50):  # deeper than the chain is followed
         outer = RuntimeError("wrapped")

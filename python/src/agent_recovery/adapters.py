@@ -53,7 +53,7 @@ from .types import Observation
 
 __all__ = ["failed_result", "observation_from"]
 
-# How far `__cause__` / `__context__` chains are followed (they may be cyclic).
+# How far `__cause__` chains are followed (they may be cyclic).
 _MAX_CHAIN = 16
 
 # Timeout classes of the HTTP stacks, by class name, and the phase each means.
@@ -65,6 +65,10 @@ _TIMEOUT_PHASES = {
     "WriteTimeout": "write",
     "PoolTimeout": "pool",
 }
+_CHAINING_ROOTS = (
+    "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "requests", "botocore", "aiohttp",
+    "openai", "anthropic", "google", "mcp", "a2a",
+)
 _TRANSPORT_ROOTS = ("httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "requests", "botocore", "aiohttp")
 
 _GAI_CODES = {
@@ -169,15 +173,18 @@ def _observe(
 
 
 def _chain(exc: BaseException) -> List[BaseException]:
-    """`exc`, then its causes (`__cause__`, else `__context__`, and botocore's
-    `kwargs["error"]`), outermost first, without repeats."""
+    """`exc`, then its causes, outermost first, without repeats: `__cause__`,
+    else botocore's `kwargs["error"]`, else, for an exception of an HTTP stack
+    or SDK only, `__context__` (httpcore maps the socket error `from None`).
+    The context of any other exception is not followed: an exception raised
+    while handling another is not caused by it."""
     out: List[BaseException] = []
     seen = set()
     cur: Optional[BaseException] = exc
     while cur is not None and id(cur) not in seen and len(out) < _MAX_CHAIN:
         seen.add(id(cur))
         out.append(cur)
-        nxt = cur.__cause__ or cur.__context__
+        nxt = cur.__cause__
         if nxt is None:
             try:
                 kwargs = getattr(cur, "kwargs", None)
@@ -185,6 +192,8 @@ def _chain(exc: BaseException) -> List[BaseException]:
                 kwargs = None
             inner = kwargs.get("error") if isinstance(kwargs, dict) else None
             nxt = inner if isinstance(inner, BaseException) else None
+        if nxt is None and _root(type(cur)) in _CHAINING_ROOTS:
+            nxt = cur.__context__
         cur = nxt
     return out
 
