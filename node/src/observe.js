@@ -50,11 +50,23 @@ export async function fromResponse(res, { call, provider, requestId, maxBodyChar
  * - a system or undici error code on the error or in its cause chain
  *   (`TypeError: fetch failed` caused by `ECONNRESET`) -> `network`;
  * - anything else -> `exception` with the error's most specific class name.
+ * An error that throws while being read (a hostile getter or proxy) is
+ * `{source: 'exception', type: 'Error'}`.
  * @param {unknown} err
  * @param {{call?: string, provider?: string, requestId?: string, timeoutMs?: number, timedOut?: boolean}} [options]
  */
 export function fromError(err, { call, provider, requestId, timeoutMs, timedOut = false } = {}) {
   const extra = clean({ call, provider, request_id: requestId });
+  try {
+    return observe(err, extra, timeoutMs, timedOut);
+  } catch {
+    // A getter or proxy that throws while being read: never crash the caller's
+    // recovery path over it. The documented fallback is a bare exception.
+    return { source: 'exception', type: 'Error', ...extra };
+  }
+}
+
+function observe(err, extra, timeoutMs, timedOut) {
   if (err && typeof err === 'object' && err.observation && typeof err.observation === 'object') {
     return clean({ ...extra, ...err.observation });
   }
@@ -67,7 +79,7 @@ export function fromError(err, { call, provider, requestId, timeoutMs, timedOut 
     return clean({ ...sdk, ...extra });
   }
   const name = className(err);
-  const message = err instanceof Error ? err.message : err === undefined ? undefined : String(err);
+  const message = typeof err?.message === 'string' ? err.message : err === undefined || err === null ? undefined : String(err);
   if (name === 'TimeoutError') {
     return clean({ source: 'timeout', phase: 'total', after_ms: timeoutMs, ...extra });
   }

@@ -513,3 +513,59 @@ test('a2a: a failed task and an input-required task returned by the client', asy
   const c3 = await new ClientFactory().createFromUrl(done.url);
   assert.equal(await failureOf(await c3.sendMessage({ message })), undefined);
 });
+
+test('anthropic: a per-error-code class keeps its status and the details the policy reads', async () => {
+  const body = {
+    type: 'error',
+    error: { type: 'rate_limit_error', message: 'Contract spend limit reached.', details: { error_code: 'contract_spend_limit_reached' } },
+  };
+  const { url } = await serve((_q, res) => json(res, 429, body));
+  const err = await thrown(anthropic(url).messages.create(MESSAGE));
+  assert.equal(err.name, 'ContractSpendLimitReachedError'); // @anthropic-ai/sdk core/error-classes.js
+  assert.equal(err.errorCode, 'contract_spend_limit_reached');
+  const obs = fromError(err);
+  assert.equal(obs.status, 429);
+  assert.deepEqual(obs.body, body);
+});
+
+// ---------------------------------------------------------------- plain fetch and hostile input
+
+test('fetch (undici): a closed port, our own timeout and a class name without `name`', async () => {
+  const refused = await thrown(fetch(await closedPort()));
+  assert.equal(refused.message, 'fetch failed'); // TypeError; the code is in its cause
+  assert.deepEqual(fromError(refused), { source: 'network', code: 'ECONNREFUSED', message: 'fetch failed' });
+
+  const { url } = await serve(() => {});
+  const timedOut = await thrown(fetch(url, { signal: AbortSignal.timeout(100) }));
+  assert.equal(timedOut.name, 'TimeoutError');
+  assert.deepEqual(fromError(timedOut, { timeoutMs: 100 }), { source: 'timeout', phase: 'total', after_ms: 100 });
+  // Wrapped by a library that kept it as the cause.
+  const wrapped = new Error('tool failed', { cause: timedOut });
+  assert.deepEqual(fromError(wrapped), { source: 'timeout', phase: 'total' });
+
+  class ToolCrashed extends Error {}
+  assert.deepEqual(fromError(new ToolCrashed('boom')), { source: 'exception', type: 'ToolCrashed', message: 'boom' });
+});
+
+test('hostile errors never throw: throwing getters, cause cycles, revoked proxies, non-errors', () => {
+  const getter = {};
+  Object.defineProperty(getter, 'name', {
+    get() {
+      throw new Error('no');
+    },
+  });
+  assert.equal(fromError(getter).source, 'exception');
+  const a = new Error('a');
+  const b = new Error('b', { cause: a });
+  a.cause = b;
+  assert.deepEqual(fromError(a), { source: 'exception', type: 'Error', message: 'a' });
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  assert.deepEqual(fromError(proxy, { call: 'tool' }), { source: 'exception', type: 'Error', call: 'tool' });
+  for (const v of [null, undefined, 42, Symbol('s'), () => 1]) assert.equal(fromError(v).source, 'exception');
+  // An SDK-named error whose fields are garbage still yields an observation the policy accepts.
+  const odd = Object.assign(new McpError(-32603, 'x'), { code: 'not a number' });
+  const oddObs = fromError(odd);
+  assert.deepEqual([oddObs.source, oddObs.type], ['exception', 'McpError']);
+  assert.equal(policy.classify(oddObs).code, 'tool.exception.unhandled');
+});
