@@ -378,7 +378,8 @@ export interface FromErrorOptions extends ObserveOptions {
  * - `openai` / `@anthropic-ai/sdk`: `APIConnectionTimeoutError` -> `timeout` (phase `total`);
  *   `APIError` with a status (`RateLimitError`, `InternalServerError`, Anthropic's
  *   `OverloadedError` and per-`error_code` classes, ...) -> `http` with the SDK's headers and
- *   the provider's error body; `APIConnectionError` -> `network` with the code in its cause
+ *   the provider's error body; a bare `APIError` without a status (an error event in a stream
+ *   that began with a 200) -> `http` with status 200 and the event's error body; `APIConnectionError` -> `network` with the code in its cause
  *   chain (`ECONNREFUSED`, `UND_ERR_CONNECT_TIMEOUT`, ...); `APIUserAbortError` -> a
  *   cancellation (`exception` `AbortError`), or `timeout` when `timedOut` or a `TimeoutError`
  *   reason is in its cause chain; other SDK errors -> `exception` `openai.<Class>` /

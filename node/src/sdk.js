@@ -140,6 +140,13 @@ function llmSdkError(provider, err, { timeoutMs, timedOut }) {
   if (Number.isInteger(status) && status >= 100 && status <= 999) {
     return { source: 'http', status, headers: err.headers, body: llmBody(provider, err.error), provider };
   }
+  // A mid-stream error: the SDKs raise a bare APIError without a status for an
+  // SSE `error` event (or a `data: {"error": ...}` chunk) in a stream that began
+  // with a 200, keeping that response's headers and the event's error body.
+  const body = err.error;
+  if (names[0] === 'APIError' && body !== null && typeof body === 'object') {
+    return { source: 'http', status: 200, headers: err.headers, body: llmBody(provider, body), provider };
+  }
   if (names.includes('APIConnectionError')) {
     const net = networkOf(causeChain(err).slice(1));
     if (net !== undefined) return { ...net, provider };

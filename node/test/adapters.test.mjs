@@ -528,6 +528,46 @@ test('anthropic: a per-error-code class keeps its status and the details the pol
   assert.deepEqual(obs.body, body);
 });
 
+/** A 200 event stream that sends `events` (SSE text) and ends. */
+function sse(res, events) {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': 'req_stream' });
+  res.end(events);
+}
+
+async function drain(stream) {
+  for await (const _ of stream);
+}
+
+test('mid-stream errors: an error event in a 200 stream is read from its body', async () => {
+  // OpenAI chat streams send an error as a `data: {"error": ...}` chunk.
+  const openaiError = { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null };
+  const o = await serve((_q, res) => sse(res, `data: ${JSON.stringify({ error: openaiError })}\n\n`));
+  const stream = await openai(o.url).chat.completions.create({ ...CHAT, stream: true });
+  const oerr = await thrown(drain(stream));
+  assert.equal(oerr.constructor.name, 'APIError');
+  assert.equal(oerr.status, undefined);
+  const oobs = fromError(oerr);
+  assert.equal(oobs.status, 200);
+  assert.equal(oobs.headers['x-request-id'], 'req_stream');
+  assert.deepEqual(oobs.body, { error: openaiError });
+  const oj = judge(oobs);
+  assert.equal(oj.env.code, 'llm.http.500_internal_error');
+  assert.equal(oj.decision.action, 'retry');
+
+  // Anthropic's documented stream error: `event: error` with overloaded_error.
+  const anthropicError = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+  const a = await serve((_q, res) => sse(res, `event: error\ndata: ${JSON.stringify(anthropicError)}\n\n`));
+  const astream = await anthropic(a.url).messages.create({ ...MESSAGE, stream: true });
+  const aerr = await thrown(drain(astream));
+  assert.equal(aerr.name, 'APIError');
+  const aobs = fromError(aerr);
+  assert.deepEqual([aobs.source, aobs.status, aobs.provider], ['http', 200, 'anthropic']);
+  assert.deepEqual(aobs.body, anthropicError);
+  const aj = judge(aobs);
+  assert.equal(aj.env.code, 'llm.http.529_overloaded');
+  assert.equal(aj.decision.action, 'retry');
+});
+
 // ---------------------------------------------------------------- plain fetch and hostile input
 
 test('fetch (undici): a closed port, our own timeout and a class name without `name`', async () => {
