@@ -223,7 +223,7 @@ export const A2A_ERROR_CODES = Object.freeze({
  * An A2A SDK error: a JSON-RPC one keeps the code the server sent
  * (`envelopeCode`) and its `data`; a REST or gRPC one is mapped by class name
  * to the JSON-RPC code of the same error; one without either (a REST error of
- * no known kind) is its HTTP status.
+ * no known kind) is its HTTP status, on an `agent` call.
  */
 function a2aError(err) {
   const message = messageOf(err) ?? '';
@@ -237,7 +237,7 @@ function a2aError(err) {
   }
   const status = field(err, 'statusCode');
   if (Number.isInteger(status) && status >= 100 && status <= 999) {
-    return { source: 'http', status, headers: field(err, 'headers'), provider: 'a2a' };
+    return { source: 'http', status, headers: field(err, 'headers'), call: 'agent', provider: 'a2a' };
   }
   return { source: 'exception', type: className(err), message };
 }

@@ -609,3 +609,53 @@ test('hostile errors never throw: throwing getters, cause cycles, revoked proxie
   assert.deepEqual([oddObs.source, oddObs.type], ['exception', 'McpError']);
   assert.equal(policy.classify(oddObs).code, 'tool.exception.unhandled');
 });
+
+test('a2a over HTTP+JSON (REST): a known error by its ErrorInfo reason, an unknown one by its status', async () => {
+  const { url, requests } = await serve((req, res) => {
+    const host = `http://${req.headers.host}`;
+    if (req.url.endsWith('agent-card.json')) {
+      return json(res, 200, {
+        name: 'rest agent',
+        description: 'answers with failures',
+        version: '1.0.0',
+        supportedInterfaces: [{ url: `${host}/a2a`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }],
+        capabilities: {},
+        defaultInputModes: ['text'],
+        defaultOutputModes: ['text'],
+        skills: [],
+      });
+    }
+    if (req.url.includes('t-404')) {
+      // google.rpc.Status with an ErrorInfo, as the A2A HTTP+JSON binding specifies.
+      return json(res, 404, {
+        error: {
+          code: 404,
+          status: 'NOT_FOUND',
+          message: 'Task not found: t-404',
+          details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }],
+        },
+      });
+    }
+    res.writeHead(503, { 'retry-after': '4' });
+    res.end();
+  });
+  const client = await new ClientFactory().createFromUrl(url);
+  const notFound = await thrown(client.getTask({ id: 't-404' }));
+  assert.equal(notFound.name, 'TaskNotFoundError');
+  assert.equal(notFound.transport, 'rest');
+  const nf = fromError(notFound);
+  assert.deepEqual([nf.source, nf.message.error.code], ['a2a', -32001]);
+  assert.equal(policy.classify(nf).code, 'agent.a2a.task_not_found');
+
+  const busy = await thrown(client.getTask({ id: 't-busy' }));
+  assert.equal(busy.name, 'A2AError');
+  assert.equal(busy.statusCode, 503);
+  const b = fromError(busy);
+  assert.deepEqual([b.source, b.status, b.provider, b.headers['retry-after']], ['http', 503, 'a2a', '4']);
+  assert.equal(b.call, 'agent');
+  const { env, decision } = judge(b);
+  assert.equal(env.code, 'agent.http.503_unavailable');
+  assert.equal(decision.action, 'retry');
+  assert.ok(decision.delay_ms >= 4000, `retry-after: 4, got ${decision.delay_ms}`);
+  assert.ok(requests.some((r) => r.url.startsWith('/a2a/')), requests.map((r) => r.url).join(' '));
+});
