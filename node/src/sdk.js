@@ -31,14 +31,21 @@ export function classNames(err) {
     for (let depth = 0; depth < MAX_DEPTH && proto && proto !== Object.prototype; depth++) {
       const ctor = Object.hasOwn(proto, 'constructor') ? proto.constructor : undefined;
       if (typeof ctor === 'function') {
-        add(ctor._errorName);
+        // Own only: a static is inherited, and a subclass without its own
+        // `_errorName` would otherwise be named after its parent.
+        if (Object.hasOwn(ctor, '_errorName')) add(ctor._errorName);
         add(ctor.name);
       }
       proto = Object.getPrototypeOf(proto);
     }
     // `name` last: it is often just "Error" (OpenAI's classes do not set it), and
     // A2A's JSON-RPC classes set it to the semantic name of their parent.
-    if (typeof err.name === 'string' && err.name !== 'Error') names.unshift(err.name);
+    const own = err.name;
+    if (typeof own === 'string' && own !== '' && own !== 'Error') {
+      const at = names.indexOf(own);
+      if (at >= 0) names.splice(at, 1);
+      names.unshift(own);
+    }
   } catch {
     // A hostile proxy or getter: what was read so far is all there is.
   }

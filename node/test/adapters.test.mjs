@@ -30,7 +30,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { ClientFactory } from '@a2a-js/sdk/client';
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Policy, RecoveryError, failureOf, fromError, retry } from '../src/index.js';
 import { fakeSleep } from './helpers.mjs';
 
@@ -658,4 +658,52 @@ test('a2a over HTTP+JSON (REST): a known error by its ErrorInfo reason, an unkno
   assert.equal(decision.action, 'retry');
   assert.ok(decision.delay_ms >= 4000, `retry-after: 4, got ${decision.delay_ms}`);
   assert.ok(requests.some((r) => r.url.startsWith('/a2a/')), requests.map((r) => r.url).join(' '));
+});
+
+test('a2a: a v0.3 agent through the SDK compat layer: its input-required task asks for input', async () => {
+  const { url, requests } = await serve((req, res, body) => {
+    if (req.method === 'GET') {
+      return json(res, 200, {
+        name: 'v0.3 agent',
+        description: 'an agent still on A2A v0.3',
+        version: '1.0.0',
+        protocolVersion: '0.3.0',
+        url: `http://${req.headers.host}/rpc`,
+        preferredTransport: 'JSONRPC',
+        capabilities: {},
+        defaultInputModes: ['text'],
+        defaultOutputModes: ['text'],
+        skills: [],
+      });
+    }
+    const rpc = JSON.parse(body);
+    const message = { kind: 'message', messageId: 'm-1', role: 'agent', parts: [{ kind: 'text', text: 'Which size: small or large?' }] };
+    return json(res, 200, { jsonrpc: '2.0', id: rpc.id, result: { kind: 'task', id: 't-1', contextId: 'c-1', status: { state: 'input-required', message } } });
+  });
+  const legacy = { legacyCompat: { enabled: true } };
+  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory(legacy)], cardResolver: new DefaultAgentCardResolver(legacy) });
+  const client = await factory.createFromUrl(url);
+  const task = await client.sendMessage({ message: { messageId: 'm-0', role: 1, parts: [{ content: { $case: 'text', value: 'order a pizza' } }] } });
+  assert.equal(JSON.parse(requests.at(-1).body).method, 'message/send'); // the v0.3 method name on the wire
+  assert.equal(task.status.state, 6); // the SDK's numeric TaskState
+  const obs = await failureOf(task);
+  assert.equal(obs.message.result.status.state, 'TASK_STATE_INPUT_REQUIRED');
+  const { env, decision } = judge(obs);
+  assert.equal(env.code, 'agent.task.input_required');
+  assert.equal(env.message, 'Which size: small or large?');
+  assert.equal(decision.action, 'await_input');
+});
+
+test('class names: the SDK classes as their prototype chains name them', async () => {
+  const { url } = await serve(() => {});
+  const err = await thrown(openai(url, { timeout: 50 }).chat.completions.create(CHAT));
+  assert.equal(err.name, 'Error'); // what `err.name` alone said before: the bug of issue 12
+  const { classNames } = await import('../src/sdk.js');
+  assert.deepEqual(classNames(err), ['APIConnectionTimeoutError', 'APIConnectionError', 'APIError', 'OpenAIError', 'Error']);
+  const mcp = new McpError(-32000, 'Connection closed');
+  assert.deepEqual(classNames(mcp), ['McpError', 'Error']);
+  const a2a = await thrown((await new ClientFactory().createFromUrl((await a2aAgent('TASK_STATE_FAILED')).url)).getTask({ id: 't-404' }));
+  // The bundler renamed the A2A base class `_A2AError`: why the SDK brands its
+  // errors with Symbol.for('@a2a-js/sdk.A2AError'), and why the adapter reads that brand.
+  assert.deepEqual(classNames(a2a), ['TaskNotFoundError', 'JsonRpcTaskNotFoundError', '_A2AError', 'Error']);
 });
