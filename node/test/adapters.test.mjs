@@ -92,7 +92,7 @@ async function thrown(promise) {
 }
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-const MESSAGE = { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+const MESSAGE = { model: 'claude-sonnet-5-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
 const COMPLETION = {
   id: 'chatcmpl-1',
   object: 'chat.completion',
