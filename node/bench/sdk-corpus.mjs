@@ -28,6 +28,7 @@ const json = (status, body, headers = {}) => (res) => {
   res.end(JSON.stringify(body));
 };
 const hang = () => () => {};
+const drop = () => (res) => res.socket.destroy();
 const stream = (events) => (res) => {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   res.end(events);
@@ -51,6 +52,7 @@ const CASES = [
   ['openai', '404 model_not_found', json(404, oai('The model `gpt-9` does not exist', 'invalid_request_error', 'model_not_found', 'model')), PERM],
   ['openai', 'SDK timeout', hang(), T],
   ['openai', 'connection refused', 'refused', T],
+  ['openai', 'connection dropped', drop(), T],
   ['openai', 'mid-stream server_error', stream(`data: ${JSON.stringify(oai('The server had an error', 'server_error', null))}\n\n`), T, true],
   ['anthropic', '529 overloaded_error', json(529, ant('overloaded_error', 'Overloaded')), T],
   ['anthropic', '429 rate_limit_error', json(429, ant('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit'), { 'retry-after': '1' }), T],
@@ -63,6 +65,7 @@ const CASES = [
   ['anthropic', '429 spend limit (error_code)', json(429, ant('rate_limit_error', 'Contract spend limit reached.', { error_code: 'contract_spend_limit_reached' })), POLICY],
   ['anthropic', 'SDK timeout', hang(), T],
   ['anthropic', 'connection refused', 'refused', T],
+  ['anthropic', 'connection dropped', drop(), T],
   ['anthropic', 'mid-stream overloaded_error', stream(`event: error\ndata: ${JSON.stringify(ant('overloaded_error', 'Overloaded'))}\n\n`), T, true],
 ];
 

@@ -143,6 +143,18 @@ test('openai: a closed port is a refused connection, read from the cause chain',
   assert.equal(decision.action, 'retry');
 });
 
+test('openai: a connection the server drops mid-request is a reset, read from the cause chain', async () => {
+  const { url } = await serve((req) => req.socket.destroy());
+  const err = await thrown(openai(url).chat.completions.create(CHAT));
+  assert.ok(err instanceof OpenAI.APIConnectionError);
+  const obs = fromError(err);
+  assert.equal(obs.source, 'network');
+  assert.equal(obs.code, 'UND_ERR_SOCKET'); // undici's SocketError "other side closed", the cause of "fetch failed"
+  const { env } = judge(obs);
+  assert.equal(env.code, 'llm.network.connection_reset');
+  assert.equal(env.class, 'transient');
+});
+
 test('openai: 429 rate limit with retry-after is retried after the hint', async () => {
   const body = {
     error: { message: 'Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3.', type: 'requests', param: null, code: 'rate_limit_exceeded' },
@@ -221,7 +233,7 @@ test('openai through retry(timeoutMs): the aborted attempt is a timeout, retried
     policy,
     call: 'llm',
     idempotent: true,
-    timeoutMs: 150,
+    timeoutMs: 500,
     seed: 3n,
     sleep,
     onDecision: (d) => decisions.push(d),
@@ -231,7 +243,7 @@ test('openai through retry(timeoutMs): the aborted attempt is a timeout, retried
   assert.equal(decisions.length, 1);
   const [d] = decisions;
   assert.ok(d.error instanceof OpenAI.APIUserAbortError, `got ${d.error?.constructor?.name}`);
-  assert.deepEqual(d.observation, { source: 'timeout', phase: 'total', after_ms: 150, provider: 'openai', call: 'llm' });
+  assert.deepEqual(d.observation, { source: 'timeout', phase: 'total', after_ms: 500, provider: 'openai', call: 'llm' });
   assert.equal(d.decision.envelope.code, 'llm.timeout.total');
   assert.equal(d.decision.action, 'retry');
   assert.deepEqual(delays, [d.decision.delay_ms]);
@@ -314,7 +326,7 @@ test('anthropic through retry(timeoutMs): APIUserAbortError without a cause is s
   const out = await retry(({ signal }) => client.messages.create(MESSAGE, { signal }), {
     policy,
     idempotent: true,
-    timeoutMs: 150,
+    timeoutMs: 500,
     sleep,
     onDecision: (d) => decisions.push(d),
   });
@@ -322,7 +334,7 @@ test('anthropic through retry(timeoutMs): APIUserAbortError without a cause is s
   assert.equal(decisions.length, 1);
   assert.equal(decisions[0].error.name, 'APIUserAbortError');
   assert.equal(decisions[0].error.cause, undefined); // nothing in the error says why it was aborted
-  assert.deepEqual(decisions[0].observation, { source: 'timeout', phase: 'total', after_ms: 150, provider: 'anthropic' });
+  assert.deepEqual(decisions[0].observation, { source: 'timeout', phase: 'total', after_ms: 500, provider: 'anthropic' });
   assert.equal(decisions[0].decision.envelope.code, 'llm.timeout.total');
 });
 
