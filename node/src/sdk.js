@@ -164,11 +164,14 @@ function llmSdkError(provider, err, { timeoutMs, timedOut }) {
   return { source: 'exception', type: `${provider}.${className(err)}`, message, provider };
 }
 
-/** OpenAI keeps the inner `error` object of the body, Anthropic the whole body. */
+/**
+ * OpenAI's SDK keeps the body's `error` member (an object, or whatever the
+ * server put there: `{"error": "rate_limit"}` keeps the string), so the body is
+ * that member put back; Anthropic's keeps the whole body.
+ */
 function llmBody(provider, e) {
   if (e === undefined || e === null) return undefined;
-  if (provider === 'openai' && typeof e === 'object' && !Array.isArray(e)) return { error: e };
-  return e;
+  return provider === 'openai' ? { error: e } : e;
 }
 
 /**

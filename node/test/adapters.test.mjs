@@ -719,3 +719,12 @@ test('class names: the SDK classes as their prototype chains name them', async (
   // errors with Symbol.for('@a2a-js/sdk.A2AError'), and why the adapter reads that brand.
   assert.deepEqual(classNames(a2a), ['TaskNotFoundError', 'JsonRpcTaskNotFoundError', '_A2AError', 'Error']);
 });
+
+test('openai: a body whose `error` is a string (seed 003) keeps its shape', async () => {
+  const { url } = await serve((_q, res) => json(res, 429, { error: 'rate_limit', retry_after: 7 }));
+  const err = await thrown(openai(url).chat.completions.create(CHAT));
+  assert.equal(err.error, 'rate_limit'); // the SDK keeps only the `error` member
+  const obs = fromError(err);
+  assert.deepEqual(obs.body, { error: 'rate_limit' });
+  assert.equal(judge(obs).env.code, 'llm.http.429_rate_limited');
+});
