@@ -29,7 +29,7 @@ import OpenAI from 'openai';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Policy, RecoveryError, failureOf, fromError, retry } from '../src/index.js';
 import { fakeSleep } from './helpers.mjs';
@@ -360,6 +360,12 @@ async function mcpPair() {
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const { name, arguments: args = {} } = req.params;
     if (name === 'slow') return hung;
+    if (name === 'pay') {
+      // MCP 2025-11-25, elicitation in URL mode: the user must complete a step in a browser.
+      throw new UrlElicitationRequiredError([
+        { mode: 'url', elicitationId: 'e-1', url: 'https://pay.example/checkout/1', message: 'Approve the payment' },
+      ]);
+    }
     if (name !== 'divide') throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     if (typeof args.a !== 'number' || typeof args.b !== 'number') {
       throw new McpError(ErrorCode.InvalidParams, 'Invalid arguments: a and b must be numbers', { field: typeof args.a !== 'number' ? 'a' : 'b' });
@@ -435,6 +441,31 @@ test('mcp: the client-side request timeout (McpError -32001) is retried', async 
     assert.equal(env.code, 'tool.mcp.request_timeout');
     assert.equal(env.retryable, true);
     assert.equal(decision.action, 'retry');
+  } finally {
+    await close();
+  }
+});
+
+test('mcp: URL elicitation required (-32042) waits for the user; a closed connection (-32000) is retried', async () => {
+  const { client, close } = await mcpPair();
+  try {
+    const err = await thrown(client.callTool({ name: 'pay', arguments: {} }));
+    assert.ok(err instanceof UrlElicitationRequiredError);
+    const obs = fromError(err);
+    assert.equal(obs.message.error.code, -32042);
+    assert.equal(obs.message.error.data.elicitations[0].url, 'https://pay.example/checkout/1');
+    const { env, decision } = judge(obs, { call: 'tool' });
+    assert.equal(env.code, 'tool.mcp.url_elicitation_required');
+    assert.equal(decision.action, 'await_input');
+
+    const pending = thrown(client.callTool({ name: 'slow', arguments: {} }));
+    await client.close(); // the transport closes under the request
+    const closed = await pending;
+    assert.ok(closed instanceof McpError);
+    assert.equal(closed.code, ErrorCode.ConnectionClosed);
+    const c = judge(fromError(closed), { call: 'tool' });
+    assert.equal(c.env.code, 'tool.mcp.connection_closed');
+    assert.equal(c.env.retryable, true);
   } finally {
     await close();
   }
