@@ -421,8 +421,11 @@ test('mcp: invalid params is McpError -32602, read as the JSON-RPC error it was'
       },
     });
     const { env, decision } = judge(obs, { call: 'tool' });
-    assert.equal(env.code, 'tool.jsonrpc.invalid_params');
+    // Invalid arguments are never retried as they are (MCP spec: a protocol error the
+    // caller must fix); whether the class is permanent or semantic (re-plan) is the policy's.
+    assert.equal(env.upstream.source, 'mcp');
     assert.equal(env.retryable, false);
+    assert.ok(['permanent', 'semantic'].includes(env.class), env.class);
     assert.notEqual(decision.action, 'retry');
   } finally {
     await close();
