@@ -29,7 +29,13 @@ import OpenAI from 'openai';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  UrlElicitationRequiredError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Policy, RecoveryError, failureOf, fromError, retry } from '../src/index.js';
 import { fakeSleep } from './helpers.mjs';
@@ -157,7 +163,12 @@ test('openai: a connection the server drops mid-request is a reset, read from th
 
 test('openai: 429 rate limit with retry-after is retried after the hint', async () => {
   const body = {
-    error: { message: 'Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3.', type: 'requests', param: null, code: 'rate_limit_exceeded' },
+    error: {
+      message: 'Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3.',
+      type: 'requests',
+      param: null,
+      code: 'rate_limit_exceeded',
+    },
   };
   const { url } = await serve((_q, res) => json(res, 429, body, { 'retry-after': '2', 'x-request-id': 'req_1' }));
   const err = await thrown(openai(url).chat.completions.create(CHAT));
@@ -178,7 +189,12 @@ test('openai: 429 rate limit with retry-after is retried after the hint', async 
 
 test('openai: 429 insufficient_quota is a quota, never retried', async () => {
   const body = {
-    error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+    error: {
+      message: 'You exceeded your current quota, please check your plan and billing details.',
+      type: 'insufficient_quota',
+      param: null,
+      code: 'insufficient_quota',
+    },
   };
   const { url } = await serve((_q, res) => json(res, 429, body));
   const err = await thrown(openai(url).chat.completions.create(CHAT));
@@ -192,9 +208,30 @@ test('openai: 429 insufficient_quota is a quota, never retried', async () => {
 
 test('openai: 500 is retried, 400 and 401 are not', async () => {
   const bodies = {
-    500: { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } },
-    400: { error: { message: "Invalid value for 'temperature'.", type: 'invalid_request_error', param: 'temperature', code: 'invalid_value' } },
-    401: { error: { message: 'Incorrect API key provided: sk-test.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } },
+    500: {
+      error: {
+        message: 'The server had an error while processing your request.',
+        type: 'server_error',
+        param: null,
+        code: null,
+      },
+    },
+    400: {
+      error: {
+        message: "Invalid value for 'temperature'.",
+        type: 'invalid_request_error',
+        param: 'temperature',
+        code: 'invalid_value',
+      },
+    },
+    401: {
+      error: {
+        message: 'Incorrect API key provided: sk-test.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    },
   };
   const { url } = await serve((req, res) => {
     const status = Number(req.url.split('/')[1]);
@@ -243,7 +280,13 @@ test('openai through retry(timeoutMs): the aborted attempt is a timeout, retried
   assert.equal(decisions.length, 1);
   const [d] = decisions;
   assert.ok(d.error instanceof OpenAI.APIUserAbortError, `got ${d.error?.constructor?.name}`);
-  assert.deepEqual(d.observation, { source: 'timeout', phase: 'total', after_ms: 500, provider: 'openai', call: 'llm' });
+  assert.deepEqual(d.observation, {
+    source: 'timeout',
+    phase: 'total',
+    after_ms: 500,
+    provider: 'openai',
+    call: 'llm',
+  });
   assert.equal(d.decision.envelope.code, 'llm.timeout.total');
   assert.equal(d.decision.action, 'retry');
   assert.deepEqual(delays, [d.decision.delay_ms]);
@@ -281,7 +324,16 @@ test('anthropic: the SDK timeout is a timeout, retried at attempt 1', async () =
 test('anthropic: 529 overloaded_error and 429 rate_limit_error are retried, 400 and 401 are not', async () => {
   const answers = {
     529: [{ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, {}],
-    429: [{ type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '3' }],
+    429: [
+      {
+        type: 'error',
+        error: {
+          type: 'rate_limit_error',
+          message: 'Number of request tokens has exceeded your per-minute rate limit',
+        },
+      },
+      { 'retry-after': '3' },
+    ],
     500: [{ type: 'error', error: { type: 'api_error', message: 'Internal server error' } }, {}],
     400: [{ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } }, {}],
     401: [{ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } }, {}],
@@ -316,7 +368,16 @@ test('anthropic: 529 overloaded_error and 429 rate_limit_error are retried, 400 
 });
 
 test('anthropic through retry(timeoutMs): APIUserAbortError without a cause is still our timeout', async () => {
-  const ok = { id: 'msg_1', type: 'message', role: 'assistant', model: MESSAGE.model, content: [{ type: 'text', text: 'hello' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
+  const ok = {
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: MESSAGE.model,
+    content: [{ type: 'text', text: 'hello' }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 1, output_tokens: 1 },
+  };
   const { url } = await serve((_q, res, _b, n) => {
     if (n >= 2) json(res, 200, ok);
   });
@@ -334,7 +395,12 @@ test('anthropic through retry(timeoutMs): APIUserAbortError without a cause is s
   assert.equal(decisions.length, 1);
   assert.equal(decisions[0].error.name, 'APIUserAbortError');
   assert.equal(decisions[0].error.cause, undefined); // nothing in the error says why it was aborted
-  assert.deepEqual(decisions[0].observation, { source: 'timeout', phase: 'total', after_ms: 500, provider: 'anthropic' });
+  assert.deepEqual(decisions[0].observation, {
+    source: 'timeout',
+    phase: 'total',
+    after_ms: 500,
+    provider: 'anthropic',
+  });
   assert.equal(decisions[0].decision.envelope.code, 'llm.timeout.total');
 });
 
@@ -355,7 +421,16 @@ async function mcpPair() {
     hang = resolve;
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [{ name: 'divide', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }],
+    tools: [
+      {
+        name: 'divide',
+        inputSchema: {
+          type: 'object',
+          properties: { a: { type: 'number' }, b: { type: 'number' } },
+          required: ['a', 'b'],
+        },
+      },
+    ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const { name, arguments: args = {} } = req.params;
@@ -368,7 +443,9 @@ async function mcpPair() {
     }
     if (name !== 'divide') throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     if (typeof args.a !== 'number' || typeof args.b !== 'number') {
-      throw new McpError(ErrorCode.InvalidParams, 'Invalid arguments: a and b must be numbers', { field: typeof args.a !== 'number' ? 'a' : 'b' });
+      throw new McpError(ErrorCode.InvalidParams, 'Invalid arguments: a and b must be numbers', {
+        field: typeof args.a !== 'number' ? 'a' : 'b',
+      });
     }
     if (args.b === 0) return { content: [{ type: 'text', text: 'division by zero' }], isError: true };
     return { content: [{ type: 'text', text: String(args.a / args.b) }] };
@@ -417,7 +494,11 @@ test('mcp: invalid params is McpError -32602, read as the JSON-RPC error it was'
       message: {
         jsonrpc: '2.0',
         id: null,
-        error: { code: -32602, message: 'MCP error -32602: Invalid arguments: a and b must be numbers', data: { field: 'a' } },
+        error: {
+          code: -32602,
+          message: 'MCP error -32602: Invalid arguments: a and b must be numbers',
+          data: { field: 'a' },
+        },
       },
     });
     const { env, decision } = judge(obs, { call: 'tool' });
@@ -478,7 +559,11 @@ test('mcp through retry(): an isError result stops as a tool error, with the res
   const { client, close } = await mcpPair();
   try {
     const e = await thrown(
-      retry(() => client.callTool({ name: 'divide', arguments: { a: 1, b: 0 } }), { policy, call: 'tool', sleep: fakeSleep().sleep }),
+      retry(() => client.callTool({ name: 'divide', arguments: { a: 1, b: 0 } }), {
+        policy,
+        call: 'tool',
+        sleep: fakeSleep().sleep,
+      }),
     );
     assert.ok(e instanceof RecoveryError);
     assert.equal(e.code, 'tool.mcp.tool_error');
@@ -498,7 +583,9 @@ async function a2aAgent(state) {
         name: 'test agent',
         description: 'answers with failures',
         version: '1.0.0',
-        supportedInterfaces: [{ url: `http://${req.headers.host}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        supportedInterfaces: [
+          { url: `http://${req.headers.host}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        ],
         capabilities: {},
         defaultInputModes: ['text'],
         defaultOutputModes: ['text'],
@@ -516,7 +603,14 @@ async function a2aAgent(state) {
         task: {
           id: 't-1',
           contextId: 'c-1',
-          status: { state, message: { messageId: 'm-1', role: 'ROLE_AGENT', parts: [{ text: 'the upstream service refused the order' }] } },
+          status: {
+            state,
+            message: {
+              messageId: 'm-1',
+              role: 'ROLE_AGENT',
+              parts: [{ text: 'the upstream service refused the order' }],
+            },
+          },
         },
       },
     });
@@ -563,7 +657,11 @@ test('a2a: a failed task and an input-required task returned by the client', asy
 test('anthropic: a per-error-code class keeps its status and the details the policy reads', async () => {
   const body = {
     type: 'error',
-    error: { type: 'rate_limit_error', message: 'Contract spend limit reached.', details: { error_code: 'contract_spend_limit_reached' } },
+    error: {
+      type: 'rate_limit_error',
+      message: 'Contract spend limit reached.',
+      details: { error_code: 'contract_spend_limit_reached' },
+    },
   };
   const { url } = await serve((_q, res) => json(res, 429, body));
   const err = await thrown(anthropic(url).messages.create(MESSAGE));
@@ -586,7 +684,12 @@ async function drain(stream) {
 
 test('mid-stream errors: an error event in a 200 stream is read from its body', async () => {
   // OpenAI chat streams send an error as a `data: {"error": ...}` chunk.
-  const openaiError = { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null };
+  const openaiError = {
+    message: 'The server had an error while processing your request.',
+    type: 'server_error',
+    param: null,
+    code: null,
+  };
   const o = await serve((_q, res) => sse(res, `data: ${JSON.stringify({ error: openaiError })}\n\n`));
   const stream = await openai(o.url).chat.completions.create({ ...CHAT, stream: true });
   const oerr = await thrown(drain(stream));
@@ -678,7 +781,13 @@ test('a2a over HTTP+JSON (REST): a known error by its ErrorInfo reason, an unkno
           code: 404,
           status: 'NOT_FOUND',
           message: 'Task not found: t-404',
-          details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }],
+          details: [
+            {
+              '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+              reason: 'TASK_NOT_FOUND',
+              domain: 'a2a-protocol.org',
+            },
+          ],
         },
       });
     }
@@ -703,7 +812,10 @@ test('a2a over HTTP+JSON (REST): a known error by its ErrorInfo reason, an unkno
   assert.equal(env.code, 'agent.http.503_unavailable');
   assert.equal(decision.action, 'retry');
   assert.ok(decision.delay_ms >= 4000, `retry-after: 4, got ${decision.delay_ms}`);
-  assert.ok(requests.some((r) => r.url.startsWith('/a2a/')), requests.map((r) => r.url).join(' '));
+  assert.ok(
+    requests.some((r) => r.url.startsWith('/a2a/')),
+    requests.map((r) => r.url).join(' '),
+  );
 });
 
 test('a2a: a v0.3 agent through the SDK compat layer: its input-required task asks for input', async () => {
@@ -723,13 +835,27 @@ test('a2a: a v0.3 agent through the SDK compat layer: its input-required task as
       });
     }
     const rpc = JSON.parse(body);
-    const message = { kind: 'message', messageId: 'm-1', role: 'agent', parts: [{ kind: 'text', text: 'Which size: small or large?' }] };
-    return json(res, 200, { jsonrpc: '2.0', id: rpc.id, result: { kind: 'task', id: 't-1', contextId: 'c-1', status: { state: 'input-required', message } } });
+    const message = {
+      kind: 'message',
+      messageId: 'm-1',
+      role: 'agent',
+      parts: [{ kind: 'text', text: 'Which size: small or large?' }],
+    };
+    return json(res, 200, {
+      jsonrpc: '2.0',
+      id: rpc.id,
+      result: { kind: 'task', id: 't-1', contextId: 'c-1', status: { state: 'input-required', message } },
+    });
   });
   const legacy = { legacyCompat: { enabled: true } };
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory(legacy)], cardResolver: new DefaultAgentCardResolver(legacy) });
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory(legacy)],
+    cardResolver: new DefaultAgentCardResolver(legacy),
+  });
   const client = await factory.createFromUrl(url);
-  const task = await client.sendMessage({ message: { messageId: 'm-0', role: 1, parts: [{ content: { $case: 'text', value: 'order a pizza' } }] } });
+  const task = await client.sendMessage({
+    message: { messageId: 'm-0', role: 1, parts: [{ content: { $case: 'text', value: 'order a pizza' } }] },
+  });
   assert.equal(JSON.parse(requests.at(-1).body).method, 'message/send'); // the v0.3 method name on the wire
   assert.equal(task.status.state, 6); // the SDK's numeric TaskState
   const obs = await failureOf(task);
@@ -745,10 +871,18 @@ test('class names: the SDK classes as their prototype chains name them', async (
   const err = await thrown(openai(url, { timeout: 50 }).chat.completions.create(CHAT));
   assert.equal(err.name, 'Error'); // what `err.name` alone said before: the bug of issue 12
   const { classNames } = await import('../src/sdk.js');
-  assert.deepEqual(classNames(err), ['APIConnectionTimeoutError', 'APIConnectionError', 'APIError', 'OpenAIError', 'Error']);
+  assert.deepEqual(classNames(err), [
+    'APIConnectionTimeoutError',
+    'APIConnectionError',
+    'APIError',
+    'OpenAIError',
+    'Error',
+  ]);
   const mcp = new McpError(-32000, 'Connection closed');
   assert.deepEqual(classNames(mcp), ['McpError', 'Error']);
-  const a2a = await thrown((await new ClientFactory().createFromUrl((await a2aAgent('TASK_STATE_FAILED')).url)).getTask({ id: 't-404' }));
+  const a2a = await thrown(
+    (await new ClientFactory().createFromUrl((await a2aAgent('TASK_STATE_FAILED')).url)).getTask({ id: 't-404' }),
+  );
   // The bundler renamed the A2A base class `_A2AError`: why the SDK brands its
   // errors with Symbol.for('@a2a-js/sdk.A2AError'), and why the adapter reads that brand.
   assert.deepEqual(classNames(a2a), ['TaskNotFoundError', 'JsonRpcTaskNotFoundError', '_A2AError', 'Error']);
