@@ -238,10 +238,10 @@ export const A2A_ERROR_CODES = Object.freeze({
 function a2aError(err) {
   const message = messageOf(err) ?? '';
   let code = field(err, 'envelopeCode');
-  if (!Number.isInteger(code))
-    code = classNames(err)
-      .map((n) => A2A_ERROR_CODES[n])
-      .find(Number.isInteger);
+  if (!Number.isInteger(code)) {
+    const byName = classNames(err).map((n) => A2A_ERROR_CODES[n]);
+    code = byName.find(Number.isInteger);
+  }
   if (Number.isInteger(code)) {
     const error = { code, message };
     const data = field(err, 'data');
@@ -297,10 +297,8 @@ export function a2aTaskOf(v) {
   let state = field(status, 'state');
   if (Number.isInteger(state)) state = A2A_TASK_STATES[state] ?? 'UNRECOGNIZED';
   if (typeof state !== 'string') return undefined;
-  const short = state
-    .toLowerCase()
-    .replace(/^task_state_/, '')
-    .replaceAll('_', '-');
+  const lower = state.toLowerCase();
+  const short = lower.replace(/^task_state_/, '').replaceAll('_', '-');
   if (A2A_NOT_FAILED.has(short)) return undefined;
   const wire = { status: { state } };
   for (const k of ['id', 'taskId', 'contextId', 'kind']) {
