@@ -336,7 +336,10 @@ export interface RetryOptions<T> {
    * `elapsed_ms` here is the retry delay earlier steps of the run already spent: this step's sleeps add to it.
    */
   context?: Context;
-  /** Per-attempt timeout: aborts the attempt's signal with a TimeoutError. */
+  /**
+   * Per-attempt timeout: aborts the attempt's signal with a TimeoutError. Whatever abort error
+   * the operation throws for it (an SDK's APIUserAbortError included) is observed as a timeout.
+   */
   timeoutMs?: number;
   signal?: AbortSignal;
   onDecision?: (event: DecisionEvent<T>) => void | Promise<void>;
@@ -357,5 +360,46 @@ export interface ObserveOptions {
   requestId?: string;
 }
 export declare function fromResponse(res: Response, options?: ObserveOptions & { maxBodyChars?: number }): Promise<Observation>;
-export declare function fromError(err: unknown, options?: ObserveOptions & { timeoutMs?: number }): Observation;
+
+export interface FromErrorOptions extends ObserveOptions {
+  /** The caller's deadline for the call, in ms: sent as `after_ms` of a timeout observation. */
+  timeoutMs?: number;
+  /**
+   * The caller's own deadline aborted the call (retry() sets it when its `timeoutMs` fired):
+   * any abort in the error's cause chain (`AbortError`, `TimeoutError`, an SDK's
+   * `APIUserAbortError`) is then a `timeout` observation, not a cancellation. Default false.
+   */
+  timedOut?: boolean;
+}
+
+/**
+ * The observation of a thrown error, read by class name (`err.name` and the class names on
+ * its prototype chain) and `cause` chain. SDK errors straight in, no hand work:
+ * - `openai` / `@anthropic-ai/sdk`: `APIConnectionTimeoutError` -> `timeout` (phase `total`);
+ *   `APIError` with a status (`RateLimitError`, `InternalServerError`, Anthropic's
+ *   `OverloadedError` and per-`error_code` classes, ...) -> `http` with the SDK's headers and
+ *   the provider's error body; a bare `APIError` without a status (an error event in a stream
+ *   that began with a 200) -> `http` with status 200 and the event's error body; `APIConnectionError` -> `network` with the code in its cause
+ *   chain (`ECONNREFUSED`, `UND_ERR_CONNECT_TIMEOUT`, ...); `APIUserAbortError` -> a
+ *   cancellation (`exception` `AbortError`), or `timeout` when `timedOut` or a `TimeoutError`
+ *   reason is in its cause chain; other SDK errors -> `exception` `openai.<Class>` /
+ *   `anthropic.<Class>`. `provider` is set to `openai` / `anthropic` unless given.
+ * - `@modelcontextprotocol/sdk` `McpError` (and `UrlElicitationRequiredError`) -> `mcp`, the
+ *   JSON-RPC error it carries (`code`, `message` without the SDK's "MCP error N: " prefix, `data`).
+ * - `@a2a-js/sdk` errors (`TaskNotFoundError`, ...) -> `a2a`, the JSON-RPC error code the server
+ *   sent or, for REST / gRPC errors, the code of the same A2A error.
+ * - Anything else: `TimeoutError` -> `timeout`; an HTTP `status` -> `http`; a string `code` on
+ *   the error or its causes -> `network`; else `exception` with the most specific class name.
+ * Never throws: an error that throws while being read is `{source: 'exception', type: 'Error'}`.
+ */
+export declare function fromError(err: unknown, options?: FromErrorOptions): Observation;
+
+/**
+ * The observation of a returned failure, or undefined for success: a fetch `Response` that is
+ * not ok; an MCP `CallToolResult` with `isError: true`; an A2A Task or status-update event (the
+ * `@a2a-js/sdk` objects, a `SendMessage` / stream response holding one, or v0.3 JSON; it must
+ * have a `contextId`) in a failed, rejected, canceled, input-required or auth-required state;
+ * a JSON-RPC response with an `error`. MCP results and A2A tasks are sent wrapped in a JSON-RPC
+ * response with `id: null`.
+ */
 export declare function failureOf(result: unknown, options?: ObserveOptions): Promise<Observation | undefined>;

@@ -2,6 +2,8 @@
 // classify / decide). These helpers only copy facts into the observation's
 // shape; classifying them is the policy's job.
 
+import { a2aTaskOf, causeChain, className, classNames, fromSdkError, networkOf, sdkOf } from './sdk.js';
+
 const PROGRAMMING_ERRORS = new Set(['TypeError', 'RangeError', 'ReferenceError', 'SyntaxError']);
 
 /** Text bodies are cut at this many characters by default. */
@@ -34,24 +36,50 @@ export async function fromResponse(res, { call, provider, requestId, maxBodyChar
 }
 
 /**
- * An observation from a thrown error:
+ * An observation from a thrown error, read by class name and `cause` chain:
+ * - an error carrying its own `observation` object is taken as is;
+ * - an OpenAI, Anthropic, MCP or A2A SDK error -> its adapter (see sdk.js and
+ *   the README): `APIConnectionTimeoutError` -> `timeout`, `APIError` with a
+ *   status -> `http` with the SDK's headers and error body, `McpError` ->
+ *   `mcp`, A2A errors -> `a2a`, ...;
+ * - with `timedOut` (the caller's own deadline aborted the call): any abort
+ *   (`AbortError`, `TimeoutError`, `APIUserAbortError`, anywhere in the
+ *   chain) -> `timeout` (phase `total`, `after_ms` = `timeoutMs`);
  * - `TimeoutError` (AbortSignal.timeout) -> `timeout` (phase `total`);
- * - an SDK error with an HTTP `status` (OpenAI, Anthropic clients) -> `http`,
- *   with the SDK's `headers` and error body;
- * - a system or undici error code (`err.code`, or `err.cause.code` as fetch
- *   reports them: `TypeError: fetch failed` caused by `ECONNRESET`) -> `network`;
- * - anything else -> `exception` with the error's name.
- * An error carrying its own `observation` object is taken as is.
+ * - any other error with an HTTP `status` -> `http`;
+ * - a system or undici error code on the error or in its cause chain
+ *   (`TypeError: fetch failed` caused by `ECONNRESET`) -> `network`;
+ * - anything else -> `exception` with the error's most specific class name.
+ * An error that throws while being read (a hostile getter or proxy) is
+ * `{source: 'exception', type: 'Error'}`.
  * @param {unknown} err
- * @param {{call?: string, provider?: string, requestId?: string, timeoutMs?: number}} [options]
+ * @param {{call?: string, provider?: string, requestId?: string, timeoutMs?: number, timedOut?: boolean}} [options]
  */
-export function fromError(err, { call, provider, requestId, timeoutMs } = {}) {
-  const extra = { call, provider, request_id: requestId };
+export function fromError(err, { call, provider, requestId, timeoutMs, timedOut = false } = {}) {
+  const extra = clean({ call, provider, request_id: requestId });
+  try {
+    return observe(err, extra, timeoutMs, timedOut);
+  } catch {
+    // A getter or proxy that throws while being read: never crash the caller's
+    // recovery path over it. The documented fallback is a bare exception.
+    return { source: 'exception', type: 'Error', ...extra };
+  }
+}
+
+function observe(err, extra, timeoutMs, timedOut) {
   if (err && typeof err === 'object' && err.observation && typeof err.observation === 'object') {
     return clean({ ...extra, ...err.observation });
   }
-  const name = errorName(err);
-  const message = err instanceof Error ? err.message : err === undefined ? undefined : String(err);
+  if (timedOut && causeChain(err).some(isAbort)) {
+    return clean({ source: 'timeout', phase: 'total', after_ms: timeoutMs, ...sdkProvider(err), ...extra });
+  }
+  const sdk = fromSdkError(err, { timeoutMs, timedOut });
+  if (sdk !== undefined) {
+    if (sdk.headers !== undefined) sdk.headers = headersOf(sdk.headers);
+    return clean({ ...sdk, ...extra });
+  }
+  const name = className(err);
+  const message = typeof err?.message === 'string' ? err.message : err === undefined || err === null ? undefined : String(err);
   if (name === 'TimeoutError') {
     return clean({ source: 'timeout', phase: 'total', after_ms: timeoutMs, ...extra });
   }
@@ -59,17 +87,40 @@ export function fromError(err, { call, provider, requestId, timeoutMs } = {}) {
   if (Number.isInteger(status) && status >= 100 && status <= 999) {
     return clean({ source: 'http', status, headers: headersOf(err.headers), body: sdkBody(err), ...extra });
   }
-  const code = networkCode(err);
-  if (code !== undefined) {
-    return clean({ source: 'network', code, message, ...extra });
+  // A TypeError with its own ERR_* code is a bug in the caller, not the network.
+  const chain = causeChain(err);
+  const net = networkOf(PROGRAMMING_ERRORS.has(name) ? chain.slice(1) : chain);
+  if (net !== undefined) {
+    if (net.source === 'timeout') return clean({ ...net, after_ms: timeoutMs, ...extra });
+    return clean({ source: 'network', code: net.code, message, ...extra });
   }
   return clean({ source: 'exception', type: name, message, ...extra });
 }
 
+/** An abort: a DOM AbortError / TimeoutError, an SDK's APIUserAbortError, undici's abort code. */
+function isAbort(e) {
+  const names = classNames(e);
+  if (names.some((n) => ABORTS.has(n))) return true;
+  const code = e && typeof e === 'object' ? e.code : undefined;
+  return code === 'ABORT_ERR' || code === 'UND_ERR_ABORTED';
+}
+
+const ABORTS = new Set(['AbortError', 'TimeoutError', 'APIUserAbortError']);
+
+/** `{provider}` for an OpenAI or Anthropic SDK error. */
+function sdkProvider(err) {
+  const sdk = sdkOf(err);
+  return sdk === 'openai' || sdk === 'anthropic' ? { provider: sdk } : {};
+}
+
 /**
  * The default test for a returned (not thrown) failure: a fetch Response that
- * is not ok, an MCP `CallToolResult` with `isError: true`, or a JSON-RPC
+ * is not ok, an MCP `CallToolResult` with `isError: true`, an A2A Task or
+ * status-update event in a failed, rejected, canceled, input-required or
+ * auth-required state (the A2A JS SDK's objects, or v0.3 JSON), or a JSON-RPC
  * response with an `error`. Returns an observation, or undefined for success.
+ * An MCP result and an A2A task are sent wrapped in a JSON-RPC response
+ * (`id: null`), the form every released policy reads.
  */
 export async function failureOf(result, options = {}) {
   if (result === null || typeof result !== 'object') return undefined;
@@ -77,6 +128,10 @@ export async function failureOf(result, options = {}) {
   const extra = { call: options.call, provider: options.provider, request_id: options.requestId };
   if (result.isError === true && Array.isArray(result.content)) {
     return clean({ source: 'mcp', message: { jsonrpc: '2.0', id: null, result }, ...extra });
+  }
+  const task = a2aTaskOf(result);
+  if (task !== undefined) {
+    return clean({ source: 'a2a', message: { jsonrpc: '2.0', id: null, result: task }, ...extra });
   }
   if (result.jsonrpc === '2.0' && result.error && typeof result.error === 'object') {
     return clean({ source: 'jsonrpc', message: result, ...extra });
@@ -86,27 +141,6 @@ export async function failureOf(result, options = {}) {
 
 function isResponse(v) {
   return typeof v.status === 'number' && typeof v.ok === 'boolean' && typeof v.text === 'function' && v.headers;
-}
-
-function errorName(err) {
-  if (err instanceof Error || (err && typeof err === 'object' && typeof err.name === 'string')) {
-    return err.name || err.constructor?.name || 'Error';
-  }
-  return 'Error';
-}
-
-/** A system/undici code on the error or on its causes (at most 4 deep). */
-function networkCode(err) {
-  let e = err;
-  for (let depth = 0; depth < 4 && e && typeof e === 'object'; depth++) {
-    // A TypeError with its own ERR_* code is a bug in the caller, not the network.
-    const own = depth > 0 || !PROGRAMMING_ERRORS.has(errorName(e));
-    if (own && typeof e.code === 'string' && e.code !== '') return e.code;
-    // AggregateError (happy eyeballs): take the first error's code.
-    if (Array.isArray(e.errors) && e.errors.length > 0 && typeof e.errors[0]?.code === 'string') return e.errors[0].code;
-    e = e.cause;
-  }
-  return undefined;
 }
 
 /** The body of an SDK's API error, as the provider sent it. */

@@ -91,7 +91,9 @@ export async function retry(operation, options = {}) {
       // operation's: neither is retried again.
       if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw e;
       error = e;
-      observation = fromError(e, { call, provider, timeoutMs });
+      // Our own deadline aborted the attempt: whatever abort error the
+      // operation (or the SDK it called) threw for it, that is a timeout.
+      observation = fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() });
     } finally {
       deadline.clear();
     }
@@ -114,7 +116,7 @@ export async function retry(operation, options = {}) {
 
 /** The signal of one attempt: the caller's, plus `timeoutMs` when given. */
 function attemptDeadline(signal, timeoutMs) {
-  if (timeoutMs === undefined) return { signal, clear() {} };
+  if (timeoutMs === undefined) return { signal, clear() {}, fired: () => false };
   const ctl = new AbortController();
   // A timer of our own (not AbortSignal.timeout, which is unref'd): the attempt
   // is work in progress, and the timer is cleared as soon as it settles.
@@ -125,5 +127,6 @@ function attemptDeadline(signal, timeoutMs) {
   return {
     signal: signal ? AbortSignal.any([signal, ctl.signal]) : ctl.signal,
     clear: () => clearTimeout(timer),
+    fired: () => ctl.signal.aborted,
   };
 }

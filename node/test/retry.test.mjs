@@ -304,7 +304,8 @@ test('fromError: network codes, SDK errors, timeouts, exceptions', () => {
     phase: 'total',
     after_ms: 100,
   });
-  // OpenAI's SDK keeps the inner error object; Anthropic's the whole body.
+  // Any error with an HTTP status (an HTTP client's error), in the two body shapes the
+  // OpenAI and Anthropic SDKs keep; the real SDKs' errors are in adapters.test.mjs.
   const openai = Object.assign(new Error('429 Rate limit'), {
     status: 429,
     headers: { 'retry-after-ms': '1500' },
