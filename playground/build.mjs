@@ -16,7 +16,8 @@
 //                                 component.wasm, manifest.json)
 //   shim/                         @bytecodealliance/preview2-shim's browser modules
 //   bindgen/                      jco's js-component-bindgen component (transpiles
-//                                 another policy .wasm in the page)
+//                                 another policy .wasm in the page), its shim
+//                                 imports pointed at shim/
 //   examples.js                   examples/observations/*.json and extra examples
 //
 // Nothing is fetched from a network: every file is local.
@@ -141,9 +142,18 @@ async function run() {
   const shimSrc = join(MODULES, 'preview2-shim', 'dist', 'browser');
   await cp(shimSrc, join(DIST, 'shim'), { recursive: true, filter: (src) => !src.endsWith('.d.ts') });
   await mkdir(join(DIST, 'bindgen'), { recursive: true });
-  for (const f of ['js-component-bindgen-component.js', 'js-component-bindgen-component.core.wasm', 'js-component-bindgen-component.core2.wasm']) {
+  for (const f of ['js-component-bindgen-component.core.wasm', 'js-component-bindgen-component.core2.wasm']) {
     await cp(join(MODULES, 'jco-transpile', 'vendor', f), join(DIST, 'bindgen', f));
   }
+  // The bindgen module imports the shims by their package names; point them at
+  // shim/ (no import map, so it also loads in a module worker, where the
+  // candidate is checked).
+  const bindgenJs = (await readFile(join(MODULES, 'jco-transpile', 'vendor', 'js-component-bindgen-component.js'), 'utf8')).replace(
+    /(['"])@bytecodealliance\/preview2-shim\/([a-z-]+)\1/g,
+    (_, q, name) => `${q}../shim/${name}.js${q}`,
+  );
+  if (bindgenJs.includes("'@bytecodealliance/")) throw new Error('js-component-bindgen-component.js imports a package this build does not map');
+  await writeFile(join(DIST, 'bindgen', 'js-component-bindgen-component.js'), bindgenJs);
 
   for (const f of await readdir(join(HERE, 'src'))) await cp(join(HERE, 'src', f), join(DIST, f));
   await writeFile(

@@ -7,17 +7,25 @@
 // before anything is compiled), load (a WebAssembly component, transpiles,
 // imports only the WASI interfaces a policy is granted, instantiates, exports
 // every agent:recovery interface at contract 0.1.x), verify (its own smoke set:
-// each case's action and code). What the browser cannot do: fuel and memory
-// limits. A component that loops forever hangs the tab; check untrusted files
-// with `agent-recovery check` first.
+// each case's action and code). The checks run in a worker
+// (candidate-worker.js), which the page stops when the smoke set takes longer
+// than VERIFY_MS: the browser has no fuel or memory limits, so a deadline is
+// what stops a component that loops forever. Once accepted, the candidate
+// runs on the page's thread like the reference.
 
-import * as cli from '@bytecodealliance/preview2-shim/cli';
-import * as clocks from '@bytecodealliance/preview2-shim/clocks';
-import * as io from '@bytecodealliance/preview2-shim/io';
-import * as random from '@bytecodealliance/preview2-shim/random';
+import * as cli from './shim/cli.js';
+import * as clocks from './shim/clocks.js';
+import * as io from './shim/io.js';
+import * as random from './shim/random.js';
 
 /** The largest component the hosts read. */
 export const MAX_BYTES = 64 * 1024 * 1024;
+
+/** How long a candidate's smoke set may run before it is refused. */
+export const VERIFY_MS = 5000;
+
+/** How long transpiling a candidate may take. */
+export const LOAD_MS = 120000;
 
 /** What a policy is given: the WASI interfaces Rust's std needs on wasm32-wasip2. */
 const GRANTED = Object.freeze({
@@ -145,11 +153,12 @@ async function generator() {
 }
 
 /**
- * Validate a candidate component, in the hosts' order; resolves to the policy,
- * or rejects with `Refused` naming the stage. `report(stage, text)` is called
- * as each check passes.
+ * Check a candidate component, in the hosts' order (run in a worker). Resolves
+ * to `{identity, files, imports}` (what `instantiateChecked` needs), or rejects
+ * with `Refused` naming the stage. `report(stage, text)` is called as each
+ * check passes.
  */
-export async function loadCandidate(bytes, name, pin, report) {
+export async function checkCandidate(bytes, name, pin, report) {
   if (bytes.length > MAX_BYTES) throw new Refused('read', `${name} is ${bytes.length} bytes, over the limit of ${MAX_BYTES}; a policy is a few MB at most`);
   report('read', `${bytes.length} bytes`);
   const sha = await sha256(bytes);
@@ -193,24 +202,18 @@ export async function loadCandidate(bytes, name, pin, report) {
     throw new Refused('load', `${name} imports ${denied.join(', ')}, which a policy is not granted; a policy may import only wasi:cli, wasi:io, wasi:clocks, wasi:random`);
   }
   const files = Object.fromEntries(out.files);
-  const jsName = Object.keys(files).find((n) => n.endsWith('.js'));
-  const modules = new Map();
-  let root;
+  let api;
   try {
-    for (const n of Object.keys(files).filter((f) => f.endsWith('.wasm'))) modules.set(n, await WebAssembly.compile(files[n]));
-    const url = URL.createObjectURL(new Blob([files[jsName]], { type: 'text/javascript' }));
-    const mod = await import(url);
-    URL.revokeObjectURL(url);
-    root = await instantiate(mod.instantiate, modules, imports);
+    api = await bindFiles(files, imports);
   } catch (e) {
-    throw new Refused('load', `${name} did not instantiate (${errorText(e)})`);
+    throw e instanceof Refused ? e : new Refused('load', `${name} did not instantiate (${errorText(e)})`);
   }
-  const api = bindExports(root);
   const loaded = policy(api, sha, bytes.length, name);
   if (!/^0\.1\.\d+$/.test(loaded.identity.contract)) {
     throw new Refused('load', `${name} speaks contract ${loaded.identity.contract}; this page speaks 0.1.x`);
   }
   report('load', `implements agent:recovery/recovery-policy@0.1.0; imports ${imports.join(', ')}`);
+  // The page starts the verify deadline at this report.
   let cases;
   try {
     cases = JSON.parse(api.smokeTests());
@@ -235,5 +238,64 @@ export async function loadCandidate(bytes, name, pin, report) {
     }
   });
   report('verify', `its smoke set passed (${cases.length} cases)`);
-  return loaded;
+  return { identity: loaded.identity, files, imports };
+}
+
+/** Compile, import and instantiate transpiled files (async instantiation mode). */
+async function bindFiles(files, imports) {
+  const jsName = Object.keys(files).find((n) => n.endsWith('.js'));
+  const modules = new Map();
+  for (const n of Object.keys(files).filter((f) => f.endsWith('.wasm'))) modules.set(n, await WebAssembly.compile(files[n]));
+  const url = URL.createObjectURL(new Blob([files[jsName]], { type: 'text/javascript' }));
+  try {
+    const mod = await import(url);
+    return bindExports(await instantiate(mod.instantiate, modules, imports));
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** The policy for a candidate the worker accepted (same bytes, not checked again). */
+export async function instantiateChecked({ identity, files, imports }) {
+  const api = await bindFiles(files, imports);
+  return { ...api, identity };
+}
+
+/**
+ * Check a candidate in a worker, under the deadlines; resolves to the policy,
+ * or rejects with `Refused`. `report(stage, text)` as each check passes.
+ */
+export function loadCandidate(bytes, name, pin, report) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./candidate-worker.js', import.meta.url), { type: 'module' });
+    let timer;
+    const deadline = (ms, stage, message) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(new Refused(stage, message)), ms);
+    };
+    const finish = (error, checked) => {
+      clearTimeout(timer);
+      worker.terminate();
+      if (error) reject(error);
+      else instantiateChecked(checked).then(resolve, (e) => reject(new Refused('load', `${name} did not instantiate (${errorText(e)})`)));
+    };
+    deadline(LOAD_MS, 'load', `${name} did not transpile within ${LOAD_MS / 1000} s; try agent-recovery check`);
+    worker.onmessage = ({ data }) => {
+      if (data.type === 'stage') {
+        report(data.stage, data.text);
+        if (data.stage === 'load') {
+          deadline(VERIFY_MS, 'verify', `${name} did not finish its smoke set within ${VERIFY_MS / 1000} s (it may loop forever); a host stops it by fuel, this page by a deadline`);
+        }
+      } else if (data.type === 'refused') {
+        finish(new Refused(data.stage, data.message));
+      } else if (data.type === 'accepted') {
+        finish(null, data.checked);
+      }
+    };
+    worker.onerror = (e) => {
+      e.preventDefault?.();
+      finish(new Refused('load', `the check of ${name} stopped (${e.message ?? 'worker error'})`));
+    };
+    worker.postMessage({ bytes, name, pin }, [bytes.buffer]);
+  });
 }

@@ -6,7 +6,8 @@
 // and `#decision` must be byte for byte what
 // `target/release/agent-recovery decide FILE --attempt 1 --seed 42` prints.
 // Loading other components through the file input must give the CLI's answer
-// for a good one (payments-policy) and refuse bad ones at the hosts' stage.
+// for a good one (payments-policy) and refuse bad ones at the hosts' stage,
+// including one that loops forever (stopped by the page's deadline).
 // The page must make no request beyond the static server, and log no error.
 //
 //   CHROMIUM=/usr/bin/chromium            the browser (default)
@@ -213,6 +214,12 @@ test('another policy .wasm is checked like the hosts check it, then used', async
   // Garbage output: refused at verify by its own smoke set.
   report = await load(art['hostile-garbage']);
   assert.match(report, /refused at verify/);
+
+  // Loops forever: the check runs in a worker, which the page stops at the
+  // verify deadline (a host stops it by fuel); the page keeps answering.
+  report = await load(art['hostile-spin']);
+  assert.match(report, /refused at verify: .*did not finish its smoke set within 5 s/);
+  assert.equal(await page.textContent('#decision'), before);
 
   // payments-policy: accepted, identity shown, and its decision is the CLI's.
   const sha = cli('check', art['payments-policy']);
