@@ -304,11 +304,23 @@ pub enum OnFailure {
     Reference,
 }
 
-/// The clap command with the CLI's help layout on every subcommand.
+/// The clap command with the CLI's help layout on every subcommand:
+/// lowercase headings (`arguments:`, `options:`) like the rest of the output.
 pub fn command() -> clap::Command {
-    Cli::command()
-        .mut_subcommands(|sub| sub.help_template(TEMPLATE))
-        .help_template(TEMPLATE)
+    let mut command = Cli::command()
+        .mut_subcommands(|sub| lowercase_headings(sub.help_template(TEMPLATE)))
+        .help_template(TEMPLATE);
+    // The generated --help and --version flags exist only once built.
+    command.build();
+    lowercase_headings(command).mut_subcommands(lowercase_headings)
+}
+
+fn lowercase_headings(command: clap::Command) -> clap::Command {
+    command.mut_args(|arg| match (arg.get_help_heading(), arg.is_positional()) {
+        (Some(_), _) => arg,
+        (None, true) => arg.help_heading("arguments"),
+        (None, false) => arg.help_heading("options"),
+    })
 }
 
 /// What parsing the command line gives.
@@ -443,6 +455,10 @@ mod tests {
                 panic!("{line}")
             };
             assert!(text.contains("usage: agent-recovery"), "{line}: {text}");
+            assert!(
+                !text.contains("Options:") && !text.contains("Arguments:"),
+                "lowercase headings: {text}"
+            );
         }
         for line in ["--version", "-V", "decide --version", "serve -V"] {
             let Ok(Parsed::Print(text)) = parse_str(line) else {
