@@ -33,6 +33,17 @@ python3 -m venv .venv
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000
 
+# ---- playground (issue 15): the page in headless Chromium vs the CLI --------
+# Debian's chromium (Playwright's own browser download does not work here);
+# playwright-core drives it. Needs target/release/agent-recovery and
+# target/wasm-policies/artifacts.json, both made by the cargo steps above.
+step "playground: build, and test in headless chromium against the CLI"
+if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+(cd playground && npm ci --no-audit --no-fund --loglevel=error && npm test)
+# ---- end playground ------------------------------------------------------------
+
 step "examples"
 node examples/node/agent-loop.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null

@@ -1,6 +1,6 @@
 //! `agent-recovery`: the command line of the agent-recovery policy host.
 //!
-//! See `agent-recovery help`. Errors print one lowercase line on stderr that
+//! See `agent-recovery --help`. Errors print one lowercase line on stderr that
 //! names the bad input and ends with a hint; exit status 2 means bad input or
 //! usage, 1 means the policy itself failed.
 
@@ -17,20 +17,8 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("agent-recovery: internal error{at}; please report it with the command you ran");
     }));
-    let args: Result<Vec<String>, _> = std::env::args_os()
-        .skip(1)
-        .map(|a| {
-            a.into_string().map_err(|a| {
-                cli::Usage(format!(
-                    "argument {a:?} is not valid UTF-8; pass UTF-8 text or put the value in a file"
-                ))
-            })
-        })
-        .collect();
-    let result = std::panic::catch_unwind(|| match args {
-        Ok(args) => cli::run(args),
-        Err(usage) => Err(usage.into()),
-    });
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let result = std::panic::catch_unwind(|| cli::run(args));
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(error)) => {

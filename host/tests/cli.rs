@@ -286,12 +286,45 @@ fn policy_flag_loads_another_component() {
 
 #[test]
 fn help_and_version() {
-    assert!(ok(&run(&["help"], b"")).contains("usage: agent-recovery"));
-    assert!(ok(&run(&[], b"")).contains("commands:"));
-    assert_eq!(
-        ok(&run(&["version"], b"")),
-        concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))
-    );
+    // Issue 12: `--help` and `--version` failed ("--help needs a value") and
+    // `-h` was an unknown option. Each form works for the program and for
+    // every subcommand, on stdout, exit 0.
+    let version = concat!("agent-recovery ", env!("CARGO_PKG_VERSION"));
+    for args in [&["help"][..], &["--help"], &["-h"], &[]] {
+        let text = ok(&run(args, b""));
+        assert!(text.contains("usage: agent-recovery"), "{args:?}: {text}");
+        assert!(text.contains("commands:"), "{args:?}: {text}");
+        assert!(
+            text.contains("classify") && text.contains("serve"),
+            "{args:?}"
+        );
+    }
+    for args in [&["version"][..], &["--version"], &["-V"]] {
+        assert_eq!(ok(&run(args, b"")), version, "{args:?}");
+    }
+    for sub in [
+        "classify",
+        "decide",
+        "walkthrough",
+        "backoff",
+        "key",
+        "registry",
+        "errors-block",
+        "schema",
+        "render",
+        "check",
+        "serve",
+    ] {
+        let usage = format!("usage: agent-recovery {sub}");
+        for args in [vec![sub, "--help"], vec![sub, "-h"], vec!["help", sub]] {
+            let text = ok(&run(&args, b""));
+            assert!(text.contains(&usage), "{args:?}: {text}");
+        }
+        for args in [vec![sub, "--version"], vec![sub, "-V"]] {
+            assert_eq!(ok(&run(&args, b"")), version, "{args:?}");
+        }
+    }
+    assert!(ok(&run(&["decide", "--help"], b"")).contains("--attempt <N>"));
 }
 
 #[test]

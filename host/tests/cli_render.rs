@@ -94,7 +94,10 @@ fn render_refuses_bad_formats_options_and_input() {
         "{err}"
     );
     let err = fails(&run(&["render"], OBS_429.as_bytes()), 2);
-    assert!(err.contains("needs --as"), "{err}");
+    assert!(
+        err.contains("required arguments were not provided: --as <FORMAT>"),
+        "{err}"
+    );
     let err = fails(&run(&["render", "--as", "jsonrpc-error"], b"not json"), 2);
     assert!(err.contains("not valid JSON"), "{err}");
     let out = run(

@@ -133,7 +133,7 @@ fn serve_refuses_a_bad_policy_or_bad_flags_at_start() {
         ),
         (
             vec!["serve", "--on-failure", "open"],
-            "expected closed or reference",
+            "possible values: closed, reference",
         ),
         (vec!["serve", "--poll-ms", "0"], "--poll-ms"),
         (vec!["serve", "--config", "c.json"], "context.config"),

@@ -7,132 +7,179 @@ use agent_recovery::{Loader, Policy};
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::cli::{Args, HELP, Usage, context, input, render, serve};
+use crate::cli::args::{self, Cli, Command, Global};
+use crate::cli::style::Output;
+use crate::cli::{Usage, context, human, input, render, serve};
 
-/// Runs the command named in `args`.
-pub fn dispatch(args: &Args) -> anyhow::Result<()> {
-    match args.command.as_str() {
-        "classify" => classify(args),
-        "decide" => decide(args),
-        "backoff" => backoff(args),
-        "key" => key(args),
-        "registry" => registry(args),
-        "errors-block" => errors_block(args),
-        "schema" => schema(args),
-        "render" => render(args),
-        "check" => check(args),
-        "serve" => serve::serve(args, loader()),
-        "help" | "" => print(HELP.trim_end()),
-        "version" => print(concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))),
-        other => Err(Usage(format!(
-            "unknown command '{other}'; run `agent-recovery help` for the list"
-        ))
-        .into()),
+/// Runs the parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    let Some(command) = cli.command else {
+        return print(args::command().render_help().to_string().trim_end());
+    };
+    let g = &cli.global;
+    match command {
+        Command::Classify(a) => classify(g, a),
+        Command::Decide(a) => decide(g, a),
+        Command::Walkthrough(a) => walkthrough(g, a),
+        Command::Backoff(a) => backoff(g, a),
+        Command::Key(a) => key(g, a),
+        Command::Registry(a) => registry(g, a),
+        Command::ErrorsBlock(a) => errors_block(g, a),
+        Command::Schema(a) => schema(g, a),
+        Command::Render(a) => render(g, a),
+        Command::Check(a) => check(a),
+        Command::Serve(a) => serve::serve(g, a, loader()),
+        Command::Version => print(args::VERSION),
     }
 }
 
-fn classify(args: &Args) -> anyhow::Result<()> {
-    args.allow(&[], 1)?;
-    let policy = load(args)?;
-    let obs = read(args, &policy)?;
+fn classify(g: &Global, a: args::Input) -> anyhow::Result<()> {
+    let policy = load(g)?;
+    let obs = read(a.file.as_deref(), &policy)?;
     let envelope = policy.classify_json(&obs.text).context(obs.name)?;
-    print(&envelope)
+    let out = Output::new(g);
+    match out
+        .human
+        .then(|| human::envelope(&envelope, out.paint))
+        .flatten()
+    {
+        Some(summary) => print(&summary),
+        None => print(&envelope),
+    }
 }
 
-fn decide(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["call", "attempt", "elapsed-ms", "seed", "now-ms"], 1)?;
-    let config = input::config(args.flag("config"))?;
-    let policy = load(args)?;
-    let obs = read(args, &policy)?;
-    let ctx = context::decide_context(args, &obs.text, config)?;
+fn decide(g: &Global, a: args::Decide) -> anyhow::Result<()> {
+    let config = input::config(g.config.as_deref())?;
+    let policy = load(g)?;
+    let obs = read(a.file.as_deref(), &policy)?;
+    let ctx = context::decide_context(&a.context, &obs.text, config)?;
     let decision = policy.decide_json(&obs.text, &ctx).context(obs.name)?;
-    print(&decision)
+    let out = Output::new(g);
+    match out
+        .human
+        .then(|| human::decision(&decision, out.paint))
+        .flatten()
+    {
+        Some(summary) => print(&summary),
+        None => print(&decision),
+    }
 }
 
-fn backoff(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["call", "attempt", "seed"], 0)?;
-    let call = context::call_kind(args.required("call", "tool")?)?;
-    let attempt = args
-        .number::<u32>("attempt", "a whole number from 1, e.g. --attempt 1")?
-        .ok_or_else(|| Usage("`backoff` needs --attempt; e.g. --attempt 1".into()))?;
-    let seed = args.number::<u64>("seed", "a whole number from 0 to 2^64-1")?;
-    let config = match (args.flag("config"), input::config(args.flag("config"))?) {
+/// `walkthrough [DIR]`: `decide` for every `*.json` in DIR (name order).
+///
+/// Human: each file's summary, then one table. JSON: one line per file,
+/// `{"file":"<name>","decision":<the policy's decision JSON>}`.
+fn walkthrough(g: &Global, a: args::Walkthrough) -> anyhow::Result<()> {
+    let config = input::config(g.config.as_deref())?;
+    let policy = load(g)?;
+    let entries = std::fs::read_dir(&a.dir).map_err(|e| {
+        Usage(format!(
+            "cannot read directory {}: {e}; pass the directory of observation files",
+            a.dir
+        ))
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Usage(format!(
+            "{} has no *.json observation files; pass a directory that has some",
+            a.dir
+        ))
+        .into());
+    }
+    let out = Output::new(g);
+    let mut rows = Vec::new();
+    for path in &files {
+        let shown = path.display().to_string();
+        let name = path
+            .file_name()
+            .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
+        let obs = read(Some(&shown), &policy)?;
+        let ctx = context::decide_context(&a.context, &obs.text, config.clone())?;
+        let decision = policy.decide_json(&obs.text, &ctx).context(obs.name)?;
+        let summary = out.human.then(|| human::decision(&decision, out.paint));
+        match (summary.flatten(), human::Row::new(&name, &decision)) {
+            (Some(summary), Some(row)) => {
+                print(&format!(
+                    "{}\n{summary}\n",
+                    out.paint.dim(&format!("== {shown}"))
+                ))?;
+                rows.push(row);
+            }
+            _ => print(&format!(
+                "{{\"file\":{},\"decision\":{decision}}}",
+                serde_json::Value::from(name)
+            ))?,
+        }
+    }
+    if out.human && !rows.is_empty() {
+        print(&human::table(&rows, out.paint))?;
+    }
+    Ok(())
+}
+
+fn backoff(g: &Global, a: args::Backoff) -> anyhow::Result<()> {
+    let config = match (g.config.as_deref(), input::config(g.config.as_deref())?) {
         (Some(path), Some(map)) => Some(context::policy_config(path, map)?),
         _ => None,
     };
-    let policy = load(args)?;
-    let delay = policy.backoff(call, attempt, seed, config)?;
+    let policy = load(g)?;
+    let delay = policy.backoff(context::call_kind(a.call), a.attempt, a.seed, config)?;
     print(&json!({ "delay_ms": delay }).to_string())
 }
 
-fn key(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["run-id", "step-id", "tool", "args"], 0)?;
-    let run_id = args.required("run-id", "run-1")?;
-    let step_id = args.required("step-id", "step-1")?;
-    let tool = args.required("tool", "search")?;
-    let tool_args = args.required("args", "'{\"q\":\"x\"}'")?;
-    let policy = load(args)?;
+fn key(g: &Global, a: args::Key) -> anyhow::Result<()> {
+    let policy = load(g)?;
     let key = policy
-        .key(run_id, step_id, tool, tool_args)
+        .key(&a.run_id, &a.step_id, &a.tool, &a.args)
         .context("--args")?;
     print(&json!({ "key": key }).to_string())
 }
 
-fn registry(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["format", "output"], 0)?;
-    let policy = load(args)?;
-    let text = match args.flag("format").unwrap_or("json") {
-        "json" => policy.registry_json()?,
-        "markdown" | "md" => policy.registry_markdown()?,
-        other => {
-            return Err(Usage(format!(
-                "invalid --format '{other}': expected json or markdown"
-            ))
-            .into());
-        }
+fn registry(g: &Global, a: args::Registry) -> anyhow::Result<()> {
+    let policy = load(g)?;
+    let text = match a.format {
+        args::RegistryFormat::Json => policy.registry_json()?,
+        args::RegistryFormat::Markdown => policy.registry_markdown()?,
     };
-    match args.flag("output") {
-        Some(path) => write_file(path, &text),
+    match a.output {
+        Some(path) => write_file(&path, &text),
         None => print(text.strip_suffix('\n').unwrap_or(&text)),
     }
 }
 
-fn errors_block(args: &Args) -> anyhow::Result<()> {
-    args.allow(&[], usize::MAX)?;
-    let policy = load(args)?;
-    let block = policy.errors_block(&args.positionals)?;
+fn errors_block(g: &Global, a: args::ErrorsBlock) -> anyhow::Result<()> {
+    let policy = load(g)?;
+    let block = policy.errors_block(&a.prefixes)?;
     print(block.strip_suffix('\n').unwrap_or(&block))
 }
 
-fn schema(args: &Args) -> anyhow::Result<()> {
-    args.allow(&[], 1)?;
-    let name = args.positionals.first().ok_or_else(|| {
-        Usage("`schema` needs a name; e.g. agent-recovery schema decision".into())
-    })?;
-    let policy = load(args)?;
-    match policy.json_schema(name)? {
+fn schema(g: &Global, a: args::Schema) -> anyhow::Result<()> {
+    let policy = load(g)?;
+    match policy.json_schema(&a.name)? {
         Some(schema) => print(&schema),
         None => Err(Usage(format!(
-            "unknown schema '{name}': expected envelope, decision or code-info"
+            "unknown schema '{}': expected envelope, decision or code-info",
+            a.name
         ))
         .into()),
     }
 }
 
-fn render(args: &Args) -> anyhow::Result<()> {
-    args.allow(&["as", "options"], 1)?;
-    render::format(args.required("as", "jsonrpc-error")?)?;
-    let policy = load(args)?;
-    let input = read(args, &policy)?;
-    print(&render::render(args, &policy, &input)?)
+fn render(g: &Global, a: args::Render) -> anyhow::Result<()> {
+    let format = render::format(&a.format)?;
+    let policy = load(g)?;
+    let input = read(a.file.as_deref(), &policy)?;
+    let options = a.options.as_deref().unwrap_or("");
+    print(&render::render(format, options, &policy, &input)?)
 }
 
-fn check(args: &Args) -> anyhow::Result<()> {
-    args.allow(&[], 1)?;
-    let path = args.positionals.first().ok_or_else(|| {
-        Usage("`check` needs the component to check; e.g. agent-recovery check policy.wasm".into())
-    })?;
-    let policy = loader().file(path).context(path.clone())?;
+fn check(a: args::Check) -> anyhow::Result<()> {
+    let path = a.wasm;
+    let policy = loader().file(&path).context(path.clone())?;
     let verified = policy.verify().context(path.clone())?;
     let info = verified.info;
     print(
@@ -159,9 +206,9 @@ fn loader() -> Loader {
 }
 
 /// The `--policy` component, or the embedded reference policy.
-fn load(args: &Args) -> anyhow::Result<Policy> {
+fn load(g: &Global) -> anyhow::Result<Policy> {
     let loader = loader();
-    Ok(match args.flag("policy") {
+    Ok(match g.policy.as_deref() {
         Some(path) => loader
             .file(path)
             .with_context(|| format!("--policy {path}"))?,
@@ -184,9 +231,9 @@ fn cache_dir() -> Option<PathBuf> {
 }
 
 /// The FILE (or stdin) input, capped at the policy's input limit.
-fn read(args: &Args, policy: &Policy) -> anyhow::Result<input::Input> {
+fn read(file: Option<&str>, policy: &Policy) -> anyhow::Result<input::Input> {
     let max = policy.limits().max_input_bytes();
-    input::read(args.positionals.first().map(String::as_str), max)
+    input::read(file, max)
 }
 
 /// Writes `text` and a newline to `path` (what `print` would have printed).
@@ -201,7 +248,7 @@ fn write_file(path: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Prints `text` and a newline; a closed stdout (e.g. `| head`) is not an error.
-fn print(text: &str) -> anyhow::Result<()> {
+pub fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -8,16 +8,16 @@
 mod args;
 mod commands;
 mod context;
+mod human;
 mod input;
 mod render;
 mod serve;
+mod style;
 
 use std::fmt;
 use std::process::ExitCode;
 
 use agent_recovery::ErrorKind;
-
-pub use args::Args;
 
 /// A usage or input error of the CLI itself (exit status 2).
 #[derive(Debug)]
@@ -32,8 +32,11 @@ impl fmt::Display for Usage {
 impl std::error::Error for Usage {}
 
 /// Runs the command line in `args` (without the program name).
-pub fn run(args: Vec<String>) -> anyhow::Result<()> {
-    commands::dispatch(&Args::parse(args)?)
+pub fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    match args::parse(args)? {
+        args::Parsed::Run(cli) => commands::dispatch(*cli),
+        args::Parsed::Print(text) => commands::print(text.trim_end()),
+    }
 }
 
 /// The exit status for an error of [`run`].
@@ -65,48 +68,3 @@ pub fn one_line(error: &anyhow::Error) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
-
-/// Usage text for `help`.
-pub const HELP: &str = "\
-agent-recovery: normalize agent failures into error envelopes and decide what to do next
-
-usage: agent-recovery [--policy WASM] [--config FILE] <command> [args]
-
-commands:
-  classify [FILE]        normalize an observation (JSON; FILE or - for stdin) into an envelope
-  decide [FILE]          decide the next step for an observation
-      --call tool|llm|agent  --attempt N  --elapsed-ms MS  --seed S  --now-ms MS
-  backoff                the full-jitter delay after a failed attempt: {\"delay_ms\":N}
-      --call tool|llm|agent  --attempt N  [--seed S]
-  key                    the idempotency key of a tool call: {\"key\":\"<hex sha256>\"}
-      --run-id R  --step-id S  --tool T  --args JSON
-  registry [--format json|markdown] [--output FILE]
-                         every code the policy can emit (markdown is docs/errors.md)
-  errors-block [PREFIX...]   the MCP `## Errors` block for a tool description (codes or
-                         prefixes such as tool.http.; none means all)
-  schema envelope|decision|code-info   the JSON Schema of an output
-  render --as FORMAT [FILE] [--options JSON]
-                         render an envelope, a decision's envelope or (classified first) an
-                         observation as jsonrpc-error, mcp-tool-result, a2a-task-status,
-                         problem-json, model-tool-result, coordinator-text or downstream-wrap;
-                         --options: {\"id\",\"task_id\",\"context_id\",\"current_agent\",\"downstream_agent\"}
-  check WASM             compile, link and smoke-test a policy component; prints its identity
-  serve [--watch] [--sha256 HEX] [--on-failure closed|reference] [--poll-ms MS]
-                         decide for each JSON line on stdin (an observation, or
-                         {\"observation\":..,\"context\":..,\"id\":..}); one line out per line in:
-                         {\"policy\":{..},\"decision\":..} or {\"error\":{\"kind\",\"message\"}};
-                         --watch reloads --policy when the file changes (checked every
-                         --poll-ms, default 500); swaps and refusals are logged on stderr
-  help                   this text
-  version                the version of this program
-
-global options:
-  --policy WASM          use this policy component instead of the embedded reference policy
-  --config FILE          policy parameters (JSON object), merged into the context's `config`
-
-environment:
-  AGENT_RECOVERY_CACHE_DIR   where compiled components are cached (empty: no cache);
-                             default $XDG_CACHE_HOME/agent-recovery or ~/.cache/agent-recovery
-
-exit status: 0 ok, 1 the policy failed (trap, fuel, memory, invalid output), 2 bad input or usage
-";

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use crate::cli::{Args, Usage, input};
+use crate::cli::{Usage, input};
 
 /// The `--as` names, in the WIT's order.
 const FORMATS: &[(&str, RenderFormat)] = &[
@@ -80,9 +80,12 @@ fn find(text: &str) -> Found<'_> {
 }
 
 /// `render --as FORMAT [FILE|-] [--options JSON]`.
-pub fn render(args: &Args, policy: &Policy, input: &input::Input) -> anyhow::Result<String> {
-    let format = format(args.required("as", "jsonrpc-error")?)?;
-    let options = args.flag("options").unwrap_or("");
+pub fn render(
+    format: RenderFormat,
+    options: &str,
+    policy: &Policy,
+    input: &input::Input,
+) -> anyhow::Result<String> {
     let classified;
     let envelope = match find(&input.text) {
         Found::Envelope(envelope) => envelope,

@@ -25,31 +25,25 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::cli::{Args, Usage};
+use crate::cli::Usage;
+use crate::cli::args::{Global, OnFailure, Serve};
 
 /// `serve [--policy WASM] [--watch] [--sha256 HEX] [--on-failure closed|reference] [--poll-ms MS]`.
-pub fn serve(args: &Args, loader: Loader) -> anyhow::Result<()> {
-    args.allow(&["watch", "sha256", "on-failure", "poll-ms"], 0)?;
-    if args.flag("config").is_some() {
+pub fn serve(g: &Global, args: Serve, loader: Loader) -> anyhow::Result<()> {
+    if g.config.is_some() {
         return Err(Usage(
             "`serve` does not take --config; put policy parameters in each line's context.config"
                 .into(),
         )
         .into());
     }
-    let failure_policy = match args.flag("on-failure").unwrap_or("closed") {
-        "closed" => FailurePolicy::FailClosed,
-        "reference" => FailurePolicy::FallbackToReference,
-        other => {
-            return Err(Usage(format!(
-                "invalid --on-failure '{other}': expected closed or reference"
-            ))
-            .into());
-        }
+    let failure_policy = match args.on_failure {
+        OnFailure::Closed => FailurePolicy::FailClosed,
+        OnFailure::Reference => FailurePolicy::FallbackToReference,
     };
-    let path = args.flag("policy");
-    for needs_policy in ["watch", "sha256"] {
-        if args.given(needs_policy) && path.is_none() {
+    let path = g.policy.as_deref();
+    for (needs_policy, given) in [("watch", args.watch), ("sha256", args.sha256.is_some())] {
+        if given && path.is_none() {
             return Err(Usage(format!(
                 "--{needs_policy} needs --policy WASM, the component file to serve"
             ))
@@ -57,12 +51,10 @@ pub fn serve(args: &Args, loader: Loader) -> anyhow::Result<()> {
         }
     }
     let mut swap = SwapOptions::default();
-    if let Some(hex) = args.flag("sha256") {
+    if let Some(hex) = args.sha256.as_deref() {
         swap = swap.sha256(hex).map_err(|e| Usage(e.message().into()))?;
     }
-    let poll = args
-        .number::<u64>("poll-ms", "milliseconds from 1 to 3600000")?
-        .unwrap_or(500);
+    let poll = args.poll_ms;
     let watch = WatchOptions::default()
         .interval(Duration::from_millis(poll))
         .map_err(|e| Usage(format!("--poll-ms: {}", e.message())))?
@@ -79,7 +71,7 @@ pub fn serve(args: &Args, loader: Loader) -> anyhow::Result<()> {
         None => builder.reference()?,
     };
     eprintln!("agent-recovery: serving {}", handle.active().id());
-    let _watcher = match (path, args.switch("watch")) {
+    let _watcher = match (path, args.watch) {
         (Some(path), true) => Some(handle.watch(path, watch)?),
         _ => None,
     };
