@@ -137,6 +137,8 @@ const AMBIGUOUS: &[&str] = &[
     "mcp.request_timeout",
     "mcp.connection_closed",
     "response.malformed",
+    // A stream that failed half-way: the server acted on the request.
+    "stream.error",
 ];
 
 fn base_of(code: &str) -> &str {

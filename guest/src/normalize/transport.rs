@@ -379,3 +379,36 @@ pub(super) fn timeout(phase: TimeoutPhase, after_ms: Option<u64>) -> Finding {
     f.upstream.error_type = Some(phase.as_str().to_owned());
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{aws_runtime_code, snake_code};
+
+    #[test]
+    fn class_names_become_error_codes() {
+        for (camel, code) in [
+            ("EnforcedSpendLimitReached", "enforced_spend_limit_reached"),
+            ("CMEKKeyUnreachable", "cmek_key_unreachable"),
+            ("RBACRoleNotFound", "rbac_role_not_found"),
+            ("ThreadNotFound", "thread_not_found"),
+            ("", ""),
+        ] {
+            assert_eq!(snake_code(camel), code);
+        }
+    }
+
+    #[test]
+    fn botocore_runtime_class_names() {
+        assert_eq!(
+            aws_runtime_code("botocore.errorfactory.ThrottlingException"),
+            Some("ThrottlingException")
+        );
+        assert_eq!(
+            aws_runtime_code("S3.Client.exceptions.NoSuchKey"),
+            Some("NoSuchKey")
+        );
+        assert_eq!(aws_runtime_code("botocore.errorfactory."), None);
+        assert_eq!(aws_runtime_code("botocore.errorfactory.a.b"), None);
+        assert_eq!(aws_runtime_code("botocore.exceptions.ClientError"), None);
+    }
+}
