@@ -150,14 +150,19 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
                 "Do not retry unchanged.",
             ),
         };
-    let retryable = f.retryable.unwrap_or(default_retryable);
-    if retryable && !default_retryable && matches!(class, ErrorClass::Permanent) {
+    let mut retryable = f.retryable.unwrap_or(default_retryable);
+    // A server's explicit retryable signal overrides the code's default class.
+    if retryable && !default_retryable {
         class = ErrorClass::Transient;
     } else if !retryable && default_retryable {
         class = ErrorClass::Permanent;
     }
     if let Some(c) = f.class {
         class = c;
+    }
+    // Seed 004: only transient failures are retryable, whatever the server said.
+    if class != ErrorClass::Transient {
+        retryable = false;
     }
     if let Some(s) = f.severity {
         severity = s;

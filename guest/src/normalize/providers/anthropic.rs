@@ -80,6 +80,13 @@ pub(crate) fn detail_base(code: &str) -> Option<&'static str> {
         // Disabled for trust and safety reasons: nobody but a human can repair it.
         "organization_on_hold" => "http.403_forbidden",
         "request_body_too_large_after_decoding" => "http.413_payload_too_large",
+        // Subclasses of ServiceUnavailableError / OverloadedError whose docstrings
+        // say "Retry the request": the same as their status, named here so that the
+        // exception classes (which carry no status) are read right too.
+        "cmek_key_unreachable" | "cmek_context_unavailable" | "registration_pending" => {
+            "http.503_unavailable"
+        }
+        "compaction_unavailable" => "http.529_overloaded",
         _ => return None,
     })
 }
