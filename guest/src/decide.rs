@@ -137,6 +137,8 @@ const AMBIGUOUS: &[&str] = &[
     "mcp.request_timeout",
     "mcp.connection_closed",
     "response.malformed",
+    // A stream that failed half-way: the server acted on the request.
+    "stream.error",
 ];
 
 fn base_of(code: &str) -> &str {
@@ -265,6 +267,9 @@ fn flow(
             ErrorClass::State => (Action::Restore, "state", None),
         }
     };
+    if action != Action::Retry {
+        action_hint(&mut env, action, reason, remaining);
+    }
     Ok(Decision {
         action,
         delay_ms,
@@ -275,4 +280,62 @@ fn flow(
         reason_code,
         envelope: env,
     })
+}
+
+/// Make the envelope's `hint` say what to do now, for an action other than retry.
+///
+/// When the policy overrode the error's own recovery (exhausted, not idempotent,
+/// no fallback, no checkpoint) the hint is the decision's, even over a server's
+/// own hint: the server described how to recover from the error, and that path
+/// is closed. Otherwise a server's hint is kept, and a registry hint is kept
+/// unless it tells the agent to retry (the code is retryable by default but
+/// this decision does not retry it).
+fn action_hint(env: &mut Envelope, action: Action, reason: &str, remaining_ms: u64) {
+    let overridden = matches!(
+        reason,
+        "attempts_exhausted"
+            | "budget_exhausted"
+            | "hint_exceeds_budget"
+            | "not_idempotent"
+            | "no_fallback"
+            | "no_checkpoint"
+    );
+    let retry_hint =
+        !env.hint_from_server && crate::registry::lookup(&env.code).is_some_and(|i| i.retryable);
+    if !overridden && !retry_hint {
+        return;
+    }
+    let dead_letter = "dead-letter the input with this envelope for a human or a later run";
+    env.hint = match (action, reason) {
+        (Action::Compensate, "hint_exceeds_budget") => format!(
+            "Stop retrying: the server asked to wait {} ms, more than the {remaining_ms} ms left in the retry budget; run the pending compensations in reverse order, then {dead_letter}.",
+            env.retry_after_ms.unwrap_or(0)
+        ),
+        (Action::DeadLetter, "hint_exceeds_budget") => format!(
+            "Stop retrying: the server asked to wait {} ms, more than the {remaining_ms} ms left in the retry budget; {dead_letter}.",
+            env.retry_after_ms.unwrap_or(0)
+        ),
+        (Action::Compensate, "budget_exhausted") => format!(
+            "Stop retrying: the run's retry budget is spent; run the pending compensations in reverse order, then {dead_letter}."
+        ),
+        (Action::DeadLetter, "budget_exhausted") => {
+            format!("Stop retrying: the run's retry budget is spent; {dead_letter}.")
+        }
+        (Action::Compensate, _) => format!(
+            "Stop retrying: every allowed attempt failed; run the pending compensations in reverse order, then {dead_letter}."
+        ),
+        (Action::DeadLetter, _) => {
+            format!("Stop retrying: every allowed attempt failed; {dead_letter}.")
+        }
+        (Action::Fail, "not_idempotent") => "Do not repeat the call: it may have taken effect; check whether it did, and pass an idempotency key to make retries safe.".to_owned(),
+        (Action::Escalate, "no_fallback") => "Escalate to a human with this envelope: the error needs a fallback path and none is available.".to_owned(),
+        (Action::Escalate, "no_checkpoint") => "Escalate to a human with this envelope: the error needs a checkpoint to restore and none is available.".to_owned(),
+        (Action::Fail, _) => "Do not retry: the server marked this failure as not retryable; fix the request or report the failure.".to_owned(),
+        (Action::Escalate, _) => "Escalate to a human with this envelope; do not retry.".to_owned(),
+        (Action::Replan, _) => "Do not resend it unchanged: give this envelope to the model to change the request.".to_owned(),
+        (Action::Fallback, _) => "Do not retry: take the fallback path.".to_owned(),
+        (Action::Restore, _) => "Restore the checkpoint, then run the step again.".to_owned(),
+        (Action::AwaitInput, _) => "Wait for the requested input, then continue.".to_owned(),
+        (Action::Retry, _) => return,
+    };
 }

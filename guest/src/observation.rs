@@ -3,6 +3,8 @@
 //! ```text
 //! {"source":"http", "status":429, "headers":{...}, "body": <JSON value or raw string>}
 //! {"source":"mcp"|"a2a"|"jsonrpc", "message": <a JSON-RPC response or notification>}
+//! {"source":"mcp"|"a2a"|"jsonrpc", "message": <a bare result: CallToolResult, Task, event>}
+//! {"source":"mcp", "code":-32001, "message":"Request timed out"}   (an SDK error object)
 //! {"source":"network", "code":"ECONNRESET", "message":"..."}
 //! {"source":"exception", "type":"httpx.ReadTimeout", "message":"..."}
 //! {"source":"timeout", "phase":"connect"|"read"|"write"|"pool"|"total", "after_ms":5000}
@@ -193,7 +195,18 @@ impl Observation {
 }
 
 fn infer(m: &mut Map<String, Value>) -> Result<Failure, PolicyError> {
-    if m.contains_key("status") {
+    if is_bare_result(m) {
+        // A bare MCP result or A2A task / event: the protocol is refined from its shape.
+        let protocol = if m.get("isError").is_some() || m.get("resultType").is_some() {
+            Protocol::Mcp
+        } else {
+            Protocol::A2a
+        };
+        Ok(Failure::Rpc {
+            protocol,
+            message: Value::Object(std::mem::take(m)),
+        })
+    } else if m.contains_key("status") {
         http(m)
     } else if m.contains_key("message") && m.get("message").is_some_and(Value::is_object) {
         rpc(m, Protocol::JsonRpc)
@@ -243,14 +256,46 @@ fn http(m: &mut Map<String, Value>) -> Result<Failure, PolicyError> {
     })
 }
 
+/// Members that make the observation itself a JSON-RPC message or a bare
+/// protocol result (an MCP `CallToolResult`, an A2A Task or status update).
+const MESSAGE_MEMBERS: &[&str] = &[
+    "error",
+    "result",
+    "method",
+    "isError",
+    "resultType",
+    "task",
+    "statusUpdate",
+    "status_update",
+];
+
+/// Whether the members are a bare protocol result or event (no JSON-RPC envelope).
+fn is_bare_result(m: &Map<String, Value>) -> bool {
+    m.get("isError").is_some_and(Value::is_boolean)
+        || m.get("resultType").is_some_and(Value::is_string)
+        || ["task", "statusUpdate", "status_update"]
+            .iter()
+            .any(|k| m.get(*k).is_some_and(Value::is_object))
+        || m.get("status").is_some_and(|s| s.get("state").is_some())
+}
+
 fn rpc(m: &mut Map<String, Value>, protocol: Protocol) -> Result<Failure, PolicyError> {
+    // An SDK's error object (`McpError`: `{code, message, data?}`) with no envelope.
+    if m.get("code").is_some_and(Value::is_i64) {
+        let mut msg = std::mem::take(m);
+        msg.remove("source");
+        return Ok(Failure::Rpc {
+            protocol,
+            message: Value::Object(msg),
+        });
+    }
     let message = match m.remove("message") {
         Some(Value::String(s)) => {
             serde_json::from_str(&s).map_err(|e| PolicyError::json("message", &e))?
         }
         Some(v @ Value::Object(_)) => v,
         Some(other) => return Err(type_err("message", "a JSON-RPC message object", &other)),
-        None if m.contains_key("error") || m.contains_key("result") || m.contains_key("method") => {
+        None if MESSAGE_MEMBERS.iter().any(|k| m.contains_key(*k)) || is_bare_result(m) => {
             let mut msg = std::mem::take(m);
             msg.remove("source");
             Value::Object(msg)

@@ -1,6 +1,9 @@
 //! HTTP responses: provider bodies first, then the status, then server hints.
+//! A streamed body (`text/event-stream`) is read for its first error event,
+//! whose data is then classified like a body (see `sse`).
 
-use super::{Finding, envelope_body, providers};
+use super::sse::{self, StreamError};
+use super::{Finding, envelope_body, providers, str_at};
 use crate::error::PolicyError;
 use crate::headers::Headers;
 use crate::hints;
@@ -54,13 +57,48 @@ pub(super) fn classify(
     body: &Body,
     obs: &Observation,
 ) -> Result<Finding, PolicyError> {
-    let provider_finding = providers::parse(status, headers, body, obs.provider.as_deref());
     let success = (200..300).contains(&status);
+    // A streamed response that failed after its status: read its error event.
+    let streamed = match body {
+        Body::Text(t) if sse::is_event_stream(headers.get("content-type"), t) => {
+            sse::first_error(t)
+        }
+        _ => None,
+    };
+    let stream_body;
+    let (body, in_stream) = match streamed {
+        Some(StreamError::Json(v)) => {
+            stream_body = Body::Json(v);
+            (&stream_body, true)
+        }
+        Some(StreamError::Text(t)) => {
+            let mut f = Finding::new(if success {
+                "stream.error"
+            } else {
+                status_base(status)
+            });
+            f.message = Some(t);
+            f.upstream.error_type = Some("error".into());
+            return Ok(finish_http(f, status, headers, obs));
+        }
+        None => (body, false),
+    };
+    let provider_finding = providers::parse(status, headers, body, obs.provider.as_deref());
     let mut f = match provider_finding {
         Some(f) => f,
+        None if in_stream && success => {
+            let mut f = Finding::new("stream.error");
+            if let Body::Json(v) = body {
+                let err = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+                f.message = str_at(err, "message").map(str::to_owned);
+                f.upstream.code = str_at(err, "code").map(str::to_owned);
+                f.upstream.error_type = str_at(err, "type").map(str::to_owned);
+            }
+            f
+        }
         None if success => {
             return Err(PolicyError::observation(format!(
-                "status {status} with no failure in the body (no error object, refusal or safety stop); classify only failed calls"
+                "status {status} with no failure in the body (no error object, error event, refusal or safety stop); classify only failed calls"
             )));
         }
         None => Finding::new(status_base(status)),
@@ -72,6 +110,11 @@ pub(super) fn classify(
             envelope_body::apply_minimal(v, &mut f);
         }
     }
+    Ok(finish_http(f, status, headers, obs))
+}
+
+/// What every HTTP finding gets from the status and the headers.
+fn finish_http(mut f: Finding, status: u16, headers: &Headers, obs: &Observation) -> Finding {
     f.upstream.source = Some(SourceKind::Http);
     f.upstream.status = Some(status);
     // Headers are the most authoritative timing hint; a body hint is used only without one.
@@ -91,5 +134,5 @@ pub(super) fn classify(
             .find_map(|h| headers.get(h))
             .map(str::to_owned);
     }
-    Ok(f)
+    f
 }

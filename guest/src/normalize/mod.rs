@@ -8,7 +8,10 @@ mod envelope_body;
 mod http;
 pub(crate) mod providers;
 mod rpc;
+mod sse;
 mod transport;
+
+pub use providers::message_prefix::{PrefixRule, RULES as MESSAGE_PREFIX_RULES};
 
 use crate::error::PolicyError;
 use crate::model::{CallKind, Category, Envelope, ErrorClass, Severity, SourceKind, Upstream};
@@ -118,6 +121,7 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
             let def = registry::def(f.base).or_else(|| registry::def("exception.unhandled"));
             match def {
                 Some(d) => {
+                    let d = refine(d, want);
                     let s = registry::surface_for(d, want);
                     let code = format!("{}.{}", s.as_str(), d.base);
                     let info = registry::lookup(&code);
@@ -146,14 +150,19 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
                 "Do not retry unchanged.",
             ),
         };
-    let retryable = f.retryable.unwrap_or(default_retryable);
-    if retryable && !default_retryable && matches!(class, ErrorClass::Permanent) {
+    let mut retryable = f.retryable.unwrap_or(default_retryable);
+    // A server's explicit retryable signal overrides the code's default class.
+    if retryable && !default_retryable {
         class = ErrorClass::Transient;
     } else if !retryable && default_retryable {
         class = ErrorClass::Permanent;
     }
     if let Some(c) = f.class {
         class = c;
+    }
+    // Seed 004: only transient failures are retryable, whatever the server said.
+    if class != ErrorClass::Transient {
+        retryable = false;
     }
     if let Some(s) = f.severity {
         severity = s;
@@ -166,6 +175,13 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
         (Some(h), _, _) if hint_from_server => one_line(h),
         (_, true, Some(ms)) => {
             format!("Wait {ms} ms, then retry the same request with the same idempotency key.")
+        }
+        // The server's explicit signal contradicts the code's default: so must the hint.
+        (_, false, _) if default_retryable => {
+            "Do not retry: the server marked this failure as not retryable; fix the request or report the failure.".to_owned()
+        }
+        (_, true, None) if !default_retryable => {
+            "Retry after the backoff delay with the same idempotency key: the server marked this failure as retryable.".to_owned()
         }
         _ => match &f.field {
             Some(field) if !retryable && category == Category::Validation => {
@@ -206,6 +222,16 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
         upstream: f.upstream,
         hint_from_server,
     }
+}
+
+/// A definition that says more for this surface: a 413 on an LLM call is fixed
+/// by shrinking the request (`request.too_large`, semantic), not a permanent failure.
+fn refine(d: &'static registry::CodeDef, want: Surface) -> &'static registry::CodeDef {
+    let refined = match (d.base, want) {
+        ("http.413_payload_too_large", Surface::Llm) => registry::def("request.too_large"),
+        _ => None,
+    };
+    refined.unwrap_or(d)
 }
 
 /// One line, at most [`MAX_MESSAGE`] bytes, cut at a character boundary.

@@ -1,11 +1,17 @@
 //! JSON-RPC 2.0, MCP and A2A messages: error responses, MCP `isError` tool
-//! results, MCP cancellations, A2A task states (v0.3 and v1.0) and errors
-//! wrapped across agent chains (seed 000).
+//! results, MCP `input_required` results (2026-07-28), MCP cancellations, A2A
+//! task states (v0.3 and v1.0) and errors wrapped across agent chains (seed 000).
+//!
+//! What SDKs hand to the caller is accepted without the JSON-RPC envelope too:
+//! a bare result (an MCP `CallToolResult`, an A2A `Task` or status-update
+//! event) and a bare error object `{code, message, data?}` (the MCP SDKs'
+//! `McpError` / `ErrorData`, e.g. the client-side -32001 request timeout, which
+//! never travels on the wire).
 
 use super::{Finding, envelope_body, one_line, str_at};
 use crate::error::PolicyError;
 use crate::hints;
-use crate::model::SourceKind;
+use crate::model::{CallKind, SourceKind};
 use crate::observation::{Observation, Protocol};
 use crate::registry::Surface;
 use serde_json::Value;
@@ -18,8 +24,7 @@ pub(super) fn classify(
     msg: &Value,
     obs: &Observation,
 ) -> Result<Finding, PolicyError> {
-    let _ = obs;
-    let mut f = message(protocol, msg, 0)?;
+    let mut f = message(protocol, msg, obs.call, 0)?;
     if f.request_id.is_none() {
         f.request_id = msg.get("id").and_then(|id| match id {
             Value::String(s) => Some(s.clone()),
@@ -38,7 +43,12 @@ fn source_of(p: Protocol) -> SourceKind {
     }
 }
 
-fn message(protocol: Protocol, msg: &Value, depth: usize) -> Result<Finding, PolicyError> {
+fn message(
+    protocol: Protocol,
+    msg: &Value,
+    call: Option<CallKind>,
+    depth: usize,
+) -> Result<Finding, PolicyError> {
     if !msg.is_object() {
         return Err(PolicyError::observation(
             "the JSON-RPC message must be an object (batches are not supported); send one response",
@@ -58,18 +68,39 @@ fn message(protocol: Protocol, msg: &Value, depth: usize) -> Result<Finding, Pol
         return Ok(f);
     }
     if let Some(err) = msg.get("error") {
-        return error(protocol, err, depth);
+        return error(protocol, err, call, depth);
     }
     if let Some(result) = msg.get("result") {
         return result_failure(protocol, result);
+    }
+    // No JSON-RPC envelope: an SDK's error object or a bare result.
+    if msg.get("code").is_some_and(Value::is_i64) && msg.get("message").is_some() {
+        return error(protocol, msg, call, depth);
+    }
+    if is_bare_result(msg) {
+        return result_failure(protocol, msg);
     }
     Err(PolicyError::observation(
         "the JSON-RPC message has no error, no failed result and is not a cancellation; classify only failures",
     ))
 }
 
+/// Whether `v` is a result handed over without its JSON-RPC envelope: an MCP
+/// `CallToolResult` or `input_required` result, or an A2A Task / status-update
+/// event (also in a `{"task": ..}` or `{"statusUpdate": ..}` wrapper).
+pub(crate) fn is_bare_result(v: &Value) -> bool {
+    v.get("isError").is_some_and(Value::is_boolean)
+        || v.get("resultType").is_some_and(Value::is_string)
+        || a2a_task(v).is_some()
+}
+
 /// A JSON-RPC `error` object.
-fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, PolicyError> {
+fn error(
+    protocol: Protocol,
+    err: &Value,
+    call: Option<CallKind>,
+    depth: usize,
+) -> Result<Finding, PolicyError> {
     let Some(code) = err.get("code").and_then(Value::as_i64) else {
         if let Some(e) = envelope_body::find(err) {
             return Ok(bare_envelope(e));
@@ -85,7 +116,7 @@ fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, Polic
         .filter(|d| d.get("code").is_some())
         && depth < MAX_WRAP_DEPTH
     {
-        let mut f = error(protocol, inner, depth + 1)?;
+        let mut f = error(protocol, inner, call, depth + 1)?;
         if let Some(agent) = data.and_then(|d| str_at(d, "downstreamAgent"))
             && f.message.is_none()
         {
@@ -93,7 +124,11 @@ fn error(protocol: Protocol, err: &Value, depth: usize) -> Result<Finding, Polic
         }
         return Ok(f);
     }
-    let base = code_base(protocol, code);
+    let base = match code_base(protocol, code) {
+        // Invalid params of a tool call: arguments a model chose, which it can fix.
+        "jsonrpc.invalid_params" if tool_call(protocol, call) => "jsonrpc.invalid_arguments",
+        b => b,
+    };
     let mut f = Finding::new(base);
     f.message = str_at(err, "message").map(str::to_owned);
     f.upstream.source = Some(source_of(protocol));
@@ -154,6 +189,17 @@ fn bare_envelope(e: &Value) -> Finding {
     f
 }
 
+/// Whether a JSON-RPC error answers a tool call: an MCP request (MCP's surface
+/// is the tool call) unless the caller says otherwise, or any JSON-RPC call the
+/// caller marked `call: "tool"`.
+fn tool_call(protocol: Protocol, call: Option<CallKind>) -> bool {
+    match protocol {
+        Protocol::Mcp => matches!(call, None | Some(CallKind::Tool)),
+        Protocol::JsonRpc => call == Some(CallKind::Tool),
+        Protocol::A2a => false,
+    }
+}
+
 fn code_base(protocol: Protocol, code: i64) -> &'static str {
     match (protocol, code) {
         (_, -32700) => "jsonrpc.parse_error",
@@ -184,6 +230,9 @@ fn result_failure(protocol: Protocol, result: &Value) -> Result<Finding, PolicyE
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         return Ok(mcp_tool_error(result));
     }
+    if str_at(result, "resultType") == Some("input_required") {
+        return Ok(mcp_input_required(result));
+    }
     if let Some((task, state)) = a2a_task(result) {
         return a2a_state(task, state);
     }
@@ -204,6 +253,20 @@ fn mcp_tool_error(result: &Value) -> Finding {
     f.upstream.source = Some(SourceKind::Mcp);
     f.upstream.provider = Some("mcp".into());
     f.upstream.error_type = Some("isError".into());
+    f.surface = Some(Surface::Tool);
+    f
+}
+
+/// MCP 2026-07-28 multi round-trip requests: the server needs input first. The
+/// input requests are the values the client must supply (`allowed_values`).
+fn mcp_input_required(result: &Value) -> Finding {
+    let mut f = Finding::new("mcp.input_required");
+    if let Some(reqs) = result.get("inputRequests").filter(|r| !r.is_null()) {
+        f.allowed_values = Some(reqs.clone());
+    }
+    f.upstream.source = Some(SourceKind::Mcp);
+    f.upstream.provider = Some("mcp".into());
+    f.upstream.error_type = Some("input_required".into());
     f.surface = Some(Surface::Tool);
     f
 }

@@ -131,7 +131,19 @@ pub(super) const DEFS: &[CodeDef] = &[
         "The request is too large.",
         "The server answered 413: the request body exceeds its limit.",
         "Send less data: split the request or shorten its content.",
-        related = ["context.overflow"]
+        related = ["context.overflow", "request.too_large"]
+    ),
+    code_def!(
+        "request.too_large",
+        LLM,
+        Semantic,
+        Error,
+        Validation,
+        false,
+        "The request to the model is larger than the provider accepts.",
+        "An LLM call answered 413 (Anthropic `request_too_large`, `request_body_too_large_after_decoding`): the request body, with its images and documents, exceeds the provider's size limit. Shrinking the request fixes it, so the model or the caller can repair it.",
+        "Shrink the request: drop or downsize attachments, summarise earlier messages, then call the model again.",
+        related = ["context.overflow", "http.413_payload_too_large"]
     ),
     code_def!(
         "http.415_unsupported_media_type",

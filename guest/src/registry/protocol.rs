@@ -48,6 +48,18 @@ pub(super) const DEFS: &[CodeDef] = &[
         "Fix the parameters (see field and allowed_values), then call again."
     ),
     code_def!(
+        "jsonrpc.invalid_arguments",
+        TOOL,
+        Semantic,
+        Error,
+        Validation,
+        false,
+        "The tool call's arguments are invalid.",
+        "JSON-RPC error -32602 answering a tool call: an MCP `tools/call` (unknown tool, arguments that do not match the input schema), or a JSON-RPC call on the tool surface. A model chose those arguments, so the model can fix them.",
+        "Give the error to the model: fix the arguments to match the tool's input schema (see field and allowed_values) or pick a tool that exists, then call again.",
+        related = ["jsonrpc.invalid_params"]
+    ),
+    code_def!(
         "jsonrpc.internal_error",
         ALL_CALLS,
         Transient,
@@ -134,6 +146,17 @@ pub(super) const DEFS: &[CodeDef] = &[
         "The user must complete an interaction at a URL first.",
         "MCP error -32042 (URLElicitationRequired): the server needs the user to visit a URL.",
         "Show the user the URL from the error data, wait for them to finish, then call again."
+    ),
+    code_def!(
+        "mcp.input_required",
+        TOOL,
+        State,
+        Warning,
+        InputRequired,
+        false,
+        "The MCP server needs more input before it can complete the request.",
+        "An MCP result with `resultType: \"input_required\"` (protocol 2026-07-28, multi round-trip requests): the server answered with `inputRequests` instead of a result.",
+        "Fulfil the inputRequests (ask the user, sample or list roots), then send the same request again with inputResponses and the echoed requestState."
     ),
     code_def!(
         "mcp.cancelled",

@@ -5,10 +5,18 @@
 //! `http.529_overloaded` even when a proxy rewrote the status. Failures inside
 //! a 200: `stop_reason` `refusal`, `max_tokens` and `model_context_window_exceeded`.
 //!
-//! Where this differs from the SDK (which retries every 429): a 429
-//! `rate_limit_error` whose `error.details.error_code` is
-//! `enforced_spend_limit_reached` is a monthly spend limit, and `billing_error`
-//! (402) is an empty balance: both are `quota.exhausted`, not a rate limit.
+//! `error.details.error_code` names the cause more precisely than the type (the
+//! Python SDK raises one class per code: `anthropic/_error_classes.py`,
+//! `ERROR_CLASSES`). Where this differs from the SDK (which retries every 429):
+//! every spend or contract limit (`enforced_spend_limit_reached`,
+//! `contract_spend_limit_reached`, the linked organization's spend limit and
+//! billing) and `billing_error` (402) are `quota.exhausted`, not a rate limit;
+//! `ramp_limit_exceeded` ("retry after the time in the `retry-after` header")
+//! stays a rate limit. A server-side conversation thread that is gone or out of
+//! step (`thread_not_found`, ...) is `conversation.state_lost` (state).
+//!
+//! A context overflow has no code: `400 invalid_request_error` with the fixed
+//! prefix `prompt is too long:` is `context.overflow` (see [`super::message_prefix`]).
 
 use super::{Response, string};
 use crate::normalize::http::status_base;
@@ -51,12 +59,36 @@ fn type_base(t: &str) -> Option<&'static str> {
     })
 }
 
-/// Error codes under `error.details.error_code` that mean more than the type.
-fn detail_base(code: &str) -> Option<&'static str> {
-    match code {
-        "enforced_spend_limit_reached" => Some("quota.exhausted"),
-        _ => None,
-    }
+/// Error codes under `error.details.error_code` that mean more than the type
+/// (the class docstrings in `anthropic/types/**/<code>_error.py` say what each means).
+pub(crate) fn detail_base(code: &str) -> Option<&'static str> {
+    Some(match code {
+        // Spend, contract and billing limits: waiting seconds will not help.
+        "enforced_spend_limit_reached"
+        | "contract_spend_limit_reached"
+        | "linked_organization_spend_limit_reached"
+        | "linked_organization_billing_unavailable"
+        | "storage_quota_exceeded" => "quota.exhausted",
+        // "Retry after the time in the `retry-after` header."
+        "ramp_limit_exceeded" => "http.429_rate_limited",
+        // The server-side thread is gone, already continued, or holds other values.
+        "thread_not_found" | "thread_already_continued" | "thread_fingerprint_mismatch" => {
+            "conversation.state_lost"
+        }
+        // "Another request is still continuing from the same previous_message_id."
+        "thread_continue_in_flight" => "http.423_locked",
+        // Disabled for trust and safety reasons: nobody but a human can repair it.
+        "organization_on_hold" => "http.403_forbidden",
+        "request_body_too_large_after_decoding" => "http.413_payload_too_large",
+        // Subclasses of ServiceUnavailableError / OverloadedError whose docstrings
+        // say "Retry the request": the same as their status, named here so that the
+        // exception classes (which carry no status) are read right too.
+        "cmek_key_unreachable" | "cmek_context_unavailable" | "registration_pending" => {
+            "http.503_unavailable"
+        }
+        "compaction_unavailable" => "http.529_overloaded",
+        _ => return None,
+    })
 }
 
 fn error(status: u16, v: &Value, err: &Value) -> Finding {
@@ -77,6 +109,7 @@ fn error(status: u16, v: &Value, err: &Value) -> Finding {
         .unwrap_or_else(|| status_base(status));
     let mut f = Finding::new(base);
     f.message = string(err, "message");
+    super::message_prefix::refine(&mut f, "anthropic", typ.as_deref(), status);
     f.request_id = string(v, "request_id");
     f.upstream.code = detail;
     f.upstream.error_type = typ;

@@ -7,8 +7,13 @@
 //! botocore's standard retry mode treats as throttling are
 //! `http.429_rate_limited` whatever the status.
 //!
+//! botocore's special retryable codes are transient too: STS
+//! `IDPCommunicationError` (`retries/special.py`) and DynamoDB's
+//! `ReplicatedWriteConflictException` (`data/_retry.json`).
+//!
 //! Not a rate limit: `ServiceQuotaExceededException` is a quota (waiting will
-//! not raise it). AWS stays a tool surface unless the hint says `bedrock`, a
+//! not raise it). A Bedrock `ValidationException` whose message starts with a
+//! documented overflow prefix is `context.overflow` ([`super::message_prefix`]). AWS stays a tool surface unless the hint says `bedrock`, a
 //! header is `x-amzn-bedrock-*`, the code is one only Bedrock sends, or the
 //! body is a Converse response (whose `stopReason` can also be a safety stop).
 
@@ -84,12 +89,19 @@ fn clean_code(raw: &str) -> Option<&str> {
     (!code.is_empty()).then_some(code)
 }
 
-fn code_base(code: &str) -> Option<&'static str> {
+/// The base for an AWS error code, whatever the status (also used for the
+/// exception classes botocore makes at run time, which are named after the code).
+pub(crate) fn code_base(code: &str) -> Option<&'static str> {
     if THROTTLING.contains(&code) {
         return Some("http.429_rate_limited");
     }
     Some(match code {
         "ServiceQuotaExceededException" => "quota.exhausted",
+        // botocore retries these whatever the status (`retries/special.py`,
+        // `data/_retry.json`): STS cannot reach the identity provider; a DynamoDB
+        // global-table write conflicted with another region's.
+        "IDPCommunicationError" => "http.503_unavailable",
+        "ReplicatedWriteConflictException" => "http.423_locked",
         "RequestTimeout" | "RequestTimeoutException" => "http.408_request_timeout",
         "ModelTimeoutException" => "http.504_gateway_timeout",
         "InternalError" | "InternalFailure" | "InternalServerError" | "InternalServerException" => {
@@ -125,6 +137,7 @@ fn error(status: u16, code: &str, message: Option<String>) -> Finding {
     let base = code_base(code).unwrap_or_else(|| status_base(status));
     let mut f = Finding::new(base);
     f.message = message;
+    super::message_prefix::refine(&mut f, "aws", Some(code), status);
     f.upstream.code = Some(code.to_owned());
     f
 }

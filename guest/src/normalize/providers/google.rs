@@ -56,7 +56,7 @@ fn is_rpc_error(e: &Value) -> bool {
 }
 
 /// The base for a canonical status name (google.rpc.Code).
-pub(super) fn status_name_base(name: &str) -> Option<&'static str> {
+pub(crate) fn status_name_base(name: &str) -> Option<&'static str> {
     Some(match name {
         "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => "http.400_bad_request",
         "UNAUTHENTICATED" => "http.401_unauthorized",

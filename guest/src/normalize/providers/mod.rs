@@ -16,9 +16,14 @@
 mod anthropic;
 mod aws;
 mod google;
+pub mod message_prefix;
 mod openai;
 mod problem;
 mod stripe;
+
+pub(crate) use anthropic::detail_base as anthropic_code_base;
+pub(crate) use aws::code_base as aws_code_base;
+pub(crate) use google::status_name_base as google_status_base;
 
 use super::Finding;
 use crate::headers::Headers;

@@ -43,8 +43,11 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
 fn base(status: u16, typ: Option<&str>, code: Option<&str>) -> &'static str {
     match (typ, code) {
         (Some("card_error"), _) => "payment.declined",
-        (Some("idempotency_error"), _) => "idempotency.key_reused",
+        // The code decides before the type: Stripe may send `idempotency_key_in_use`
+        // (a request with this key is still in flight: retry later) under either
+        // type, and it is not a key reused with other parameters.
         (_, Some("idempotency_key_in_use")) => "http.423_locked",
+        (Some("idempotency_error"), _) => "idempotency.key_reused",
         (Some("rate_limit_error"), _) | (_, Some("lock_timeout" | "rate_limit")) => {
             "http.429_rate_limited"
         }
@@ -107,6 +110,10 @@ mod tests {
         );
         assert_eq!(
             case(409, "invalid_request_error", "idempotency_key_in_use"),
+            "http.423_locked"
+        );
+        assert_eq!(
+            case(409, "idempotency_error", "idempotency_key_in_use"),
             "http.423_locked"
         );
         assert_eq!(case(500, "api_error", "x"), "http.500_internal_error");
