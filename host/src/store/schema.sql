@@ -2,7 +2,7 @@
 -- One file is shared by the Rust, Python and Node stores: each embeds this
 -- exact text and runs it, in one BEGIN IMMEDIATE transaction, on a file that
 -- has no tables yet. A file is ours when PRAGMA application_id = 1095914324
--- ('ARST'); PRAGMA user_version is its schema version. Times are Unix ms.
+-- ('ARST'), and PRAGMA user_version is its schema version. Times are Unix ms.
 
 -- Store-wide counters: 'revision' is the last version issued.
 CREATE TABLE ar_meta (
@@ -11,7 +11,7 @@ CREATE TABLE ar_meta (
 ) WITHOUT ROWID;
 INSERT INTO ar_meta (name, value) VALUES ('revision', 0);
 
--- Entries: one row per key; a row is live while expires_at_ms IS NULL or
+-- Entries: one row per key. A row is live while expires_at_ms IS NULL or
 -- now_ms < expires_at_ms (now_ms passed in by the caller).
 CREATE TABLE ar_entries (
     key           TEXT PRIMARY KEY NOT NULL,
