@@ -19,7 +19,7 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance
+cargo build --release --quiet -p agent-recovery --example conformance --example store_worker
 
 step "node: install, build and test"
 (cd node && npm ci --no-audit --no-fund --loglevel=error && npm test)
