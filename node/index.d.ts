@@ -426,15 +426,19 @@ export declare class MemoryStore implements Store {
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock before StoreError 'unavailable' (default 5000). */
   busyTimeoutMs?: number;
+  /** 'full' (default): a commit survives a power cut. 'normal': a power cut may lose the last commits; much faster writes. */
+  synchronous?: 'full' | 'normal';
 }
 
 /**
- * A store in one SQLite file, shared with Rust and Python processes (WAL, synchronous=FULL).
+ * A store in one SQLite file, shared with Rust and Python processes (WAL; synchronous FULL by default).
  * Needs the optional dependency better-sqlite3, loaded on first construction.
  */
 export declare class SqliteStore implements Store {
   constructor(path: string, options?: SqliteStoreOptions);
   readonly path: string;
+  /** The connection's synchronous setting as SQLite reports it. */
+  readonly synchronous: 'full' | 'normal';
   close(): void;
   get(key: string, nowMs: number): Versioned | null;
   compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;

@@ -6,7 +6,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use agent_recovery::store::{
-    APPLICATION_ID, Cas, SCHEMA_SQL, SCHEMA_VERSION, SqliteStore, Store, StoreErrorKind,
+    APPLICATION_ID, Cas, SCHEMA_SQL, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store,
+    StoreErrorKind, Synchronous,
 };
 use rusqlite::Connection;
 
@@ -150,6 +151,24 @@ fn files_that_are_not_stores_are_refused_with_a_kind() {
 }
 
 #[test]
+fn synchronous_is_full_unless_asked_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let s = SqliteStore::open(&path).unwrap();
+    assert_eq!(s.synchronous().unwrap(), Synchronous::Full);
+    let normal = SqliteOptions {
+        synchronous: Synchronous::Normal,
+        ..SqliteOptions::default()
+    };
+    let fast = SqliteStore::open_with(&path, &normal).unwrap();
+    assert_eq!(fast.synchronous().unwrap(), Synchronous::Normal);
+    // A per-connection setting: the first connection keeps FULL.
+    assert_eq!(s.synchronous().unwrap(), Synchronous::Full);
+    written(fast.compare_and_set("k", None, "1", None, T).unwrap());
+    assert_eq!(s.get("k", T).unwrap().unwrap().version, 1);
+}
+
+#[test]
 fn an_empty_file_becomes_a_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.db");
@@ -195,9 +214,12 @@ fn rows_that_break_the_schema_read_as_corrupt() {
 fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    let s = SqliteStore::open(&path).unwrap();
+    let options = SqliteOptions {
+        busy_timeout: Duration::from_millis(20),
+        ..SqliteOptions::default()
+    };
+    let s = SqliteStore::open_with(&path, &options).unwrap();
     written(s.compare_and_set("k", None, "1", None, T).unwrap());
-    s.set_busy_timeout(Duration::from_millis(20)).unwrap();
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let err = s.compare_and_set("k", Some(1), "2", None, T).unwrap_err();

@@ -310,10 +310,12 @@ function loadDriver() {
 /**
  * A store in one SQLite file (better-sqlite3), shared with Rust and Python processes.
  *
- * `new SqliteStore(path, {busyTimeoutMs = 5000})` opens the file, creating it and its
- * schema if absent. WAL journal (readers never block the writer), synchronous=FULL (a
- * committed write survives a power cut), and a busy timeout after which a write waiting
- * for another process's lock throws StoreError 'unavailable'. Every write runs in a
+ * `new SqliteStore(path, {busyTimeoutMs = 5000, synchronous = 'full'})` opens the file,
+ * creating it and its schema if absent. WAL journal (readers never block the writer);
+ * synchronous 'full' (a committed write survives a power cut) or 'normal' (a power cut
+ * may lose the last commits, never corrupts the file; much faster writes; both survive a
+ * killed process); a busy timeout after which a write waiting for another process's lock
+ * throws StoreError 'unavailable'. Every write runs in a
  * BEGIN IMMEDIATE transaction, so compareAndSet is atomic across processes.
  *
  * Throws StoreError 'corrupt' (not an SQLite database, damaged), 'incompatible' (another
@@ -324,11 +326,16 @@ export class SqliteStore {
   #db;
   #stmts;
   #path;
+  #synchronous;
 
-  constructor(path, { busyTimeoutMs = 5000 } = {}) {
+  constructor(path, { busyTimeoutMs = 5000, synchronous = 'full' } = {}) {
     this.#path = String(path);
-    const Driver = loadDriver();
     checkInt('busyTimeoutMs', busyTimeoutMs);
+    if (synchronous !== 'full' && synchronous !== 'normal') {
+      throw invalid(`synchronous ${show(synchronous)} is not 'full' or 'normal'; pass one of them`);
+    }
+    this.#synchronous = synchronous.toUpperCase();
+    const Driver = loadDriver();
     try {
       this.#db = new Driver(this.#path, { timeout: busyTimeoutMs });
     } catch (e) {
@@ -346,6 +353,12 @@ export class SqliteStore {
   /** The path this store was opened with. */
   get path() {
     return this.#path;
+  }
+
+  /** The connection's synchronous setting as SQLite reports it: 'full' or 'normal'. */
+  get synchronous() {
+    const level = this.#run('reading synchronous', () => this.#db.pragma('synchronous', { simple: true }));
+    return level >= 2 ? 'full' : 'normal';
   }
 
   /** Close the connection (the file stays; other processes are unaffected). */
@@ -412,7 +425,7 @@ export class SqliteStore {
       this.#checkHeader(appId, version);
       step = 'setting WAL mode';
       this.#db.pragma('journal_mode = WAL');
-      this.#db.pragma('synchronous = FULL');
+      this.#db.pragma(`synchronous = ${this.#synchronous}`);
       if (appId !== 0) return;
       // Another process may be creating the schema right now: decide again under the write lock.
       step = 'creating the schema';

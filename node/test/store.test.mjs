@@ -86,6 +86,26 @@ test('the file has the documented pragmas and tables', () => {
   raw.close();
 });
 
+test('synchronous is full unless asked otherwise', () => {
+  const path = fresh();
+  const s = new SqliteStore(path);
+  const fast = new SqliteStore(path, { synchronous: 'normal' });
+  assert.equal(s.synchronous, 'full');
+  assert.equal(fast.synchronous, 'normal');
+  assert.deepEqual(fast.compareAndSet('k', null, '1', null, T), { written: true, version: 1 });
+  assert.deepEqual(s.get('k', T), { value: '1', version: 1 });
+  s.close();
+  fast.close();
+  const bads = [{ synchronous: 'off' }, { synchronous: 'FULL' }, { busyTimeoutMs: -1 }, { busyTimeoutMs: '5' }];
+  for (const bad of bads) {
+    assert.throws(
+      () => new SqliteStore(path, bad),
+      (e) => e instanceof StoreError && e.kind === 'invalid_argument',
+      JSON.stringify(bad),
+    );
+  }
+});
+
 test('data and versions survive reopening', () => {
   const path = fresh();
   let s = new SqliteStore(path);

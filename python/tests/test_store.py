@@ -86,6 +86,19 @@ def test_the_file_has_the_documented_pragmas_and_tables(tmp_path: Path) -> None:
     raw.close()
 
 
+def test_synchronous_is_full_unless_asked_otherwise(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as s, SqliteStore(path, synchronous="normal") as fast:
+        assert s.synchronous == "full"
+        assert fast.synchronous == "normal"
+        assert fast.compare_and_set("k", None, "1", None, T) == Written(1)
+        assert s.get("k", T) == Versioned("1", 1)
+    for bad in [{"synchronous": "off"}, {"synchronous": "FULL"}, {"busy_timeout_s": -1}, {"busy_timeout_s": "5"}]:
+        with pytest.raises(StoreError) as info:
+            SqliteStore(path, **bad)  # type: ignore[arg-type]
+        assert info.value.kind == "invalid_argument", bad
+
+
 def test_data_and_versions_survive_reopening(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with SqliteStore(path) as s:

@@ -63,7 +63,9 @@ mod sqlite;
 pub use check::{MAX_INTEGER, MAX_NAME_BYTES, MAX_VALUE_BYTES};
 pub use error::{StoreError, StoreErrorKind};
 pub use memory::MemoryStore;
-pub use sqlite::{APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION, SqliteStore};
+pub use sqlite::{
+    APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous,
+};
 
 /// A value with the version a compare-and-set must name.
 #[derive(Clone, Debug, PartialEq, Eq)]

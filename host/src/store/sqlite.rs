@@ -27,15 +27,62 @@ pub const SCHEMA_SQL: &str = include_str!("schema.sql");
 /// [`SqliteStore::purge_expired`] to remove them all).
 const PURGE_BATCH: i64 = 64;
 
-/// A [`Store`] in one SQLite file (rusqlite with its bundled SQLite).
+/// How hard a commit pushes to disk (`PRAGMA synchronous`).
+///
+/// Both survive a killed process; they differ on a power cut or OS crash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `FULL`: a committed write survives a power cut (one fsync per commit).
+    #[default]
+    Full,
+    /// `NORMAL`: a power cut may lose the last commits (never corrupts the
+    /// file); much faster writes (no fsync per commit in WAL mode).
+    Normal,
+}
+
+impl Synchronous {
+    /// The pragma value: `FULL` or `NORMAL`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How [`SqliteStore::open_with`] sets up its connection.
 ///
 /// # Default
 ///
 /// | Setting | Value | Why |
 /// |---|---|---|
-/// | `journal_mode` | `WAL` | readers never block the writer, nor the writer readers |
-/// | `synchronous` | `FULL` | a committed write survives a power cut, not only a killed process |
-/// | busy timeout | 5 s ([`SqliteStore::set_busy_timeout`]) | a writer waits this long for the lock, then [`StoreErrorKind::Unavailable`] |
+/// | [`busy_timeout`](Self::busy_timeout) | 5 s | a writer waits this long for another process's lock, then [`StoreErrorKind::Unavailable`] |
+/// | [`synchronous`](Self::synchronous) | [`Synchronous::Full`] | a committed write survives a power cut, not only a killed process |
+///
+/// `journal_mode` is always `WAL`: readers never block the writer, nor the
+/// writer readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// How long a write waits for the write lock held by another connection.
+    pub busy_timeout: Duration,
+    /// How hard a commit pushes to disk.
+    pub synchronous: Synchronous,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+/// A [`Store`] in one SQLite file (rusqlite with its bundled SQLite).
+///
+/// [`open`](Self::open) uses [`SqliteOptions::default`]: WAL, `synchronous =
+/// FULL`, a 5 s busy timeout.
 ///
 /// The file must be on a local disk (WAL needs shared memory between the
 /// processes that use it); the `-wal` and `-shm` files next to it are part of
@@ -58,9 +105,14 @@ impl SqliteStore {
     /// [`StoreErrorKind::Unavailable`] when another process holds the lock
     /// past the busy timeout.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, &SqliteOptions::default())
+    }
+
+    /// [`open`](Self::open) with other [`SqliteOptions`].
+    pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let mut conn = Connection::open(&path).map_err(|e| sql_error(&path, "opening", e))?;
-        init(&mut conn, &path)?;
+        init(&mut conn, &path, options)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             path,
@@ -72,12 +124,18 @@ impl SqliteStore {
         &self.path
     }
 
-    /// How long a write waits for another process's write lock before
-    /// failing with [`StoreErrorKind::Unavailable`] (default 5 s).
-    pub fn set_busy_timeout(&self, timeout: Duration) -> Result<(), StoreError> {
-        self.lock()
-            .busy_timeout(timeout)
-            .map_err(|e| self.error("setting the busy timeout", e))
+    /// The `synchronous` setting of the connection, as SQLite reports it
+    /// (`FULL` or `NORMAL`).
+    pub fn synchronous(&self) -> Result<Synchronous, StoreError> {
+        let level: i64 = self
+            .lock()
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .map_err(|e| self.error("reading synchronous", e))?;
+        Ok(if level >= 2 {
+            Synchronous::Full
+        } else {
+            Synchronous::Normal
+        })
     }
 
     /// Remove every entry expired at `now_ms`; returns how many were removed.
@@ -255,16 +313,16 @@ impl Store for SqliteStore {
 }
 
 /// Set the pragmas, and create the schema on a file without one.
-fn init(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+fn init(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> Result<(), StoreError> {
     let at = |what: &'static str| move |e| sql_error(path, what, e);
-    conn.busy_timeout(Duration::from_secs(5))
+    conn.busy_timeout(options.busy_timeout)
         .map_err(at("setting the busy timeout"))?;
     // Reading the header first turns a non-database file into a clear error.
     let (app_id, version) = header(conn).map_err(at("reading the header"))?;
     check_header(path, app_id, version, || has_tables(conn))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(at("setting WAL mode"))?;
-    conn.pragma_update(None, "synchronous", "FULL")
+    conn.pragma_update(None, "synchronous", options.synchronous.as_str())
         .map_err(at("setting synchronous"))?;
     if app_id != 0 {
         return Ok(());

@@ -417,8 +417,10 @@ class SqliteStore:
     """A store in one SQLite file, shared with Rust and Node processes.
 
     `SqliteStore(path)` opens the file, creating it and its schema if absent.
-    Settings: WAL journal (readers never block the writer), `synchronous=FULL`
-    (a committed write survives a power cut), and a busy timeout of
+    Settings: WAL journal (readers never block the writer); `synchronous`
+    `"full"` (default: a committed write survives a power cut) or `"normal"`
+    (a power cut may lose the last commits, never corrupts the file; much
+    faster writes; both survive a killed process); and a busy timeout of
     `busy_timeout_s` seconds (default 5) after which a write waiting for
     another process's lock raises `StoreError("unavailable")`. Every write runs
     in a `BEGIN IMMEDIATE` transaction, so compare-and-set is atomic across
@@ -430,9 +432,18 @@ class SqliteStore:
     (cannot open or create) or `unavailable` (locked past the busy timeout).
     """
 
-    def __init__(self, path: Union[str, Path], busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: Union[str, Path], busy_timeout_s: float = 5.0, synchronous: str = "full") -> None:
         self._path = str(path)
         self._lock = threading.Lock()
+        if synchronous not in ("full", "normal"):
+            raise _invalid(f'synchronous {synchronous!r} is not "full" or "normal"; pass one of them')
+        if (
+            not isinstance(busy_timeout_s, (int, float))
+            or isinstance(busy_timeout_s, bool)
+            or not 0 <= busy_timeout_s <= 86_400
+        ):
+            raise _invalid(f"busy_timeout_s {busy_timeout_s!r} is not a number of seconds from 0 to 86400; pass e.g. 5.0")
+        self._synchronous = synchronous.upper()
         try:
             self._conn = sqlite3.connect(
                 self._path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -449,6 +460,12 @@ class SqliteStore:
     def path(self) -> str:
         """The path this store was opened with."""
         return self._path
+
+    @property
+    def synchronous(self) -> str:
+        """The connection's `synchronous` setting as SQLite reports it: "full" or "normal"."""
+        level = self._read("reading synchronous", lambda: self._conn.execute("PRAGMA synchronous").fetchone()[0])
+        return "full" if level >= 2 else "normal"
 
     def close(self) -> None:
         """Close the connection (the file stays; other processes are unaffected)."""
@@ -528,7 +545,7 @@ class SqliteStore:
             self._check_header(app_id, version)
             step = "setting WAL mode"
             self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if app_id != 0:
                 return
             # Another process may be creating the schema right now: decide
