@@ -29,9 +29,25 @@ function increment(store, op) {
   return { wins };
 }
 
+/** Mean microseconds of `rounds` increments and of `rounds` gets of one key. */
+function bench(store, op) {
+  const rounds = Math.max(1, op.rounds ?? 1);
+  let start = process.hrtime.bigint();
+  for (let i = 0; i < rounds; i++) {
+    const answer = increment(store, { key: 'bench', rounds: 1 });
+    if (answer.error) return answer;
+  }
+  const casUs = Number(process.hrtime.bigint() - start) / 1e3 / rounds;
+  start = process.hrtime.bigint();
+  for (let i = 0; i < rounds; i++) store.get('bench', 0);
+  const getUs = Number(process.hrtime.bigint() - start) / 1e3 / rounds;
+  return { cas_us: casUs, get_us: getUs };
+}
+
+const handlers = { increment, bench };
 let store;
 try {
-  store = new SqliteStore(process.argv[2]);
+  store = new SqliteStore(process.argv[2], { synchronous: process.argv[3] ?? 'full' });
 } catch (e) {
   if (!(e instanceof StoreError)) throw e;
   console.log(JSON.stringify({ error: kindOf(e), message: e.message }));
@@ -40,5 +56,6 @@ try {
 console.log(JSON.stringify({ ready: true }));
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   const op = JSON.parse(line);
-  console.log(JSON.stringify(op.op === 'increment' ? increment(store, op) : apply(store, op)));
+  const handler = handlers[op.op];
+  console.log(JSON.stringify(handler ? handler(store, op) : apply(store, op)));
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict
 
@@ -34,16 +35,37 @@ def increment(store: SqliteStore, op: Dict[str, Any]) -> Any:
     return {"wins": wins}
 
 
+def bench(store: SqliteStore, op: Dict[str, Any]) -> Any:
+    """Mean microseconds of `rounds` increments and of `rounds` gets of one key."""
+    rounds = max(1, op.get("rounds", 1))
+    start = time.perf_counter()
+    for _ in range(rounds):
+        answer = increment(store, {"key": "bench", "rounds": 1})
+        if "error" in answer:
+            return answer
+    cas_us = (time.perf_counter() - start) * 1e6 / rounds
+    start = time.perf_counter()
+    for _ in range(rounds):
+        store.get("bench", 0)
+    get_us = (time.perf_counter() - start) * 1e6 / rounds
+    return {"cas_us": cas_us, "get_us": get_us}
+
+
 def main() -> int:
     try:
-        store = SqliteStore(sys.argv[1])
+        store = SqliteStore(sys.argv[1], synchronous=sys.argv[2] if len(sys.argv) > 2 else "full")
     except StoreError as e:
         print(json.dumps({"error": e.kind.replace("_", "-"), "message": e.message}), flush=True)
         return 1
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         op = json.loads(line)
-        answer = increment(store, op) if op["op"] == "increment" else apply(store, op)
+        if op["op"] == "increment":
+            answer = increment(store, op)
+        elif op["op"] == "bench":
+            answer = bench(store, op)
+        else:
+            answer = apply(store, op)
         print(json.dumps(answer, ensure_ascii=False), flush=True)
     return 0
 

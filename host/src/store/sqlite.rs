@@ -175,32 +175,28 @@ impl SqliteStore {
         if current.as_ref().map(|c| c.version) != expected {
             return Ok(Cas::Conflict { current });
         }
-        tx.execute(
+        tx.prepare_cached(
             "DELETE FROM ar_entries WHERE key IN (SELECT key FROM ar_entries \
              WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms LIMIT ?2)",
-            params![now_ms as i64, PURGE_BATCH],
-        )?;
-        tx.execute(
-            "UPDATE ar_meta SET value = value + 1 WHERE name = 'revision'",
-            [],
-        )?;
-        let version: i64 = tx.query_row(
-            "SELECT value FROM ar_meta WHERE name = 'revision'",
-            [],
-            |r| r.get(0),
-        )?;
+        )?
+        .execute(params![now_ms as i64, PURGE_BATCH])?;
+        tx.prepare_cached("UPDATE ar_meta SET value = value + 1 WHERE name = 'revision'")?
+            .execute([])?;
+        let version: i64 = tx
+            .prepare_cached("SELECT value FROM ar_meta WHERE name = 'revision'")?
+            .query_row([], |r| r.get(0))?;
         let version = stored_integer(version, 0)?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR REPLACE INTO ar_entries (key, value, version, expires_at_ms, updated_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                key,
-                value,
-                version as i64,
-                expires_at_ms.map(|at| at as i64),
-                now_ms as i64
-            ],
-        )?;
+        )?
+        .execute(params![
+            key,
+            value,
+            version as i64,
+            expires_at_ms.map(|at| at as i64),
+            now_ms as i64
+        ])?;
         tx.commit()?;
         Ok(Cas::Written { version })
     }
@@ -208,16 +204,14 @@ impl SqliteStore {
     fn append_tx(&self, stream: &str, record: &str, now_ms: u64) -> Result<u64, rusqlite::Error> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let last: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(seq), 0) FROM ar_records WHERE stream = ?1",
-            params![stream],
-            |r| r.get(0),
-        )?;
+        let last: i64 = tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM ar_records WHERE stream = ?1")?
+            .query_row(params![stream], |r| r.get(0))?;
         let seq = stored_integer(last, 1)? + 1;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO ar_records (stream, seq, record, appended_at_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![stream, seq as i64, record, now_ms as i64],
-        )?;
+        )?
+        .execute(params![stream, seq as i64, record, now_ms as i64])?;
         tx.commit()?;
         Ok(seq)
     }
@@ -281,7 +275,8 @@ impl Store for SqliteStore {
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         check::name("key", key)?;
         self.lock()
-            .execute("DELETE FROM ar_entries WHERE key = ?1", params![key])
+            .prepare_cached("DELETE FROM ar_entries WHERE key = ?1")
+            .and_then(|mut stmt| stmt.execute(params![key]))
             .map(|n| n > 0)
             .map_err(|e| self.error("deleting an entry", e))
     }
