@@ -15,6 +15,8 @@ assert envelope["code"] == "tool.http.503_unavailable"
 - `from_exception` / `from_response` / `from_rpc`: observations from what failed.
 - `observation_from`: the observation for an SDK's exception or result (OpenAI,
   Anthropic, botocore, google-api-core, google-genai, MCP, A2A), no SDK imported.
+- `MemoryStore` / `SqliteStore` (module `agent_recovery.store`): the runtime's
+  store, one SQLite schema shared with Rust and Node.
 """
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
@@ -24,6 +26,7 @@ from .limits import Limits
 from .observe import Failure, from_exception, from_response, from_rpc
 from .policy import Policy, reference_path
 from .retry import RecoveryError, retry, retry_sync
+from .store import MemoryStore, SqliteStore, StoreError
 from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "Envelope",
     "Failure",
     "Limits",
+    "MemoryStore",
     "Policy",
     "PolicyConfig",
     "PolicyError",
@@ -40,6 +44,8 @@ __all__ = [
     "PolicyInfo",
     "PolicyRuntimeError",
     "RecoveryError",
+    "SqliteStore",
+    "StoreError",
     "SwapError",
     "from_exception",
     "from_response",
