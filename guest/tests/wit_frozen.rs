@@ -40,7 +40,7 @@ fn published_0_1_0_is_unchanged() {
                 .lines()
                 .zip(b.lines())
                 .position(|(x, y)| x != y)
-                .map_or_else(|| a.lines().count().min(b.lines().count()), |i| i)
+                .unwrap_or_else(|| a.lines().count().min(b.lines().count()))
                 + 1;
             panic!(
                 "wit/{name} differs from the frozen snapshot of the published agent:recovery@0.1.0 at line {line}; \

@@ -670,10 +670,7 @@ impl Machine {
         self.s.cancelled = true;
         let e = self.event("cancelled");
         self.emit(e);
-        match self.s.phase {
-            Phase::Idle => Ok(()),
-            _ => self.begin_comp("cancelled"),
-        }
+        self.begin_comp("cancelled")
     }
 
     // ----- compensations -----
@@ -864,25 +861,35 @@ impl Machine {
 
     fn dead_letter(&mut self, compensations: Vec<Value>, outcome: &str) -> Result<(), PolicyError> {
         let now = self.s.now_ms;
-        let st = self.step()?;
         let mut record = Map::new();
         record.insert("run_id".into(), json!(self.s.run_id));
-        record.insert("step_id".into(), json!(st.spec.id));
-        record.insert("tool".into(), json!(st.spec.tool));
-        record.insert("args".into(), st.spec.args.clone());
-        record.insert("key".into(), json!(st.key));
-        record.insert("target".into(), json!(st.targets.get(st.index)));
-        record.insert("attempts".into(), json!(st.attempts));
-        record.insert("trail".into(), Value::Array(st.trail.clone()));
+        let st = self.s.step.as_ref();
+        let trail = st.map(|st| st.trail.clone()).unwrap_or_default();
+        record.insert("step_id".into(), json!(st.map(|st| &st.spec.id)));
+        record.insert("tool".into(), json!(st.map(|st| &st.spec.tool)));
+        record.insert(
+            "args".into(),
+            st.map_or(Value::Null, |st| st.spec.args.clone()),
+        );
+        record.insert("key".into(), json!(st.map(|st| &st.key)));
+        record.insert(
+            "target".into(),
+            json!(st.and_then(|st| st.targets.get(st.index))),
+        );
+        record.insert("attempts".into(), json!(st.map_or(0, |st| st.attempts)));
+        record.insert("trail".into(), Value::Array(trail.clone()));
         record.insert(
             "last_envelope".into(),
-            st.trail.last().cloned().unwrap_or(Value::Null),
+            trail.last().cloned().unwrap_or(Value::Null),
         );
         record.insert("outcome".into(), json!(outcome));
         record.insert("compensations".into(), Value::Array(compensations));
-        record.insert("started_ms".into(), json!(st.started_ms));
+        record.insert(
+            "started_ms".into(),
+            json!(st.map_or(now, |st| st.started_ms)),
+        );
         record.insert("dead_lettered_ms".into(), json!(now));
-        let env = st.trail.last().cloned();
+        let env = trail.last().cloned();
         let mut e = self.event("dead_letter");
         e.code = env
             .as_ref()
@@ -904,8 +911,13 @@ impl Machine {
         result: Option<Value>,
         envelope: Option<Value>,
     ) -> Result<(), PolicyError> {
-        let st = self.step()?;
-        let (id, key, calls) = (st.spec.id.clone(), st.key.clone(), st.calls);
+        let (id, key, calls) = self
+            .s
+            .step
+            .as_ref()
+            .map_or((String::new(), String::new(), 0), |st| {
+                (st.spec.id.clone(), st.key.clone(), st.calls)
+            });
         let ok = outcome == "ok";
         if !ok && calls > 0 {
             self.fx.push(Effect::Delete {

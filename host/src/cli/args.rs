@@ -22,7 +22,7 @@ pub struct Args {
 const GLOBAL: &[&str] = &["policy", "config"];
 
 /// Flags that take no value (`--watch`).
-const SWITCHES: &[&str] = &["watch"];
+const SWITCHES: &[&str] = &["watch", "json"];
 
 impl Args {
     /// Parses `args` (without the program name).

@@ -22,6 +22,21 @@ pub fn dispatch(args: &Args) -> anyhow::Result<()> {
         "render" => render(args),
         "check" => check(args),
         "serve" => serve::serve(args, loader()),
+        "simulate" => {
+            args.allow(&["json", "store"], 1)?;
+            let scenario = args.positionals.first().cloned().ok_or_else(|| {
+                Usage("`simulate` needs a SCENARIO file (or -); e.g. agent-recovery simulate scenario.json --json".into())
+            })?;
+            print(&crate::cli::simulate::run(
+                crate::cli::simulate::SimulateOptions {
+                    scenario,
+                    json: args.switch("json"),
+                    store: args.flag("store").map(PathBuf::from),
+                    policy: args.flag("policy").map(PathBuf::from),
+                    loader: loader(),
+                },
+            )?)
+        }
         "help" | "" => print(HELP.trim_end()),
         "version" => print(concat!("agent-recovery ", env!("CARGO_PKG_VERSION"))),
         other => Err(Usage(format!(

@@ -11,6 +11,7 @@ mod context;
 mod input;
 mod render;
 mod serve;
+mod simulate;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -97,6 +98,11 @@ commands:
                          {\"policy\":{..},\"decision\":..} or {\"error\":{\"kind\",\"message\"}};
                          --watch reloads --policy when the file changes (checked every
                          --poll-ms, default 500); swaps and refusals are logged on stderr
+  simulate SCENARIO [--json] [--store PATH]
+                         run a scripted scenario through the recovery runtime on a virtual
+                         clock and print the timeline (a table; --json: {\"outcome\",\"events\",
+                         \"dead_letters\"}); --store: a SQLite file shared by runs (breakers);
+                         --policy decides with another component (preview before a swap)
   help                   this text
   version                the version of this program
 
