@@ -38,6 +38,7 @@
 mod clock;
 mod component;
 mod run;
+pub mod scenario;
 mod step;
 
 use std::sync::Arc;
@@ -131,6 +132,11 @@ impl RuntimeBuilder {
     /// The policy that decides (any 0.1 component).
     pub fn policy(mut self, policy: Arc<Policy>) -> Self {
         self.decider = Some(policy);
+        self
+    }
+    /// Anything that decides (a [`Policy`], a [`PolicyHandle`], your own [`Decide`]).
+    pub fn decider(mut self, decider: Arc<dyn Decide + Send + Sync>) -> Self {
+        self.decider = Some(decider);
         self
     }
     /// A handle whose active policy decides; a hot swap takes effect at the next decision.
