@@ -11,15 +11,14 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_recovery::runtime::{Outcome, Runtime, Step, VirtualClock};
+//! use agent_recovery::runtime::{Clock, Outcome, Runtime, Step, VirtualClock};
 //!
 //! let clock = Arc::new(VirtualClock::new(1_767_225_600_000));
 //! let runtime = Runtime::builder().clock(clock.clone()).seed(7).build()?;
 //! let mut run = runtime.run("run-1")?;
-//! let mut calls = 0;
 //! let report = run.step(
 //!     Step::new("charge", "payments.charge", |call| {
-//!         calls += 1;
+//!         // call.key is the same on every attempt; call.target is the target or a fallback
 //!         if call.attempt == 1 {
 //!             Outcome::Failed(r#"{"source":"http","status":503}"#.into())
 //!         } else {
