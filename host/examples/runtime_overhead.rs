@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = 2_000;
 
     per_iteration("plain closure (baseline)", n, |_| {
-        let mut op = |_: &Call| Outcome::Ok(Value::Null);
+        let op = |_: &Call| Outcome::Ok(Value::Null);
         let call = Call {
             kind: "operation".into(),
             step: "s".into(),
