@@ -359,3 +359,92 @@ export interface ObserveOptions {
 export declare function fromResponse(res: Response, options?: ObserveOptions & { maxBodyChars?: number }): Promise<Observation>;
 export declare function fromError(err: unknown, options?: ObserveOptions & { timeoutMs?: number }): Observation;
 export declare function failureOf(result: unknown, options?: ObserveOptions): Promise<Observation | undefined>;
+
+// ------------------------------------------------------------------ store (src/store.js, docs/store.md)
+
+/** The kinds of StoreError (snake_case twins of Rust's StoreErrorKind). New kinds may be added. */
+export type StoreErrorKind = 'invalid_argument' | 'unavailable' | 'corrupt' | 'incompatible' | 'io';
+export declare const STORE_ERROR_KINDS: readonly StoreErrorKind[];
+/** The schema text, identical to host/src/store/schema.sql. */
+export declare const SCHEMA_SQL: string;
+/** The schema version this package reads and writes (PRAGMA user_version): 1. */
+export declare const SCHEMA_VERSION: number;
+/** PRAGMA application_id of a store file: 'ARST' (1095914324). */
+export declare const APPLICATION_ID: number;
+/** The longest key or stream name, in bytes of UTF-8: 1024. */
+export declare const MAX_NAME_BYTES: number;
+/** The longest value or record, in bytes of JSON text: 8 MiB. */
+export declare const MAX_VALUE_BYTES: number;
+/** The largest time, TTL, version or sequence number: Number.MAX_SAFE_INTEGER. */
+export declare const MAX_INTEGER: number;
+
+/** A store operation failed; the message names the input and ends with a hint. */
+export declare class StoreError extends Error {
+  constructor(kind: StoreErrorKind, message: string, options?: ErrorOptions);
+  kind: StoreErrorKind;
+}
+
+/** A value (JSON text, exactly as written) and the version of its write. */
+export interface Versioned {
+  value: string;
+  version: number;
+}
+
+/** The result of compareAndSet: written with a new version, or a conflict with the live entry. */
+export type Cas = { written: true; version: number } | { written: false; current: Versioned | null };
+
+/** The store interface, shared with Rust and Python. Times are Unix ms, passed in; integers 0..2^53-1. */
+export interface Store {
+  /** The live value at `key` (null when absent or expired at `nowMs`). */
+  get(key: string, nowMs: number): Versioned | null;
+  /** Write `value` (JSON text) iff the live version is `expected` (null = absent or expired); expires at nowMs + ttlMs (null = never). */
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;
+  /** Append a record (JSON text); returns its sequence number (from 1, per stream). */
+  append(stream: string, record: string, nowMs: number): number;
+  /** Records of `stream` with sequence > `after`, oldest first, at most `limit`: [seq, record] pairs. */
+  read(stream: string, after: number, limit: number): Array<[number, string]>;
+  /** Remove `key`; true when it existed (unspecified for an expired, unpurged entry). */
+  delete(key: string): boolean;
+  /** Live keys starting with `prefix`, sorted by UTF-8 bytes. */
+  keys(prefix: string, nowMs: number): string[];
+  /** Remove every entry expired at `nowMs`; returns how many were removed. */
+  purgeExpired(nowMs: number): number;
+}
+
+/** A store in process memory: the same semantics as SqliteStore, nothing persists. */
+export declare class MemoryStore implements Store {
+  constructor();
+  get(key: string, nowMs: number): Versioned | null;
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;
+  append(stream: string, record: string, nowMs: number): number;
+  read(stream: string, after: number, limit: number): Array<[number, string]>;
+  delete(key: string): boolean;
+  keys(prefix: string, nowMs: number): string[];
+  purgeExpired(nowMs: number): number;
+}
+
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's write lock before StoreError 'unavailable' (default 5000). */
+  busyTimeoutMs?: number;
+  /** 'full' (default): a commit survives a power cut. 'normal': a power cut may lose the last commits; much faster writes. */
+  synchronous?: 'full' | 'normal';
+}
+
+/**
+ * A store in one SQLite file, shared with Rust and Python processes (WAL; synchronous FULL by default).
+ * Needs the optional dependency better-sqlite3, loaded on first construction.
+ */
+export declare class SqliteStore implements Store {
+  constructor(path: string, options?: SqliteStoreOptions);
+  readonly path: string;
+  /** The connection's synchronous setting as SQLite reports it. */
+  readonly synchronous: 'full' | 'normal';
+  close(): void;
+  get(key: string, nowMs: number): Versioned | null;
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;
+  append(stream: string, record: string, nowMs: number): number;
+  read(stream: string, after: number, limit: number): Array<[number, string]>;
+  delete(key: string): boolean;
+  keys(prefix: string, nowMs: number): string[];
+  purgeExpired(nowMs: number): number;
+}

@@ -19,10 +19,26 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance
+cargo build --release --quiet -p agent-recovery --example conformance --example store_worker
 
 step "node: install, build and test"
-(cd node && npm ci --no-audit --no-fund --loglevel=error && npm test)
+# better-sqlite3 (the optional dependency behind SqliteStore) compiles SQLite with
+# node-gyp when it cannot download a prebuilt binary (no network beyond the npm
+# registry): it needs make and a C++ compiler, and the Node headers, taken from
+# the local Node install so that node-gyp downloads nothing.
+if ! command -v make >/dev/null || ! command -v g++ >/dev/null; then
+  apt-get update && apt-get install -y build-essential
+fi
+if [ -z "${npm_config_nodedir:-}" ]; then
+  NODE_PREFIX=$(dirname "$(dirname "$(command -v node)")")
+  if [ -f "$NODE_PREFIX/include/node/node_api.h" ]; then export npm_config_nodedir="$NODE_PREFIX"; fi
+fi
+(cd node && npm ci --no-audit --no-fund --loglevel=error)
+(cd node && node -e "require('better-sqlite3')") || {
+  echo "better-sqlite3 did not install (npm skips a failed optional dependency); run 'cd node && npm ci --foreground-scripts' to see why"
+  exit 1
+}
+(cd node && npm test)
 
 step "python: install and test"
 python3 -m venv .venv

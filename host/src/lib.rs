@@ -72,7 +72,7 @@ pub use identity::PolicyId;
 pub use limits::Limits;
 pub use output::{check_decision_json, check_envelope_json};
 pub use policy::{Loader, Policy, WORLD};
-pub use store::{Cas, MemoryStore, Store, StoreError, StoreErrorKind, Versioned};
+pub use store::{Cas, MemoryStore, SqliteStore, Store, StoreError, StoreErrorKind, Versioned};
 pub use swap_error::{SwapError, SwapStage};
 pub use swap_options::SwapOptions;
 pub use verify::Verified;

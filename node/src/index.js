@@ -10,3 +10,15 @@ export { retry, sleep } from './retry.js';
 export { fromResponse, fromError, failureOf } from './observe.js';
 export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS } from './errors.js';
 export { GRANTED_IMPORTS, CONTRACT } from './component.js';
+export {
+  MemoryStore,
+  SqliteStore,
+  StoreError,
+  STORE_ERROR_KINDS,
+  SCHEMA_SQL,
+  SCHEMA_VERSION,
+  APPLICATION_ID,
+  MAX_NAME_BYTES,
+  MAX_VALUE_BYTES,
+  MAX_INTEGER,
+} from './store.js';

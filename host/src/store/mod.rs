@@ -58,10 +58,14 @@
 mod check;
 mod error;
 mod memory;
+mod sqlite;
 
 pub use check::{MAX_INTEGER, MAX_NAME_BYTES, MAX_VALUE_BYTES};
 pub use error::{StoreError, StoreErrorKind};
 pub use memory::MemoryStore;
+pub use sqlite::{
+    APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous,
+};
 
 /// A value with the version a compare-and-set must name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +95,7 @@ pub enum Cas {
 ///
 /// Every method checks its arguments first (see the [module docs](self#limits))
 /// and returns a [`StoreError`] instead of panicking. Implementations:
-/// [`MemoryStore`] and `SqliteStore`.
+/// [`MemoryStore`] and [`SqliteStore`].
 pub trait Store: Send + Sync {
     /// The live value at `key` (None when absent or expired at `now_ms`).
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError>;

@@ -13,6 +13,8 @@ assert envelope["code"] == "tool.http.503_unavailable"
 - `PolicyHandle`: the active policy, hot-swappable after validation.
 - `retry` / `retry_sync`: run an operation and let the policy decide each retry.
 - `from_exception` / `from_response` / `from_rpc`: observations from what failed.
+- `MemoryStore` / `SqliteStore` (module `agent_recovery.store`): the runtime's
+  store, one SQLite schema shared with Rust and Node.
 """
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
@@ -21,6 +23,7 @@ from .limits import Limits
 from .observe import Failure, from_exception, from_response, from_rpc
 from .policy import Policy, reference_path
 from .retry import RecoveryError, retry, retry_sync
+from .store import MemoryStore, SqliteStore, StoreError
 from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "Envelope",
     "Failure",
     "Limits",
+    "MemoryStore",
     "Policy",
     "PolicyConfig",
     "PolicyError",
@@ -37,6 +41,8 @@ __all__ = [
     "PolicyInfo",
     "PolicyRuntimeError",
     "RecoveryError",
+    "SqliteStore",
+    "StoreError",
     "SwapError",
     "from_exception",
     "from_response",

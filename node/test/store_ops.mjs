@@ -1,0 +1,45 @@
+// One store operation in the JSON form of tests/store/operations.json. Shared
+// by store.test.mjs (the vectors) and store_worker.mjs (the worker the
+// cross-process tests drive); the Rust and Python suites have the same function.
+
+import assert from 'node:assert/strict';
+import { StoreError } from '../src/store.js';
+
+const versioned = (v) => (v === null ? null : { value: v.value, version: v.version });
+
+function outcome(run, ok) {
+  let result;
+  try {
+    result = run();
+  } catch (e) {
+    if (!(e instanceof StoreError)) throw e;
+    assert.ok(e.message.includes(';'), `error message without a hint: ${e.message}`);
+    // Node kinds are snake_case; the vectors write Rust's names.
+    return { error: e.kind.replaceAll('_', '-') };
+  }
+  return ok(result);
+}
+
+const casJson = (cas) =>
+  cas.written ? { written: { version: cas.version } } : { conflict: { current: versioned(cas.current) } };
+
+export function apply(store, op) {
+  switch (op.op) {
+    case 'get':
+      return outcome(() => store.get(op.key, op.now_ms), versioned);
+    case 'cas':
+      return outcome(() => store.compareAndSet(op.key, op.expected, op.value, op.ttl_ms, op.now_ms), casJson);
+    case 'append':
+      return outcome(() => store.append(op.stream, op.record, op.now_ms), (n) => n);
+    case 'read':
+      return outcome(() => store.read(op.stream, op.after, op.limit), (records) => records);
+    case 'delete':
+      return outcome(() => store.delete(op.key), (b) => b);
+    case 'keys':
+      return outcome(() => store.keys(op.prefix, op.now_ms), (k) => k);
+    case 'purge_expired':
+      return outcome(() => store.purgeExpired(op.now_ms), (n) => n);
+    default:
+      throw new Error(`unknown op ${JSON.stringify(op.op)}`);
+  }
+}
