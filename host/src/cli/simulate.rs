@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agent_recovery::Loader;
 use agent_recovery::runtime::RuntimeError;
 use agent_recovery::runtime::scenario::{self, ScenarioError};
-use agent_recovery::store::{MemoryStore, Store};
+use agent_recovery::store::{MemoryStore, SqliteStore, Store};
 use anyhow::Context as _;
 use serde_json::Value;
 
@@ -87,11 +87,9 @@ fn read_scenario(path: &str) -> anyhow::Result<String> {
 }
 
 fn open_store(path: &std::path::Path) -> anyhow::Result<Arc<dyn Store>> {
-    Err(Usage(format!(
-        "--store {}: the SQLite store is not in this build yet; run without --store (memory)",
-        path.display()
-    ))
-    .into())
+    let store =
+        SqliteStore::open(path).map_err(|e| Usage(format!("--store {}: {e}", path.display())))?;
+    Ok(Arc::new(store))
 }
 
 /// The timeline as a table, one event per line.
