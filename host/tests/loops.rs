@@ -247,3 +247,99 @@ fn step_reports_carry_what_the_caller_needs() {
     assert!(rendered["error"]["hint"].is_string());
     assert!(report.run_finished);
 }
+
+/// A store whose reads never see idempotency entries: the race where another
+/// worker claims the key between this worker's read and its claim.
+struct BlindReads(MemoryStore);
+
+impl Store for BlindReads {
+    fn get(
+        &self,
+        key: &str,
+        now_ms: u64,
+    ) -> Result<Option<agent_recovery::store::Versioned>, agent_recovery::store::StoreError> {
+        if key.starts_with("agent-recovery/idem/") {
+            return Ok(None);
+        }
+        self.0.get(key, now_ms)
+    }
+    fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: &str,
+        ttl_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<agent_recovery::store::Cas, agent_recovery::store::StoreError> {
+        self.0.compare_and_set(key, expected, value, ttl_ms, now_ms)
+    }
+    fn append(
+        &self,
+        stream: &str,
+        record: &str,
+        now_ms: u64,
+    ) -> Result<u64, agent_recovery::store::StoreError> {
+        self.0.append(stream, record, now_ms)
+    }
+    fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, agent_recovery::store::StoreError> {
+        self.0.read(stream, after, limit)
+    }
+    fn delete(&self, key: &str) -> Result<bool, agent_recovery::store::StoreError> {
+        self.0.delete(key)
+    }
+    fn keys(
+        &self,
+        prefix: &str,
+        now_ms: u64,
+    ) -> Result<Vec<String>, agent_recovery::store::StoreError> {
+        self.0.keys(prefix, now_ms)
+    }
+}
+
+/// The in-flight mark is a create-if-absent (compare-and-set with no version):
+/// a worker that loses the race does not call, and sees the winner's outcome.
+#[test]
+fn a_concurrent_duplicate_loses_the_claim_and_does_not_call() {
+    let key = Policy::reference()
+        .unwrap()
+        .key("r1", "s1", "t", "null")
+        .unwrap();
+    let marker = format!("agent-recovery/idem/{key}");
+    for (existing, outcome) in [
+        (r#"{"status":"in_flight","since_ms":0}"#, "in_flight"),
+        (
+            r#"{"status":"done","result":{"n":1},"target":"t","at_ms":0}"#,
+            "ok",
+        ),
+    ] {
+        let inner = MemoryStore::new();
+        inner
+            .compare_and_set(&marker, None, existing, None, 0)
+            .unwrap();
+        let rt = Runtime::builder()
+            .store(Arc::new(BlindReads(inner)))
+            .clock(Arc::new(VirtualClock::new(1_000)))
+            .seed(7)
+            .build()
+            .unwrap();
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let mut run = rt.run("r1").unwrap();
+        let report = run
+            .step(Step::new("s1", "t", |_: &Call| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Outcome::Ok(Value::Null)
+            }))
+            .unwrap();
+        assert_eq!(report.outcome, outcome);
+        if outcome == "ok" {
+            assert_eq!(report.result, Some(json!({"n": 1})));
+        }
+        drop(run);
+        assert_eq!(calls.into_inner(), 0, "{existing}");
+    }
+}

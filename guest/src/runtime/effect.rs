@@ -66,6 +66,16 @@ pub enum Effect {
         /// Expiry, ms from now; null: never.
         ttl_ms: Option<u64>,
     },
+    /// Create `key` only if it is absent (compare-and-set with no version):
+    /// the idempotency key's in-flight mark; answer `claimed`.
+    Claim {
+        /// Key.
+        key: String,
+        /// Value.
+        value: Value,
+        /// Expiry, ms from now.
+        ttl_ms: Option<u64>,
+    },
     /// Delete a key.
     Delete {
         /// Key.

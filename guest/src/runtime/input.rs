@@ -91,6 +91,13 @@ pub enum Input {
     Step(StepSpec),
     /// Store values asked for by `read` (null: absent).
     Read(serde_json::Map<String, Value>),
+    /// The answer to `claim`: whether the key was created, else what is there.
+    Claimed {
+        /// Created.
+        ok: bool,
+        /// The value found instead (null: none).
+        current: Value,
+    },
     /// A call ended.
     Attempt(CallResult),
     /// The active policy's decision (object or JSON text).
@@ -184,6 +191,12 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 ));
             }
         },
+        "claimed" => Input::Claimed {
+            ok: take("ok")
+                .and_then(|b| b.as_bool())
+                .ok_or_else(|| bad("input `claimed` needs a boolean `ok`"))?,
+            current: take("current").unwrap_or(Value::Null),
+        },
         "attempt" => Input::Attempt(CallResult::from_json(
             take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?,
         )?),
@@ -203,7 +216,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "cancel" => Input::Cancel,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, read, attempt, decision, slept, restored or cancel"
+                "unknown input {other:?}; use run, step, read, claimed, attempt, decision, slept, restored or cancel"
             )));
         }
     };

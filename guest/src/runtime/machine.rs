@@ -136,6 +136,10 @@ impl Machine {
                 self.phase_is(Phase::Reading, "read")?;
                 self.read(values)
             }
+            Input::Claimed { ok, current } => {
+                self.phase_is(Phase::Claiming, "claimed")?;
+                self.claimed(ok, &current)
+            }
             Input::Attempt(result) => {
                 self.phase_is(Phase::Calling, "attempt")?;
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
@@ -232,6 +236,7 @@ impl Machine {
             index: 0,
             attempts: 0,
             calls: 0,
+            claimed: false,
             started_ms: self.s.now_ms,
             trail: Vec::new(),
             breakers: BTreeMap::new(),
@@ -255,31 +260,8 @@ impl Machine {
             .get(&format!("{IDEM_PREFIX}{key}"))
             .cloned()
             .unwrap_or(Value::Null);
-        match entry.get("status").and_then(Value::as_str) {
-            Some("done") => {
-                let mut e = self.event("cached");
-                e.key = Some(key);
-                e.target = entry
-                    .get("target")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                self.emit(e);
-                let result = entry.get("result").cloned().unwrap_or(Value::Null);
-                let target = entry
-                    .get("target")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                self.record_done(target)?;
-                return self.finish("ok", Some(result), None);
-            }
-            Some("in_flight") => {
-                let mut e = self.event("in_flight");
-                e.key = Some(key);
-                self.emit(e);
-                return self.finish("in_flight", None, None);
-            }
-            _ => {}
+        if self.cache_entry(&entry)? {
+            return Ok(());
         }
         let attempts = values
             .get(&format!("{ATTEMPTS_PREFIX}{key}"))
@@ -304,7 +286,64 @@ impl Machine {
         let st = self.step_mut()?;
         st.attempts = attempts;
         st.breakers = breakers;
-        self.next_call()
+        let key = format!("{IDEM_PREFIX}{}", st.key);
+        let now = self.s.now_ms;
+        self.s.phase = Phase::Claiming;
+        self.fx.push(Effect::Claim {
+            key,
+            value: json!({"status": "in_flight", "since_ms": now}),
+            ttl_ms: Some(self.s.config.idempotency_ttl_ms),
+        });
+        Ok(())
+    }
+
+    /// A recorded outcome (`done`) or another caller's mark (`in_flight`) ends
+    /// the step without a call; returns true when it did.
+    fn cache_entry(&mut self, entry: &Value) -> Result<bool, PolicyError> {
+        let key = self.step()?.key.clone();
+        match entry.get("status").and_then(Value::as_str) {
+            Some("done") => {
+                let mut e = self.event("cached");
+                e.key = Some(key);
+                e.target = entry
+                    .get("target")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                self.emit(e);
+                let result = entry.get("result").cloned().unwrap_or(Value::Null);
+                let target = entry
+                    .get("target")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                self.record_done(target)?;
+                self.finish("ok", Some(result), None)?;
+                Ok(true)
+            }
+            Some("in_flight") => {
+                let mut e = self.event("in_flight");
+                e.key = Some(key);
+                self.emit(e);
+                self.finish("in_flight", None, None)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn claimed(&mut self, ok: bool, current: &Value) -> Result<(), PolicyError> {
+        if ok {
+            self.step_mut()?.claimed = true;
+            return self.next_call();
+        }
+        // Someone else created the key between our read and our claim.
+        if self.cache_entry(current)? {
+            return Ok(());
+        }
+        let mut e = self.event("in_flight");
+        e.key = Some(self.step()?.key.clone());
+        self.emit(e);
+        self.finish("in_flight", None, None)
     }
 
     /// Choose the target and call it, or short-circuit, or stop.
@@ -394,19 +433,12 @@ impl Machine {
         st.calls = st.calls.saturating_add(1);
         let target = st.targets.get(st.index).cloned().unwrap_or_default();
         st.calling = Some(target.clone());
-        let (attempt, calls, index, id) = (st.attempts, st.calls, st.index, st.spec.id.clone());
+        let (attempt, index, id) = (st.attempts, st.index, st.spec.id.clone());
         self.fx.push(Effect::Write {
             key: format!("{ATTEMPTS_PREFIX}{key}"),
             value: json!({"count": attempt}),
             ttl_ms: Some(ttl),
         });
-        if calls == 1 {
-            self.fx.push(Effect::Write {
-                key: format!("{IDEM_PREFIX}{key}"),
-                value: json!({"status": "in_flight", "since_ms": now}),
-                ttl_ms: Some(ttl),
-            });
-        }
         self.s.phase = Phase::Calling;
         self.fx.push(Effect::Call {
             call: if index == 0 { "operation" } else { "fallback" },
@@ -911,15 +943,15 @@ impl Machine {
         result: Option<Value>,
         envelope: Option<Value>,
     ) -> Result<(), PolicyError> {
-        let (id, key, calls) = self
+        let (id, key, claimed) = self
             .s
             .step
             .as_ref()
-            .map_or((String::new(), String::new(), 0), |st| {
-                (st.spec.id.clone(), st.key.clone(), st.calls)
+            .map_or((String::new(), String::new(), false), |st| {
+                (st.spec.id.clone(), st.key.clone(), st.claimed)
             });
         let ok = outcome == "ok";
-        if !ok && calls > 0 {
+        if !ok && claimed {
             self.fx.push(Effect::Delete {
                 key: format!("{IDEM_PREFIX}{key}"),
             });

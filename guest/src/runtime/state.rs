@@ -18,6 +18,8 @@ pub enum Phase {
     Idle,
     /// Waiting for `read`.
     Reading,
+    /// Waiting for `claimed`.
+    Claiming,
     /// Waiting for `attempt` (the operation, a fallback or a compensation).
     Calling,
     /// Waiting for `decision`.
@@ -91,6 +93,9 @@ pub struct StepState {
     pub attempts: u32,
     /// Calls made in this run of the step.
     pub calls: u32,
+    /// This run of the step holds the key's in-flight mark.
+    #[serde(default)]
+    pub claimed: bool,
     /// When the step started.
     pub started_ms: u64,
     /// Every failure's envelope, oldest first.

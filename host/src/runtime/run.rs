@@ -271,6 +271,25 @@ impl<'r, 'a> Run<'r, 'a> {
                 let value = fx.value.ok_or_else(|| bad_effect("write without value"))?;
                 put(store, key, value.get(), fx.ttl_ms, rt.clock.now_ms())?;
             }
+            "claim" => {
+                let key = fx
+                    .key
+                    .as_deref()
+                    .ok_or_else(|| bad_effect("claim without key"))?;
+                let value = fx.value.ok_or_else(|| bad_effect("claim without value"))?;
+                let now = rt.clock.now_ms();
+                *next = Some(
+                    match store.compare_and_set(key, None, value.get(), fx.ttl_ms, now)? {
+                        Cas::Written { .. } => {
+                            format!(r#"{{"input":"claimed","now_ms":{now},"ok":true}}"#)
+                        }
+                        Cas::Conflict { current } => format!(
+                            r#"{{"input":"claimed","now_ms":{now},"ok":false,"current":{}}}"#,
+                            current.map_or_else(|| "null".to_owned(), |v| v.value)
+                        ),
+                    },
+                );
+            }
             "delete" => {
                 let key = fx
                     .key
