@@ -343,3 +343,41 @@ fn a_concurrent_duplicate_loses_the_claim_and_does_not_call() {
         assert_eq!(calls.into_inner(), 0, "{existing}");
     }
 }
+
+/// A call slower than `attempt_timeout_ms` (on the runtime's clock) is a
+/// `timeout` observation the policy decides on: here a retry, same key.
+#[test]
+fn a_slow_attempt_becomes_a_timeout_observation() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let rt = Runtime::builder()
+        .clock(clock.clone())
+        .seed(7)
+        .attempt_timeout_ms(1_000)
+        .on_event(move |e| sink.lock().unwrap().push(e.to_owned()))
+        .build()
+        .unwrap();
+    let mut run = rt.run("r-slow").unwrap();
+    let report = run
+        .step(
+            Step::new("s", "search", |call: &Call| {
+                assert_eq!(call.timeout_ms, Some(1_000));
+                if call.attempt == 1 {
+                    clock.advance(1_500); // the call took 1.5 s
+                }
+                Outcome::Ok(json!("late"))
+            })
+            .call("tool"),
+        )
+        .unwrap();
+    assert_eq!(report.outcome, "ok");
+    let events = events.lock().unwrap();
+    let decision: Value = events
+        .iter()
+        .map(|e| serde_json::from_str::<Value>(e).unwrap())
+        .find(|e| e["event"] == "decision")
+        .expect("a decision on the timeout");
+    assert_eq!(decision["code"], "tool.timeout.total");
+    assert_eq!(decision["action"], "retry");
+}

@@ -35,6 +35,10 @@ pub struct RunConfig {
     pub idempotency_ttl_ms: u64,
     /// Per-attempt timeout handed to the host with each call; none by default.
     pub attempt_timeout_ms: Option<u64>,
+    /// Run deadline, ms after the run started; none by default. No call starts
+    /// and no retry sleep ends after it: the step ends as a `timeout` (phase
+    /// `total`) that exhausts it, and calls get at most the time left.
+    pub deadline_ms: Option<u64>,
     /// The policy configuration passed as `context.config` to every decision
     /// (`{"tool":{..},"llm":{..},"agent":{..},"retry_budget_ms":..}`); none by default.
     pub policy: Option<Value>,
@@ -47,6 +51,7 @@ impl Default for RunConfig {
             breaker: BreakerConfig::default(),
             idempotency_ttl_ms: 86_400_000,
             attempt_timeout_ms: None,
+            deadline_ms: None,
             policy: None,
         }
     }

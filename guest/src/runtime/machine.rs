@@ -351,6 +351,9 @@ impl Machine {
         if self.s.cancelled {
             return self.begin_comp("cancelled");
         }
+        if self.deadline_left() == Some(0) {
+            return self.deadline_exceeded();
+        }
         let now = self.s.now_ms;
         let cfg = self.s.config.clone();
         let st = self.step()?;
@@ -446,7 +449,7 @@ impl Machine {
             target,
             key,
             attempt,
-            timeout_ms: cfg.attempt_timeout_ms,
+            timeout_ms: self.call_timeout(),
         });
         Ok(())
     }
@@ -616,6 +619,9 @@ impl Machine {
         match d.action.as_str() {
             "retry" => {
                 let delay = d.delay_ms.unwrap_or(0);
+                if self.deadline_left().is_some_and(|left| delay >= left) {
+                    return self.deadline_exceeded();
+                }
                 self.s.retry_spent_ms = self.s.retry_spent_ms.saturating_add(delay);
                 self.sleep(delay, true)
             }
@@ -668,6 +674,38 @@ impl Machine {
         self.s.phase = Phase::Sleeping;
         self.fx.push(Effect::Sleep { ms, cancellable });
         Ok(())
+    }
+
+    /// Ms left before the run's deadline (none without one).
+    fn deadline_left(&self) -> Option<u64> {
+        let deadline = self.s.config.deadline_ms?;
+        let end = self.s.started_ms.saturating_add(deadline);
+        Some(end.saturating_sub(self.s.now_ms))
+    }
+
+    /// The timeout of the next call: the attempt timeout, capped by the deadline.
+    fn call_timeout(&self) -> Option<u64> {
+        match (self.s.config.attempt_timeout_ms, self.deadline_left()) {
+            (Some(a), Some(d)) => Some(a.min(d)),
+            (a, d) => a.or(d),
+        }
+    }
+
+    /// The run's deadline passed (or a retry would wait past it): the step
+    /// ends as a total timeout, exhausted (compensate or dead-letter).
+    fn deadline_exceeded(&mut self) -> Result<(), PolicyError> {
+        let mut obs = json!({
+            "source": "timeout",
+            "phase": "total",
+            "after_ms": self.s.now_ms.saturating_sub(self.s.started_ms),
+        });
+        if let (Some(call), Some(o)) = (self.step()?.spec.call.clone(), obs.as_object_mut()) {
+            o.insert("call".into(), json!(call));
+        }
+        let obs = crate::observation::Observation::from_json(obs)?;
+        let env = crate::api::classify(&obs)?;
+        let env = serde_json::to_value(env).map_err(|e| internal(e.to_string()))?;
+        self.exhausted(env)
     }
 
     /// Out of attempts before a call: compensate when side effects are pending, else dead-letter.

@@ -111,6 +111,7 @@ impl Runtime {
 /// | [`breaker`](Self::breaker) | 3 consecutive transient failures open a target for 30 000 ms |
 /// | [`idempotency_ttl_ms`](Self::idempotency_ttl_ms) | 86 400 000 (24 h) |
 /// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |
+/// | [`deadline_ms`](Self::deadline_ms) | none |
 /// | [`policy_config`](Self::policy_config) | none: the policy's defaults (run retry budget 60 000 ms) |
 /// | [`limits`](Self::limits) | [`Limits::default()`] for the loop component |
 /// | [`loader`](Self::loader) | [`Loader::default()`] (no compile cache) |
@@ -180,6 +181,13 @@ impl RuntimeBuilder {
     /// (measured on the clock; the operation itself is not interrupted).
     pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {
         self.config.insert("attempt_timeout_ms".into(), json!(ms));
+        self
+    }
+    /// The run's deadline, ms after it starts: no call starts and no retry
+    /// sleep ends after it (the step ends as a total timeout, exhausted), and
+    /// each call gets at most the time left as its timeout.
+    pub fn deadline_ms(mut self, ms: u64) -> Self {
+        self.config.insert("deadline_ms".into(), json!(ms));
         self
     }
     /// The policy configuration passed to every decision (`context.config`:
