@@ -381,3 +381,9 @@ fn a_slow_attempt_becomes_a_timeout_observation() {
     assert_eq!(decision["code"], "tool.timeout.total");
     assert_eq!(decision["action"], "retry");
 }
+
+#[test]
+fn a_runtime_is_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Runtime>();
+}
