@@ -169,6 +169,34 @@ fn synchronous_is_full_unless_asked_otherwise() {
 }
 
 #[test]
+fn a_truncated_store_reads_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    {
+        let s = SqliteStore::open(&path).unwrap();
+        let value = format!("\"{}\"", "x".repeat(200));
+        for i in 0..300 {
+            written(
+                s.compare_and_set(&format!("k{i}"), None, &value, None, T)
+                    .unwrap(),
+            );
+        }
+    } // closing the last connection checkpoints the WAL into the file
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 3 * 4096, "the store is only {len} bytes");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(3 * 4096)
+        .unwrap();
+    // SQLite notices the missing pages when it reads the schema: at open.
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Corrupt, "{err}");
+    assert!(err.message().contains("malformed"), "{err}");
+}
+
+#[test]
 fn an_empty_file_becomes_a_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.db");

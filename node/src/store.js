@@ -223,11 +223,11 @@ export class MemoryStore {
 
   compareAndSet(key, expected, value, ttlMs, nowMs) {
     const expiresAtMs = checkCas(key, expected, value, ttlMs, nowMs);
-    this.#purge(nowMs);
     const current = this.#live(key, nowMs);
     if ((current ? current.version : null) !== (expected ?? null)) {
       return { written: false, current };
     }
+    this.#purge(nowMs); // like SqliteStore: a write (not a conflict) purges on its way
     if (this.#revision >= MAX_INTEGER) {
       throw new StoreError(
         'unavailable',

@@ -3,7 +3,8 @@
 // that are not stores, and JavaScript-only bad input (wrong types, unsafe integers).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -270,6 +271,41 @@ for (const backend of ['memory', 'sqlite']) {
     if (backend === 'sqlite') store.close();
   });
 }
+
+test('without better-sqlite3, MemoryStore works and SqliteStore says how to install it', () => {
+  // store.js copied where no node_modules can be found: the driver is missing.
+  const alone = join(dir, 'no-driver');
+  mkdirSync(alone);
+  copyFileSync(new URL('../src/store.js', import.meta.url), join(alone, 'store.js'));
+  const script = `
+    import { MemoryStore, SqliteStore, StoreError } from ${JSON.stringify(join(alone, 'store.js'))};
+    const m = new MemoryStore();
+    const out = { memory: m.compareAndSet('k', null, '1', null, 0) };
+    try { new SqliteStore(${JSON.stringify(join(alone, 's.db'))}); out.sqlite = 'opened'; }
+    catch (e) { out.sqlite = { isStoreError: e instanceof StoreError, kind: e.kind, message: e.message }; }
+    console.log(JSON.stringify(out));`;
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: alone, encoding: 'utf8' }));
+  assert.deepEqual(out.memory, { written: true, version: 1 });
+  assert.equal(out.sqlite.isStoreError, true);
+  assert.equal(out.sqlite.kind, 'io');
+  assert.match(out.sqlite.message, /better-sqlite3/);
+  assert.match(out.sqlite.message, /; install it with `npm install better-sqlite3`/);
+});
+
+test('loading the package does not load better-sqlite3', () => {
+  const script = `
+    import { createRequire } from 'node:module';
+    await import(${JSON.stringify(join(REPO, 'node', 'src', 'index.js'))});
+    const require = createRequire(${JSON.stringify(join(REPO, 'node', 'src', 'store.js'))});
+    const path = require.resolve('better-sqlite3');
+    const dir = path.slice(0, path.lastIndexOf('better-sqlite3') + 'better-sqlite3'.length);
+    const loaded = () => Object.keys(require.cache).some((k) => k.startsWith(dir));
+    const before = loaded();
+    require('better-sqlite3'); // the control: loading it is seen
+    console.log(JSON.stringify([before, loaded()]));`;
+  const loaded = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }).trim();
+  assert.equal(loaded, '[false,true]');
+});
 
 test('a closed store throws io', () => {
   const s = new SqliteStore(fresh());

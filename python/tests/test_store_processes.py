@@ -68,8 +68,12 @@ class Worker:
         )
         self.lines: "queue.Queue[str]" = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
+
+    def ready(self) -> "Worker":
+        """Wait until the worker opened the store."""
         ready = self.answer()
-        assert ready == {"ready": True}, f"{language} worker did not start: {ready}"
+        assert ready == {"ready": True}, f"{self.language} worker did not start: {ready}"
+        return self
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -104,7 +108,10 @@ class Worker:
 
 
 def workers(languages: Tuple[str, ...], path: Path) -> List[Worker]:
-    return [Worker(lang, path) for lang in languages]
+    """Start one worker per language at once (so they race to create the file's
+    schema when it is new), then wait until every one has opened the store."""
+    started = [Worker(lang, path) for lang in languages]
+    return [w.ready() for w in started]
 
 
 def test_every_vector_case_dealt_across_three_languages_on_one_file(tmp_path: Path) -> None:
@@ -128,23 +135,23 @@ def test_every_vector_case_dealt_across_three_languages_on_one_file(tmp_path: Pa
 
 def test_a_file_goes_from_rust_to_python_to_node_and_back(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
-    rust = Worker("rust", path)
+    rust = Worker("rust", path).ready()
     assert rust.call({"op": "cas", "key": "k", "expected": None, "value": '{"by":"rust"}', "ttl_ms": None, "now_ms": 1}) == {"written": {"version": 1}}
     assert rust.call({"op": "append", "stream": "trail", "record": '"rust"', "now_ms": 1}) == 1
     rust.close()
-    py = Worker("python", path)
+    py = Worker("python", path).ready()
     assert py.call({"op": "get", "key": "k", "now_ms": 2}) == {"value": '{"by":"rust"}', "version": 1}
     assert py.call({"op": "cas", "key": "k", "expected": 1, "value": '{"by":"python"}', "ttl_ms": 100, "now_ms": 2}) == {"written": {"version": 2}}
     assert py.call({"op": "append", "stream": "trail", "record": '"python"', "now_ms": 2}) == 2
     py.close()
-    node = Worker("node", path)
+    node = Worker("node", path).ready()
     assert node.call({"op": "get", "key": "k", "now_ms": 101}) == {"value": '{"by":"python"}', "version": 2}
     assert node.call({"op": "get", "key": "k", "now_ms": 102}) is None  # expired at 2 + 100
     assert node.call({"op": "cas", "key": "k", "expected": 2, "value": '{"by":"node"}', "ttl_ms": None, "now_ms": 102}) == {"conflict": {"current": None}}
     assert node.call({"op": "cas", "key": "k", "expected": None, "value": '{"by":"node"}', "ttl_ms": None, "now_ms": 102}) == {"written": {"version": 3}}
     assert node.call({"op": "append", "stream": "trail", "record": '"node"', "now_ms": 3}) == 3
     node.close()
-    rust = Worker("rust", path)
+    rust = Worker("rust", path).ready()
     assert rust.call({"op": "get", "key": "k", "now_ms": 10**12}) == {"value": '{"by":"node"}', "version": 3}
     assert rust.call({"op": "read", "stream": "trail", "after": 0, "limit": 10}) == [[1, '"rust"'], [2, '"python"'], [3, '"node"']]
     rust.close()
@@ -167,13 +174,27 @@ def test_each_language_creates_the_same_file(tmp_path: Path) -> None:
     shapes = {}
     for lang in LANGUAGES:
         path = tmp_path / f"{lang}.db"
-        w = Worker(lang, path)
+        w = Worker(lang, path).ready()
         assert w.call({"op": "append", "stream": "s", "record": "1", "now_ms": 0}) == 1
         w.close()
         shapes[lang] = file_shape(path)
     assert shapes["rust"]["journal_mode"] == ("wal",)
     assert shapes["rust"]["application_id"] == (0x41525354,)
     assert shapes["rust"] == shapes["python"] == shapes["node"]
+
+
+def test_six_processes_opening_a_new_file_at_once_create_its_schema_once(tmp_path: Path) -> None:
+    for attempt in range(3):
+        path = tmp_path / f"new-{attempt}.db"
+        ws = workers(LANGUAGES * 2, path)
+        for w in ws:
+            w.close()
+        assert file_shape(path)["objects"] == file_shape_of_rust(tmp_path / f"reference-{attempt}.db")
+
+
+def file_shape_of_rust(path: Path) -> Any:
+    Worker("rust", path).ready().close()
+    return file_shape(path)["objects"]
 
 
 def test_concurrent_cas_from_six_processes_has_one_winner_per_version(tmp_path: Path) -> None:

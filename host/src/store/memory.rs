@@ -106,11 +106,12 @@ impl Store for MemoryStore {
     ) -> Result<Cas, StoreError> {
         let expires_at_ms = check::cas(key, expected, value, ttl_ms, now_ms)?;
         let mut inner = self.lock();
-        inner.purge(now_ms);
         let current = inner.live(key, now_ms);
         if current.as_ref().map(|c| c.version) != expected {
             return Ok(Cas::Conflict { current });
         }
+        // Like the SQLite store: a write (not a conflict) purges on its way.
+        inner.purge(now_ms);
         if inner.revision >= check::MAX_INTEGER {
             return Err(StoreError::new(
                 StoreErrorKind::Unavailable,

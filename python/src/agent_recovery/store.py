@@ -331,10 +331,10 @@ class MemoryStore:
     ) -> Cas:
         expires_at_ms = _check_cas(key, expected, value, ttl_ms, now_ms)
         with self._lock:
-            self._purge(now_ms)
             current = self._live(key, now_ms)
             if (current.version if current else None) != expected:
                 return Conflict(current)
+            self._purge(now_ms)  # like SqliteStore: a write (not a conflict) purges on its way
             if self._revision >= MAX_INTEGER:
                 raise StoreError(
                     "unavailable",
