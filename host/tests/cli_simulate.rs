@@ -142,3 +142,39 @@ fn bad_scenarios_are_usage_errors() {
     let err = fails(&run(&["simulate", "/nonexistent/s.json"], b""), 2);
     assert!(err.contains("cannot read scenario"), "{err}");
 }
+
+/// `--policy` previews another policy under the same loop: payments-policy
+/// (a 0.1 component) allows 3 tool attempts where the reference allows 5.
+#[test]
+fn policy_previews_a_0_1_component_under_the_loop() {
+    let path = scratch(
+        "simulate-policy.json",
+        br#"{"run_id": "p", "seed": 7, "now_ms": 1767225600000, "config": {"breaker": {"failure_threshold": 10, "open_ms": 30000}},
+            "steps": [{"id": "refund", "tool": "payments.refund", "call": "tool", "target": "psp",
+            "outcomes": [{"source":"http","status":503},{"source":"http","status":503},{"source":"http","status":503},
+                         {"source":"http","status":503},{"source":"http","status":503}]}]}"#,
+    );
+    let count = |out: &str| {
+        let v: Value = serde_json::from_str(out).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == "attempt")
+            .count()
+    };
+    let reference = ok(&run(&["simulate", path_str(&path), "--json"], b""));
+    assert_eq!(count(&reference), 5);
+    let wasm = common::handle::payments_wasm();
+    let payments = ok(&run(
+        &[
+            "simulate",
+            path_str(&path),
+            "--json",
+            "--policy",
+            path_str(&wasm),
+        ],
+        b"",
+    ));
+    assert_eq!(count(&payments), 3);
+}
