@@ -15,6 +15,22 @@
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty, $path:literal) => {
+        $crate::__export_policy_impl!(
+            $policy,
+            { world: "recovery-policy", path: $path },
+            recovery,
+        );
+    };
+}
+
+/// The body of [`export_policy!`]: `$gen` is the `wit_bindgen::generate!`
+/// input, `$pkg` the module wit-bindgen names the 0.1 package (`recovery`, or
+/// `recovery0_1_0` when 0.2 is in the same resolve), and `$extra` more items for
+/// the generated module (the reference adds its `runtime@0.2.0` export there).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_policy_impl {
+    ($policy:ty, $gen:tt, $pkg:ident, $($extra:tt)*) => {
         #[doc(hidden)]
         type __AgentRecoveryExportedPolicy = $policy;
 
@@ -31,12 +47,9 @@ macro_rules! export_policy {
         use $crate::sdk::RecoveryPolicy as _;
         type P = super::__AgentRecoveryExportedPolicy;
 
-        ::wit_bindgen::generate!({
-            world: "recovery-policy",
-            path: $path,
-        });
+        ::wit_bindgen::generate!($gen);
 
-use exports::agent::recovery::{
+use exports::agent::$pkg::{
     backoff, classify, decide, idempotency, meta, observation as wo, registry, render, types as t,
 };
 
@@ -364,6 +377,7 @@ impl meta::Guest for Adapter {
     }
 }
 
+        $($extra)*
         }
     };
 }

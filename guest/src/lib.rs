@@ -49,6 +49,7 @@ pub mod normalize;
 pub mod observation;
 pub mod registry;
 pub mod render;
+pub mod runtime;
 pub mod sdk;
 
 #[cfg(all(target_arch = "wasm32", feature = "export"))]

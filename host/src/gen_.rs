@@ -7,3 +7,13 @@ wasmtime::component::bindgen!({
     path: "../wit",
     additional_derives: [PartialEq],
 });
+
+/// Bindings for the `agent:recovery/runtime@0.2.0` export (the recovery loop),
+/// which the reference component exports next to the 0.1 contract.
+pub(crate) mod runtime {
+    wasmtime::component::bindgen!({
+        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; }",
+        path: ["../wit", "../wit/runtime"],
+        world: "agent-recovery:host/runtime-host",
+    });
+}

@@ -54,6 +54,7 @@ mod output;
 mod policy;
 mod pool;
 pub mod retry;
+pub mod runtime;
 mod sandbox;
 pub mod store;
 mod swap_error;

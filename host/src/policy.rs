@@ -112,15 +112,21 @@ impl Loader {
     /// Loads the embedded reference policy. It is compiled once per process;
     /// later loads only link it.
     pub fn reference(self) -> Result<Policy> {
+        let component = self.reference_component()?;
+        self.link(&component, REFERENCE)
+    }
+
+    /// The compiled reference component (compiled once per process); the
+    /// recovery runtime instantiates its `runtime@0.2.0` export from it.
+    pub(crate) fn reference_component(&self) -> Result<Component> {
         static COMPILED: OnceLock<Component> = OnceLock::new();
-        let component = match COMPILED.get() {
+        Ok(match COMPILED.get() {
             Some(component) => component.clone(),
             None => {
                 let component = self.compile(REFERENCE)?;
                 COMPILED.get_or_init(|| component).clone()
             }
-        };
-        self.link(&component, REFERENCE)
+        })
     }
 
     /// Loads a component from a `.wasm` file.
@@ -257,7 +263,7 @@ pub(crate) fn hex(digest: &[u8; 32]) -> String {
 }
 
 /// The process-wide engine: Cranelift, component model, fuel metering on.
-fn engine() -> Result<&'static Engine> {
+pub(crate) fn engine() -> Result<&'static Engine> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {

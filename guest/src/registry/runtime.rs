@@ -60,4 +60,16 @@ pub(super) const DEFS: &[CodeDef] = &[
         "A policy-class failure while the caller reported no fallback path.",
         "Escalate to a human with the envelope."
     ),
+    code_def!(
+        "circuit.open",
+        RUNTIME,
+        Transient,
+        Error,
+        Dependency,
+        true,
+        "The target's circuit breaker is open; the call was not made.",
+        "The target failed with consecutive transient failures up to the breaker's threshold, and its open period has not ended (seed 000: 3 failures, 30 s).",
+        "Take a fallback target, or wait retry_after_ms (the time until the breaker lets one probe through) and try again.",
+        related = ["budget.retry_exhausted"]
+    ),
 ];

@@ -106,6 +106,9 @@ pub enum Command {
     Check(Check),
     /// Decide for each JSON line on stdin; one JSON line out per line in.
     Serve(Serve),
+    /// Run a scripted scenario through the recovery runtime on a virtual clock
+    /// and print the timeline (a table on a terminal, JSON otherwise or with --json).
+    Simulate(Simulate),
     /// Print the version of this program.
     Version,
 }
@@ -293,6 +296,18 @@ pub struct Serve {
         allow_negative_numbers = true
     )]
     pub poll_ms: u64,
+}
+
+/// `simulate`.
+#[derive(Debug, Args)]
+pub struct Simulate {
+    /// The scenario file (JSON, docs/runtime.md); - reads stdin.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// Run against this SQLite store file instead of memory, so runs share
+    /// breakers, attempt counts, the idempotency cache and dead letters.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<String>,
 }
 
 /// `serve --on-failure`.

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::cli::args::{self, Cli, Command, Global};
 use crate::cli::style::Output;
-use crate::cli::{Usage, context, human, input, render, serve};
+use crate::cli::{Usage, context, human, input, render, serve, simulate};
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -29,6 +29,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Render(a) => render(g, a),
         Command::Check(a) => check(a),
         Command::Serve(a) => serve::serve(g, a, loader()),
+        Command::Simulate(a) => print(&simulate::run(simulate::SimulateOptions {
+            scenario: a.scenario,
+            json: !Output::new(g).human,
+            store: a.store.map(PathBuf::from),
+            policy: g.policy.as_ref().map(PathBuf::from),
+            loader: loader(),
+        })?),
         Command::Version => print(args::VERSION),
     }
 }

@@ -12,6 +12,7 @@ mod human;
 mod input;
 mod render;
 mod serve;
+mod simulate;
 mod style;
 
 use std::fmt;

@@ -1,0 +1,149 @@
+//! What the loop asks the host to do, and the events of the timeline.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Store key prefix of a target's breaker.
+pub const BREAKER_PREFIX: &str = "agent-recovery/breaker/";
+/// Store key prefix of an input's attempt count.
+pub const ATTEMPTS_PREFIX: &str = "agent-recovery/attempts/";
+/// Store key prefix of an idempotency cache entry.
+pub const IDEM_PREFIX: &str = "agent-recovery/idem/";
+/// The dead-letter stream.
+pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
+
+/// One event of the timeline (`emit`). `step` and `target` are always present.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Event {
+    /// Virtual time since the run started, ms.
+    pub t_ms: u64,
+    /// `attempt`, `ok`, `decision`, `sleep`, `breaker`, `short_circuit`,
+    /// `fallback`, `restore`, `cached`, `in_flight`, `compensate`,
+    /// `dead_letter`, `cancelled`, `outcome`.
+    pub event: &'static str,
+    /// Step id.
+    pub step: Option<String>,
+    /// Target.
+    pub target: Option<String>,
+    /// Call number of the key (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// `operation`, `fallback` or `compensation` (on `attempt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<&'static str>,
+    /// Idempotency key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The decision's action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Envelope code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Breaker state, or a step's / run's outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// What the host must do. Only the last effect of a batch waits for an answer.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    /// Read these store keys; answer `read`.
+    Read {
+        /// Keys.
+        keys: Vec<String>,
+    },
+    /// Write (put) a value.
+    Write {
+        /// Key.
+        key: String,
+        /// Value.
+        value: Value,
+        /// Expiry, ms from now; null: never.
+        ttl_ms: Option<u64>,
+    },
+    /// Create `key` only if it is absent (compare-and-set with no version):
+    /// the idempotency key's in-flight mark; answer `claimed`.
+    Claim {
+        /// Key.
+        key: String,
+        /// Value.
+        value: Value,
+        /// Expiry, ms from now.
+        ttl_ms: Option<u64>,
+    },
+    /// Delete a key.
+    Delete {
+        /// Key.
+        key: String,
+    },
+    /// Call the operation, a fallback target or a compensation; answer `attempt`.
+    Call {
+        /// `operation`, `fallback` or `compensation`.
+        call: &'static str,
+        /// Step id.
+        step: String,
+        /// Target.
+        target: String,
+        /// Idempotency key to pass to the callee.
+        key: String,
+        /// Call number of this key (from 1).
+        attempt: u32,
+        /// Give up after this long (a `timeout` observation); null: no limit.
+        timeout_ms: Option<u64>,
+    },
+    /// Ask the active policy: `decide-json(observation, context)`; answer `decision`.
+    Decide {
+        /// Observation, JSON text.
+        observation: String,
+        /// Context, JSON text.
+        context: String,
+    },
+    /// Sleep; answer `slept`.
+    Sleep {
+        /// How long.
+        ms: u64,
+        /// False between compensation attempts: compensations always run, so
+        /// the host must not answer `cancel` instead.
+        cancellable: bool,
+    },
+    /// Run the step's checkpoint hook; answer `restored`.
+    Restore {
+        /// Step id.
+        step: String,
+    },
+    /// Report a timeline event.
+    Emit {
+        /// The event.
+        event: Event,
+    },
+    /// Append a record to a stream (the dead-letter record).
+    Append {
+        /// Stream.
+        stream: &'static str,
+        /// Record.
+        record: Value,
+    },
+    /// The step is over; the next input is `step` (unless the run finished).
+    Finish {
+        /// Step id.
+        step: String,
+        /// `ok`, `failed`, `escalated`, `replan`, `awaiting_input`,
+        /// `dead_lettered`, `cancelled`, `in_flight`.
+        outcome: String,
+        /// The run is over (no more steps).
+        run_finished: bool,
+        /// For `ok`: the operation's value (or the cached one).
+        result: Option<Value>,
+        /// The last failure's envelope, if any.
+        envelope: Option<Value>,
+        /// For `replan`: the envelope rendered `model-tool-result`.
+        rendered: Option<Value>,
+        /// For `awaiting_input`: what to resume with (the step's key).
+        token: Option<String>,
+    },
+}

@@ -1,0 +1,1048 @@
+//! The transitions: one input in, the new state and the effects out.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::breaker::{Breaker, Gate};
+use super::effect::{
+    ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
+};
+use super::input::{CallResult, Input, StepSpec};
+use super::state::{CompCurrent, CompState, DoneStep, Phase, State, StepState};
+use crate::error::{ErrorKind, PolicyError};
+
+fn bad(msg: impl Into<String>) -> PolicyError {
+    PolicyError::new(ErrorKind::InvalidArgument, msg)
+}
+
+fn internal(msg: impl Into<String>) -> PolicyError {
+    PolicyError::new(ErrorKind::Internal, msg)
+}
+
+/// Feed one input to the loop.
+pub fn advance(
+    state: Option<State>,
+    input: Input,
+    now: u64,
+) -> Result<(State, Vec<Effect>), PolicyError> {
+    let mut m = match (state, input) {
+        (
+            None,
+            Input::Run {
+                run_id,
+                seed,
+                config,
+            },
+        ) => {
+            let s = State {
+                v: 1,
+                run_id,
+                seed,
+                started_ms: now,
+                now_ms: now,
+                config,
+                retry_spent_ms: 0,
+                done: Vec::new(),
+                phase: Phase::Idle,
+                step: None,
+                comp: None,
+                cancelled: false,
+                outcome: None,
+            };
+            return Ok((s, Vec::new()));
+        }
+        (Some(_), Input::Run { .. }) => {
+            return Err(bad(
+                "input `run` with a state: the run already started; pass an empty state to start a new run",
+            ));
+        }
+        (None, _) => {
+            return Err(bad(
+                "no state: the first input of a run must be `run`; pass the state returned by the previous call",
+            ));
+        }
+        (Some(s), input) => {
+            let mut m = Machine { s, fx: Vec::new() };
+            m.s.now_ms = now.max(m.s.now_ms);
+            m.input(input)?;
+            m
+        }
+    };
+    Ok((m.s, std::mem::take(&mut m.fx)))
+}
+
+struct Machine {
+    s: State,
+    fx: Vec<Effect>,
+}
+
+/// What a decision says, as the loop needs it.
+struct Decided {
+    action: String,
+    delay_ms: Option<u64>,
+    envelope: Value,
+}
+
+impl Decided {
+    fn parse(d: &Value) -> Result<Self, PolicyError> {
+        let action = d
+            .get("action")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                bad("the decision has no string `action`; pass decide-json's output unchanged")
+            })?
+            .to_owned();
+        Ok(Decided {
+            action,
+            delay_ms: d.get("delay_ms").and_then(Value::as_u64),
+            envelope: d.get("envelope").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    fn code(&self) -> Option<String> {
+        self.envelope
+            .get("code")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+}
+
+impl Machine {
+    fn phase_is(&self, want: Phase, input: &str) -> Result<(), PolicyError> {
+        if self.s.phase == want {
+            return Ok(());
+        }
+        let phase = serde_json::to_string(&self.s.phase).unwrap_or_default();
+        Err(bad(format!(
+            "input `{input}` while the loop waits in phase {phase}; answer the last effect of the previous call"
+        )))
+    }
+
+    fn input(&mut self, input: Input) -> Result<(), PolicyError> {
+        if self.s.phase == Phase::Finished {
+            return Err(bad(format!(
+                "the run is over (outcome {:?}); start a new run for more steps",
+                self.s.outcome.as_deref().unwrap_or("")
+            )));
+        }
+        match input {
+            Input::Run { .. } => Err(bad("the run already started")),
+            Input::Step(spec) => {
+                self.phase_is(Phase::Idle, "step")?;
+                self.start_step(spec)
+            }
+            Input::Read(values) => {
+                self.phase_is(Phase::Reading, "read")?;
+                self.read(values)
+            }
+            Input::Claimed { ok, current } => {
+                self.phase_is(Phase::Claiming, "claimed")?;
+                self.claimed(ok, &current)
+            }
+            Input::Attempt(result) => {
+                self.phase_is(Phase::Calling, "attempt")?;
+                if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+                    self.comp_attempt(result)
+                } else {
+                    self.attempt(result)
+                }
+            }
+            Input::Decision(d) => {
+                self.phase_is(Phase::Deciding, "decision")?;
+                let d = Decided::parse(&d)?;
+                if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+                    self.comp_decision(d)
+                } else {
+                    self.decision(d)
+                }
+            }
+            Input::Slept => {
+                self.phase_is(Phase::Sleeping, "slept")?;
+                if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+                    self.comp_call()
+                } else {
+                    self.next_call()
+                }
+            }
+            Input::Restored(ok) => {
+                self.phase_is(Phase::Restoring, "restored")?;
+                if ok {
+                    self.next_call()
+                } else {
+                    let env = envelope_for(
+                        "runtime.state.checkpoint_missing",
+                        "the checkpoint hook could not restore the step",
+                        None,
+                    )?;
+                    self.finish("escalated", None, Some(env))
+                }
+            }
+            Input::Cancel => self.cancel(),
+        }
+    }
+
+    // ----- events -----
+
+    fn event(&self, name: &'static str) -> Event {
+        let step = self.s.step.as_ref();
+        Event {
+            t_ms: self.s.now_ms.saturating_sub(self.s.started_ms),
+            event: name,
+            step: step.map(|s| s.spec.id.clone()),
+            target: step.and_then(|s| s.targets.get(s.index).cloned()),
+            ..Event::default()
+        }
+    }
+
+    fn emit(&mut self, e: Event) {
+        self.fx.push(Effect::Emit { event: e });
+    }
+
+    fn step(&self) -> Result<&StepState, PolicyError> {
+        self.s
+            .step
+            .as_ref()
+            .ok_or_else(|| internal("no step in progress; please report this"))
+    }
+
+    fn step_mut(&mut self) -> Result<&mut StepState, PolicyError> {
+        self.s
+            .step
+            .as_mut()
+            .ok_or_else(|| internal("no step in progress; please report this"))
+    }
+
+    // ----- a step -----
+
+    fn start_step(&mut self, spec: StepSpec) -> Result<(), PolicyError> {
+        let key =
+            crate::idempotency::key(&self.s.run_id, &spec.id, &spec.tool, &spec.args.to_string())?;
+        let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];
+        targets.extend(spec.fallbacks.iter().cloned());
+        let mut keys: Vec<String> = Vec::new();
+        for t in &targets {
+            let k = format!("{BREAKER_PREFIX}{t}");
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys.push(format!("{ATTEMPTS_PREFIX}{key}"));
+        keys.push(format!("{IDEM_PREFIX}{key}"));
+        self.s.step = Some(StepState {
+            spec,
+            key,
+            targets,
+            index: 0,
+            attempts: 0,
+            calls: 0,
+            claimed: false,
+            started_ms: self.s.now_ms,
+            trail: Vec::new(),
+            breakers: BTreeMap::new(),
+            probe: false,
+            short_circuit: false,
+            calling: None,
+        });
+        if self.s.cancelled {
+            return self.begin_comp("cancelled");
+        }
+        self.s.phase = Phase::Reading;
+        self.fx.push(Effect::Read { keys });
+        Ok(())
+    }
+
+    fn read(&mut self, values: Map<String, Value>) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let key = st.key.clone();
+        let targets = st.targets.clone();
+        let entry = values
+            .get(&format!("{IDEM_PREFIX}{key}"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if self.cache_entry(&entry)? {
+            return Ok(());
+        }
+        let attempts = values
+            .get(&format!("{ATTEMPTS_PREFIX}{key}"))
+            .and_then(|v| v.get("count"))
+            .and_then(Value::as_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        let mut breakers = BTreeMap::new();
+        for t in targets {
+            let stored = values
+                .get(&format!("{BREAKER_PREFIX}{t}"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let b: Breaker = if stored.is_null() {
+                Breaker::default()
+            } else {
+                serde_json::from_value(stored).map_err(|e| {
+                    bad(format!("the stored breaker of target {t:?} is not a breaker ({e}); delete the key {BREAKER_PREFIX}{t}"))
+                })?
+            };
+            breakers.insert(t, b);
+        }
+        let st = self.step_mut()?;
+        st.attempts = attempts;
+        st.breakers = breakers;
+        let key = format!("{IDEM_PREFIX}{}", st.key);
+        let now = self.s.now_ms;
+        self.s.phase = Phase::Claiming;
+        self.fx.push(Effect::Claim {
+            key,
+            value: json!({"status": "in_flight", "since_ms": now}),
+            ttl_ms: Some(self.s.config.idempotency_ttl_ms),
+        });
+        Ok(())
+    }
+
+    /// A recorded outcome (`done`) or another caller's mark (`in_flight`) ends
+    /// the step without a call; returns true when it did.
+    fn cache_entry(&mut self, entry: &Value) -> Result<bool, PolicyError> {
+        let key = self.step()?.key.clone();
+        match entry.get("status").and_then(Value::as_str) {
+            Some("done") => {
+                let mut e = self.event("cached");
+                e.key = Some(key);
+                e.target = entry
+                    .get("target")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                self.emit(e);
+                let result = entry.get("result").cloned().unwrap_or(Value::Null);
+                let target = entry
+                    .get("target")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                self.record_done(target)?;
+                self.finish("ok", Some(result), None)?;
+                Ok(true)
+            }
+            Some("in_flight") => {
+                let mut e = self.event("in_flight");
+                e.key = Some(key);
+                self.emit(e);
+                self.finish("in_flight", None, None)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn claimed(&mut self, ok: bool, current: &Value) -> Result<(), PolicyError> {
+        if ok {
+            self.step_mut()?.claimed = true;
+            return self.next_call();
+        }
+        // Someone else created the key between our read and our claim.
+        if self.cache_entry(current)? {
+            return Ok(());
+        }
+        let mut e = self.event("in_flight");
+        e.key = Some(self.step()?.key.clone());
+        self.emit(e);
+        self.finish("in_flight", None, None)
+    }
+
+    /// Choose the target and call it, or short-circuit, or stop.
+    fn next_call(&mut self) -> Result<(), PolicyError> {
+        if self.s.cancelled {
+            return self.begin_comp("cancelled");
+        }
+        if self.deadline_left() == Some(0) {
+            return self.deadline_exceeded();
+        }
+        let now = self.s.now_ms;
+        let cfg = self.s.config.clone();
+        let st = self.step()?;
+        if st.attempts >= cfg.attempt_budget {
+            let env = envelope_for(
+                "runtime.budget.attempts_exhausted",
+                &format!("the input used its {} attempts", cfg.attempt_budget),
+                None,
+            )?;
+            return self.exhausted(env);
+        }
+        let start = st.index;
+        let mut chosen: Option<(usize, bool)> = None;
+        let mut wait: Option<u64> = None;
+        for i in start..st.targets.len() {
+            let st = self.step()?;
+            let Some(target) = st.targets.get(i).cloned() else {
+                break;
+            };
+            let breaker = st.breakers.get(&target).cloned().unwrap_or_default();
+            if i != self.step()?.index {
+                self.step_mut()?.index = i;
+                let e = self.event("fallback");
+                self.emit(e);
+            }
+            match breaker.gate(&cfg.breaker, now) {
+                Gate::Pass => {
+                    chosen = Some((i, false));
+                    break;
+                }
+                Gate::Probe => {
+                    chosen = Some((i, true));
+                    break;
+                }
+                Gate::Blocked(ms) => {
+                    let mut e = self.event("short_circuit");
+                    e.code = Some("runtime.circuit.open".into());
+                    e.delay_ms = Some(ms);
+                    e.state = Some("open".into());
+                    self.emit(e);
+                    wait = Some(wait.map_or(ms, |w| w.min(ms)));
+                }
+            }
+        }
+        let Some((_, probe)) = chosen else {
+            // Every remaining target is open: the policy decides on the short-circuit.
+            self.step_mut()?.index = start;
+            let wait = wait.unwrap_or(0);
+            let st = self.step()?;
+            let target = st.targets.get(start).cloned().unwrap_or_default();
+            let obs = json!({"error": {
+                "code": "runtime.circuit.open",
+                "message": format!("circuit open for target {target}; the call was not made"),
+                "retryable": true,
+                "retry_after_ms": wait,
+            }});
+            self.step_mut()?.short_circuit = true;
+            return self.decide(obs);
+        };
+        let key = self.step()?.key.clone();
+        let ttl = cfg.idempotency_ttl_ms;
+        if probe {
+            let st = self.step_mut()?;
+            let target = st.targets.get(st.index).cloned().unwrap_or_default();
+            let b = st.breakers.entry(target.clone()).or_default();
+            b.probe(now);
+            let value = serde_json::to_value(&*b).map_err(|e| internal(e.to_string()))?;
+            self.fx.push(Effect::Write {
+                key: format!("{BREAKER_PREFIX}{target}"),
+                value,
+                ttl_ms: None,
+            });
+            let mut e = self.event("breaker");
+            e.state = Some("half_open".into());
+            self.emit(e);
+        }
+        let st = self.step_mut()?;
+        st.probe = probe;
+        st.attempts = st.attempts.saturating_add(1);
+        st.calls = st.calls.saturating_add(1);
+        let target = st.targets.get(st.index).cloned().unwrap_or_default();
+        st.calling = Some(target.clone());
+        let (attempt, index, id) = (st.attempts, st.index, st.spec.id.clone());
+        self.fx.push(Effect::Write {
+            key: format!("{ATTEMPTS_PREFIX}{key}"),
+            value: json!({"count": attempt}),
+            ttl_ms: Some(ttl),
+        });
+        self.s.phase = Phase::Calling;
+        self.fx.push(Effect::Call {
+            call: if index == 0 { "operation" } else { "fallback" },
+            step: id,
+            target,
+            key,
+            attempt,
+            timeout_ms: self.call_timeout(),
+        });
+        Ok(())
+    }
+
+    fn attempt_event(&mut self, call: &'static str) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let mut e = self.event("attempt");
+        e.attempt = Some(st.attempts);
+        e.call = Some(call);
+        e.key = Some(st.key.clone());
+        self.emit(e);
+        Ok(())
+    }
+
+    fn attempt(&mut self, result: CallResult) -> Result<(), PolicyError> {
+        let call = if self.step()?.index == 0 {
+            "operation"
+        } else {
+            "fallback"
+        };
+        self.attempt_event(call)?;
+        match result {
+            CallResult::Ok(v) => self.success(v),
+            CallResult::Failed(obs) => self.decide(obs),
+            CallResult::Response(o) => match super::outcome::check(&o)? {
+                None => self.success(o),
+                Some(_) => self.decide(o),
+            },
+        }
+    }
+
+    fn success(&mut self, value: Value) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let mut e = self.event("ok");
+        e.attempt = Some(st.attempts);
+        self.emit(e);
+        self.breaker_answered()?;
+        let st = self.step()?;
+        let target = st.targets.get(st.index).cloned().unwrap_or_default();
+        let now = self.s.now_ms;
+        self.fx.push(Effect::Write {
+            key: format!("{IDEM_PREFIX}{}", st.key),
+            value: json!({"status": "done", "result": value, "target": target, "at_ms": now}),
+            ttl_ms: Some(self.s.config.idempotency_ttl_ms),
+        });
+        self.record_done(target)?;
+        self.finish("ok", Some(value), None)
+    }
+
+    fn record_done(&mut self, target: String) -> Result<(), PolicyError> {
+        let spec = self.step()?.spec.clone();
+        if spec.side_effect && spec.compensation {
+            self.s.done.push(DoneStep {
+                id: spec.id,
+                tool: spec.tool,
+                call: spec.call,
+                args: spec.args,
+                target,
+            });
+        }
+        Ok(())
+    }
+
+    /// The target answered (success or a non-transient failure): its breaker closes.
+    fn breaker_answered(&mut self) -> Result<(), PolicyError> {
+        let st = self.step_mut()?;
+        let Some(target) = st.calling.clone() else {
+            return Ok(());
+        };
+        let b = st.breakers.entry(target.clone()).or_default();
+        let had_failures = b.failures > 0;
+        let changed = b.success();
+        if changed || had_failures {
+            self.fx.push(Effect::Write {
+                key: format!("{BREAKER_PREFIX}{target}"),
+                value: serde_json::to_value(Breaker::default())
+                    .map_err(|e| internal(e.to_string()))?,
+                ttl_ms: None,
+            });
+        }
+        if changed {
+            let mut e = self.event("breaker");
+            e.target = Some(target);
+            e.state = Some("closed".into());
+            self.emit(e);
+        }
+        Ok(())
+    }
+
+    fn breaker_failed(&mut self) -> Result<(), PolicyError> {
+        let now = self.s.now_ms;
+        let cfg = self.s.config.breaker.clone();
+        let st = self.step_mut()?;
+        let Some(target) = st.calling.clone() else {
+            return Ok(());
+        };
+        let b = st.breakers.entry(target.clone()).or_default();
+        let opened = b.failure(&cfg, now);
+        let value = serde_json::to_value(&*b).map_err(|e| internal(e.to_string()))?;
+        self.fx.push(Effect::Write {
+            key: format!("{BREAKER_PREFIX}{target}"),
+            value,
+            ttl_ms: None,
+        });
+        if opened {
+            let mut e = self.event("breaker");
+            e.target = Some(target);
+            e.state = Some("open".into());
+            self.emit(e);
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, observation: Value) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let mut ctx = Map::new();
+        if let Some(c) = &st.spec.call {
+            ctx.insert("call".into(), json!(c));
+        }
+        ctx.insert("attempt".into(), json!(st.attempts.max(1)));
+        ctx.insert("elapsed_ms".into(), json!(self.s.retry_spent_ms));
+        if let Some(seed) = self.s.seed {
+            ctx.insert("seed".into(), json!(seed));
+        }
+        ctx.insert("now_ms".into(), json!(self.s.now_ms));
+        if let Some(i) = st.spec.idempotent {
+            ctx.insert("idempotent".into(), json!(i));
+        }
+        ctx.insert("checkpoint_available".into(), json!(st.spec.checkpoint));
+        ctx.insert(
+            "fallback_available".into(),
+            json!(st.index + 1 < st.targets.len()),
+        );
+        ctx.insert("compensations_pending".into(), json!(self.s.done.len()));
+        if let Some(p) = &self.s.config.policy {
+            ctx.insert("config".into(), p.clone());
+        }
+        self.s.phase = Phase::Deciding;
+        self.fx.push(Effect::Decide {
+            observation: observation.to_string(),
+            context: Value::Object(ctx).to_string(),
+        });
+        Ok(())
+    }
+
+    fn decision(&mut self, d: Decided) -> Result<(), PolicyError> {
+        let st = self.step_mut()?;
+        st.trail.push(d.envelope.clone());
+        let short = std::mem::take(&mut st.short_circuit);
+        let attempts = st.attempts;
+        let mut e = self.event("decision");
+        e.attempt = Some(attempts);
+        e.action = Some(d.action.clone());
+        e.code = d.code();
+        e.delay_ms = d.delay_ms;
+        self.emit(e);
+        if !short {
+            let transient = d.envelope.get("class").and_then(Value::as_str) == Some("transient");
+            if transient {
+                self.breaker_failed()?
+            } else {
+                self.breaker_answered()?
+            }
+        }
+        self.step_mut()?.calling = None;
+        let env = Some(d.envelope.clone());
+        match d.action.as_str() {
+            "retry" => {
+                let delay = d.delay_ms.unwrap_or(0);
+                if self.deadline_left().is_some_and(|left| delay >= left) {
+                    return self.deadline_exceeded();
+                }
+                self.s.retry_spent_ms = self.s.retry_spent_ms.saturating_add(delay);
+                self.sleep(delay, true)
+            }
+            "fallback" => {
+                let st = self.step_mut()?;
+                if st.index + 1 >= st.targets.len() {
+                    return self.finish("escalated", None, env);
+                }
+                st.index += 1;
+                let e = self.event("fallback");
+                self.emit(e);
+                self.next_call()
+            }
+            "restore" => {
+                let e = self.event("restore");
+                self.emit(e);
+                let step = self.step()?.spec.id.clone();
+                self.s.phase = Phase::Restoring;
+                self.fx.push(Effect::Restore { step });
+                Ok(())
+            }
+            "replan" => self.finish("replan", None, env),
+            "fail" => self.finish("failed", None, env),
+            "escalate" => self.finish("escalated", None, env),
+            "await_input" => self.finish("awaiting_input", None, env),
+            "dead_letter" => self.dead_letter(Vec::new(), "dead_lettered"),
+            "compensate" => self.begin_comp("dead_lettered"),
+            other => Err(bad(format!(
+                "the decision's action {other:?} is unknown to this runtime; the policy must answer a 0.1 action"
+            ))),
+        }
+    }
+
+    fn sleep(&mut self, ms: u64, cancellable: bool) -> Result<(), PolicyError> {
+        let in_comp = !cancellable;
+        if ms == 0 {
+            return if in_comp {
+                self.comp_call()
+            } else {
+                self.next_call()
+            };
+        }
+        let mut e = self.event("sleep");
+        e.delay_ms = Some(ms);
+        if let Some(c) = self.s.comp.as_ref().and_then(|c| c.current.as_ref()) {
+            e.step = Some(c.step.id.clone());
+            e.target = Some(c.step.target.clone());
+        }
+        self.emit(e);
+        self.s.phase = Phase::Sleeping;
+        self.fx.push(Effect::Sleep { ms, cancellable });
+        Ok(())
+    }
+
+    /// Ms left before the run's deadline (none without one).
+    fn deadline_left(&self) -> Option<u64> {
+        let deadline = self.s.config.deadline_ms?;
+        let end = self.s.started_ms.saturating_add(deadline);
+        Some(end.saturating_sub(self.s.now_ms))
+    }
+
+    /// The timeout of the next call: the attempt timeout, capped by the deadline.
+    fn call_timeout(&self) -> Option<u64> {
+        match (self.s.config.attempt_timeout_ms, self.deadline_left()) {
+            (Some(a), Some(d)) => Some(a.min(d)),
+            (a, d) => a.or(d),
+        }
+    }
+
+    /// The run's deadline passed (or a retry would wait past it): the step
+    /// ends as a total timeout, exhausted (compensate or dead-letter).
+    fn deadline_exceeded(&mut self) -> Result<(), PolicyError> {
+        let mut obs = json!({
+            "source": "timeout",
+            "phase": "total",
+            "after_ms": self.s.now_ms.saturating_sub(self.s.started_ms),
+        });
+        if let (Some(call), Some(o)) = (self.step()?.spec.call.clone(), obs.as_object_mut()) {
+            o.insert("call".into(), json!(call));
+        }
+        let obs = crate::observation::Observation::from_json(obs)?;
+        let env = crate::api::classify(&obs)?;
+        let env = serde_json::to_value(env).map_err(|e| internal(e.to_string()))?;
+        self.exhausted(env)
+    }
+
+    /// Out of attempts before a call: compensate when side effects are pending, else dead-letter.
+    fn exhausted(&mut self, envelope: Value) -> Result<(), PolicyError> {
+        let action = if self.s.done.is_empty() {
+            "dead_letter"
+        } else {
+            "compensate"
+        };
+        let mut e = self.event("decision");
+        e.action = Some(action.into());
+        e.code = envelope
+            .get("code")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        e.attempt = Some(self.step()?.attempts);
+        self.emit(e);
+        self.step_mut()?.trail.push(envelope);
+        if self.s.done.is_empty() {
+            self.dead_letter(Vec::new(), "dead_lettered")
+        } else {
+            self.begin_comp("dead_lettered")
+        }
+    }
+
+    fn cancel(&mut self) -> Result<(), PolicyError> {
+        if self.s.comp.is_some() {
+            return Err(bad(
+                "cancel while compensations run: they always run to the end; answer the pending effect instead",
+            ));
+        }
+        self.s.cancelled = true;
+        let e = self.event("cancelled");
+        self.emit(e);
+        self.begin_comp("cancelled")
+    }
+
+    // ----- compensations -----
+
+    fn begin_comp(&mut self, then: &str) -> Result<(), PolicyError> {
+        let mut queue = self.s.done.clone();
+        queue.reverse();
+        self.s.comp = Some(CompState {
+            queue,
+            current: None,
+            results: Vec::new(),
+            then: then.to_owned(),
+        });
+        self.comp_next()
+    }
+
+    fn comp_next(&mut self) -> Result<(), PolicyError> {
+        let comp = self
+            .s
+            .comp
+            .as_mut()
+            .ok_or_else(|| internal("no compensation state"))?;
+        if comp.queue.is_empty() {
+            comp.current = None;
+            return self.comp_done();
+        }
+        let step = comp.queue.remove(0);
+        let key = crate::idempotency::key(
+            &self.s.run_id,
+            &step.id,
+            &format!("compensate:{}", step.tool),
+            &step.args.to_string(),
+        )?;
+        let mut e = self.event("compensate");
+        e.step = Some(step.id.clone());
+        e.target = Some(step.target.clone());
+        e.key = Some(key.clone());
+        self.emit(e);
+        if let Some(comp) = self.s.comp.as_mut() {
+            comp.current = Some(CompCurrent {
+                step,
+                key,
+                attempts: 0,
+                spent_ms: 0,
+                trail: Vec::new(),
+            });
+        }
+        self.comp_call()
+    }
+
+    fn current(&mut self) -> Result<&mut CompCurrent, PolicyError> {
+        self.s
+            .comp
+            .as_mut()
+            .and_then(|c| c.current.as_mut())
+            .ok_or_else(|| internal("no compensation running"))
+    }
+
+    fn comp_call(&mut self) -> Result<(), PolicyError> {
+        let timeout = self.s.config.attempt_timeout_ms;
+        let c = self.current()?;
+        c.attempts = c.attempts.saturating_add(1);
+        let effect = Effect::Call {
+            call: "compensation",
+            step: c.step.id.clone(),
+            target: c.step.target.clone(),
+            key: c.key.clone(),
+            attempt: c.attempts,
+            timeout_ms: timeout,
+        };
+        self.s.phase = Phase::Calling;
+        self.fx.push(effect);
+        Ok(())
+    }
+
+    fn comp_event(&mut self, name: &'static str) -> Result<Event, PolicyError> {
+        let mut e = self.event(name);
+        let c = self.current()?;
+        e.step = Some(c.step.id.clone());
+        e.target = Some(c.step.target.clone());
+        e.attempt = Some(c.attempts);
+        Ok(e)
+    }
+
+    fn comp_attempt(&mut self, result: CallResult) -> Result<(), PolicyError> {
+        let mut e = self.comp_event("attempt")?;
+        e.call = Some("compensation");
+        e.key = Some(self.current()?.key.clone());
+        self.emit(e);
+        let failure = match result {
+            CallResult::Ok(_) => None,
+            CallResult::Failed(obs) => Some(obs),
+            CallResult::Response(o) => super::outcome::check(&o)?.map(|_| o),
+        };
+        let Some(obs) = failure else {
+            let e = self.comp_event("ok")?;
+            self.emit(e);
+            let c = self.current()?;
+            let result =
+                json!({"step": c.step.id, "key": c.key, "attempts": c.attempts, "outcome": "ok"});
+            self.comp_result(result)?;
+            return self.comp_next();
+        };
+        let seed = self.s.seed;
+        let now = self.s.now_ms;
+        let policy = self.s.config.policy.clone();
+        let c = self.current()?;
+        let mut ctx = Map::new();
+        if let Some(call) = &c.step.call {
+            ctx.insert("call".into(), json!(call));
+        }
+        ctx.insert("attempt".into(), json!(c.attempts));
+        ctx.insert("elapsed_ms".into(), json!(c.spent_ms));
+        if let Some(seed) = seed {
+            ctx.insert("seed".into(), json!(seed));
+        }
+        ctx.insert("now_ms".into(), json!(now));
+        ctx.insert("checkpoint_available".into(), json!(false));
+        ctx.insert("fallback_available".into(), json!(false));
+        ctx.insert("compensations_pending".into(), json!(0));
+        if let Some(p) = policy {
+            ctx.insert("config".into(), p);
+        }
+        self.s.phase = Phase::Deciding;
+        self.fx.push(Effect::Decide {
+            observation: obs.to_string(),
+            context: Value::Object(ctx).to_string(),
+        });
+        Ok(())
+    }
+
+    fn comp_result(&mut self, result: Value) -> Result<(), PolicyError> {
+        let comp = self
+            .s
+            .comp
+            .as_mut()
+            .ok_or_else(|| internal("no compensation state"))?;
+        comp.results.push(result);
+        comp.current = None;
+        Ok(())
+    }
+
+    fn comp_decision(&mut self, d: Decided) -> Result<(), PolicyError> {
+        let mut e = self.comp_event("decision")?;
+        e.action = Some(d.action.clone());
+        e.code = d.code();
+        e.delay_ms = d.delay_ms;
+        self.emit(e);
+        self.current()?.trail.push(d.envelope.clone());
+        if d.action == "retry" {
+            let delay = d.delay_ms.unwrap_or(0);
+            let c = self.current()?;
+            c.spent_ms = c.spent_ms.saturating_add(delay);
+            return self.sleep(delay, false);
+        }
+        let mut e = self.comp_event("compensate")?;
+        e.state = Some("failed".into());
+        e.code = d.code();
+        self.emit(e);
+        let c = self.current()?;
+        let result = json!({
+            "step": c.step.id, "key": c.key, "attempts": c.attempts, "outcome": "failed",
+            "envelope": d.envelope, "trail": c.trail,
+        });
+        self.comp_result(result)?;
+        self.comp_next()
+    }
+
+    fn comp_done(&mut self) -> Result<(), PolicyError> {
+        let comp = self
+            .s
+            .comp
+            .take()
+            .ok_or_else(|| internal("no compensation state"))?;
+        self.s.done.clear();
+        let failed = comp
+            .results
+            .iter()
+            .any(|r| r.get("outcome").and_then(Value::as_str) == Some("failed"));
+        if comp.then == "cancelled" {
+            if failed {
+                return self.dead_letter(comp.results, "cancelled");
+            }
+            return self.finish("cancelled", None, None);
+        }
+        self.dead_letter(comp.results, "dead_lettered")
+    }
+
+    fn dead_letter(&mut self, compensations: Vec<Value>, outcome: &str) -> Result<(), PolicyError> {
+        let now = self.s.now_ms;
+        let mut record = Map::new();
+        record.insert("run_id".into(), json!(self.s.run_id));
+        let st = self.s.step.as_ref();
+        let trail = st.map(|st| st.trail.clone()).unwrap_or_default();
+        record.insert("step_id".into(), json!(st.map(|st| &st.spec.id)));
+        record.insert("tool".into(), json!(st.map(|st| &st.spec.tool)));
+        record.insert(
+            "args".into(),
+            st.map_or(Value::Null, |st| st.spec.args.clone()),
+        );
+        record.insert("key".into(), json!(st.map(|st| &st.key)));
+        record.insert(
+            "target".into(),
+            json!(st.and_then(|st| st.targets.get(st.index))),
+        );
+        record.insert("attempts".into(), json!(st.map_or(0, |st| st.attempts)));
+        record.insert("trail".into(), Value::Array(trail.clone()));
+        record.insert(
+            "last_envelope".into(),
+            trail.last().cloned().unwrap_or(Value::Null),
+        );
+        record.insert("outcome".into(), json!(outcome));
+        record.insert("compensations".into(), Value::Array(compensations));
+        record.insert(
+            "started_ms".into(),
+            json!(st.map_or(now, |st| st.started_ms)),
+        );
+        record.insert("dead_lettered_ms".into(), json!(now));
+        let env = trail.last().cloned();
+        let mut e = self.event("dead_letter");
+        e.code = env
+            .as_ref()
+            .and_then(|v| v.get("code"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.emit(e);
+        self.fx.push(Effect::Append {
+            stream: DEAD_LETTER_STREAM,
+            record: Value::Object(record),
+        });
+        self.finish(outcome, None, env)
+    }
+
+    /// End the step: every outcome but `ok` ends the run.
+    fn finish(
+        &mut self,
+        outcome: &str,
+        result: Option<Value>,
+        envelope: Option<Value>,
+    ) -> Result<(), PolicyError> {
+        let (id, key, claimed) = self
+            .s
+            .step
+            .as_ref()
+            .map_or((String::new(), String::new(), false), |st| {
+                (st.spec.id.clone(), st.key.clone(), st.claimed)
+            });
+        let ok = outcome == "ok";
+        if !ok && claimed {
+            self.fx.push(Effect::Delete {
+                key: format!("{IDEM_PREFIX}{key}"),
+            });
+        }
+        let rendered = match (outcome, &envelope) {
+            ("replan", Some(env)) => {
+                let text = crate::render::render_json(
+                    &env.to_string(),
+                    crate::render::Format::ModelToolResult,
+                    "",
+                )?;
+                Some(
+                    serde_json::from_str(&text)
+                        .map_err(|e| PolicyError::json("rendered envelope", &e))?,
+                )
+            }
+            _ => None,
+        };
+        let mut e = self.event("outcome");
+        e.state = Some(outcome.to_owned());
+        self.emit(e);
+        self.fx.push(Effect::Finish {
+            step: id,
+            outcome: outcome.to_owned(),
+            run_finished: !ok,
+            result,
+            envelope,
+            rendered,
+            token: (outcome == "awaiting_input").then_some(key),
+        });
+        self.s.step = None;
+        self.s.comp = None;
+        if ok {
+            self.s.phase = Phase::Idle;
+        } else {
+            self.s.phase = Phase::Finished;
+            self.s.outcome = Some(outcome.to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// The envelope of a registry code, built by `classify` itself.
+fn envelope_for(
+    code: &str,
+    message: &str,
+    retry_after_ms: Option<u64>,
+) -> Result<Value, PolicyError> {
+    let mut e = json!({"code": code, "message": message, "retryable": retry_after_ms.is_some()});
+    if let (Some(ms), Some(o)) = (retry_after_ms, e.as_object_mut()) {
+        o.insert("retry_after_ms".into(), json!(ms));
+    }
+    let obs = crate::observation::Observation::from_json(json!({ "error": e }))?;
+    let env = crate::api::classify(&obs)?;
+    serde_json::to_value(env).map_err(|e| internal(e.to_string()))
+}

@@ -1,0 +1,139 @@
+//! The run's state: plain data the host stores between calls (JSON text).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::breaker::Breaker;
+use super::config::RunConfig;
+use super::input::StepSpec;
+
+/// What the loop waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Between steps: the next input is `step`.
+    #[default]
+    Idle,
+    /// Waiting for `read`.
+    Reading,
+    /// Waiting for `claimed`.
+    Claiming,
+    /// Waiting for `attempt` (the operation, a fallback or a compensation).
+    Calling,
+    /// Waiting for `decision`.
+    Deciding,
+    /// Waiting for `slept`.
+    Sleeping,
+    /// Waiting for `restored`.
+    Restoring,
+    /// The run is over: no more steps.
+    Finished,
+}
+
+/// The whole state of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    /// State format version (1).
+    pub v: u32,
+    /// The run id.
+    pub run_id: String,
+    /// Seed of every decision's jitter; none draws from WASI random.
+    pub seed: Option<u64>,
+    /// When the run started (Unix ms): `t_ms` of events counts from here.
+    pub started_ms: u64,
+    /// The latest `now_ms` seen.
+    pub now_ms: u64,
+    /// The run's configuration.
+    pub config: RunConfig,
+    /// Retry delay spent by the whole run (all steps): `elapsed_ms` of decisions.
+    pub retry_spent_ms: u64,
+    /// Completed steps with a side effect and a compensation, oldest first.
+    pub done: Vec<DoneStep>,
+    /// What the loop waits for.
+    pub phase: Phase,
+    /// The step in progress.
+    pub step: Option<StepState>,
+    /// Compensations in progress.
+    pub comp: Option<CompState>,
+    /// The caller cancelled the run.
+    pub cancelled: bool,
+    /// The run's outcome once finished.
+    pub outcome: Option<String>,
+}
+
+/// A completed, compensable step.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DoneStep {
+    /// Step id.
+    pub id: String,
+    /// Tool.
+    pub tool: String,
+    /// Call kind, if given.
+    pub call: Option<String>,
+    /// Arguments.
+    pub args: Value,
+    /// The target that succeeded.
+    pub target: String,
+}
+
+/// The step in progress.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepState {
+    /// The step as given.
+    pub spec: StepSpec,
+    /// Its idempotency key (every attempt, every target).
+    pub key: String,
+    /// The chain: the target, then the fallbacks.
+    pub targets: Vec<String>,
+    /// The position in the chain.
+    pub index: usize,
+    /// Calls made for this key over its lifetime (persisted).
+    pub attempts: u32,
+    /// Calls made in this run of the step.
+    pub calls: u32,
+    /// This run of the step holds the key's in-flight mark.
+    #[serde(default)]
+    pub claimed: bool,
+    /// When the step started.
+    pub started_ms: u64,
+    /// Every failure's envelope, oldest first.
+    pub trail: Vec<Value>,
+    /// Breakers of the chain's targets, as read and updated.
+    pub breakers: BTreeMap<String, Breaker>,
+    /// The call in flight is a half-open probe.
+    pub probe: bool,
+    /// The pending decision is about a short-circuit, not a call.
+    pub short_circuit: bool,
+    /// The target of the call in flight.
+    pub calling: Option<String>,
+}
+
+/// Compensations after an exhausted or cancelled step.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompState {
+    /// Left to run, next first (reverse order of completion).
+    pub queue: Vec<DoneStep>,
+    /// The one running.
+    pub current: Option<CompCurrent>,
+    /// One result per compensation run: `{"step","key","attempts","outcome","envelope"?}`.
+    pub results: Vec<Value>,
+    /// The run's outcome afterwards: `dead_lettered` or `cancelled`.
+    pub then: String,
+}
+
+/// The compensation running now.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompCurrent {
+    /// The step it undoes.
+    pub step: DoneStep,
+    /// Its own idempotency key.
+    pub key: String,
+    /// Its calls so far.
+    pub attempts: u32,
+    /// Its own retry delay spent (its own budget).
+    pub spent_ms: u64,
+    /// Its failures' envelopes.
+    pub trail: Vec<Value>,
+}

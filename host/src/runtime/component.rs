@@ -1,0 +1,154 @@
+//! The recovery loop's component: the reference's `runtime@0.2.0` export.
+//!
+//! Whatever policy decides, the loop always comes from the embedded reference
+//! component (a 0.1 policy has no `runtime` export). It runs in the same
+//! sandbox and under the same [`Limits`] as a policy call.
+
+use std::sync::{Mutex, PoisonError};
+
+use wasmtime::component::Linker;
+use wasmtime::{Store, Trap};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::gen_::runtime::{RuntimeHost, RuntimeHostPre};
+use crate::sandbox::Sandbox;
+use crate::{Limits, Loader};
+
+/// The new state and effects of one `advance`, as JSON text.
+pub(crate) struct Advanced {
+    pub(crate) state: String,
+    pub(crate) effects: String,
+}
+
+struct Instance {
+    store: Store<Sandbox>,
+    bindings: RuntimeHost,
+}
+
+/// The compiled loop with a small pool of instances.
+pub(crate) struct LoopComponent {
+    pre: RuntimeHostPre<Sandbox>,
+    idle: Mutex<Vec<Instance>>,
+    limits: Limits,
+}
+
+impl LoopComponent {
+    /// Instantiate-ready loop from the embedded reference.
+    pub(crate) fn reference(loader: &Loader, limits: Limits) -> Result<Self> {
+        let component = loader.reference_component()?;
+        let engine = crate::policy::engine()?;
+        let mut linker = Linker::<Sandbox>::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| {
+            Error::new(
+                ErrorKind::Load,
+                format!("cannot link WASI: {e:#}; this is a host bug, please report it"),
+            )
+        })?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .and_then(RuntimeHostPre::new)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Incompatible,
+                    format!("the embedded reference does not export agent:recovery/runtime@0.2.0: {e:#}; rebuild the host"),
+                )
+            })?;
+        Ok(LoopComponent {
+            pre,
+            idle: Mutex::new(Vec::new()),
+            limits,
+        })
+    }
+
+    fn call<R>(
+        &self,
+        what: &str,
+        input_bytes: usize,
+        f: impl FnOnce(&mut Store<Sandbox>, &RuntimeHost) -> wasmtime::Result<R>,
+    ) -> Result<R> {
+        let popped = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut instance = match popped {
+            Some(i) => i,
+            None => {
+                let mut store = Store::new(self.pre.engine(), Sandbox::new(&self.limits));
+                store.limiter(|s| &mut s.limiter);
+                let bindings = store
+                    .set_fuel(self.limits.fuel_base())
+                    .and_then(|()| self.pre.instantiate(&mut store))
+                    .map_err(|e| failure("instantiation", e))?;
+                Instance { store, bindings }
+            }
+        };
+        let fuel = self.limits.fuel_for(input_bytes);
+        instance.store.data_mut().limiter.reset();
+        instance
+            .store
+            .set_fuel(fuel)
+            .map_err(|e| failure(what, e))?;
+        let out = f(&mut instance.store, &instance.bindings).map_err(|e| failure(what, e))?;
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < 2 {
+            idle.push(instance);
+        }
+        Ok(out)
+    }
+
+    /// `advance(state, input)`.
+    pub(crate) fn advance(&self, state: &str, input: &str) -> Result<Advanced> {
+        let out = self.call("advance", state.len() + input.len(), |store, b| {
+            b.agent_recovery0_2_0_runtime()
+                .call_advance(store, state, input)
+        })?;
+        out.map(|r| Advanced {
+            state: r.state,
+            effects: r.effects,
+        })
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the recovery loop refused an input: {}", e.message),
+            )
+        })
+    }
+
+    /// `check-outcome(outcome)`: the failure's envelope, or none for a success.
+    pub(crate) fn check_outcome(&self, outcome: &str) -> Result<Option<String>> {
+        let out = self.call("check-outcome", outcome.len(), |store, b| {
+            b.agent_recovery0_2_0_runtime()
+                .call_check_outcome(store, outcome)
+        })?;
+        out.map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("check-outcome refused the outcome: {}", e.message),
+            )
+        })
+    }
+}
+
+fn failure(what: &str, error: wasmtime::Error) -> Error {
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Error::new(
+            ErrorKind::OutOfFuel,
+            format!(
+                "the recovery loop ran out of fuel in `{what}`; raise Limits::fuel_base for very large states"
+            ),
+        ),
+        Some(trap) => Error::new(
+            ErrorKind::Trap,
+            format!(
+                "the recovery loop trapped in `{what}`: {trap}; this is a bug, report it with the input"
+            ),
+        ),
+        None => Error::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "the recovery loop failed in `{what}`: {error:#}; this is a bug, report it with the input"
+            ),
+        ),
+    }
+}

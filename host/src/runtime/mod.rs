@@ -1,0 +1,242 @@
+//! The recovery runtime: carries out every decision, with the loop written
+//! once in the component.
+//!
+//! The loop (retries, fallbacks past open breakers, restores, compensations,
+//! dead letters, budgets, the idempotency cache) is the reference component's
+//! `agent:recovery/runtime@0.2.0` export, a sans-I/O state machine. This
+//! module only does I/O: it calls your operation, sleeps on a [`Clock`], asks
+//! the active policy to decide (any 0.1 component: the reference, payments-policy,
+//! a [`PolicyHandle`] that hot-swaps) and reads and writes a [`Store`]. The
+//! protocol is specified in `docs/runtime.md`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_recovery::runtime::{Clock, Outcome, Runtime, Step, VirtualClock};
+//!
+//! let clock = Arc::new(VirtualClock::new(1_767_225_600_000));
+//! let runtime = Runtime::builder().clock(clock.clone()).seed(7).build()?;
+//! let mut run = runtime.run("run-1")?;
+//! let report = run.step(
+//!     Step::new("charge", "payments.charge", |call| {
+//!         // call.key is the same on every attempt; call.target is the target or a fallback
+//!         if call.attempt == 1 {
+//!             Outcome::Failed(r#"{"source":"http","status":503}"#.into())
+//!         } else {
+//!             Outcome::Ok(serde_json::json!({"id": "ch_1"}))
+//!         }
+//!     })
+//!     .call("tool")
+//!     .args(serde_json::json!({"amount": 10})),
+//! )?;
+//! assert_eq!(report.outcome, "ok");
+//! assert_eq!(report.result, Some(serde_json::json!({"id": "ch_1"})));
+//! assert!(clock.now_ms() > 1_767_225_600_000); // slept on the virtual clock
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod clock;
+mod component;
+mod run;
+pub mod scenario;
+mod step;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+pub use clock::{Clock, SystemClock, VirtualClock};
+pub use run::{Run, RuntimeError, StepReport};
+pub use step::{Call, Outcome, Step};
+
+use crate::retry::Decide;
+use crate::store::{MemoryStore, Store};
+use crate::{Limits, Loader, Policy, PolicyHandle};
+use component::LoopComponent;
+
+/// Callback for each event (the component's JSON text of the event).
+type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Runs steps under the recovery loop. Build it once, share it (`Send + Sync`).
+pub struct Runtime {
+    looper: LoopComponent,
+    decider: Arc<dyn Decide + Send + Sync>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    seed: Option<u64>,
+    config: String,
+    on_event: Option<OnEvent>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("seed", &self.seed)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Options; see [`RuntimeBuilder`] for every default.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// Starts a run. Its retry budget, compensations and cancellation span
+    /// its steps; breakers, attempt counts and the idempotency cache live in
+    /// the store and span runs.
+    pub fn run(&self, run_id: &str) -> Result<Run<'_, '_>, RuntimeError> {
+        Run::start(self, run_id)
+    }
+
+    /// Was this outcome (an observation-shaped JSON text) a failure? The
+    /// failure's envelope (JSON text), or `None` for a success. The component
+    /// decides: a 200 carrying a refusal is a failure, a 304 is not.
+    pub fn check_outcome(&self, outcome: &str) -> Result<Option<String>, RuntimeError> {
+        Ok(self.looper.check_outcome(outcome)?)
+    }
+}
+
+/// Options of a [`Runtime`].
+///
+/// # Default
+///
+/// | option | default |
+/// | --- | --- |
+/// | [`policy`](Self::policy) / [`handle`](Self::handle) | the embedded reference policy decides |
+/// | [`store`](Self::store) | a fresh [`MemoryStore`] |
+/// | [`clock`](Self::clock) | [`SystemClock`] (real time, real sleeps) |
+/// | [`seed`](Self::seed) | none: jitter drawn from WASI random |
+/// | [`attempt_budget`](Self::attempt_budget) | 5 calls per idempotency key, persisted |
+/// | [`breaker`](Self::breaker) | 3 consecutive transient failures open a target for 30 000 ms |
+/// | [`idempotency_ttl_ms`](Self::idempotency_ttl_ms) | 86 400 000 (24 h) |
+/// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |
+/// | [`deadline_ms`](Self::deadline_ms) | none |
+/// | [`policy_config`](Self::policy_config) | none: the policy's defaults (run retry budget 60 000 ms) |
+/// | [`limits`](Self::limits) | [`Limits::default()`] for the loop component |
+/// | [`loader`](Self::loader) | [`Loader::default()`] (no compile cache) |
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    decider: Option<Arc<dyn Decide + Send + Sync>>,
+    store: Option<Arc<dyn Store>>,
+    clock: Option<Arc<dyn Clock>>,
+    seed: Option<u64>,
+    config: serde_json::Map<String, Value>,
+    raw_config: Option<Value>,
+    on_event: Option<OnEvent>,
+    limits: Option<Limits>,
+    loader: Option<Loader>,
+}
+
+impl RuntimeBuilder {
+    /// The policy that decides (any 0.1 component).
+    pub fn policy(mut self, policy: Arc<Policy>) -> Self {
+        self.decider = Some(policy);
+        self
+    }
+    /// Anything that decides (a [`Policy`], a [`PolicyHandle`], your own [`Decide`]).
+    pub fn decider(mut self, decider: Arc<dyn Decide + Send + Sync>) -> Self {
+        self.decider = Some(decider);
+        self
+    }
+    /// A handle whose active policy decides; a hot swap takes effect at the next decision.
+    pub fn handle(mut self, handle: PolicyHandle) -> Self {
+        self.decider = Some(Arc::new(handle));
+        self
+    }
+    /// Where breakers, attempt counts, the idempotency cache and dead letters live.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+    /// The clock to read and sleep on.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Seed every decision's jitter (reproducible delays).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+    /// Calls allowed per input (idempotency key) over its lifetime (seed 002 §5).
+    pub fn attempt_budget(mut self, calls: u32) -> Self {
+        self.config.insert("attempt_budget".into(), json!(calls));
+        self
+    }
+    /// Consecutive transient failures that open a target's breaker, and how long it stays open.
+    pub fn breaker(mut self, failure_threshold: u32, open_ms: u64) -> Self {
+        self.config.insert(
+            "breaker".into(),
+            json!({"failure_threshold": failure_threshold, "open_ms": open_ms}),
+        );
+        self
+    }
+    /// How long a recorded success answers a duplicate idempotency key.
+    pub fn idempotency_ttl_ms(mut self, ms: u64) -> Self {
+        self.config.insert("idempotency_ttl_ms".into(), json!(ms));
+        self
+    }
+    /// A call slower than this is reported as a `timeout` observation
+    /// (measured on the clock; the operation itself is not interrupted).
+    pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {
+        self.config.insert("attempt_timeout_ms".into(), json!(ms));
+        self
+    }
+    /// The run's deadline, ms after it starts: no call starts and no retry
+    /// sleep ends after it (the step ends as a total timeout, exhausted), and
+    /// each call gets at most the time left as its timeout.
+    pub fn deadline_ms(mut self, ms: u64) -> Self {
+        self.config.insert("deadline_ms".into(), json!(ms));
+        self
+    }
+    /// The policy configuration passed to every decision (`context.config`:
+    /// `{"tool":{..},"llm":{..},"agent":{..},"retry_budget_ms":..}`).
+    pub fn policy_config(mut self, config: Value) -> Self {
+        self.config.insert("policy".into(), config);
+        self
+    }
+    /// The whole run configuration as JSON (`docs/runtime.md`, "The run
+    /// configuration"); replaces the typed options above.
+    pub fn config_json(mut self, config: Value) -> Self {
+        self.raw_config = Some(config);
+        self
+    }
+    /// Called with each event's JSON text as it happens.
+    pub fn on_event(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(f));
+        self
+    }
+    /// Limits of the loop component's calls.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// The loader of the loop component and of the default reference policy
+    /// (e.g. one with a [`cache_dir`](Loader::cache_dir) for short-lived processes).
+    pub fn loader(mut self, loader: Loader) -> Self {
+        self.loader = Some(loader);
+        self
+    }
+
+    /// Loads the loop (and the reference policy when no policy was given).
+    pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let limits = self.limits.unwrap_or_default();
+        let loader = self.loader.unwrap_or_default().limits(limits.clone());
+        let decider: Arc<dyn Decide + Send + Sync> = match self.decider {
+            Some(d) => d,
+            None => Arc::new(loader.clone().reference()?),
+        };
+        let config = self.raw_config.unwrap_or(Value::Object(self.config));
+        Ok(Runtime {
+            looper: LoopComponent::reference(&loader, limits)?,
+            decider,
+            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            seed: self.seed,
+            config: config.to_string(),
+            on_event: self.on_event,
+        })
+    }
+}

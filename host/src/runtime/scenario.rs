@@ -1,0 +1,334 @@
+//! Scripted scenarios: a run whose operations answer from a script, on a
+//! virtual clock. `agent-recovery simulate` and the loop vectors
+//! (`tests/loops/`) run them; the format is specified in `docs/runtime.md`
+//! ("Scenarios").
+//!
+//! Each call of a step's operation (or of a fallback target, or of its
+//! compensation) consumes the next entry of its `outcomes`: `"ok"`, or an
+//! observation that the component checks (`check-outcome`: a 200 carrying a
+//! refusal is a failure, a 304 is not).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Call, Outcome, Runtime, RuntimeError, Step, VirtualClock};
+use crate::Loader;
+use crate::retry::Decide;
+use crate::store::Store;
+
+/// The dead-letter stream (`docs/runtime.md`, "Store keys").
+pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
+
+/// What went wrong running a scenario.
+#[derive(Debug)]
+pub enum ScenarioError {
+    /// The scenario is not valid (bad JSON, a missing member, an outcome
+    /// missing for a call); the message names it and ends with a hint.
+    Invalid(String),
+    /// The runtime failed.
+    Runtime(RuntimeError),
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScenarioError::Invalid(m) => f.write_str(m),
+            ScenarioError::Runtime(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl From<RuntimeError> for ScenarioError {
+    fn from(e: RuntimeError) -> Self {
+        ScenarioError::Runtime(e)
+    }
+}
+
+impl From<crate::store::StoreError> for ScenarioError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ScenarioError::Runtime(RuntimeError::Store(e))
+    }
+}
+
+/// How a scenario ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioOutput {
+    /// `completed`, or the outcome of the step that ended the run.
+    pub outcome: String,
+    /// Every event, the component's JSON text.
+    pub events: Vec<String>,
+    /// The dead-letter records this run appended (JSON text).
+    pub dead_letters: Vec<String>,
+}
+
+impl ScenarioOutput {
+    /// `{"outcome":..,"events":[..],"dead_letters":[..]}`: the events and
+    /// records are the component's bytes, so every host prints the same text.
+    pub fn to_json(&self) -> String {
+        format!(
+            r#"{{"outcome":{},"events":[{}],"dead_letters":[{}]}}"#,
+            serde_json::to_string(&self.outcome).unwrap_or_default(),
+            self.events.join(","),
+            self.dead_letters.join(",")
+        )
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    run_id: String,
+    #[serde(default)]
+    seed: Option<u64>,
+    now_ms: u64,
+    #[serde(default)]
+    config: Option<Value>,
+    #[serde(default)]
+    cancel_at_ms: Option<u64>,
+    steps: Vec<ScenarioStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioStep {
+    id: String,
+    tool: String,
+    #[serde(default)]
+    call: Option<String>,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    args: Value,
+    #[serde(default)]
+    side_effect: bool,
+    #[serde(default)]
+    idempotent: Option<bool>,
+    #[serde(default)]
+    checkpoint: Option<bool>,
+    #[serde(default)]
+    outcomes: Vec<Value>,
+    #[serde(default)]
+    fallbacks: Vec<ScenarioTarget>,
+    #[serde(default)]
+    compensation: Option<ScenarioOutcomes>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioTarget {
+    target: String,
+    #[serde(default)]
+    outcomes: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioOutcomes {
+    #[serde(default)]
+    outcomes: Vec<Value>,
+}
+
+/// Outcomes left per (step, target) and per compensated step, and the first
+/// call that found none.
+#[derive(Default)]
+struct Script {
+    queues: BTreeMap<(String, String), Vec<Value>>,
+    missing: Option<String>,
+}
+
+impl Script {
+    fn next(&mut self, step: &str, target: &str, what: &str) -> Outcome {
+        let queue = self
+            .queues
+            .entry((step.to_owned(), target.to_owned()))
+            .or_default();
+        if queue.is_empty() {
+            if self.missing.is_none() {
+                self.missing = Some(format!(
+                    "scenario step {step:?}: a call of {what} {target:?} found no outcome left; add one to its `outcomes`"
+                ));
+            }
+            return Outcome::Failed(
+                r#"{"source":"exception","type":"agent_recovery.simulate.NoOutcomeLeft"}"#.into(),
+            );
+        }
+        let v = queue.remove(0);
+        if v.as_str() == Some("ok") {
+            Outcome::Ok(Value::Null)
+        } else {
+            Outcome::Response(v.to_string())
+        }
+    }
+}
+
+/// Runs `scenario` (JSON text) against `store`, deciding with `policy` (the
+/// reference when none), loading components with `loader`.
+pub fn run(
+    scenario: &str,
+    store: Arc<dyn Store>,
+    policy: Option<Arc<dyn Decide + Send + Sync>>,
+    loader: Loader,
+) -> Result<ScenarioOutput, ScenarioError> {
+    let scenario: Scenario = serde_json::from_str(scenario).map_err(|e| {
+        ScenarioError::Invalid(format!(
+            "scenario: {e}; see docs/runtime.md, \"Scenarios\", for the format"
+        ))
+    })?;
+    validate(&scenario)?;
+    let clock = Arc::new(VirtualClock::new(scenario.now_ms));
+    let mut builder = Runtime::builder()
+        .loader(loader)
+        .store(Arc::clone(&store))
+        .clock(clock.clone())
+        .config_json(
+            scenario
+                .config
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        );
+    if let Some(seed) = scenario.seed {
+        builder = builder.seed(seed);
+    }
+    if let Some(policy) = policy {
+        builder = builder.decider(policy);
+    }
+    let runtime = builder.build()?;
+    let dead_before = store
+        .read(DEAD_LETTER_STREAM, 0, usize::MAX)?
+        .last()
+        .map_or(0, |(seq, _)| *seq);
+
+    let script = Arc::new(Mutex::new(Script::default()));
+    {
+        let mut s = script.lock().unwrap_or_else(PoisonError::into_inner);
+        for step in &scenario.steps {
+            let first = step.target.clone().unwrap_or_else(|| step.tool.clone());
+            s.queues
+                .insert((step.id.clone(), first), step.outcomes.clone());
+            for fb in &step.fallbacks {
+                s.queues
+                    .insert((step.id.clone(), fb.target.clone()), fb.outcomes.clone());
+            }
+            if let Some(c) = &step.compensation {
+                s.queues.insert(
+                    (step.id.clone(), "\u{0}compensation".into()),
+                    c.outcomes.clone(),
+                );
+            }
+        }
+    }
+
+    let mut run = runtime.run(&scenario.run_id)?;
+    if let Some(at) = scenario.cancel_at_ms {
+        run.cancel_at(scenario.now_ms.saturating_add(at));
+    }
+    let mut outcome = "completed".to_owned();
+    for step in &scenario.steps {
+        let op_script = Arc::clone(&script);
+        let mut s = Step::new(&step.id, &step.tool, move |call: &Call| {
+            let what = if call.kind == "fallback" {
+                "fallback target"
+            } else {
+                "target"
+            };
+            op_script
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .next(&call.step, &call.target, what)
+        })
+        .args(step.args.clone())
+        .side_effect(step.side_effect)
+        .fallbacks(
+            &step
+                .fallbacks
+                .iter()
+                .map(|f| f.target.as_str())
+                .collect::<Vec<_>>(),
+        );
+        if let Some(kind) = &step.call {
+            s = s.call(kind);
+        }
+        if let Some(t) = &step.target {
+            s = s.target(t);
+        }
+        if let Some(i) = step.idempotent {
+            s = s.idempotent(i);
+        }
+        if let Some(ok) = step.checkpoint {
+            s = s.checkpoint(move || ok);
+        }
+        if step.compensation.is_some() {
+            let comp_script = Arc::clone(&script);
+            s = s.compensate(move |call: &Call| {
+                comp_script
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .next(&call.step, "\u{0}compensation", "the compensation of")
+            });
+        }
+        let report = run.step(s)?;
+        if let Some(missing) = script
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .missing
+            .take()
+        {
+            return Err(ScenarioError::Invalid(missing));
+        }
+        if report.outcome != "ok" {
+            outcome = report.outcome;
+            break;
+        }
+    }
+    let dead: Vec<String> = store
+        .read(DEAD_LETTER_STREAM, dead_before, usize::MAX)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    Ok(ScenarioOutput {
+        outcome,
+        events: run.events().to_vec(),
+        dead_letters: dead,
+    })
+}
+
+fn validate(s: &Scenario) -> Result<(), ScenarioError> {
+    if s.run_id.is_empty() {
+        return Err(ScenarioError::Invalid(
+            "scenario: `run_id` is empty; name the run".into(),
+        ));
+    }
+    if s.steps.is_empty() {
+        return Err(ScenarioError::Invalid(
+            "scenario: `steps` is empty; give at least one step".into(),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for step in &s.steps {
+        if !seen.insert(step.id.as_str()) {
+            return Err(ScenarioError::Invalid(format!(
+                "scenario: step id {:?} is used twice; step ids are unique in a run",
+                step.id
+            )));
+        }
+        for o in step
+            .outcomes
+            .iter()
+            .chain(step.fallbacks.iter().flat_map(|f| &f.outcomes))
+            .chain(step.compensation.iter().flat_map(|c| &c.outcomes))
+        {
+            if !(o.as_str() == Some("ok") || o.is_object()) {
+                return Err(ScenarioError::Invalid(format!(
+                    "scenario step {:?}: an outcome is {o}; use \"ok\" or an observation object",
+                    step.id
+                )));
+            }
+        }
+    }
+    Ok(())
+}
