@@ -138,7 +138,7 @@ fn bad_scenarios_are_usage_errors() {
         assert!(err.contains(needle), "{name}: {err}");
     }
     let err = fails(&run(&["simulate"], b""), 2);
-    assert!(err.contains("needs a SCENARIO"), "{err}");
+    assert!(err.contains("<SCENARIO>"), "{err}");
     let err = fails(&run(&["simulate", "/nonexistent/s.json"], b""), 2);
     assert!(err.contains("cannot read scenario"), "{err}");
 }
