@@ -387,3 +387,49 @@ fn a_runtime_is_shared_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Runtime>();
 }
+
+/// The in-flight mark is a lease (`in_flight_ttl_ms`, 5 min by default): while
+/// the call runs it is there; a worker that died mid-call frees the key after
+/// the lease, not after the 24 h cache TTL.
+#[test]
+fn the_in_flight_mark_is_a_lease() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(VirtualClock::new(1_000));
+    let rt = Runtime::builder()
+        .store(store.clone())
+        .clock(clock.clone())
+        .seed(7)
+        .build()
+        .unwrap();
+    let key = Policy::reference()
+        .unwrap()
+        .key("r1", "s1", "t", "null")
+        .unwrap();
+    let marker = format!("agent-recovery/idem/{key}");
+    let mut run = rt.run("r1").unwrap();
+    let report = run
+        .step(Step::new("s1", "t", |_: &Call| {
+            let now = clock.now_ms();
+            let mark = store
+                .get(&marker, now)
+                .unwrap()
+                .expect("marked in flight during the call");
+            assert!(
+                mark.value.contains(r#""status":"in_flight""#),
+                "{}",
+                mark.value
+            );
+            assert!(store.get(&marker, now + 299_999).unwrap().is_some());
+            assert!(
+                store.get(&marker, now + 300_000).unwrap().is_none(),
+                "the lease is 300 000 ms"
+            );
+            Outcome::Ok(Value::Null)
+        }))
+        .unwrap();
+    assert_eq!(report.outcome, "ok");
+    // Once done, the record lasts the cache TTL (24 h).
+    let now = 1_000;
+    assert!(store.get(&marker, now + 86_399_999).unwrap().is_some());
+    assert!(store.get(&marker, now + 86_400_000).unwrap().is_none());
+}

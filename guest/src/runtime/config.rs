@@ -33,6 +33,10 @@ pub struct RunConfig {
     pub breaker: BreakerConfig,
     /// How long a recorded outcome answers a duplicate key. Default 86 400 000 ms (24 h).
     pub idempotency_ttl_ms: u64,
+    /// How long a key's in-flight mark holds (a lease): a worker that died
+    /// mid-call blocks its key this long, not for the whole TTL. Default
+    /// 300 000 ms (5 min); capped by `idempotency_ttl_ms`.
+    pub in_flight_ttl_ms: u64,
     /// Per-attempt timeout handed to the host with each call; none by default.
     pub attempt_timeout_ms: Option<u64>,
     /// Run deadline, ms after the run started; none by default. No call starts
@@ -50,6 +54,7 @@ impl Default for RunConfig {
             attempt_budget: 5,
             breaker: BreakerConfig::default(),
             idempotency_ttl_ms: 86_400_000,
+            in_flight_ttl_ms: 300_000,
             attempt_timeout_ms: None,
             deadline_ms: None,
             policy: None,

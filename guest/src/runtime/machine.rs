@@ -292,7 +292,12 @@ impl Machine {
         self.fx.push(Effect::Claim {
             key,
             value: json!({"status": "in_flight", "since_ms": now}),
-            ttl_ms: Some(self.s.config.idempotency_ttl_ms),
+            ttl_ms: Some(
+                self.s
+                    .config
+                    .in_flight_ttl_ms
+                    .min(self.s.config.idempotency_ttl_ms),
+            ),
         });
         Ok(())
     }

@@ -110,6 +110,7 @@ impl Runtime {
 /// | [`attempt_budget`](Self::attempt_budget) | 5 calls per idempotency key, persisted |
 /// | [`breaker`](Self::breaker) | 3 consecutive transient failures open a target for 30 000 ms |
 /// | [`idempotency_ttl_ms`](Self::idempotency_ttl_ms) | 86 400 000 (24 h) |
+/// | [`in_flight_ttl_ms`](Self::in_flight_ttl_ms) | 300 000 (5 min) |
 /// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |
 /// | [`deadline_ms`](Self::deadline_ms) | none |
 /// | [`policy_config`](Self::policy_config) | none: the policy's defaults (run retry budget 60 000 ms) |
@@ -175,6 +176,12 @@ impl RuntimeBuilder {
     /// How long a recorded success answers a duplicate idempotency key.
     pub fn idempotency_ttl_ms(mut self, ms: u64) -> Self {
         self.config.insert("idempotency_ttl_ms".into(), json!(ms));
+        self
+    }
+    /// How long a key's in-flight mark holds (a lease), so a worker that died
+    /// mid-call blocks its key this long, not for the whole TTL.
+    pub fn in_flight_ttl_ms(mut self, ms: u64) -> Self {
+        self.config.insert("in_flight_ttl_ms".into(), json!(ms));
         self
     }
     /// A call slower than this is reported as a `timeout` observation
