@@ -91,6 +91,21 @@ const POLICIES: &[Guest] = &[
         lib: "hostile_wrong_world",
         env: "AGENT_RECOVERY_HOSTILE_WRONG_WORLD_WASM",
     },
+    Guest {
+        package: "hostile-empty-smoke",
+        lib: "hostile_empty_smoke",
+        env: "AGENT_RECOVERY_HOSTILE_EMPTY_SMOKE_WASM",
+    },
+    Guest {
+        package: "hostile-failing-smoke",
+        lib: "hostile_failing_smoke",
+        env: "AGENT_RECOVERY_HOSTILE_FAILING_SMOKE_WASM",
+    },
+    Guest {
+        package: "hostile-wrong-contract",
+        lib: "hostile_wrong_contract",
+        env: "AGENT_RECOVERY_HOSTILE_WRONG_CONTRACT_WASM",
+    },
 ];
 
 /// Environment variables the outer cargo sets for this build that would change

@@ -13,6 +13,9 @@ rustup target add wasm32-wasip2 >/dev/null
 command -v node >/dev/null || { echo "node 20+ is required (https://nodejs.org)"; exit 2; }
 command -v python3 >/dev/null || { echo "python 3.11+ is required"; exit 2; }
 
+step "vectors: the independently computed idempotency keys are up to date"
+python3 tests/vectors/tools/keys.py --check
+
 step "rust: format and lints"
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
