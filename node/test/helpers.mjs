@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { RAW, parseLossless } from '../src/json.js';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -97,3 +98,23 @@ export function withCustomSection(bytes, name) {
   if (payload.length > 127) throw new Error('section too long for a one-byte size');
   return Buffer.concat([bytes, Buffer.from([0, payload.length]), payload]);
 }
+
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+const validators = new Map();
+
+/**
+ * Where `value` breaks docs/schema/<name>.schema.json (`envelope`, `decision`,
+ * `code-info`), validated by ajv (draft 2020-12); [] when it conforms.
+ */
+export function schemaViolations(name, value) {
+  if (!validators.has(name)) {
+    const schema = JSON.parse(readFileSync(join(REPO, 'docs', 'schema', `${name}.schema.json`), 'utf8'));
+    validators.set(name, ajv.compile(schema));
+  }
+  const validate = validators.get(name);
+  if (validate(value)) return [];
+  return validate.errors.map((e) => `${name} schema: ${e.instancePath || '/'} ${e.message}`);
+}
+
+/** The expectation kinds a vector case may name; every runner fails on any other. */
+export const EXPECT_KINDS = Object.freeze(['envelope', 'decision', 'error']);
