@@ -23,6 +23,9 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
 cargo build --release --quiet -p agent-recovery --example conformance
+# The fixtures the Node and Python tests load (target/wasm-policies/artifacts.json);
+# already built as a dev-dependency of the host, named here so the order is explicit.
+cargo build --release --quiet -p agent-recovery -p agent-recovery-test-artifacts
 
 step "node: install, build and test"
 (cd node && npm ci --no-audit --no-fund --loglevel=error && npm test)

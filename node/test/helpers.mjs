@@ -11,7 +11,7 @@ export const VECTORS_DIR = join(REPO, 'tests', 'vectors');
 export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', import.meta.url));
 
 /**
- * The .wasm host/build.rs built for a workspace package (`payments-policy`,
+ * The .wasm tests/artifacts/build.rs built for a workspace package (`payments-policy`,
  * `hostile-spin`, ...), from the manifest it writes:
  * `$AGENT_RECOVERY_ARTIFACTS`, else `${CARGO_TARGET_DIR:-target}/wasm-policies/artifacts.json`.
  * Throws (so the test fails, never skips) when it has not been built.
@@ -19,7 +19,7 @@ export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', impo
 export function artifact(pkg) {
   const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
   const manifest = process.env.AGENT_RECOVERY_ARTIFACTS ?? join(target, 'wasm-policies', 'artifacts.json');
-  const build = 'run `cargo build --release -p agent-recovery` (its build.rs builds the guest components)';
+  const build = 'run `cargo build --release -p agent-recovery -p agent-recovery-test-artifacts` (their build.rs build the guest components)';
   if (!existsSync(manifest)) throw new Error(`${manifest} is missing; ${build}`);
   const path = JSON.parse(readFileSync(manifest, 'utf8'))[pkg];
   if (!path || !existsSync(path)) throw new Error(`${pkg} is not built (${path ?? `not in ${manifest}`}); ${build}`);
