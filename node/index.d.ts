@@ -214,7 +214,62 @@ export interface LoadOptions {
   sha256?: string;
   /** Extra cases the candidate must pass before activation (array or JSON text). */
   smokeTests?: SmokeCase[] | string;
+  /** `false`: skip the smoke set (tests, or forcing a policy in by hand). Default `true`. */
+  verify?: boolean;
+  /** Inputs over this many UTF-8 bytes are refused with code `input-too-large`. Default 16 MiB. */
+  maxInputBytes?: number;
 }
+
+export interface IsolateOptions extends LoadOptions {
+  /** Run the component in a worker thread (`Policy.load` then returns an IsolatedPolicy). */
+  isolate: 'worker';
+  /** Deadline per call, in ms. Default 1000. */
+  timeoutMs?: number;
+  /** Deadline for the load (transpile, instantiate, smoke set), in ms. Default 30 000. */
+  loadTimeoutMs?: number;
+}
+
+/** A policy in a worker thread with a deadline per call: Policy's methods, returning promises. */
+export declare class IsolatedPolicy {
+  private constructor();
+  /** How many times the worker was terminated at its deadline (or died) and replaced. */
+  restarts: number;
+  /** Stops the worker; a later call starts a new one. */
+  close(): void;
+  describe(): Promise<PolicyDescription>;
+  info(): Promise<PolicyInfo>;
+  smokeTests(): Promise<SmokeCase[]>;
+  classifyJson(observation: string): Promise<string>;
+  decideJson(observation: string, context?: string): Promise<string>;
+  classify(observation: Observation | string): Promise<Envelope>;
+  decide(observation: Observation | string, context?: Context | string): Promise<Decision>;
+  backoff(args: { call: CallKind; attempt: number; seed?: bigint | string | number; config?: PolicyConfig }): Promise<number>;
+  key(args: { runId: string; stepId: string; tool: string; args?: Json; argsJson?: string }): Promise<string>;
+  registry(): Promise<CodeInfo[]>;
+  registryJson(): Promise<string>;
+  lookup(code: string): Promise<CodeInfo | undefined>;
+  renderJson(envelope: string, format: RenderFormat, options?: string): Promise<string>;
+  render(envelope: Envelope | string, format: RenderFormat, options?: object | string): Promise<Json>;
+}
+
+export declare const DEFAULT_TIMEOUT_MS: number;
+export declare const DEFAULT_LOAD_TIMEOUT_MS: number;
+export declare const MAX_INPUT_BYTES: number;
+
+/** The host error codes shared by Rust, Node and Python (docs/hosts.md). */
+export type ErrorCode =
+  | 'io'
+  | 'invalid-argument'
+  | 'digest-mismatch'
+  | 'load'
+  | 'incompatible'
+  | 'smoke-test'
+  | 'trap'
+  | 'out-of-fuel'
+  | 'memory-limit'
+  | 'invalid-output'
+  | 'input-too-large';
+export declare const ERROR_CODES: readonly ErrorCode[];
 
 export declare class Policy {
   private constructor();
@@ -224,6 +279,7 @@ export declare class Policy {
    * @throws PolicyLoadError
    */
   static load(source?: ComponentSource, options?: LoadOptions): Promise<Policy>;
+  static load(source: ComponentSource | undefined, options: IsolateOptions): Promise<IsolatedPolicy>;
   /**
    * Validate a candidate, then switch to it atomically. On failure the current
    * policy stays active and the PolicyLoadError says why.
@@ -236,13 +292,17 @@ export declare class Policy {
   classifyJson(observation: string): string;
   /** The component's decision JSON text, unchanged. `context` defaults to `{}`. */
   decideJson(observation: string, context?: string): string;
-  classify(observation: Observation): Envelope;
-  decide(observation: Observation, context?: Context): Decision;
+  /** `observation` is an object, or JSON text. */
+  classify(observation: Observation | string): Envelope;
+  /** `observation` and `context` are objects, or JSON text. */
+  decide(observation: Observation | string, context?: Context | string): Decision;
   /** The full-jitter delay in ms; `config` entries must be complete for this call. */
   backoff(args: { call: CallKind; attempt: number; seed?: bigint | string | number; config?: PolicyConfig }): number;
   /** Hex sha256 idempotency key; `args` is any JSON value (or pass `argsJson` text). */
   key(args: { runId: string; stepId: string; tool: string; args?: Json; argsJson?: string }): string;
   registry(): CodeInfo[];
+  /** The registry JSON text, unchanged (codes-json). */
+  registryJson(): string;
   lookup(code: string): CodeInfo | undefined;
   /** The rendered text, unchanged. `options` is JSON text or empty. */
   renderJson(envelope: string, format: RenderFormat, options?: string): string;
@@ -262,19 +322,24 @@ export declare const POLICY_ERROR_KINDS: readonly PolicyErrorKind[];
 
 /** The policy refused the input. */
 export declare class PolicyError extends Error {
-  constructor(kind: PolicyErrorKind, message: string);
+  constructor(kind: PolicyErrorKind, message: string, options?: { code?: string });
   readonly name: 'PolicyError';
   kind: PolicyErrorKind;
+  /** `policy/<kind>` (e.g. `policy/invalid-json`), or `input-too-large` when this host refused the input. */
+  code: string;
 }
 
 /** The component failed (a trap, an instantiation failure): not an answer about the input. */
 export declare class PolicyRuntimeError extends Error {
-  constructor(message: string, options?: { cause?: unknown });
+  constructor(message: string, options?: { cause?: unknown; code?: ErrorCode });
+  /** `trap` (default), `invalid-output`, ... (docs/hosts.md). */
+  code: ErrorCode;
 }
 
 /** A component could not be loaded, or failed validation before activation. */
 export declare class PolicyLoadError extends PolicyRuntimeError {
-  constructor(reason: PolicyLoadReason, message: string, options?: { cause?: unknown });
+  constructor(reason: PolicyLoadReason, message: string, options?: { cause?: unknown; code?: ErrorCode });
+  /** DEPRECATED: the step that refused it; match on `code`. */
   reason: PolicyLoadReason;
 }
 

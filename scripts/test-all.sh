@@ -13,6 +13,9 @@ rustup target add wasm32-wasip2 >/dev/null
 command -v node >/dev/null || { echo "node 20+ is required (https://nodejs.org)"; exit 2; }
 command -v python3 >/dev/null || { echo "python 3.11+ is required"; exit 2; }
 
+step "vectors: the independently computed idempotency keys are up to date"
+python3 tests/vectors/tools/keys.py --check
+
 step "rust: format and lints"
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
@@ -20,6 +23,9 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
 cargo build --release --quiet -p agent-recovery --example conformance --example store_worker
+# The fixtures the Node and Python tests load (target/wasm-policies/artifacts.json);
+# already built as a dev-dependency of the host, named here so the order is explicit.
+cargo build --release --quiet -p agent-recovery -p agent-recovery-test-artifacts
 
 step "node: install, build and test"
 # better-sqlite3 (the optional dependency behind SqliteStore) compiles SQLite with

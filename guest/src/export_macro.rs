@@ -309,25 +309,37 @@ impl backoff::Guest for Adapter {
     }
 }
 
+/// The exported policy's own registry (`RecoveryPolicy::registry`), built once.
+fn policy_registry() -> &'static $crate::registry::Registry {
+    static REGISTRY: ::std::sync::OnceLock<$crate::registry::Registry> = ::std::sync::OnceLock::new();
+    REGISTRY.get_or_init(P::registry)
+}
+
 impl registry::Guest for Adapter {
     fn codes() -> Vec<t::CodeInfo> {
-        $crate::registry::codes().iter().map(code_out).collect()
+        policy_registry().codes().iter().map(code_out).collect()
     }
 
     fn lookup(code: String) -> Option<t::CodeInfo> {
-        $crate::registry::lookup(&code).map(code_out)
+        policy_registry().lookup(&code).map(code_out)
     }
 
     fn codes_json() -> String {
-        $crate::registry::codes_json()
+        policy_registry().to_json()
     }
 
     fn codes_markdown() -> String {
-        $crate::docs::markdown()
+        let name = P::info().name;
+        let who = if name == $crate::meta::NAME {
+            "the reference policy".to_owned()
+        } else {
+            format!("the policy `{name}`")
+        };
+        $crate::docs::markdown_for(policy_registry().codes(), &who)
     }
 
     fn errors_block(codes: Vec<String>) -> String {
-        $crate::docs::errors_block(&codes)
+        $crate::docs::errors_block_for(policy_registry().codes(), &codes)
     }
 
     fn json_schema(name: String) -> Option<String> {

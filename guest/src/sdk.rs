@@ -9,6 +9,7 @@ use crate::decide::Context;
 use crate::error::PolicyError;
 use crate::model::{CallKind, Decision, Envelope};
 use crate::observation::Observation;
+use crate::registry::Registry;
 
 /// Who a policy is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +66,17 @@ pub trait RecoveryPolicy {
     /// `{"observation", "context", "expect": {"action", "code"}}`).
     fn smoke_tests() -> String {
         crate::meta::SMOKE_TESTS.to_owned()
+    }
+
+    /// The policy's registry: every code it can emit, with the class, hint
+    /// and stability *it* gives them. The exported component serves it from
+    /// the `registry` interface (`codes`, `lookup`, `codes-json`, the
+    /// markdown documentation and the MCP `## Errors` block), built once per
+    /// instance. Default: the reference's. Override it when the policy adds
+    /// codes or changes what one means (see [`Registry`]), so that its
+    /// documentation says what it decides.
+    fn registry() -> Registry {
+        Registry::reference()
     }
 }
 

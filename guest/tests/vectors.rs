@@ -9,7 +9,9 @@
 //!
 //! `envelope` is checked against `classify_json`, `decision` against
 //! `decide_json` (with `context`, default `{}`), `error` against the policy
-//! error either of them returns. Expectations are subsets: objects are matched
+//! error either of them returns; any other expectation kind fails the case.
+//! Every envelope and decision produced is validated against
+//! `docs/schema/` (the `jsonschema` crate, draft 2020-12). Expectations are subsets: objects are matched
 //! recursively, member by member; arrays and scalars must be equal. Every
 //! failure prints the case name, then expected and got side by side.
 
@@ -17,6 +19,42 @@ use agent_recovery_policy::{classify_json, decide_json};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// The expectation kinds a case may name; any other fails the run.
+const EXPECT_KINDS: [&str; 3] = ["envelope", "decision", "error"];
+
+/// `docs/schema/<name>.schema.json`, compiled once.
+fn schema(name: &str) -> &'static jsonschema::Validator {
+    static SCHEMAS: std::sync::LazyLock<Vec<(&'static str, jsonschema::Validator)>> =
+        std::sync::LazyLock::new(|| {
+            ["envelope", "decision"]
+                .into_iter()
+                .map(|name| {
+                    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join(format!("../docs/schema/{name}.schema.json"));
+                    let text = fs::read_to_string(&path)
+                        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+                    let schema: Value = serde_json::from_str(&text).expect("a schema is JSON");
+                    let validator = jsonschema::validator_for(&schema)
+                        .unwrap_or_else(|e| panic!("{} is not a schema: {e}", path.display()));
+                    (name, validator)
+                })
+                .collect()
+        });
+    SCHEMAS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no schema {name:?}"))
+}
+
+/// Where `value` breaks `docs/schema/<name>.schema.json`.
+fn schema_violations(name: &str, value: &Value) -> Vec<String> {
+    schema(name)
+        .iter_errors(value)
+        .map(|e| format!("{name} schema: {e} at {}", e.instance_path()))
+        .collect()
+}
 
 fn vector_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
@@ -102,8 +140,23 @@ fn check(case: &Value) -> Vec<String> {
         .map_or("{}".to_owned(), Value::to_string);
     let expect = &case["expect"];
     let mut reports = Vec::new();
+    for kind in expect.as_object().into_iter().flatten().map(|(k, _)| k) {
+        if !EXPECT_KINDS.contains(&kind.as_str()) {
+            reports.push(format!(
+                "case {name:?}: unknown expectation kind {kind:?} (this runner checks {EXPECT_KINDS:?})"
+            ));
+        }
+    }
     let mut run = |what: &str, want: &Value, got: Value| {
         let mut diffs = Vec::new();
+        if got.get("error").is_none() {
+            let schema = if what == "decision" {
+                "decision"
+            } else {
+                "envelope"
+            };
+            diffs.extend(schema_violations(schema, &got));
+        }
         mismatches(want, &got, what, &mut diffs);
         if !diffs.is_empty() {
             reports.push(format!(
@@ -177,6 +230,30 @@ fn shared_vectors() {
         failures.len()
     );
     eprintln!("{total} vector cases passed");
+}
+
+/// The checks can fail: an unknown expectation kind and a schema violation
+/// are both reported.
+#[test]
+fn an_unknown_kind_and_a_schema_violation_are_reported() {
+    let case = serde_json::json!({
+        "name": "typo", "observation": {"source": "http", "status": 400},
+        "expect": {"envelop": {"code": "tool.http.400_bad_request"}}
+    });
+    let reports = check(&case);
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.contains("unknown expectation kind \"envelop\"")),
+        "{reports:?}"
+    );
+    let mut envelope: Value = serde_json::from_str(
+        &classify_json(r#"{"source":"http","status":400}"#).expect("classifies"),
+    )
+    .expect("JSON");
+    assert!(schema_violations("envelope", &envelope).is_empty());
+    envelope["severity"] = Value::String("catastrophic".into());
+    assert_eq!(schema_violations("envelope", &envelope).len(), 1);
 }
 
 #[test]

@@ -102,8 +102,11 @@ impl Loader {
     /// reference policy takes about a second); a long-running host compiles
     /// once anyway. Entries are keyed by the sha256 of the component and the
     /// engine's settings; a stale or corrupt entry is recompiled, and a cache
-    /// that cannot be written is skipped. The directory is created owner-only:
-    /// its entries are loaded as trusted machine code.
+    /// that cannot be created or written is skipped. Its entries are loaded as
+    /// trusted machine code, so a missing directory is created with mode
+    /// `0700`, and loading **fails** ([`ErrorKind::InvalidArgument`], saying
+    /// why) when the directory is not owned by the process's user or is
+    /// writable by its group or others.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self
@@ -157,6 +160,9 @@ impl Loader {
         let Some(dir) = &self.cache_dir else {
             return compile(engine, bytes);
         };
+        if !cache::usable(dir)? {
+            return compile(engine, bytes);
+        }
         let sha256 = hex(&Sha256::digest(bytes).into());
         if let Some(component) = cache::load(engine, dir, &sha256) {
             return Ok(component);

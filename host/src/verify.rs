@@ -66,6 +66,10 @@ impl Policy {
     /// "context"?, "expect": {"action"?, "code"?}}`, the format of
     /// `meta.smoke-tests`) against this policy; see [`Policy::run_smoke_tests`].
     ///
+    /// An empty set is refused ([`ErrorKind::SmokeTest`]): a policy must ship
+    /// at least one case, as the Node and Python hosts require too
+    /// (`tests/hosts/conformance.json`).
+    ///
     /// ```
     /// let policy = agent_recovery::Policy::reference()?;
     /// let set = r#"[{"observation":{"source":"http","status":400},"expect":{"action":"fail"}}]"#;
@@ -75,6 +79,11 @@ impl Policy {
     pub fn run_smoke_set(&self, cases: &str) -> Result<usize> {
         let cases: Vec<Value> = serde_json::from_str(cases)
             .map_err(|e| smoke_error(format!("the smoke set is not a JSON array of cases: {e}")))?;
+        if cases.is_empty() {
+            return Err(smoke_error(
+                "the smoke set is empty; a policy must ship at least one smoke case".to_string(),
+            ));
+        }
         let mut failures = Vec::new();
         for (i, case) in cases.iter().enumerate() {
             match self.run_case(case) {

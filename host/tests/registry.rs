@@ -95,3 +95,90 @@ fn registry_markdown_is_the_committed_docs() {
         "the component's codes-markdown differs from docs/errors.md"
     );
 }
+
+/// Every row of the registry, of the reference and of payments-policy, matches
+/// `docs/schema/code-info.schema.json`.
+#[test]
+fn every_registry_row_matches_the_code_info_schema() {
+    let payments = agent_recovery::Policy::from_file(env!("AGENT_RECOVERY_PAYMENTS_WASM"))
+        .expect("payments-policy loads");
+    for (who, policy) in [("reference", policy()), ("payments", &payments)] {
+        let rows: Value = serde_json::from_str(&policy.registry_json().expect("registry_json()"))
+            .expect("registry JSON parses");
+        let rows = rows.as_array().expect("the registry is an array");
+        assert!(rows.len() > 50, "{who}: {} rows", rows.len());
+        let errors: Vec<String> = rows
+            .iter()
+            .flat_map(|row| common::schema_violations("code-info", row))
+            .collect();
+        assert!(errors.is_empty(), "{who}: {}", errors.join("\n"));
+    }
+}
+
+/// A custom policy serves its own registry: payments-policy makes 409
+/// permanent, and its registry, typed lookup, markdown docs and MCP errors
+/// block all say so, while the reference's still say `state`.
+#[test]
+fn a_custom_policy_serves_its_own_registry() {
+    let payments = agent_recovery::Policy::from_file(env!("AGENT_RECOVERY_PAYMENTS_WASM"))
+        .expect("payments-policy loads");
+    let rows: Value =
+        serde_json::from_str(&payments.registry_json().expect("registry_json")).expect("JSON");
+    let row = |rows: &Value, code: &str| {
+        rows.as_array()
+            .and_then(|r| r.iter().find(|r| r["code"] == code))
+            .cloned()
+            .unwrap_or_else(|| panic!("{code} is listed"))
+    };
+    let conflict = row(&rows, "tool.http.409_conflict");
+    assert_eq!(conflict["class"], "permanent");
+    assert_eq!(conflict["retryable"], false);
+    assert!(
+        conflict["recovery"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Do not retry")
+    );
+    let reference: Value =
+        serde_json::from_str(&policy().registry_json().expect("registry_json")).expect("JSON");
+    assert_eq!(row(&reference, "tool.http.409_conflict")["class"], "state");
+
+    let typed = payments
+        .lookup("llm.http.409_conflict")
+        .expect("lookup")
+        .expect("listed");
+    assert_eq!(typed.class, agent_recovery::types::ErrorClass::Permanent);
+
+    let markdown = payments.registry_markdown().expect("markdown");
+    assert!(markdown.contains("Every code the policy `payments-strict` can emit"));
+    assert!(
+        markdown.contains("| [`tool.http.409_conflict`](#toolhttp409_conflict) | permanent |"),
+        "{}",
+        &markdown[..2000.min(markdown.len())]
+    );
+    let block = payments
+        .errors_block(&["tool.http.409".to_owned()])
+        .expect("errors block");
+    assert!(block.contains("Do not retry: check the payment"), "{block}");
+}
+
+/// `agent-recovery --policy payments_policy.wasm registry` prints that policy's registry.
+#[test]
+fn the_cli_prints_the_registry_of_the_policy_it_is_given() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
+        .args(["--policy", env!("AGENT_RECOVERY_PAYMENTS_WASM"), "registry"])
+        .env("AGENT_RECOVERY_CACHE_DIR", "")
+        .output()
+        .expect("runs the CLI");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let conflict = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["code"] == "tool.http.409_conflict"))
+        .expect("listed");
+    assert_eq!(conflict["class"], "permanent");
+}

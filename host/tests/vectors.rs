@@ -12,14 +12,39 @@ mod common;
 
 use serde_json::Value;
 
-use common::{Case, cases, mismatches, outcome, policy, side_by_side};
+use common::{
+    Case, EXPECT_KINDS, cases, mismatches, outcome, policy, schema_violations, side_by_side,
+};
 
 fn check(case: &Case, failures: &mut Vec<String>) {
     let policy = policy();
     let obs = case.observation();
     let ctx = case.context();
+    for kind in case.value["expect"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+    {
+        if !EXPECT_KINDS.contains(&kind.as_str()) {
+            failures.push(format!(
+                "case {:?}: unknown expectation kind {kind:?} (this runner checks {EXPECT_KINDS:?})",
+                case.name()
+            ));
+        }
+    }
     let mut run = |what: &str, want: &Value, got: Value| {
         let mut diffs = Vec::new();
+        // Every envelope and decision the policy produces must match the
+        // published schema, whatever the case expects of it.
+        if got.get("error").is_none() {
+            let schema = if what == "decision" {
+                "decision"
+            } else {
+                "envelope"
+            };
+            diffs.extend(schema_violations(schema, &got));
+        }
         mismatches(want, &got, what, &mut diffs);
         if !diffs.is_empty() {
             failures.push(format!(
@@ -75,6 +100,56 @@ fn shared_vectors_through_wasmtime() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// `tests/vectors/keys/keys.json`, written by an independent implementation
+/// of the documented canonical form (`tests/vectors/tools/keys.py`).
+#[test]
+fn idempotency_keys_match_the_independent_implementation() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/keys/keys.json");
+    let text = std::fs::read_to_string(&path).expect("keys.json is readable");
+    let cases: Vec<Value> = serde_json::from_str(&text).expect("keys.json is JSON");
+    assert!(cases.len() >= 10, "only {} key vectors", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let part = |k: &str| {
+            case[k]
+                .as_str()
+                .unwrap_or_else(|| panic!("{k} is a string"))
+        };
+        match policy().key(
+            part("run_id"),
+            part("step_id"),
+            part("tool"),
+            part("args_json"),
+        ) {
+            Ok(key) if key == part("key") => {}
+            got => failures.push(format!(
+                "{}: expected {} (canonical {}), got {got:?}",
+                part("name"),
+                part("key"),
+                part("canonical")
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A schema violation is reported (the validation can fail).
+#[test]
+fn a_schema_violation_is_caught() {
+    let mut decision: Value = serde_json::from_str(
+        &policy()
+            .decide_json(r#"{"source":"http","status":503}"#, "{}")
+            .expect("decides"),
+    )
+    .expect("JSON");
+    assert!(schema_violations("decision", &decision).is_empty());
+    decision["action"] = Value::String("retry_later".into());
+    decision["envelope"]["class"] = Value::Bool(true);
+    let errors = schema_violations("decision", &decision);
+    assert!(errors.len() >= 2, "{errors:?}");
 }
 
 #[test]

@@ -19,12 +19,47 @@ export const POLICY_ERROR_KINDS = Object.freeze([
   'internal',
 ]);
 
-/** The policy refused the input. `kind` is one of POLICY_ERROR_KINDS. */
+/**
+ * The host error codes, one spelling shared by the Rust, Node and Python hosts
+ * (docs/hosts.md). Every error this package throws has a `code`: one of these,
+ * or `policy/<kind>` (e.g. `policy/invalid-json`) for a PolicyError.
+ */
+export const ERROR_CODES = Object.freeze([
+  'io',
+  'invalid-argument',
+  'digest-mismatch',
+  'load',
+  'incompatible',
+  'smoke-test',
+  'trap',
+  'out-of-fuel',
+  'memory-limit',
+  'invalid-output',
+  'input-too-large',
+]);
+
+/** DEPRECATED `PolicyLoadError.reason` spellings -> the shared code. */
+const REASON_CODES = Object.freeze({
+  read: 'io',
+  digest_mismatch: 'digest-mismatch',
+  transpile: 'load',
+  imports: 'incompatible',
+  contract: 'incompatible',
+  instantiate: 'load',
+  smoke_test: 'smoke-test',
+});
+
+/**
+ * The policy refused the input. `kind` is one of POLICY_ERROR_KINDS; `code` is
+ * `policy/<kind>` in the shared spelling (`policy/invalid-json`), or
+ * `input-too-large` when this host refused the input before the policy saw it.
+ */
 export class PolicyError extends Error {
-  constructor(kind, message) {
+  constructor(kind, message, { code } = {}) {
     super(message);
     this.name = 'PolicyError';
     this.kind = kind;
+    this.code = code ?? `policy/${String(kind).replaceAll('_', '-')}`;
   }
 
   /** From a jco `ComponentError` payload (`{kind: 'invalid-json', message}`). */
@@ -34,22 +69,34 @@ export class PolicyError extends Error {
   }
 }
 
-/** The component failed (trap, instantiation failure): not an answer about the input. */
+/**
+ * The component failed (trap, runaway, output that breaks the contract): not an
+ * answer about the input. `code` is `trap` (the default), `invalid-output`, ...
+ */
 export class PolicyRuntimeError extends Error {
   constructor(message, options) {
-    super(message, options);
+    const { code, ...rest } = options ?? {};
+    super(message, rest);
     this.name = 'PolicyRuntimeError';
+    this.code = code ?? 'trap';
   }
 }
 
 /**
  * A component could not be loaded, or failed validation before activation.
- * `reason` says which step refused it: `read`, `digest_mismatch`, `transpile`,
- * `imports`, `instantiate`, `contract`, `smoke_test`.
+ * `code` says why, in the spelling all three hosts share: `io`,
+ * `invalid-argument` (a malformed pin), `digest-mismatch`, `load`,
+ * `incompatible`, `smoke-test`, or `trap` / `invalid-output` when the policy
+ * misbehaved while running its smoke set.
+ *
+ * DEPRECATED: `reason` (`read`, `digest_mismatch`, `transpile`, `imports`,
+ * `instantiate`, `contract`, `smoke_test`) names the step; kept for existing
+ * callers, use `code`.
  */
 export class PolicyLoadError extends PolicyRuntimeError {
   constructor(reason, message, options) {
-    super(message, options);
+    const { code, ...rest } = options ?? {};
+    super(message, { ...rest, code: code ?? REASON_CODES[reason] ?? 'load' });
     this.name = 'PolicyLoadError';
     this.reason = reason;
   }

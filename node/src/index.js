@@ -5,10 +5,11 @@
 //
 // See README.md for the API, the errors and hot swap.
 
-export { Policy, RENDER_FORMATS } from './policy.js';
+export { Policy, RENDER_FORMATS, MAX_INPUT_BYTES } from './policy.js';
+export { IsolatedPolicy, DEFAULT_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS } from './isolated.js';
 export { retry, sleep } from './retry.js';
 export { fromResponse, fromError, failureOf } from './observe.js';
-export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS } from './errors.js';
+export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS, ERROR_CODES } from './errors.js';
 export { GRANTED_IMPORTS, CONTRACT } from './component.js';
 export {
   MemoryStore,

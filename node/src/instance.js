@@ -68,9 +68,14 @@ export class PolicyInstance {
       try {
         rows = JSON.parse(text);
       } catch (e) {
-        throw new PolicyRuntimeError(`${this.identity.name} printed an invalid registry (${e.message}); report it`, { cause: e });
+        throw new PolicyRuntimeError(`${this.identity.name} printed an invalid registry (${e.message}); report it`, {
+          cause: e,
+          code: 'invalid-output',
+        });
       }
-      if (!Array.isArray(rows)) throw new PolicyRuntimeError(`${this.identity.name} printed a registry that is not an array; report it`);
+      if (!Array.isArray(rows)) throw new PolicyRuntimeError(`${this.identity.name} printed a registry that is not an array; report it`, {
+          code: 'invalid-output',
+        });
       this.#registry = rows;
     }
     return this.#registry;
@@ -105,9 +110,13 @@ export class PolicyInstance {
 
 function checkPin(pin, actual) {
   if (pin === undefined || pin === null) return;
-  const want = String(pin).trim().toLowerCase().replace(/^sha256:/, '');
+  const want = String(pin).replace(/^sha256:/, '').toLowerCase();
   if (!/^[0-9a-f]{64}$/.test(want)) {
-    throw new PolicyLoadError('digest_mismatch', `sha256 pin ${JSON.stringify(String(pin))} is not 64 hex digits; pass the hex sha256 of the component file`);
+    throw new PolicyLoadError(
+      'digest_mismatch',
+      `sha256 pin ${JSON.stringify(String(pin))} is not 64 hex digits; pass the hex sha256 of the component file (\`sha256sum policy.wasm\`)`,
+      { code: 'invalid-argument' },
+    );
   }
   if (want !== actual) {
     throw new PolicyLoadError(

@@ -30,7 +30,10 @@ const token = Symbol('Policy.load');
  * whose `reason` names the step that refused it.
  */
 async function prepare(source, options) {
-  const { sha256, smokeTests } = options ?? {};
+  const { sha256, smokeTests, verify: check = true, maxInputBytes = MAX_INPUT_BYTES } = options ?? {};
+  if (!Number.isSafeInteger(maxInputBytes) || maxInputBytes < 0) {
+    throw new PolicyError('invalid_argument', `maxInputBytes must be a non-negative integer, got ${describe(maxInputBytes)}`);
+  }
   let instance;
   try {
     instance = await PolicyInstance.load(source, { sha256 });
@@ -38,8 +41,27 @@ async function prepare(source, options) {
     if (e instanceof PolicyLoadError) throw e;
     throw new PolicyLoadError('instantiate', `the component failed while starting (${e.message})`, { cause: e });
   }
-  verify(instance, smokeTests);
+  if (check !== false) verify(instance, smokeTests);
+  instance.maxInputBytes = maxInputBytes;
   return instance;
+}
+
+/** The default limit on one input (observation, context, envelope, args), as in Rust and Python. */
+export const MAX_INPUT_BYTES = 16 << 20;
+
+/** Refuse text over the active policy's input limit (UTF-8 bytes), before the component sees it. */
+function fits(active, value, what) {
+  const max = active.maxInputBytes;
+  if (value.length * 3 <= max) return value;
+  const size = Buffer.byteLength(value, 'utf8');
+  if (size > max) {
+    throw new PolicyError(
+      'too_large',
+      `${what} is ${size} bytes, over the ${max}-byte input limit; truncate large bodies before asking the policy (or raise maxInputBytes)`,
+      { code: 'input-too-large' },
+    );
+  }
+  return value;
 }
 
 export class Policy {
@@ -56,10 +78,26 @@ export class Policy {
    * Load a policy component and validate it (its smoke set must pass).
    * No source: the shipped reference (gen/, made by `npm run build`).
    * A path, file URL, Uint8Array or ArrayBuffer: that component, transpiled in-process.
+   *
+   * Options (all optional): `sha256` pins the component's digest (64 hex digits,
+   * with or without `sha256:`); `smokeTests` adds cases to its own smoke set;
+   * `verify: false` skips the smoke set (tests, or forcing a policy in by hand);
+   * `maxInputBytes` (default 16 MiB) refuses larger inputs with `input-too-large`;
+   * `isolate: 'worker'` runs the component in a worker thread with a deadline of
+   * `timeoutMs` (default 1000) per call and `loadTimeoutMs` (default 30 000)
+   * for the load: the result is an IsolatedPolicy whose methods return
+   * promises (see README, "Untrusted policies").
    * @param {string | URL | Uint8Array | ArrayBuffer} [source]
-   * @param {{sha256?: string, smokeTests?: object[] | string}} [options]
+   * @param {{sha256?: string, smokeTests?: object[] | string, verify?: boolean, maxInputBytes?: number, isolate?: 'worker', timeoutMs?: number, loadTimeoutMs?: number}} [options]
    */
   static async load(source, options) {
+    if (options?.isolate !== undefined && options.isolate !== 'in-process') {
+      if (options.isolate !== 'worker') {
+        throw new PolicyError('invalid_argument', `isolate must be 'worker' or 'in-process', got ${describe(options.isolate)}`);
+      }
+      const { IsolatedPolicy } = await import('./isolated.js');
+      return IsolatedPolicy.load(source, options);
+    }
     return new Policy(token, await prepare(source, options));
   }
 
@@ -101,32 +139,41 @@ export class Policy {
   /** classify-json: the envelope as the component printed it. */
   classifyJson(observation) {
     text(observation, 'classifyJson', 'observation');
-    return this.#active.call('classifyJson', (api) => api.classifyJson(observation));
+    const active = this.#active;
+    fits(active, observation, 'observation');
+    return active.call('classifyJson', (api) => api.classifyJson(observation));
   }
 
   /** decide-json: the decision as the component printed it (context defaults to `{}`). */
   decideJson(observation, context = '{}') {
     text(observation, 'decideJson', 'observation');
     text(context, 'decideJson', 'context');
-    return this.#active.call('decideJson', (api) => api.decideJson(observation, context));
+    const active = this.#active;
+    fits(active, observation, 'observation');
+    fits(active, context, 'context');
+    return active.call('decideJson', (api) => api.decideJson(observation, context));
   }
 
-  /** Classify an observation object; returns the envelope object. */
+  /** Classify an observation (object, or JSON text); returns the envelope object. */
   classify(observation) {
-    const obs = toText(observation, 'observation', 'invalid_observation');
+    const obs = jsonText(observation, 'observation', 'invalid_observation');
     const active = this.#active;
+    fits(active, obs, 'observation');
     return parseOutput(active, 'classifyJson', active.call('classifyJson', (api) => api.classifyJson(obs)));
   }
 
   /**
-   * Decide the next step for an observation object. `context` uses the JSON
-   * field names (`attempt`, `elapsed_ms`, `seed`, ...); a seed may be a bigint
-   * or a decimal string. The result carries `policy: {name, version, sha256}`.
+   * Decide the next step for an observation (object, or JSON text). `context`
+   * (object, or JSON text) uses the JSON field names (`attempt`, `elapsed_ms`,
+   * `seed`, ...); a seed may be a bigint or a decimal string. The result
+   * carries `policy: {name, version, sha256}`.
    */
   decide(observation, context) {
-    const obs = toText(observation, 'observation', 'invalid_observation');
-    const ctx = contextText(context);
+    const obs = jsonText(observation, 'observation', 'invalid_observation');
+    const ctx = typeof context === 'string' ? context : contextText(context);
     const active = this.#active;
+    fits(active, obs, 'observation');
+    fits(active, ctx, 'context');
     const out = parseOutput(active, 'decideJson', active.call('decideJson', (api) => api.decideJson(obs, ctx)));
     out.policy = active.stamp;
     return out;
@@ -153,12 +200,19 @@ export class Policy {
     }
     const a = argsJson ?? toText(args, 'args', 'invalid_argument');
     text(a, 'key', 'argsJson');
-    return this.#active.call('key', (api) => api.key(runId, stepId, tool, a));
+    const active = this.#active;
+    fits(active, a, 'args');
+    return active.call('key', (api) => api.key(runId, stepId, tool, a));
   }
 
   /** Every code the policy can emit (the registry), sorted by code. */
   registry() {
     return structuredClone(this.#active.registry());
+  }
+
+  /** codes-json: the registry as the component printed it. */
+  registryJson() {
+    return this.#active.call('codesJson', (api) => api.codesJson());
   }
 
   /** One registry row, or undefined. */
@@ -172,7 +226,10 @@ export class Policy {
     text(envelope, 'renderJson', 'envelope');
     text(options, 'renderJson', 'options');
     const f = renderFormat(format);
-    return this.#active.call('renderJson', (api) => api.renderJson(envelope, f, options));
+    const active = this.#active;
+    fits(active, envelope, 'envelope');
+    fits(active, options, 'options');
+    return active.call('renderJson', (api) => api.renderJson(envelope, f, options));
   }
 
   /**
@@ -198,7 +255,7 @@ function parseOutput(active, what, out) {
   } catch (e) {
     throw new PolicyRuntimeError(
       `${active.identity.name} ${active.identity.version} printed invalid JSON from ${what} (${e.message}); this is a bug in the policy: report it`,
-      { cause: e },
+      { cause: e, code: 'invalid-output' },
     );
   }
 }
@@ -207,6 +264,11 @@ function text(v, fn, name) {
   if (typeof v !== 'string') {
     throw new PolicyError('invalid_argument', `${fn}() takes ${name} as JSON text (a string), got ${describe(v)}; use the object methods for objects`);
   }
+}
+
+/** JSON text given as a string is passed as is; anything else is written as JSON. */
+function jsonText(value, what, kind) {
+  return typeof value === 'string' ? value : toText(value, what, kind);
 }
 
 function toText(value, what, kind) {

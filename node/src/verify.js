@@ -33,12 +33,20 @@ export function verify(instance, extra) {
   for (const [label, c] of cases) {
     const obs = c[RAW]?.observation ?? stringify(c.observation);
     const ctx = c[RAW]?.context ?? (c.context === undefined ? '{}' : stringify(c.context));
+    let out;
+    try {
+      out = instance.call('decideJson', (api) => api.decideJson(obs, ctx));
+    } catch (e) {
+      // A wrong answer (a policy-error) is a smoke-test failure; the component
+      // failing (a trap) keeps its own code, as in the Rust and Python hosts.
+      const why = e instanceof PolicyError ? `policy-error ${e.kind}: ${e.message}` : e.message;
+      throw refuse(`${who} failed ${label} (${obs}): ${why}`, e, e instanceof PolicyError ? undefined : e.code);
+    }
     let decision;
     try {
-      decision = JSON.parse(instance.call('decideJson', (api) => api.decideJson(obs, ctx)));
+      decision = JSON.parse(out);
     } catch (e) {
-      const why = e instanceof PolicyError ? `policy-error ${e.kind}: ${e.message}` : e.message;
-      throw refuse(`${who} failed ${label} (${obs}): ${why}`, e);
+      throw refuse(`${who} failed ${label}: its decision is not JSON (${e.message})`, e, 'invalid-output');
     }
     const want = c.expect ?? {};
     const got = { action: decision.action, code: decision.envelope?.code };
@@ -73,6 +81,9 @@ function checkCases(v, what) {
   return v;
 }
 
-function refuse(message, cause) {
-  return new PolicyLoadError('smoke_test', message, cause ? { cause } : undefined);
+function refuse(message, cause, code) {
+  const options = {};
+  if (cause) options.cause = cause;
+  if (code) options.code = code;
+  return new PolicyLoadError('smoke_test', message, options);
 }

@@ -184,3 +184,12 @@ test('load takes a path, a file URL, bytes or an ArrayBuffer', async () => {
     assert.equal(p.classifyJson(obs), policy.classifyJson(obs));
   }
 });
+
+test('decide and classify take JSON text as well as objects (parity with Python)', async () => {
+  const policy = await Policy.load();
+  const obs = { source: 'http', status: 429, headers: { 'retry-after': '2' } };
+  const ctx = { attempt: 1, seed: 7 };
+  assert.deepEqual(policy.decide(JSON.stringify(obs), JSON.stringify(ctx)), policy.decide(obs, ctx));
+  assert.deepEqual(policy.classify(JSON.stringify(obs)), policy.classify(obs));
+  assert.equal(policy.registryJson(), JSON.stringify(policy.registry()));
+});

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { RAW, parseLossless } from '../src/json.js';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -10,7 +11,7 @@ export const VECTORS_DIR = join(REPO, 'tests', 'vectors');
 export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', import.meta.url));
 
 /**
- * The .wasm host/build.rs built for a workspace package (`payments-policy`,
+ * The .wasm tests/artifacts/build.rs built for a workspace package (`payments-policy`,
  * `hostile-spin`, ...), from the manifest it writes:
  * `$AGENT_RECOVERY_ARTIFACTS`, else `${CARGO_TARGET_DIR:-target}/wasm-policies/artifacts.json`.
  * Throws (so the test fails, never skips) when it has not been built.
@@ -18,7 +19,7 @@ export const GEN_COMPONENT = fileURLToPath(new URL('../gen/component.wasm', impo
 export function artifact(pkg) {
   const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
   const manifest = process.env.AGENT_RECOVERY_ARTIFACTS ?? join(target, 'wasm-policies', 'artifacts.json');
-  const build = 'run `cargo build --release -p agent-recovery` (its build.rs builds the guest components)';
+  const build = 'run `cargo build --release -p agent-recovery -p agent-recovery-test-artifacts` (their build.rs build the guest components)';
   if (!existsSync(manifest)) throw new Error(`${manifest} is missing; ${build}`);
   const path = JSON.parse(readFileSync(manifest, 'utf8'))[pkg];
   if (!path || !existsSync(path)) throw new Error(`${pkg} is not built (${path ?? `not in ${manifest}`}); ${build}`);
@@ -97,3 +98,23 @@ export function withCustomSection(bytes, name) {
   if (payload.length > 127) throw new Error('section too long for a one-byte size');
   return Buffer.concat([bytes, Buffer.from([0, payload.length]), payload]);
 }
+
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+const validators = new Map();
+
+/**
+ * Where `value` breaks docs/schema/<name>.schema.json (`envelope`, `decision`,
+ * `code-info`), validated by ajv (draft 2020-12); [] when it conforms.
+ */
+export function schemaViolations(name, value) {
+  if (!validators.has(name)) {
+    const schema = JSON.parse(readFileSync(join(REPO, 'docs', 'schema', `${name}.schema.json`), 'utf8'));
+    validators.set(name, ajv.compile(schema));
+  }
+  const validate = validators.get(name);
+  if (validate(value)) return [];
+  return validate.errors.map((e) => `${name} schema: ${e.instancePath || '/'} ${e.message}`);
+}
+
+/** The expectation kinds a vector case may name; every runner fails on any other. */
+export const EXPECT_KINDS = Object.freeze(['envelope', 'decision', 'error']);

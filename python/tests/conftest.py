@@ -22,7 +22,7 @@ def vectors_dir() -> Path:
 
 
 def artifacts_manifest() -> Path:
-    """`artifacts.json` written by host/build.rs: package name -> path of its .wasm.
+    """`artifacts.json` written by tests/artifacts/build.rs: package name -> path of its .wasm.
 
     `$AGENT_RECOVERY_ARTIFACTS` overrides it; else it is
     `${CARGO_TARGET_DIR:-target}/wasm-policies/artifacts.json`.
@@ -35,9 +35,12 @@ def artifacts_manifest() -> Path:
 
 
 def artifact(package: str) -> Path:
-    """The .wasm host/build.rs built for `package`; fails the test when it is missing."""
+    """The .wasm tests/artifacts/build.rs built for `package`; fails the test when it is missing."""
     manifest = artifacts_manifest()
-    build = "run `cargo build --release -p agent-recovery` (its build.rs builds the guest components)"
+    build = (
+        "run `cargo build --release -p agent-recovery -p agent-recovery-test-artifacts` "
+        "(their build.rs build the guest components)"
+    )
     if not manifest.is_file():
         pytest.fail(f"{manifest} is missing; {build}", pytrace=False)
     path = json.loads(manifest.read_text(encoding="utf-8")).get(package)

@@ -85,7 +85,8 @@ def test_sneaky_is_refused_at_load_for_its_imports(handle: PolicyHandle) -> None
 
 def test_garbage_output_is_invalid_output(handle: PolicyHandle) -> None:
     path = need("garbage")
-    refused(handle, path, ("smoke_test",))
+    err = refused(handle, path, ("invalid_output",))  # as in Rust and Node (tests/hosts/)
+    assert err.code == "invalid-output"
     garbage = Policy.load(path)
     with pytest.raises(PolicyRuntimeError) as info:
         garbage.classify(OBS)

@@ -160,3 +160,16 @@ def test_render(policy: Policy) -> None:
     assert rendered["jsonrpc"] == "2.0" and rendered["id"] == 7
     text = policy.render(json.dumps(envelope), "coordinator_text")
     assert isinstance(text, str) and text.startswith("[")
+
+
+def test_lookup_finds_one_row_or_none(policy: Policy) -> None:
+    # Parity with Node's `lookup`: one row of the registry, the same dict.
+    rows = {row["code"]: row for row in policy.registry()}
+    assert policy.lookup("tool.http.503_unavailable") == rows["tool.http.503_unavailable"]
+    assert policy.lookup("tool.http.999_nothing") is None
+
+
+def test_decide_takes_json_text_or_a_dict(policy: Policy) -> None:
+    obs = {"source": "http", "status": 429, "headers": {"retry-after": "2"}}
+    ctx = {"attempt": 1, "seed": 7}
+    assert policy.decide(json.dumps(obs), json.dumps(ctx)) == policy.decide(obs, ctx)

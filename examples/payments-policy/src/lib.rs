@@ -12,9 +12,15 @@
 //! - **Never retry an ambiguous failure without an idempotency key**, even if
 //!   the caller did not say `idempotent: false` — money may have moved.
 //!
-//! Everything else (normalization, registry, rendering, keys) is the reference.
+//! Its registry says so: [`Payments::registry`] makes the three `http.409_conflict`
+//! codes permanent with this policy's hint, so `codes-json`, the markdown docs
+//! (`agent-recovery --policy payments_policy.wasm registry --format markdown`)
+//! and the MCP `## Errors` block document the rule it applies.
+//!
+//! Everything else (normalization, rendering, keys) is the reference.
 
 use agent_recovery_policy::config::{BackoffOverrides, ConfigOverrides};
+use agent_recovery_policy::registry::Registry;
 use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
 use agent_recovery_policy::{
     Action, Context, Decision, Envelope, ErrorClass, Observation, PolicyError,
@@ -118,14 +124,38 @@ impl RecoveryPolicy for Payments {
     fn smoke_tests() -> String {
         SMOKE_TESTS.to_owned()
     }
+
+    fn registry() -> Registry {
+        CONFLICT_CODES
+            .iter()
+            .fold(Registry::reference(), |registry, code| {
+                registry
+                    .set_class(code, ErrorClass::Permanent)
+                    .set_cause(code, CONFLICT_CAUSE)
+                    .set_recovery(code, CONFLICT_HINT)
+            })
+    }
 }
+
+/// The codes of an HTTP 409, on every surface.
+pub const CONFLICT_CODES: [&str; 3] = [
+    "agent.http.409_conflict",
+    "llm.http.409_conflict",
+    "tool.http.409_conflict",
+];
+
+/// What this policy's documentation says about a 409.
+const CONFLICT_CAUSE: &str = "The server answered 409 on a payment call: already captured, or an idempotency key in flight. payments-strict treats it as permanent.";
+
+/// This policy's hint for a 409 (envelopes and documentation alike).
+pub const CONFLICT_HINT: &str = "Do not retry: check the payment's current state (it may already be captured) before any new attempt.";
 
 impl Payments {
     /// A 409 made permanent.
     fn classify_envelope(mut env: Envelope) -> Envelope {
         env.class = ErrorClass::Permanent;
         env.retryable = false;
-        env.hint = "Do not retry: check the payment's current state (it may already be captured) before any new attempt.".into();
+        env.hint = CONFLICT_HINT.into();
         env
     }
 }

@@ -131,3 +131,34 @@ fn reference_vectors_that_still_apply() {
     assert!(checked > 100, "only {checked} vectors applied");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The policy's registry documents the 409 rule it applies, and names only
+/// codes the reference has.
+#[test]
+fn its_registry_documents_its_409_rule() {
+    let registry = Payments::registry();
+    assert!(
+        registry.unknown_codes().is_empty(),
+        "{:?}",
+        registry.unknown_codes()
+    );
+    for code in payments_policy::CONFLICT_CODES {
+        let row = registry.lookup(code).expect("the 409 code is listed");
+        assert_eq!(row.class.as_str(), "permanent", "{code}");
+        assert!(!row.retryable, "{code}");
+        assert_eq!(row.recovery, payments_policy::CONFLICT_HINT);
+    }
+    // Everything else is the reference's.
+    let reference = agent_recovery_policy::registry::Registry::reference();
+    assert_eq!(registry.codes().len(), reference.codes().len());
+    let row = registry
+        .lookup("tool.http.503_unavailable")
+        .expect("listed");
+    assert_eq!(Some(row), reference.lookup("tool.http.503_unavailable"));
+    // The envelope's hint is the registry's.
+    let e: Value = serde_json::from_str(
+        &Payments::classify_json(r#"{"source":"http","status":409}"#).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(e["hint"], payments_policy::CONFLICT_HINT);
+}

@@ -58,7 +58,13 @@ fn section(out: &mut String, c: &CodeInfo) {
 
 /// `docs/errors.md`.
 pub fn markdown() -> String {
-    let all = codes();
+    markdown_for(codes(), "the reference policy")
+}
+
+/// The error-code documentation of a registry (`docs/errors.md` for the
+/// reference); `who` names the policy in the introduction, e.g.
+/// ``the policy `payments-strict` ``.
+pub fn markdown_for(all: &[CodeInfo], who: &str) -> String {
     let mut out = String::new();
     out.push_str("# Error codes\n\n");
     out.push_str(
@@ -66,7 +72,7 @@ pub fn markdown() -> String {
     );
     let _ = writeln!(
         out,
-        "Every code the reference policy can emit ({} codes). A code is `<surface>.<kind>.<detail>`: the surface is \
+        "Every code {who} can emit ({} codes). A code is `<surface>.<kind>.<detail>`: the surface is \
          the kind of call that failed (`tool`, `llm`, `agent`) or `runtime` for the policy's own decisions.\n\n\
          **Stability.** Codes are added, never renamed or removed. A retired code stays in this list, marked \
          `deprecated`, with its replacement. A server's explicit signal (`x-should-retry`, `data.retryable`, an \
@@ -104,7 +110,12 @@ struct BlockEntry<'a> {
 /// The MCP `## Errors` block for the codes matching `filters` (codes or
 /// prefixes; empty means all).
 pub fn errors_block(filters: &[String]) -> String {
-    let entries: Vec<BlockEntry> = codes()
+    errors_block_for(codes(), filters)
+}
+
+/// The MCP `## Errors` block of a registry, for the codes matching `filters`.
+pub fn errors_block_for(all: &[CodeInfo], filters: &[String]) -> String {
+    let entries: Vec<BlockEntry> = all
         .iter()
         .filter(|c| filters.is_empty() || filters.iter().any(|f| c.code.starts_with(f.as_str())))
         .map(|c| BlockEntry {

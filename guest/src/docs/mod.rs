@@ -5,7 +5,7 @@
 mod markdown;
 mod schema;
 
-pub use markdown::{errors_block, markdown};
+pub use markdown::{errors_block, errors_block_for, markdown, markdown_for};
 pub use schema::json_schema;
 
 use crate::model::{Envelope, Upstream};

@@ -212,3 +212,114 @@ pub fn lookup(code: &str) -> Option<&'static CodeInfo> {
 pub fn codes_json() -> String {
     serde_json::to_string(codes()).unwrap_or_else(|_| "[]".to_owned())
 }
+
+/// A policy's own registry: the reference's codes as a custom policy changes
+/// them. [`RecoveryPolicy::registry`](crate::sdk::RecoveryPolicy::registry)
+/// returns one, and the exported component serves *it* (the `registry`
+/// interface, `docs/errors.md` style markdown, the MCP `## Errors` block), so
+/// what a policy documents is what it decides.
+///
+/// ```
+/// use agent_recovery_policy::ErrorClass;
+/// use agent_recovery_policy::registry::Registry;
+///
+/// let registry = Registry::reference()
+///     .set_class("tool.http.409_conflict", ErrorClass::Permanent)
+///     .set_recovery("tool.http.409_conflict", "Do not retry: check the payment first.");
+/// assert!(registry.unknown_codes().is_empty());
+/// let row = registry.lookup("tool.http.409_conflict").unwrap();
+/// assert_eq!(row.class, ErrorClass::Permanent);
+/// ```
+///
+/// The changing methods take a full code; a code the registry does not hold
+/// changes nothing and is listed by [`unknown_codes`](Self::unknown_codes)
+/// (test it natively: a policy's unit tests should assert it is empty).
+/// The reference's published codes stay append-only; a custom policy may
+/// change what they mean for *its* callers, and deprecate or add its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registry {
+    codes: Vec<CodeInfo>,
+    unknown: Vec<String>,
+}
+
+impl Registry {
+    /// The reference policy's registry.
+    pub fn reference() -> Self {
+        Registry {
+            codes: codes().to_vec(),
+            unknown: Vec::new(),
+        }
+    }
+
+    /// Adds a code (or replaces the row of the same code), keeping the rows sorted.
+    pub fn with_code(mut self, info: CodeInfo) -> Self {
+        match self.codes.binary_search_by(|c| c.code.cmp(&info.code)) {
+            Ok(i) => {
+                if let Some(row) = self.codes.get_mut(i) {
+                    *row = info;
+                }
+            }
+            Err(i) => self.codes.insert(i, info),
+        }
+        self
+    }
+
+    fn change(mut self, code: &str, f: impl FnOnce(&mut CodeInfo)) -> Self {
+        match self.codes.iter_mut().find(|c| c.code == code) {
+            Some(row) => f(row),
+            None => self.unknown.push(code.to_owned()),
+        }
+        self
+    }
+
+    /// Changes a code's recovery class; `retryable` follows it (only
+    /// `transient` codes are retryable by default).
+    pub fn set_class(self, code: &str, class: ErrorClass) -> Self {
+        self.change(code, |row| {
+            row.class = class;
+            row.retryable = class == ErrorClass::Transient;
+        })
+    }
+
+    /// Changes a code's recovery guidance (its default hint).
+    pub fn set_recovery(self, code: &str, recovery: &'static str) -> Self {
+        self.change(code, |row| row.recovery = recovery)
+    }
+
+    /// Changes what the documentation says causes the code.
+    pub fn set_cause(self, code: &str, cause: &'static str) -> Self {
+        self.change(code, |row| row.cause = cause)
+    }
+
+    /// Marks a code deprecated, replaced by `replaced_by`; it stays listed.
+    pub fn deprecate(self, code: &str, replaced_by: &str) -> Self {
+        let replaced_by = replaced_by.to_owned();
+        self.change(code, |row| {
+            row.stability = Stability::Deprecated;
+            row.replaced_by = Some(replaced_by);
+        })
+    }
+
+    /// Every code, sorted.
+    pub fn codes(&self) -> &[CodeInfo] {
+        &self.codes
+    }
+
+    /// One code.
+    pub fn lookup(&self, code: &str) -> Option<&CodeInfo> {
+        self.codes
+            .binary_search_by(|c| c.code.as_str().cmp(code))
+            .ok()
+            .and_then(|i| self.codes.get(i))
+    }
+
+    /// The codes a changing method was given that the registry does not hold.
+    pub fn unknown_codes(&self) -> &[String] {
+        &self.unknown
+    }
+
+    /// The registry as JSON text (the `codes-json` export).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.codes).unwrap_or_else(|_| "[]".to_owned())
+    }
+}

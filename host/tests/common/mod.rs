@@ -57,6 +57,43 @@ pub fn vector_files() -> Vec<PathBuf> {
     files
 }
 
+/// The expectation kinds a vector case may name; the runners check every one
+/// and fail on any other (a typo must not pass unchecked).
+pub const EXPECT_KINDS: [&str; 3] = ["envelope", "decision", "error"];
+
+/// `docs/schema/<name>.schema.json` (`envelope`, `decision`, `code-info`),
+/// compiled once per test binary by the `jsonschema` crate (draft 2020-12).
+pub fn schema(name: &str) -> &'static jsonschema::Validator {
+    static SCHEMAS: LazyLock<Vec<(&'static str, jsonschema::Validator)>> = LazyLock::new(|| {
+        ["envelope", "decision", "code-info"]
+            .into_iter()
+            .map(|name| {
+                let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join(format!("../docs/schema/{name}.schema.json"));
+                let text = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+                let schema: Value = serde_json::from_str(&text).expect("a schema is JSON");
+                let validator = jsonschema::validator_for(&schema)
+                    .unwrap_or_else(|e| panic!("{} is not a valid schema: {e}", path.display()));
+                (name, validator)
+            })
+            .collect()
+    });
+    SCHEMAS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no schema {name:?}"))
+}
+
+/// Where `value` breaks `docs/schema/<name>.schema.json`, one line per error.
+pub fn schema_violations(name: &str, value: &Value) -> Vec<String> {
+    schema(name)
+        .iter_errors(value)
+        .map(|e| format!("{name} schema: {} at {}", e, e.instance_path()))
+        .collect()
+}
+
 /// Every case of every vector file.
 pub fn cases() -> Vec<Case> {
     let mut cases = Vec::new();

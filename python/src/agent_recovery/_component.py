@@ -9,13 +9,23 @@ Across processes, set `AGENT_RECOVERY_COMPILE_CACHE=1` (before the first load)
 to turn on wasmtime's own compilation cache (in `~/.cache/wasmtime`), or set it
 to the path of a wasmtime cache configuration file. Off by default: a library
 should not write to the user's home unasked.
+
+The cache holds native code that wasmtime loads without the sandbox's checks,
+so, as the Rust host does for its own cache, the cache directory (the default
+`$XDG_CACHE_HOME/wasmtime` or `~/.cache/wasmtime`, or the configuration file's
+`[cache] directory`) is created `0700` when missing and **refused**
+(`PolicyRuntimeError("invalid_argument")`, code `invalid-argument`) when it is
+not owned by the process's user or is writable by its group or others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
+import tomllib
+from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
@@ -111,14 +121,64 @@ def engine_and_linker() -> Tuple[Engine, Linker]:
             config.consume_fuel = True
             cache = os.environ.get("AGENT_RECOVERY_COMPILE_CACHE", "").strip()
             if cache.lower() in ("1", "true", "yes", "on"):
+                check_cache_dir(default_cache_dir())
                 config.cache = True
             elif cache and cache.lower() not in ("0", "false", "no", "off"):
+                configured = configured_cache_dir(cache)
+                check_cache_dir(configured or default_cache_dir())
                 config.cache = cache  # a wasmtime cache configuration file
             engine = Engine(config)
             linker = Linker(engine)
             linker.add_wasip2()
             _engine, _linker = engine, linker
         return _engine, _linker
+
+
+def default_cache_dir() -> Path:
+    """wasmtime's default cache directory on Linux and macOS-like systems."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "wasmtime"
+
+
+def configured_cache_dir(config_file: str) -> "Path | None":
+    """The `[cache] directory` of a wasmtime cache configuration file, if set."""
+    try:
+        with open(config_file, "rb") as f:
+            directory = tomllib.load(f).get("cache", {}).get("directory")
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise PolicyRuntimeError(
+            "invalid_argument",
+            f"cannot read the wasmtime cache configuration {config_file!r} ({e}); "
+            "fix AGENT_RECOVERY_COMPILE_CACHE",
+        ) from None
+    return Path(directory) if isinstance(directory, str) else None
+
+
+def check_cache_dir(directory: Path) -> None:
+    """Create `directory` owner-only when missing; refuse it when anyone but its
+    owner could write compiled code there (or it is not ours)."""
+    if not hasattr(os, "geteuid"):
+        return  # not Unix: permissions are not checked
+    if not directory.exists():
+        try:
+            directory.mkdir(mode=0o700, parents=True)
+        except OSError:
+            return  # wasmtime will fail to write and skip the cache
+    st = directory.stat()
+    why = ""
+    if not stat.S_ISDIR(st.st_mode):
+        why = "it is not a directory"
+    elif st.st_uid != os.geteuid():
+        why = f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    elif st.st_mode & 0o022:
+        why = f"it is writable by its group or by others (mode {st.st_mode & 0o777:03o})"
+    if why:
+        raise PolicyRuntimeError(
+            "invalid_argument",
+            f"refusing the compiled-component cache {str(directory)!r}: {why}; its entries "
+            "are loaded as native code, so only its owner may write there: `chmod 700` it, "
+            "or unset AGENT_RECOVERY_COMPILE_CACHE",
+        )
 
 
 @dataclass

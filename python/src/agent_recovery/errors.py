@@ -12,11 +12,19 @@ Three families, because a caller handles each one differently:
   policy is still active.
 
 Every message names the bad value and ends with a hint.
+
+Every error also has a `code` in the spelling the Rust, Node and Python hosts
+share (docs/hosts.md): `io`, `invalid-argument`, `digest-mismatch`, `load`,
+`incompatible`, `smoke-test`, `trap`, `out-of-fuel`, `memory-limit`,
+`invalid-output`, `input-too-large`, or `policy/<kind>` for a `PolicyError`
+(e.g. `policy/invalid-json`). Match on `code`; the snake_case `kind` of a
+`PolicyRuntimeError` is the older, Python-only spelling (DEPRECATED for
+matching, kept working: `sha256_mismatch` is `digest-mismatch`).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Optional
 
 #: The kinds of `PolicyError`, snake_case twins of the WIT `error-kind` cases.
 POLICY_ERROR_KINDS: Final = (
@@ -40,7 +48,38 @@ RUNTIME_ERROR_KINDS: Final = (
     "invalid_output",  # the component returned something unusable
     "sha256_mismatch",  # a pinned digest did not match (swap and load)
     "smoke_test",  # the component failed its own smoke tests (swap)
+    "invalid_argument",  # an argument given to the host is invalid (a malformed sha256 pin)
 )
+
+#: The shared host error codes (docs/hosts.md), one spelling in Rust, Node and Python.
+ERROR_CODES: Final = (
+    "io",
+    "invalid-argument",
+    "digest-mismatch",
+    "load",
+    "incompatible",
+    "smoke-test",
+    "trap",
+    "out-of-fuel",
+    "memory-limit",
+    "invalid-output",
+    "input-too-large",
+)
+
+#: `PolicyRuntimeError.kind` -> its shared code.
+_RUNTIME_CODES: Final = {
+    "io": "io",
+    "load": "load",
+    "incompatible": "incompatible",
+    "instantiate": "load",
+    "trap": "trap",
+    "out_of_fuel": "out-of-fuel",
+    "memory_limit": "memory-limit",
+    "invalid_output": "invalid-output",
+    "sha256_mismatch": "digest-mismatch",
+    "smoke_test": "smoke-test",
+    "invalid_argument": "invalid-argument",
+}
 
 
 class PolicyError(Exception):
@@ -52,16 +91,21 @@ class PolicyError(Exception):
 
     Two checks happen in the host before the component sees the input, with the
     same kinds: text that is not UTF-8 (`invalid_json`; JSON text must be UTF-8)
-    and input over `Limits.max_input_bytes` (`too_large`).
+    and input over `Limits.max_input_bytes` (`too_large`, code `input-too-large`).
+
+    `code` is `policy/<kind>` in the shared spelling (`policy/invalid-json`),
+    or `input-too-large` when this host refused the input itself.
     """
 
     kind: str
     message: str
+    code: str
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, code: Optional[str] = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
+        self.code = code or "policy/" + kind.replace("_", "-")
 
 
 class PolicyRuntimeError(Exception):
@@ -69,16 +113,20 @@ class PolicyRuntimeError(Exception):
 
     `kind` is one of `RUNTIME_ERROR_KINDS`. After a `trap` or `out_of_fuel` the
     instance is dropped; the next call instantiates the component again.
+    `code` is the shared spelling of the kind (`out_of_fuel` -> `out-of-fuel`,
+    `sha256_mismatch` -> `digest-mismatch`); match on it.
     """
 
     kind: str
     message: str
+    code: str
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, code: Optional[str] = None) -> None:
         message = "; ".join(line.strip() for line in message.splitlines() if line.strip())
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
+        self.code = code or _RUNTIME_CODES.get(kind, kind.replace("_", "-"))
 
 
 class SwapError(PolicyRuntimeError):

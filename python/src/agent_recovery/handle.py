@@ -123,6 +123,14 @@ class PolicyHandle:
         """See `Policy.registry`."""
         return self._active.registry()
 
+    def lookup(self, code: str) -> Optional[CodeInfo]:
+        """See `Policy.lookup`."""
+        return self._active.lookup(code)
+
+    def registry_json(self) -> str:
+        """See `Policy.registry_json`."""
+        return self._active.registry_json()
+
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
         """See `Policy.render`."""
         return self._active.render(envelope, format, options)

@@ -58,23 +58,36 @@ _WASM_NAME = "agent_recovery_policy.wasm"
 
 
 def reference_path() -> Path:
-    """The reference component: the packaged one, or in a source checkout the
-    newer of that and cargo's output (so a fresh `cargo build` is picked up)."""
+    """The reference component, chosen by a fixed rule (never by file time):
+
+    1. `$AGENT_RECOVERY_REFERENCE_WASM`, when set (a path);
+    2. the component packaged with this module (`_wasm/agent_recovery_policy.wasm`,
+       what `pip install` put there);
+    3. in a source checkout without a packaged copy, cargo's build of it
+       (`${CARGO_TARGET_DIR:-target}/wasm32-wasip2/release/`, where `setup.py`
+       and the Node build put it).
+
+    A stale packaged copy is not replaced by a newer cargo build: reinstall
+    (`pip install ./python`) or point the variable at the build.
+    """
+    given = os.environ.get("AGENT_RECOVERY_REFERENCE_WASM")
+    if given:
+        return Path(given)
     packaged = Path(__file__).with_name("_wasm") / _WASM_NAME
-    candidates = [packaged] if packaged.is_file() else []
+    if packaged.is_file():
+        return packaged
     repo = Path(__file__).resolve().parents[3]  # python/src/agent_recovery/ -> repo
     if (repo / "Cargo.toml").is_file() and (repo / "guest").is_dir():
         target = Path(os.environ.get("CARGO_TARGET_DIR", repo / "target"))
         built = target / "wasm32-wasip2" / "release" / _WASM_NAME
         if built.is_file():
-            candidates.append(built)
-    if not candidates:
-        raise PolicyRuntimeError(
-            "io",
-            f"the reference component is not packaged ({packaged} is missing); install "
-            "with `pip install ./python` from a checkout, which builds it with cargo",
-        )
-    return max(candidates, key=lambda p: p.stat().st_mtime)
+            return built
+    raise PolicyRuntimeError(
+        "io",
+        f"the reference component is not packaged ({packaged} is missing); install "
+        "with `pip install ./python` from a checkout (which builds it with cargo), or "
+        "set AGENT_RECOVERY_REFERENCE_WASM to its path",
+    )
 
 
 def read_source(source: Source) -> bytes:
@@ -90,12 +103,30 @@ def read_source(source: Source) -> bytes:
         ) from None
 
 
+def parse_pin(sha256: str) -> str:
+    """A sha256 pin as lowercase hex: 64 hex digits, any case, with or without
+    a `sha256:` prefix (the same rule as the Rust and Node hosts); anything else
+    is `invalid_argument` (code `invalid-argument`), not a mismatch."""
+    digits = sha256[len("sha256:"):] if sha256.startswith("sha256:") else sha256
+    if len(digits) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise PolicyRuntimeError(
+            "invalid_argument",
+            f"invalid sha256 {sha256[:80]!r}: expected 64 hex digits; compute it with "
+            "`sha256sum policy.wasm`",
+        )
+    return digits.lower()
+
+
 def check_digest(sha256: Optional[str], digest: str) -> None:
-    """Refuse bytes whose digest is not the pinned one."""
-    if sha256 is not None and sha256.strip().lower() != digest:
+    """Refuse bytes whose digest is not the pinned one (`sha256_mismatch`,
+    code `digest-mismatch`), or a pin that is not a digest (`invalid_argument`)."""
+    if sha256 is None:
+        return
+    pinned = parse_pin(sha256)
+    if pinned != digest:
         raise PolicyRuntimeError(
             "sha256_mismatch",
-            f"the component's sha256 is {digest}, the pin says {sha256.strip().lower()}; "
+            f"the component's sha256 is {digest}, not the pinned {pinned}; "
             "refusing it, check that this is the file you reviewed",
         )
 
@@ -194,7 +225,10 @@ class Policy:
         for _, data in args:
             size += len(data)
         if size > self._limits.max_input_bytes:
-            check_size(size, self._limits.max_input_bytes)
+            try:
+                check_size(size, self._limits.max_input_bytes)
+            except PolicyError as e:
+                raise PolicyError(e.kind, e.message, code="input-too-large") from None
         with self._lock:
             sandbox = self._sandbox or self._live_sandbox()
             try:
@@ -332,6 +366,13 @@ class Policy:
     def registry(self) -> List[CodeInfo]:
         """Every code the policy can emit, sorted by code."""
         return cast(List[CodeInfo], self._parse(self.registry_json(), "codes-json"))
+
+    def lookup(self, code: str) -> Optional[CodeInfo]:
+        """One registry row by its full code, or None (as Node's `lookup`)."""
+        for row in self.registry():
+            if row["code"] == code:
+                return row
+        return None
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
         """Render an envelope (dict or JSON text) for a boundary.

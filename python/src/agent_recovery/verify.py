@@ -27,8 +27,10 @@ def run_smoke_tests(policy: Policy) -> int:
         cases = json.loads(text)
     except ValueError as e:
         raise _smoke_error(f"the smoke set is not JSON ({e})") from None
-    if not isinstance(cases, list) or not cases:
-        raise _smoke_error("the smoke set is not a non-empty JSON array of cases")
+    if not isinstance(cases, list):
+        raise _smoke_error("the smoke set is not a JSON array of cases")
+    if not cases:
+        raise _smoke_error("the smoke set is empty; a policy must ship at least one smoke case")
     failures: List[str] = []
     for i, case in enumerate(cases):
         why = _run_case(policy, case)
@@ -50,11 +52,22 @@ def _run_case(policy: Policy, case: Any) -> str:
     obs = json.dumps(case["observation"], separators=(",", ":"))
     ctx = json.dumps(case.get("context", {}), separators=(",", ":"))
     try:
-        decision = json.loads(policy.decide_json(obs, ctx))
+        text = policy.decide_json(obs, ctx)
     except PolicyError as e:
         return f"decide-json failed ({e})"
+    try:
+        decision = json.loads(text)
     except ValueError as e:
-        return f"the decision is not JSON ({e})"
+        # The component broke the contract: reported as invalid output (as the
+        # Rust and Node hosts do), not as a wrong answer.
+        raise PolicyRuntimeError(
+            "invalid_output",
+            f"the decision is not JSON ({e}): {text[:80]!r}; the component breaks the contract",
+        ) from None
+    if not isinstance(decision, dict):
+        raise PolicyRuntimeError(
+            "invalid_output", f"the decision is not a JSON object: {text[:80]!r}"
+        )
     got = {
         "action": decision.get("action"),
         "code": (decision.get("envelope") or {}).get("code"),
