@@ -1,6 +1,6 @@
 //! Hostile fixture: the reference policy exported against a copy of the WIT
-//! whose package is `agent:recovery@0.2.0` (`wit/` here), so every interface
-//! is `agent:recovery/<name>@0.2.0`. Hosts that speak 0.1.x must refuse it.
+//! whose package is `agent:recovery@9.0.0` (`wit/` here), so every interface
+//! is `agent:recovery/<name>@9.0.0`. Hosts that speak 0.1.x must refuse it.
 
 use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
 
@@ -12,7 +12,7 @@ impl RecoveryPolicy for WrongContract {
         PolicyInfo {
             name: "hostile-wrong-contract".into(),
             version: "0.0.0".into(),
-            description: "exports agent:recovery@0.2.0".into(),
+            description: "exports agent:recovery@9.0.0".into(),
         }
     }
 }
