@@ -5,7 +5,7 @@
 ///
 /// ```text
 /// struct MyPolicy;
-/// impl agent_recovery_policy::sdk::RecoveryPolicy for MyPolicy { /* ... */ }
+/// impl agent_recovery_policy::RecoveryPolicy for MyPolicy { /* ... */ }
 /// agent_recovery_policy::export_policy!(MyPolicy, "../wit");
 /// ```
 ///
@@ -37,14 +37,14 @@ macro_rules! __export_policy_impl {
         #[doc(hidden)]
         #[allow(missing_docs, clippy::all)]
         mod __agent_recovery_export {
-        use $crate::config::{BackoffOverrides, ConfigOverrides};
-        use $crate::decide::{Context, Seed};
+        use $crate::__private::config::{BackoffOverrides, ConfigOverrides};
+        use $crate::__private::decide::{Context, Seed};
         use $crate::{ErrorKind as K, PolicyError as E};
-        use $crate::headers::Headers;
-        use $crate::model as m;
-        use $crate::observation::{self as o, Body, Failure, Observation};
-        use $crate::registry::CodeInfo;
-        use $crate::sdk::RecoveryPolicy as _;
+        use $crate::__private::headers::Headers;
+        use $crate::__private::model as m;
+        use $crate::__private::observation::{self as o, Body, Failure, Observation};
+        use $crate::__private::registry::CodeInfo;
+        use $crate::__private::sdk::RecoveryPolicy as _;
         type P = super::__AgentRecoveryExportedPolicy;
 
         ::wit_bindgen::generate!($gen);
@@ -310,8 +310,8 @@ impl backoff::Guest for Adapter {
 }
 
 /// The exported policy's own registry (`RecoveryPolicy::registry`), built once.
-fn policy_registry() -> &'static $crate::registry::Registry {
-    static REGISTRY: ::std::sync::OnceLock<$crate::registry::Registry> = ::std::sync::OnceLock::new();
+fn policy_registry() -> &'static $crate::__private::registry::Registry {
+    static REGISTRY: ::std::sync::OnceLock<$crate::__private::registry::Registry> = ::std::sync::OnceLock::new();
     REGISTRY.get_or_init(P::registry)
 }
 
@@ -330,20 +330,20 @@ impl registry::Guest for Adapter {
 
     fn codes_markdown() -> String {
         let name = P::info().name;
-        let who = if name == $crate::meta::NAME {
+        let who = if name == $crate::__private::meta::NAME {
             "the reference policy".to_owned()
         } else {
             format!("the policy `{name}`")
         };
-        $crate::docs::markdown_for(policy_registry().codes(), &who)
+        $crate::__private::docs::markdown_for(policy_registry().codes(), &who)
     }
 
     fn errors_block(codes: Vec<String>) -> String {
-        $crate::docs::errors_block_for(policy_registry().codes(), &codes)
+        $crate::__private::docs::errors_block_for(policy_registry().codes(), &codes)
     }
 
     fn json_schema(name: String) -> Option<String> {
-        $crate::docs::json_schema(&name)
+        $crate::__private::docs::json_schema(&name)
     }
 }
 
@@ -364,7 +364,7 @@ impl render::Guest for Adapter {
         format: render::RenderFormat,
         options: String,
     ) -> Result<String, t::PolicyError> {
-        use $crate::render::Format as F;
+        use $crate::__private::render::Format as F;
         let f = match format {
             render::RenderFormat::JsonrpcError => F::JsonrpcError,
             render::RenderFormat::McpToolResult => F::McpToolResult,
@@ -374,14 +374,14 @@ impl render::Guest for Adapter {
             render::RenderFormat::CoordinatorText => F::CoordinatorText,
             render::RenderFormat::DownstreamWrap => F::DownstreamWrap,
         };
-        $crate::render::render_json(&envelope, f, &options).map_err(err)
+        $crate::__private::render::render_json(&envelope, f, &options).map_err(err)
     }
 }
 
 impl meta::Guest for Adapter {
     fn info() -> t::PolicyInfo {
         let i = P::info();
-        t::PolicyInfo { name: i.name, version: i.version, contract: $crate::meta::CONTRACT.to_owned(), description: i.description }
+        t::PolicyInfo { name: i.name, version: i.version, contract: $crate::__private::meta::CONTRACT.to_owned(), description: i.description }
     }
 
     fn smoke_tests() -> String {

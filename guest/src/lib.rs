@@ -25,32 +25,29 @@
     )
 )]
 
+// The public surface is what a policy author needs: the functions of the
+// reference policy, its data types, the registry to start from, the SDK trait
+// and the documentation generators. Everything else is private; the exported
+// macros reach what they expand to through `__private` (not a stable API).
 mod api;
-pub mod backoff;
+mod backoff;
 mod clock;
-pub mod config;
-pub mod decide;
+mod config;
+mod decide;
 pub mod docs;
 mod error;
-#[doc(hidden)]
-pub mod export_macro;
-
-/// Dependencies the exported macros use.
-#[doc(hidden)]
-pub mod __private {
-    pub use serde_json;
-}
-pub mod headers;
-pub mod hints;
-pub mod idempotency;
-pub mod meta;
-pub mod model;
-pub mod normalize;
-pub mod observation;
-pub mod registry;
-pub mod render;
-pub mod runtime;
-pub mod sdk;
+mod export_macro;
+mod headers;
+mod hints;
+mod idempotency;
+mod meta;
+mod model;
+mod normalize;
+mod observation;
+mod registry;
+mod render;
+mod runtime;
+mod sdk;
 
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod bindings;
@@ -58,12 +55,57 @@ mod bindings;
 pub use api::{
     MAX_INPUT, backoff_delay, classify, classify_json, decide, decide_json, idempotency_key,
 };
-pub use config::{Config, ConfigOverrides};
-pub use decide::Context;
+pub use config::{BackoffOverrides, Config, ConfigOverrides};
+pub use decide::{Context, Seed};
 pub use error::{ErrorKind, PolicyError};
-pub use model::{Action, CallKind, Category, Decision, Envelope, ErrorClass, Severity, Upstream};
+pub use model::{
+    Action, CallKind, Category, Decision, Envelope, ErrorClass, Severity, Stability, Upstream,
+};
+pub use normalize::{MESSAGE_PREFIX_RULES, PrefixRule};
 pub use observation::Observation;
+pub use registry::{CodeInfo, Registry, codes, lookup};
 pub use render::{Format as RenderFormat, render_json};
+pub use runtime::{Advanced, advance, check_outcome};
+pub use sdk::{PolicyInfo, RecoveryPolicy};
+
+/// What the exported macros expand to. Not a stable API: use the items above.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+    pub mod config {
+        pub use crate::config::*;
+    }
+    pub mod decide {
+        pub use crate::decide::*;
+    }
+    pub mod docs {
+        pub use crate::docs::*;
+    }
+    pub mod headers {
+        pub use crate::headers::*;
+    }
+    pub mod meta {
+        pub use crate::meta::*;
+    }
+    pub mod model {
+        pub use crate::model::*;
+    }
+    pub mod observation {
+        pub use crate::observation::*;
+    }
+    pub mod registry {
+        pub use crate::registry::*;
+    }
+    pub mod render {
+        pub use crate::render::*;
+    }
+    pub mod runtime {
+        pub use crate::runtime::*;
+    }
+    pub mod sdk {
+        pub use crate::sdk::*;
+    }
+}
 
 /// The JSON type name of a value, for error messages.
 pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -2,7 +2,7 @@
 //! clear policy error out — never a panic (a panic in the component is a trap).
 //! Every envelope has a registry code; every decision keeps to its budgets.
 
-use agent_recovery_policy::{classify_json, decide_json, registry};
+use agent_recovery_policy::{classify_json, decide_json, lookup};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -68,7 +68,7 @@ fn observation() -> impl Strategy<Value = Value> {
 fn check_envelope(text: &str) {
     let env: Value = serde_json::from_str(text).expect("output is JSON");
     let code = env["code"].as_str().expect("code");
-    assert!(registry::lookup(code).is_some(), "unregistered code {code}");
+    assert!(lookup(code).is_some(), "unregistered code {code}");
     if env["retryable"] == true {
         assert_eq!(env["class"], "transient");
     }

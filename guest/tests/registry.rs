@@ -5,8 +5,8 @@
 //! must be appended to it (the second test fails until it is); a published code
 //! may never disappear from the registry (the first test fails).
 
-use agent_recovery_policy::model::Stability;
-use agent_recovery_policy::registry::{codes, lookup};
+use agent_recovery_policy::Stability;
+use agent_recovery_policy::{codes, lookup};
 use std::collections::BTreeSet;
 
 fn published() -> Vec<String> {

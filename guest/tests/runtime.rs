@@ -2,7 +2,7 @@
 //! hint, never a panic (a panic in the component is a trap), in any phase.
 
 use agent_recovery_policy::ErrorKind;
-use agent_recovery_policy::runtime::advance;
+use agent_recovery_policy::advance;
 use proptest::prelude::*;
 
 fn started() -> String {

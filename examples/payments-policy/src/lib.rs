@@ -19,12 +19,12 @@
 //!
 //! Everything else (normalization, rendering, keys) is the reference.
 
-use agent_recovery_policy::config::{BackoffOverrides, ConfigOverrides};
-use agent_recovery_policy::registry::Registry;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::Registry;
 use agent_recovery_policy::{
     Action, Context, Decision, Envelope, ErrorClass, Observation, PolicyError,
 };
+use agent_recovery_policy::{BackoffOverrides, ConfigOverrides};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The payments policy.
 pub struct Payments;

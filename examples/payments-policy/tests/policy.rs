@@ -1,7 +1,7 @@
 //! The payments policy, tested natively through the same trait the component
 //! exports: its own rules, and every reference vector that still applies.
 
-use agent_recovery_policy::sdk::RecoveryPolicy;
+use agent_recovery_policy::RecoveryPolicy;
 use payments_policy::Payments;
 use serde_json::Value;
 
@@ -149,7 +149,7 @@ fn its_registry_documents_its_409_rule() {
         assert_eq!(row.recovery, payments_policy::CONFLICT_HINT);
     }
     // Everything else is the reference's.
-    let reference = agent_recovery_policy::registry::Registry::reference();
+    let reference = agent_recovery_policy::Registry::reference();
     assert_eq!(registry.codes().len(), reference.codes().len());
     let row = registry
         .lookup("tool.http.503_unavailable")

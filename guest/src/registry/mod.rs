@@ -221,7 +221,7 @@ pub fn codes_json() -> String {
 ///
 /// ```
 /// use agent_recovery_policy::ErrorClass;
-/// use agent_recovery_policy::registry::Registry;
+/// use agent_recovery_policy::Registry;
 ///
 /// let registry = Registry::reference()
 ///     .set_class("tool.http.409_conflict", ErrorClass::Permanent)

@@ -9,7 +9,7 @@
 //! drift. The whole protocol is specified in `docs/runtime.md`.
 //!
 //! ```
-//! use agent_recovery_policy::runtime::advance;
+//! use agent_recovery_policy::advance;
 //! let run = advance("", r#"{"input":"run","now_ms":0,"run_id":"r1","seed":7}"#).unwrap();
 //! let step = r#"{"input":"step","now_ms":0,"step":{"id":"s1","tool":"search"}}"#;
 //! let next = advance(&run.state, step).unwrap();

@@ -1,7 +1,7 @@
 //! Hostile fixture: the reference's behaviour with an empty smoke set, which
 //! every host must refuse (a policy must ship at least one smoke case).
 
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct EmptySmoke;

@@ -1,7 +1,7 @@
 //! Hostile fixture: the reference's behaviour with a smoke set it fails (it
 //! claims HTTP 400 is retried), which every host must refuse.
 
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct FailingSmoke;

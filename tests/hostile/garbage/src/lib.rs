@@ -1,7 +1,7 @@
 //! Hostile fixture: returns text that is not the promised JSON.
 
 use agent_recovery_policy::PolicyError;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct Garbage;

@@ -1,7 +1,7 @@
 //! Hostile fixture: allocates (and touches) memory until none is left.
 
 use agent_recovery_policy::PolicyError;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct MemBomb;

@@ -1,7 +1,7 @@
 //! Hostile fixture: panics on every call (a panic in a component is a trap).
 
 use agent_recovery_policy::PolicyError;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct Panicky;

@@ -2,7 +2,7 @@
 //! imports `wasi:filesystem` and `wasi:sockets`, which a policy has no use for.
 
 use agent_recovery_policy::PolicyError;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct Sneaky;

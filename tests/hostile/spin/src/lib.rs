@@ -1,7 +1,7 @@
 //! Hostile fixture: never returns from `classify-json` or `decide-json`.
 
 use agent_recovery_policy::PolicyError;
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct Spin;

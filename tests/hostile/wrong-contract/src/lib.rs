@@ -2,7 +2,7 @@
 //! whose package is `agent:recovery@9.0.0` (`wit/` here), so every interface
 //! is `agent:recovery/<name>@9.0.0`. Hosts that speak 0.1.x must refuse it.
 
-use agent_recovery_policy::sdk::{PolicyInfo, RecoveryPolicy};
+use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The fixture.
 pub struct WrongContract;
