@@ -65,6 +65,20 @@ pub struct StepReport {
     pub token: Option<String>,
 }
 
+impl StepReport {
+    /// The report of a call made after the run ended with `outcome`.
+    fn after_the_end(outcome: &str) -> StepReport {
+        StepReport {
+            outcome: outcome.to_owned(),
+            run_finished: true,
+            result: None,
+            envelope: None,
+            rendered: None,
+            token: None,
+        }
+    }
+}
+
 /// One effect of the loop (docs/runtime.md, "Effects").
 #[derive(Deserialize)]
 struct Fx<'a> {
@@ -179,14 +193,7 @@ impl<'r, 'a> Run<'r, 'a> {
     /// loop, the policy or the store failed.
     pub fn step(&mut self, mut step: Step<'a>) -> Result<StepReport, RuntimeError> {
         if let Some(outcome) = &self.finished {
-            return Ok(StepReport {
-                outcome: outcome.clone(),
-                run_finished: true,
-                result: None,
-                envelope: None,
-                rendered: None,
-                token: None,
-            });
+            return Ok(StepReport::after_the_end(outcome));
         }
         let input = format!(
             r#"{{"input":"step","now_ms":{},"step":{}}}"#,
@@ -421,14 +428,7 @@ impl<'r, 'a> Run<'r, 'a> {
     pub fn cancel(&mut self) -> Result<StepReport, RuntimeError> {
         self.cancel.store(true, Ordering::SeqCst);
         if let Some(outcome) = &self.finished {
-            return Ok(StepReport {
-                outcome: outcome.clone(),
-                run_finished: true,
-                result: None,
-                envelope: None,
-                rendered: None,
-                token: None,
-            });
+            return Ok(StepReport::after_the_end(outcome));
         }
         let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
         let input = self.cancel_input();
