@@ -1,0 +1,75 @@
+// The loop vectors (tests/loops/*.json) through the real component and the
+// real Node Runtime, on a virtual clock: the rules of host/tests/loops.rs.
+// Each vector's runs share one fresh MemoryStore, in order; the expectation
+// is matched as a subset (objects member by member, arrays element by element
+// with the same length); every attempt of a step carries one key; running a
+// vector twice gives the same bytes.
+
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { MemoryStore, runScenario } from '../src/index.js';
+import { REPO } from './helpers.mjs';
+
+const DIR = join(REPO, 'tests', 'loops');
+const VECTORS = readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((file) => ({ file, v: JSON.parse(readFileSync(join(DIR, file), 'utf8')) }));
+
+/** Where `actual` does not contain `expected` (docs/runtime.md, "Loop vectors"). */
+function subset(expected, actual, path) {
+  if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return [`${path}: expected an object, got ${JSON.stringify(actual)}`];
+    return Object.keys(expected).flatMap((k) =>
+      Object.hasOwn(actual, k) ? subset(expected[k], actual[k], `${path}.${k}`) : [`${path}.${k}: missing in ${JSON.stringify(actual)}`],
+    );
+  }
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return [`${path}: expected an array, got ${JSON.stringify(actual)}`];
+    if (expected.length !== actual.length) return [`${path}: expected ${expected.length} items, got ${actual.length}: ${JSON.stringify(actual)}`];
+    return expected.flatMap((e, i) => subset(e, actual[i], `${path}[${i}]`));
+  }
+  return expected === actual ? [] : [`${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
+}
+
+async function runVector(v) {
+  const store = new MemoryStore();
+  const out = [];
+  for (const r of v.runs) out.push(await runScenario(JSON.stringify(r.scenario), store));
+  return out;
+}
+
+test('there are loop vectors', () => {
+  assert.ok(VECTORS.length >= 16, `expected the loop vectors in ${DIR}`);
+});
+
+for (const { file, v } of VECTORS) {
+  test(`loop vector ${file}`, async () => {
+    const outs = await runVector(v);
+    const failures = [];
+    v.runs.forEach((r, i) => {
+      const actual = JSON.parse(outs[i].json);
+      failures.push(...subset(r.expect, actual, `${file} run ${i}`));
+      // Every attempt of a step carries one key; a compensation its own.
+      const keys = new Map();
+      for (const e of actual.events) {
+        if (e.event !== 'attempt') continue;
+        assert.match(e.key, /^[0-9a-f]{64}$/, `${file}: key is a sha256`);
+        const comp = e.call === 'compensation';
+        const id = `${e.step}/${comp}`;
+        if (!keys.has(id)) keys.set(id, e.key);
+        assert.equal(keys.get(id), e.key, `${file}: step ${e.step} changed its key between attempts`);
+        if (comp) assert.notEqual(keys.get(`${e.step}/false`), e.key, `${file}: a compensation reuses its step's key`);
+      }
+    });
+    assert.deepEqual(failures, []);
+    // The same scenario gives the same bytes.
+    const again = await runVector(v);
+    assert.deepEqual(
+      again.map((o) => o.json),
+      outs.map((o) => o.json),
+    );
+  });
+}
