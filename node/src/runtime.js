@@ -464,6 +464,7 @@ export class Run {
   #cancelAtMs;
   #finished;
   #busy = null;
+  #ids = new Set();
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"). */
   events = [];
   /** The run id. */
@@ -515,6 +516,7 @@ export class Run {
     const prepared = prepareStep(step);
     return this.#exclusive(async () => {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      this.#claimIds([step.id]);
       const ctx = { step: prepared.step, last: undefined };
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${specText(prepared.spec)}}`;
       const report = await this.#drive(this.#holder, input, ctx);
@@ -538,6 +540,7 @@ export class Run {
     const prepared = steps.map((s, i) => prepareStep(s, `fanout branch ${i}`));
     return this.#exclusive(async () => {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      this.#claimIds([id, ...prepared.map((p) => p.spec.id)]);
       const byId = new Map(prepared.map((p) => [p.spec.id, p.step]));
       const ctx = { step: null, branches: byId, last: undefined };
       const spec = { id, min_results: minResults, branches: prepared.map((p) => p.spec) };
@@ -566,6 +569,20 @@ export class Run {
       const ctx = { step: null, last: undefined };
       return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
     });
+  }
+
+  /** Step ids are unique in a run (docs/runtime.md, "Inputs"). */
+  #claimIds(ids) {
+    const seen = new Set();
+    for (const id of ids) {
+      if (this.#ids.has(id) || seen.has(id)) {
+        throw invalidArg(
+          `step id ${JSON.stringify(id)} is used twice in run ${JSON.stringify(this.runId)}; step ids are unique in a run (to resume a step that ended awaiting_input, start a new run with the same run id)`,
+        );
+      }
+      seen.add(id);
+    }
+    for (const id of ids) this.#ids.add(id);
   }
 
   #end(report) {
