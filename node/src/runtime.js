@@ -437,13 +437,6 @@ async function resultOf(value) {
     const type = String(value.headers.get?.('content-type') ?? '');
     const readBody = !value.ok || type.includes('json');
     const obs = readBody ? await fromResponse(value.clone()) : { source: 'http', status: value.status };
-    if (readBody && typeof obs.body === 'string' && type.includes('json')) {
-      try {
-        obs.body = JSON.parse(obs.body);
-      } catch {
-        // kept as text
-      }
-    }
     return `{"response":${stringify(obs)}}`;
   }
   if (value !== null && typeof value === 'object') {

@@ -332,3 +332,24 @@ test('failureOf: Response, MCP result, JSON-RPC error; success is undefined', as
   const rpc = { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad params' } };
   assert.deepEqual(await failureOf(rpc), { source: 'jsonrpc', message: rpc });
 });
+
+test('retry() runs on the Runtime: the component judges (a 304 succeeds, a 200 with a refusal fails) and events are reported', async () => {
+  const { sleep } = fakeSleep();
+  const events = [];
+  const notModified = await retry(async () => http(304), { policy, ...STEP, sleep, onEvent: (e) => events.push(e) });
+  assert.equal(notModified.status, 304, 'a 304 is the client business, not a failure');
+  assert.deepEqual(
+    events.map((e) => e.event),
+    ['attempt', 'ok', 'outcome'],
+  );
+  const refusal = JSON.stringify({ choices: [{ finish_reason: 'content_filter', message: { content: null } }] });
+  const err = await retry(async () => http(200, { 'content-type': 'application/json' }, refusal), {
+    policy,
+    call: 'llm',
+    ...STEP,
+    sleep,
+  }).catch((e) => e);
+  assert.ok(err instanceof RecoveryError, String(err));
+  assert.equal(err.observation.status, 200);
+  assert.equal(err.code, policy.classify(err.observation).code);
+});
