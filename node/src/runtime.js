@@ -15,7 +15,7 @@
 //   const report = await run.step({ id: 'charge', tool: 'payments.charge', operation: async (call) => ... });
 
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
-import { RAW, describe, parseLossless, seedText, stringify } from './json.js';
+import { describe, parseLossless, seedText, stringify } from './json.js';
 import { LoopComponent } from './loop.js';
 import { failureOf, fromError, fromResponse } from './observe.js';
 import { Policy } from './policy.js';
@@ -605,16 +605,21 @@ export class Run {
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
       holder.state = adv.state;
+      const text = adv.effects;
       let effects;
+      let spans;
       try {
-        effects = parseLossless(adv.effects);
+        effects = JSON.parse(text);
+        spans = elementSpans(text);
       } catch {
         throw badEffect('not JSON');
       }
-      if (!Array.isArray(effects)) throw badEffect('not an array');
+      if (!Array.isArray(effects) || spans.length !== effects.length) throw badEffect('not an array');
       let next;
-      for (const fx of effects) {
+      for (let i = 0; i < effects.length; i++) {
+        const fx = effects[i];
         if (fx === null || typeof fx !== 'object') throw badEffect('not an object');
+        fx[RAW_TEXT] = text.slice(spans[i][0], spans[i][1]);
         const answer = await this.#effect(fx, ctx, holder);
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
@@ -628,7 +633,7 @@ export class Run {
   /** Carry out one effect: NO_REPORT, the input that answers it, or the step's report. */
   async #effect(fx, ctx, holder) {
     const rt = this.#rt;
-    const raw = fx[RAW];
+    const raw = fx.effect === 'emit' ? emitted(fx[RAW_TEXT]) : RAW_EFFECTS.has(fx.effect) ? rawMembers(fx[RAW_TEXT]) : {};
     switch (fx.effect) {
       case 'emit': {
         if (raw.event === undefined) throw badEffect('emit without event');
@@ -704,7 +709,7 @@ export class Run {
         return {
           outcome: String(fx.outcome ?? ''),
           runFinished: fx.run_finished ?? true,
-          result: fx.result ?? null,
+          result: fx.result === undefined || fx.result === null ? null : resultValue(fx[RAW_TEXT], fx.result),
           envelope: fx.envelope ?? null,
           rendered: fx.rendered ?? null,
           token: fx.token ?? null,
@@ -812,9 +817,12 @@ export class Run {
     const rt = this.#rt;
     if (!Array.isArray(fx.branches)) throw badEffect('fork without branches');
     const forkAt = rt.clock.nowMs();
-    const branchRaw = fx.branches.map((b) => {
-      const r = b?.[RAW];
-      if (typeof b?.state !== 'string' || r?.step === undefined) throw badEffect('a fork branch without state or step');
+    const rawBranches = elementSpans(rawMembers(fx[RAW_TEXT]).branches ?? '[]');
+    const branchesText = rawMembers(fx[RAW_TEXT]).branches ?? '[]';
+    const branchRaw = fx.branches.map((b, i) => {
+      const span = rawBranches[i];
+      const r = span ? rawMembers(branchesText.slice(span[0], span[1])) : {};
+      if (typeof b?.state !== 'string' || r.step === undefined) throw badEffect('a fork branch without state or step');
       return { state: b.state, stepText: r.step, id: b.step?.id };
     });
     const runBranch = async (b, now) => {
@@ -840,6 +848,112 @@ export class Run {
     }
     return `{"input":"joined","now_ms":${rt.clock.nowMs()},"states":[${states.map(q).join(',')}]}`;
   }
+}
+
+// ------------------------------------------------------------------ raw JSON text
+
+/** Where each effect's own text is kept (the component's bytes, passed on unchanged). */
+const RAW_TEXT = Symbol('raw effect text');
+/** Effects with a member whose bytes are passed on unchanged (event, value, record, branches). */
+const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'append', 'fork']);
+
+/** The index after the JSON value that starts at `i` (the text is valid JSON). */
+function skipValue(t, i) {
+  const c = t.charCodeAt(i);
+  if (c === 34) return skipString(t, i);
+  if (c === 123 || c === 91) {
+    let depth = 0;
+    const re = /["{}[\]]/g;
+    re.lastIndex = i;
+    for (;;) {
+      const m = re.exec(t);
+      if (m === null) throw new SyntaxError('unterminated container');
+      const d = t.charCodeAt(m.index);
+      if (d === 34) re.lastIndex = skipString(t, m.index);
+      else if (d === 123 || d === 91) depth++;
+      else if (--depth === 0) return m.index + 1;
+    }
+  }
+  while (i < t.length) {
+    const d = t.charCodeAt(i);
+    if (d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) break;
+    i++;
+  }
+  return i;
+}
+
+/** The index after the string that starts at `i`. */
+function skipString(t, i) {
+  for (;;) {
+    const j = t.indexOf('"', i + 1);
+    if (j < 0) throw new SyntaxError('unterminated string');
+    let k = j - 1;
+    while (t.charCodeAt(k) === 92) k--;
+    if ((j - 1 - k) % 2 === 0) return j + 1;
+    i = j;
+  }
+}
+
+function skipWs(t, i) {
+  while (i < t.length) {
+    const d = t.charCodeAt(i);
+    if (d !== 32 && d !== 10 && d !== 13 && d !== 9) break;
+    i++;
+  }
+  return i;
+}
+
+/** [start, end] of each element of a JSON array text. */
+function elementSpans(t) {
+  const out = [];
+  let i = skipWs(t, 0);
+  if (t[i] !== '[') throw new SyntaxError('not an array');
+  i = skipWs(t, i + 1);
+  if (t[i] === ']') return out;
+  for (;;) {
+    i = skipWs(t, i);
+    const end = skipValue(t, i);
+    out.push([i, end]);
+    i = skipWs(t, end);
+    if (t[i] === ',') i++;
+    else if (t[i] === ']') return out;
+    else throw new SyntaxError('expected , or ]');
+  }
+}
+
+const EMIT_HEAD = '{"effect":"emit","event":';
+
+/** The members of an `emit` effect: its event's bytes (serde writes `effect` first, then `event`). */
+function emitted(t) {
+  if (t.startsWith(EMIT_HEAD) && t.endsWith('}')) return { event: t.slice(EMIT_HEAD.length, -1) };
+  return rawMembers(t);
+}
+
+/** The raw text of each member of a JSON object text, by name. */
+function rawMembers(t) {
+  const out = {};
+  let i = skipWs(t, 0);
+  if (t[i] !== '{') return out;
+  i = skipWs(t, i + 1);
+  if (t[i] === '}') return out;
+  for (;;) {
+    i = skipWs(t, i);
+    const keyEnd = skipValue(t, i);
+    const key = JSON.parse(t.slice(i, keyEnd));
+    i = skipWs(t, keyEnd);
+    i = skipWs(t, i + 1); // the colon
+    const end = skipValue(t, i);
+    out[key] = t.slice(i, end);
+    i = skipWs(t, end);
+    if (t[i] === ',') i++;
+    else return out;
+  }
+}
+
+/** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
+function resultValue(text, parsed) {
+  const raw = rawMembers(text).result;
+  return raw !== undefined && /\d{16}/.test(raw) ? parseLossless(raw) : parsed;
 }
 
 function afterTheEnd(outcome) {
