@@ -451,15 +451,17 @@ const NO_REPORT = Object.freeze({});
 /** A run of steps under one run id (`runtime.run(runId)`). */
 export class Run {
   #rt;
-  #holder = { state: '' };
+  #holder = { state: '', events: [], branch: false };
   #undo = new Map();
   #cancel = new AbortController();
   #cancelAtMs;
   #finished;
   #busy = null;
   #ids = new Set();
-  /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"). */
-  events = [];
+  /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
+  get events() {
+    return this.#holder.events;
+  }
   /** The run id. */
   runId;
 
@@ -637,7 +639,7 @@ export class Run {
     switch (fx.effect) {
       case 'emit': {
         if (raw.event === undefined) throw badEffect('emit without event');
-        this.events.push(raw.event);
+        holder.events.push(raw.event);
         if (rt.onEvent) rt.onEvent(fx.event, raw.event);
         return NO_REPORT;
       }
@@ -702,9 +704,9 @@ export class Run {
         return `{"input":"restored","now_ms":${rt.clock.nowMs()},"ok":${ok}}`;
       }
       case 'call':
-        return this.#callEffect(fx, ctx);
+        return this.#callEffect(fx, ctx, holder);
       case 'fork':
-        return this.#fork(fx, ctx);
+        return this.#fork(fx, ctx, holder);
       case 'finish': {
         return {
           outcome: String(fx.outcome ?? ''),
@@ -728,7 +730,7 @@ export class Run {
     return ctx.branches?.get(id) ?? ctx.step;
   }
 
-  async #callEffect(fx, ctx) {
+  async #callEffect(fx, ctx, holder) {
     const rt = this.#rt;
     const kind = String(fx.call ?? '');
     const compensation = kind === 'compensation';
@@ -746,7 +748,7 @@ export class Run {
     };
     let fn;
     if (compensation) {
-      fn = this.#undo.get(call.step);
+      fn = holder.branch ? undefined : this.#undo.get(call.step);
       if (fn === undefined) {
         return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${stringify({
           source: 'exception',
@@ -813,9 +815,11 @@ export class Run {
    * or one after another from the fork's time on a VirtualClock), then answer
    * `joined` with each branch's final state, in branch order.
    */
-  async #fork(fx, ctx) {
+  async #fork(fx, ctx, holder) {
     const rt = this.#rt;
     if (!Array.isArray(fx.branches)) throw badEffect('fork without branches');
+    if (holder.branch || ctx.branches === undefined) throw badEffect('fork outside a fan-out');
+    if (fx.branches.length !== ctx.branches.size) throw badEffect('fork with a different number of branches');
     const forkAt = rt.clock.nowMs();
     const rawBranches = elementSpans(rawMembers(fx[RAW_TEXT]).branches ?? '[]');
     const branchesText = rawMembers(fx[RAW_TEXT]).branches ?? '[]';
@@ -825,26 +829,34 @@ export class Run {
       if (typeof b?.state !== 'string' || r.step === undefined) throw badEffect('a fork branch without state or step');
       return { state: b.state, stepText: r.step, id: b.step?.id };
     });
+    // Each branch is a lane of its own: its state, its events (appended to the
+    // run's in branch order once all are done, as Rust does), no compensations
+    // of its own (the run compensates after the join).
     const runBranch = async (b, now) => {
-      const holder = { state: b.state };
+      const lane = { state: b.state, events: [], branch: true };
       const step = ctx.branches?.get(b.id);
       const bctx = { step: step ?? null, branches: ctx.branches, last: undefined };
-      const report = await this.#drive(holder, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
-      if (report.outcome === 'ok' && typeof step?.compensate === 'function') this.#undo.set(b.id, step.compensate);
-      return holder.state;
+      const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
+      return { lane, report, step };
     };
-    let states;
+    let ends;
     if (rt.clock.virtual === true) {
-      states = [];
+      ends = [];
       let latest = forkAt;
       for (const b of branchRaw) {
         rt.clock.set(forkAt);
-        states.push(await runBranch(b, forkAt));
+        ends.push(await runBranch(b, forkAt));
         latest = Math.max(latest, rt.clock.nowMs());
       }
       rt.clock.set(latest);
     } else {
-      states = await Promise.all(branchRaw.map((b) => runBranch(b, rt.clock.nowMs())));
+      ends = await Promise.all(branchRaw.map((b) => runBranch(b, rt.clock.nowMs())));
+    }
+    const states = [];
+    for (const { lane, report, step } of ends) {
+      holder.events.push(...lane.events);
+      if (report.outcome === 'ok' && typeof step?.compensate === 'function') this.#undo.set(step.id, step.compensate);
+      states.push(lane.state);
     }
     return `{"input":"joined","now_ms":${rt.clock.nowMs()},"states":[${states.map(q).join(',')}]}`;
   }

@@ -80,14 +80,22 @@ function parse(scenario) {
   if (s.run_id === '') throw invalid('scenario: `run_id` is empty; name the run');
   if (steps.length === 0) throw invalid('scenario: `steps` is empty; give at least one step');
   const seen = new Set();
-  const unique = (id) => {
-    if (seen.has(id)) throw invalid(`scenario: step id ${JSON.stringify(id)} is used twice; step ids are unique in a run`);
-    seen.add(id);
-  };
   for (const st of steps) {
-    unique(st.id);
-    for (const b of st.fanout?.branches ?? []) unique(b.id);
-    for (const x of [st, ...(st.fanout?.branches ?? [])]) checkOutcomes(x);
+    if (st.fanout) {
+      if (!st.onlyFanout) {
+        throw invalid(`scenario step ${JSON.stringify(st.id)}: a fan-out step has only \`id\` and \`fanout\`; put tools and outcomes in its branches`);
+      }
+      if (st.fanout.branches.some((b) => b.fanout)) {
+        throw invalid(`scenario step ${JSON.stringify(st.id)}: a branch is itself a fan-out; fan-outs do not nest`);
+      }
+    } else if (st.tool === '') {
+      throw invalid(`scenario step ${JSON.stringify(st.id)}: \`tool\` is missing or empty; name the tool (or give a \`fanout\`)`);
+    }
+    for (const x of [st, ...(st.fanout?.branches ?? [])]) {
+      if (seen.has(x.id)) throw invalid(`scenario: step id ${JSON.stringify(x.id)} is used twice; step ids are unique in a run`);
+      seen.add(x.id);
+      checkOutcomes(x);
+    }
   }
   return { ...s, steps, configRaw: s[RAW]?.config };
 }
@@ -96,14 +104,29 @@ function checkStep(st, where) {
   need(isObj(st), `${where} must be an object`);
   members(st, STEP_MEMBERS, where);
   need(typeof st.id === 'string', 'missing field `id` (a string) in a step');
-  if (st.fanout !== undefined) {
+  need(st.tool === undefined || typeof st.tool === 'string', '`tool` must be a string');
+  if (st.fanout !== undefined && st.fanout !== null) {
     need(isObj(st.fanout), `step ${JSON.stringify(st.id)}: \`fanout\` must be {"min_results", "branches"}`);
     members(st.fanout, FANOUT_MEMBERS, `the fanout of step ${JSON.stringify(st.id)}`);
-    need(Array.isArray(st.fanout.branches), `step ${JSON.stringify(st.id)}: \`fanout.branches\` must be an array of steps`);
-    need(typeof st.fanout.min_results === 'number' && Number.isSafeInteger(st.fanout.min_results) && st.fanout.min_results >= 0, `step ${JSON.stringify(st.id)}: \`fanout.min_results\` must be an integer`);
-    return { id: st.id, fanout: { min_results: st.fanout.min_results, branches: st.fanout.branches.map((b) => checkStep(b, 'a fanout branch')) } };
+    need(Array.isArray(st.fanout.branches), `step ${JSON.stringify(st.id)}: missing field \`branches\` (an array of steps)`);
+    need(
+      typeof st.fanout.min_results === 'number' && Number.isSafeInteger(st.fanout.min_results) && st.fanout.min_results >= 0 && st.fanout.min_results <= 2 ** 32 - 1,
+      `step ${JSON.stringify(st.id)}: \`fanout.min_results\` must be an unsigned integer`,
+    );
+    const branches = st.fanout.branches.map((b) => checkStep(b, 'a fanout branch'));
+    const onlyFanout =
+      (st.tool ?? '') === '' &&
+      (st.call ?? null) === null &&
+      (st.target ?? null) === null &&
+      (st.args ?? null) === null &&
+      (st.side_effect ?? false) === false &&
+      (st.idempotent ?? null) === null &&
+      (st.checkpoint ?? null) === null &&
+      (st.outcomes ?? []).length === 0 &&
+      (st.fallbacks ?? []).length === 0 &&
+      (st.compensation ?? null) === null;
+    return { id: st.id, onlyFanout, fanout: { min_results: st.fanout.min_results, branches } };
   }
-  need(typeof st.tool === 'string', 'missing field `tool` (a string) in a step');
   for (const f of ['call', 'target']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'string', `\`${f}\` must be a string`);
   for (const f of ['side_effect']) need(st[f] === undefined || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
   for (const f of ['idempotent', 'checkpoint']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
@@ -122,6 +145,7 @@ function checkStep(st, where) {
   }
   return {
     ...st,
+    tool: st.tool ?? '',
     outcomes: st.outcomes ?? [],
     fallbacks: (st.fallbacks ?? []).map((f) => ({ target: f.target, outcomes: f.outcomes ?? [] })),
     compensation: st.compensation === undefined || st.compensation === null ? undefined : { outcomes: st.compensation.outcomes ?? [] },

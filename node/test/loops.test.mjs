@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { MemoryStore, runScenario } from '../src/index.js';
 import { REPO } from './helpers.mjs';
@@ -73,3 +74,43 @@ for (const { file, v } of VECTORS) {
     );
   });
 }
+
+const OK_SCENARIO = { run_id: 'r', seed: 7, now_ms: 1_767_225_600_000, steps: [{ id: 'a', tool: 't', outcomes: ['ok'] }] };
+
+test('a bad scenario is a ScenarioError of kind invalid, as in Rust', async () => {
+  const { ScenarioError } = await import('../src/index.js');
+  const bad = [
+    'not json',
+    '[]',
+    { ...OK_SCENARIO, extra: 1 },
+    { ...OK_SCENARIO, run_id: '' },
+    { ...OK_SCENARIO, steps: [] },
+    { run_id: 'r', steps: [{ id: 'a', tool: 't' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't', outcomes: [3] }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't' }, { id: 'a', tool: 't' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't', outcomes: [] }] }, // a call finds no outcome left
+    { ...OK_SCENARIO, steps: [{ id: 'f', tool: 't', fanout: { min_results: 1, branches: [{ id: 'b', tool: 't', outcomes: ['ok'] }] } }] },
+  ];
+  for (const s of bad) {
+    await assert.rejects(runScenario(typeof s === 'string' ? s : JSON.stringify(s)), (e) => e instanceof ScenarioError && e.kind === 'invalid', JSON.stringify(s));
+  }
+  // A bad run configuration is refused by the loop: a runtime error.
+  await assert.rejects(runScenario({ ...OK_SCENARIO, config: { attempt_budget: 'x' } }), (e) => e instanceof ScenarioError && e.kind === 'runtime');
+});
+
+test('the batch driver: one store per line, one output line per scenario, errors by kind', () => {
+  const lines = [
+    JSON.stringify([OK_SCENARIO, OK_SCENARIO]), // the second run finds the first's cached key
+    JSON.stringify([{ ...OK_SCENARIO, run_id: '' }, OK_SCENARIO]),
+  ].join('\n');
+  const r = spawnSync(process.execPath, [join(REPO, 'node', 'scripts', 'scenarios.mjs')], { input: `${lines}\n`, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = r.stdout.trim().split('\n');
+  assert.equal(out.length, 4);
+  assert.deepEqual(JSON.parse(out[0]).events.map((e) => e.event), ['attempt', 'ok', 'outcome']);
+  assert.deepEqual(JSON.parse(out[1]).events.map((e) => e.event), ['cached', 'outcome']);
+  assert.equal(out[2], '{"error":"invalid"}');
+  // A fresh store for the second line: the key is not cached there.
+  assert.deepEqual(JSON.parse(out[3]).events.map((e) => e.event), ['attempt', 'ok', 'outcome']);
+});
