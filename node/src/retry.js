@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { fromError } from './observe.js';
 import { Policy } from './policy.js';
+import { parseLossless, stringify } from './json.js';
 import { Failed, Runtime } from './runtime.js';
 import { MemoryStore } from './store.js';
 
@@ -99,9 +100,10 @@ export async function retry(operation, options = {}) {
   };
   const decider = {
     async decideJson(observation, ctxText) {
-      const ctx = { ...JSON.parse(ctxText), ...extra };
+      // Lossless: a u64 seed keeps its digits.
+      const ctx = { ...parseLossless(ctxText), ...extra };
       ctx.elapsed_ms = (ctx.elapsed_ms ?? 0) + callerElapsed;
-      const text = policy.decideJson(observation, JSON.stringify(ctx));
+      const text = policy.decideJson(observation, stringify(ctx));
       const decision = JSON.parse(text);
       decision.policy = stamp();
       last = { decision, observation: JSON.parse(observation), attempt: ctx.attempt, elapsedMs: ctx.elapsed_ms, error: attemptError, result: attemptResult };

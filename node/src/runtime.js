@@ -15,7 +15,7 @@
 //   const report = await run.step({ id: 'charge', tool: 'payments.charge', operation: async (call) => ... });
 
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
-import { describe, parseLossless, seedText, stringify } from './json.js';
+import { RawJson, describe, elementSpans, parseLossless, rawMembers, seedText, stringify } from './json.js';
 import { LoopComponent } from './loop.js';
 import { failureOf, fromError, fromResponse } from './observe.js';
 import { Policy } from './policy.js';
@@ -869,97 +869,12 @@ const RAW_TEXT = Symbol('raw effect text');
 /** Effects with a member whose bytes are passed on unchanged (event, value, record, branches). */
 const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'append', 'fork']);
 
-/** The index after the JSON value that starts at `i` (the text is valid JSON). */
-function skipValue(t, i) {
-  const c = t.charCodeAt(i);
-  if (c === 34) return skipString(t, i);
-  if (c === 123 || c === 91) {
-    let depth = 0;
-    const re = /["{}[\]]/g;
-    re.lastIndex = i;
-    for (;;) {
-      const m = re.exec(t);
-      if (m === null) throw new SyntaxError('unterminated container');
-      const d = t.charCodeAt(m.index);
-      if (d === 34) re.lastIndex = skipString(t, m.index);
-      else if (d === 123 || d === 91) depth++;
-      else if (--depth === 0) return m.index + 1;
-    }
-  }
-  while (i < t.length) {
-    const d = t.charCodeAt(i);
-    if (d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) break;
-    i++;
-  }
-  return i;
-}
-
-/** The index after the string that starts at `i`. */
-function skipString(t, i) {
-  for (;;) {
-    const j = t.indexOf('"', i + 1);
-    if (j < 0) throw new SyntaxError('unterminated string');
-    let k = j - 1;
-    while (t.charCodeAt(k) === 92) k--;
-    if ((j - 1 - k) % 2 === 0) return j + 1;
-    i = j;
-  }
-}
-
-function skipWs(t, i) {
-  while (i < t.length) {
-    const d = t.charCodeAt(i);
-    if (d !== 32 && d !== 10 && d !== 13 && d !== 9) break;
-    i++;
-  }
-  return i;
-}
-
-/** [start, end] of each element of a JSON array text. */
-function elementSpans(t) {
-  const out = [];
-  let i = skipWs(t, 0);
-  if (t[i] !== '[') throw new SyntaxError('not an array');
-  i = skipWs(t, i + 1);
-  if (t[i] === ']') return out;
-  for (;;) {
-    i = skipWs(t, i);
-    const end = skipValue(t, i);
-    out.push([i, end]);
-    i = skipWs(t, end);
-    if (t[i] === ',') i++;
-    else if (t[i] === ']') return out;
-    else throw new SyntaxError('expected , or ]');
-  }
-}
-
 const EMIT_HEAD = '{"effect":"emit","event":';
 
 /** The members of an `emit` effect: its event's bytes (serde writes `effect` first, then `event`). */
 function emitted(t) {
   if (t.startsWith(EMIT_HEAD) && t.endsWith('}')) return { event: t.slice(EMIT_HEAD.length, -1) };
   return rawMembers(t);
-}
-
-/** The raw text of each member of a JSON object text, by name. */
-function rawMembers(t) {
-  const out = {};
-  let i = skipWs(t, 0);
-  if (t[i] !== '{') return out;
-  i = skipWs(t, i + 1);
-  if (t[i] === '}') return out;
-  for (;;) {
-    i = skipWs(t, i);
-    const keyEnd = skipValue(t, i);
-    const key = JSON.parse(t.slice(i, keyEnd));
-    i = skipWs(t, keyEnd);
-    i = skipWs(t, i + 1); // the colon
-    const end = skipValue(t, i);
-    out[key] = t.slice(i, end);
-    i = skipWs(t, end);
-    if (t[i] === ',') i++;
-    else return out;
-  }
 }
 
 /** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */

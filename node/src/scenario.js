@@ -9,7 +9,7 @@
 // failure, a 304 is not).
 
 import { PolicyError, PolicyRuntimeError } from './errors.js';
-import { RAW, parseLossless } from './json.js';
+import { RAW, RawJson, elementSpans, parseLossless } from './json.js';
 import { Failed, Response, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 
@@ -146,10 +146,29 @@ function checkStep(st, where) {
   return {
     ...st,
     tool: st.tool ?? '',
-    outcomes: st.outcomes ?? [],
-    fallbacks: (st.fallbacks ?? []).map((f) => ({ target: f.target, outcomes: f.outcomes ?? [] })),
-    compensation: st.compensation === undefined || st.compensation === null ? undefined : { outcomes: st.compensation.outcomes ?? [] },
+    // The raw text of args and outcomes, when the scenario was JSON text, so
+    // the component sees the bytes of the file (10.0 stays 10.0), as in Rust.
+    argsRaw: st[RAW]?.args,
+    outcomes: withRaw(st, st.outcomes ?? []),
+    fallbacks: (st.fallbacks ?? []).map((f) => ({ target: f.target, outcomes: withRaw(f, f.outcomes ?? []) })),
+    compensation: st.compensation === undefined || st.compensation === null ? undefined : { outcomes: withRaw(st.compensation, st.compensation.outcomes ?? []) },
   };
+}
+
+/** Each outcome with its raw text (when the object came from parseLossless). */
+function withRaw(obj, outcomes) {
+  const text = obj[RAW]?.outcomes;
+  let spans = [];
+  if (text !== undefined) {
+    try {
+      spans = elementSpans(text);
+    } catch {
+      spans = [];
+    }
+  }
+  const out = outcomes.slice();
+  out.raw = outcomes.map((_, i) => (spans.length === outcomes.length ? text.slice(spans[i][0], spans[i][1]) : undefined));
+  return out;
 }
 
 function checkOutcomes(st) {
@@ -170,7 +189,10 @@ class Script {
   missing;
 
   set(step, target, outcomes) {
-    this.queues.set(`${step}\u0001${target}`, [...outcomes]);
+    this.queues.set(
+      `${step}\u0001${target}`,
+      outcomes.map((value, i) => ({ value, raw: outcomes.raw?.[i] })),
+    );
   }
 
   next(step, target, what) {
@@ -179,8 +201,8 @@ class Script {
       this.missing ??= `scenario step ${JSON.stringify(step)}: a call of ${what} ${JSON.stringify(target)} found no outcome left; add one to its \`outcomes\``;
       return new Failed(NO_OUTCOME);
     }
-    const v = queue.shift();
-    return v === 'ok' ? null : new Response(v);
+    const { value, raw } = queue.shift();
+    return value === 'ok' ? null : new Response(raw ?? value);
   }
 }
 
@@ -255,7 +277,7 @@ function scriptedStep(step, script) {
   const s = {
     id: step.id,
     tool: step.tool,
-    args: step.args ?? null,
+    args: step.argsRaw !== undefined ? new RawJson(step.argsRaw) : (step.args ?? null),
     sideEffect: step.side_effect ?? false,
     fallbacks: step.fallbacks.map((f) => f.target),
     operation: (call) => script.next(call.step, call.target, call.kind === 'fallback' ? 'fallback target' : 'target'),
