@@ -418,3 +418,34 @@ test('the idempotency cache answers a repeated key without calling', async () =>
   assert.equal(calls, 1);
   assert.equal(events.at(-2).event, 'cached');
 });
+
+test('run.cancel() during a step: the call in flight is aborted, the step ends cancelled, its report is returned', { timeout: 20_000 }, async () => {
+  const runtime = await Runtime.create({ seed: 7 });
+  const run = runtime.run('r-cancel-in-flight');
+  const undone = [];
+  await run.step({ id: 'hold', tool: 'seat.hold', sideEffect: true, operation: () => 'held', compensate: () => void undone.push('hold') });
+  let signal;
+  let entered;
+  const inCall = new Promise((r) => {
+    entered = r;
+  });
+  const pending = run.step({
+    id: 'pay',
+    tool: 'payments.charge',
+    operation: (call) => {
+      signal = call.signal;
+      entered();
+      return new Promise(() => {}); // hangs until cancelled
+    },
+  });
+  await inCall;
+  const report = await run.cancel();
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal((await pending).outcome, 'cancelled');
+  assert.equal(signal.aborted, true);
+  assert.equal(signal.reason.name, 'AbortError');
+  assert.deepEqual(undone, ['hold']);
+  const events = run.events.map((t) => JSON.parse(t).event);
+  assert.ok(!events.includes('decision'), 'nothing was decided about the aborted call');
+  assert.equal(events.at(-1), 'outcome');
+});
