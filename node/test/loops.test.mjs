@@ -114,3 +114,28 @@ test('the batch driver: one store per line, one output line per scenario, errors
   // A fresh store for the second line: the key is not cached there.
   assert.deepEqual(JSON.parse(out[3]).events.map((e) => e.event), ['attempt', 'ok', 'outcome']);
 });
+
+test('a second implementation: the Rust `agent-recovery simulate --json` prints the same bytes for every vector', async () => {
+  const { existsSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
+  const exe = join(target, 'release', 'agent-recovery');
+  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery\``);
+  const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-loops-'));
+  try {
+    for (const { file, v } of VECTORS) {
+      // The runs of a vector share one store: a SQLite file for the CLI, one MemoryStore here.
+      const db = join(dir, `${file}.db`);
+      const ours = await runVector(v);
+      v.runs.forEach((r, i) => {
+        const path = join(dir, `${file}.${i}.json`);
+        writeFileSync(path, JSON.stringify(r.scenario));
+        const out = spawnSync(exe, ['simulate', path, '--json', '--store', db], { encoding: 'utf8' });
+        assert.equal(out.status, 0, out.stderr);
+        assert.equal(ours[i].json, out.stdout.trim(), `${file} run ${i}`);
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
