@@ -449,3 +449,36 @@ test('run.cancel() during a step: the call in flight is aborted, the step ends c
   assert.ok(!events.includes('decision'), 'nothing was decided about the aborted call');
   assert.equal(events.at(-1), 'outcome');
 });
+
+test('deadlineMs: a retry that would sleep past the deadline ends the step as a total timeout', async () => {
+  const d1 = toolDelay(1);
+  const d2 = toolDelay(2);
+  // The deadline falls inside the second retry's sleep (rules: "Run deadline").
+  const deadline = d1 + Math.floor(d2 / 2) + 1;
+  const { runtime, events } = await virtualRuntime({ deadlineMs: deadline });
+  let calls = 0;
+  const report = await runtime.run('r-deadline').step({
+    id: 'sync',
+    tool: 'erp.sync',
+    call: 'tool',
+    operation: () => {
+      calls += 1;
+      return http(503);
+    },
+  });
+  assert.equal(calls, 2);
+  assert.equal(report.outcome, 'dead_lettered');
+  assert.equal(events.filter((e) => e.event === 'decision').at(-1).code, 'tool.timeout.total');
+});
+
+test('idempotencyTtlMs: the cache answers within the TTL, and the key is called again after it', async () => {
+  const { runtime, clock } = await virtualRuntime({ idempotencyTtlMs: 1000 });
+  let calls = 0;
+  const step = { id: 's', tool: 'lookup', operation: () => ++calls };
+  assert.equal((await runtime.run('r-ttl').step(step)).result, 1);
+  clock.advance(999);
+  assert.equal((await runtime.run('r-ttl').step(step)).result, 1);
+  clock.advance(1);
+  assert.equal((await runtime.run('r-ttl').step(step)).result, 2);
+  assert.equal(calls, 2);
+});
