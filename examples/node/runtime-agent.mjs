@@ -1,5 +1,5 @@
-// An agent run under the recovery Runtime: a fallback chain, a breaker, a
-// compensation and a dead letter, with simulated tools (no network) on a
+// An agent run under the recovery Runtime: a fallback chain, a fan-out, a
+// breaker, a compensation and a dead letter, with simulated tools (no network) on a
 // virtual clock (nothing sleeps). The real component decides and runs the loop.
 //
 //   node examples/node/runtime-agent.mjs
@@ -60,7 +60,16 @@ const answer = await run.step({
 });
 console.log(`=> answer: ${answer.outcome} ${JSON.stringify(answer.result)} (from the fallback)\n`);
 
-// 3. A target that keeps failing: retries, the breaker opens and short-circuits,
+// 3. A fan-out: three shipping quotes, two are enough (seed 000, graceful degradation).
+const quote = (id, answer) => ({ id, tool: 'shipping.quote', call: 'tool', target: `${id}.example`, operation: () => answer });
+const quotes = await run.fanout('quotes', 2, [
+  quote('dhl', { eur: 12 }),
+  quote('ups', new Judged({ source: 'http', status: 400 })),
+  quote('gls', { eur: 9 }),
+]);
+console.log(`=> quotes: ${quotes.outcome} ${JSON.stringify(quotes.result)}\n`);
+
+// 4. A target that keeps failing: retries, the breaker opens and short-circuits,
 //    the attempt budget runs out, the hold is released, the input is dead-lettered.
 let charges = 0;
 const charged = await run.step({
@@ -79,4 +88,4 @@ for (const [, record] of store.read('agent-recovery/dead-letter', 0, 10)) {
   const r = JSON.parse(record);
   console.log(`dead letter: step ${r.step_id}, ${r.attempts} attempts, compensations ${JSON.stringify(r.compensations.map((c) => [c.step, c.outcome]))}`);
 }
-if (reserved.outcome !== 'ok' || answer.outcome !== 'ok' || charged.outcome !== 'dead_lettered') process.exit(1);
+if (reserved.outcome !== 'ok' || answer.outcome !== 'ok' || quotes.outcome !== 'ok' || charged.outcome !== 'dead_lettered') process.exit(1);
