@@ -86,6 +86,22 @@ export class VirtualClock {
   }
 }
 
+/** Your own clock, read as whole Unix ms (the loop takes integers; performance-style floats are floored). */
+function integerClock(c) {
+  return {
+    nowMs() {
+      const t = Number(c.nowMs());
+      if (!Number.isFinite(t) || t < 0) throw invalidArg(`the clock's nowMs() returned ${t}; return Unix ms, a non-negative number`);
+      return Math.floor(t);
+    },
+    sleepMs: (ms, signal) => c.sleepMs(ms, signal),
+    virtual: c.virtual === true,
+    set: typeof c.set === 'function' ? (ms) => c.set(ms) : undefined,
+    /** The clock you passed. */
+    inner: c,
+  };
+}
+
 // ------------------------------------------------------------------ outcomes an operation returns
 
 /** An explicit failure: answered `{"failed": observation}` (an observation object or its JSON text). */
@@ -261,10 +277,11 @@ export class Runtime {
     if (bad) throw invalidConfig(bad);
     const config = configText(options);
     const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
-    const clock = options.clock ?? new SystemClock();
+    let clock = options.clock ?? new SystemClock();
     if (typeof clock.nowMs !== 'function' || typeof clock.sleepMs !== 'function') {
       throw invalidConfig('clock must have nowMs() and sleepMs(ms, signal): a SystemClock, a VirtualClock or your own');
     }
+    if (!(clock instanceof SystemClock || clock instanceof VirtualClock)) clock = integerClock(clock);
     const store = options.store ?? new MemoryStore();
     for (const m of ['get', 'compareAndSet', 'append', 'read', 'delete']) {
       if (typeof store[m] !== 'function') throw invalidConfig(`store has no ${m}(); pass a MemoryStore, a SqliteStore or a store with the same methods`);
@@ -840,7 +857,7 @@ export class Run {
       return { lane, report, step };
     };
     let ends;
-    if (rt.clock.virtual === true) {
+    if (rt.clock.virtual === true && typeof rt.clock.set === 'function') {
       ends = [];
       let latest = forkAt;
       for (const b of branchRaw) {

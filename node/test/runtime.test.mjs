@@ -482,3 +482,24 @@ test('idempotencyTtlMs: the cache answers within the TTL, and the key is called 
   assert.equal((await runtime.run('r-ttl').step(step)).result, 2);
   assert.equal(calls, 2);
 });
+
+test('your own clock: fractional ms are floored (the loop takes integers), sleeps go through it', async () => {
+  let now = T0 + 0.75;
+  const slept = [];
+  const clock = {
+    nowMs: () => now,
+    sleepMs: async (ms) => {
+      slept.push(ms);
+      now += ms;
+    },
+  };
+  const runtime = await Runtime.create({ clock, seed: 7 });
+  const report = await runtime.run('r-own-clock').step({
+    id: 's',
+    tool: 'search',
+    call: 'tool',
+    operation: (call) => (call.attempt === 1 ? http(503) : 'ok'),
+  });
+  assert.equal(report.outcome, 'ok');
+  assert.deepEqual(slept, [toolDelay(1)]);
+});
