@@ -235,9 +235,11 @@ test('cancel between steps: compensations in reverse order, the outcome says can
   assert.equal(after.outcome, 'cancelled');
 });
 
-test('an AbortSignal cuts a real retry sleep short; the completed step is compensated', async () => {
+test('an AbortSignal cuts a real retry sleep short; the completed step is compensated', { timeout: 15_000 }, async () => {
   const ctl = new AbortController();
-  const runtime = await Runtime.create({ seed: 7, clock: new SystemClock() });
+  // Aborted once the 30 s sleep has started (the turn after its `sleep` event), not after a time.
+  const onEvent = (e) => e.event === 'sleep' && setImmediate(() => ctl.abort());
+  const runtime = await Runtime.create({ seed: 7, clock: new SystemClock(), onEvent });
   const run = runtime.run('r-signal', { signal: ctl.signal });
   const undone = [];
   await run.step({ id: 'book', tool: 'hotel.book', sideEffect: true, operation: () => 'ok', compensate: () => void undone.push('book') });
@@ -248,9 +250,7 @@ test('an AbortSignal cuts a real retry sleep short; the completed step is compen
     call: 'tool',
     operation: () => {
       calls += 1;
-      // Retry-After: 30 s; the sleep is cut by the abort below.
-      setTimeout(() => ctl.abort(), 20);
-      return http(503, { headers: { 'retry-after': '30' } });
+      return http(503, { headers: { 'retry-after': '30' } }); // a 30 s retry sleep, cut short by the abort
     },
   });
   assert.equal(report.outcome, 'cancelled');
@@ -390,8 +390,11 @@ test('bad inputs are typed errors, never a crash', async () => {
   // A step id repeated in a run: the loop refuses it.
   await assert.rejects(run.step({ id: 's', tool: 't', operation: () => 1 }), (e) => e instanceof PolicyError && e.kind === 'invalid_argument');
   // Two steps at once in one run.
-  const slow = run.step({ id: 'u', tool: 't', operation: () => new Promise((r) => setTimeout(() => r(1), 5)) });
+  let finish;
+  const slow = run.step({ id: 'u', tool: 't', operation: () => new Promise((r) => (finish = r)) });
   await assert.rejects(run.step({ id: 'v', tool: 't', operation: () => 1 }), /in progress/);
+  while (finish === undefined) await new Promise(setImmediate);
+  finish(1);
   assert.equal((await slow).outcome, 'ok');
 });
 
