@@ -506,3 +506,22 @@ test('your own clock: fractional ms are floored (the loop takes integers), sleep
   assert.equal(report.outcome, 'ok');
   assert.deepEqual(slept, [toolDelay(1)]);
 });
+
+test('an IsolatedPolicy (worker thread) decides for the runtime', { timeout: 60_000 }, async () => {
+  const isolated = await Policy.load(undefined, { isolate: 'worker' });
+  try {
+    const { runtime, events } = await virtualRuntime({ policy: isolated });
+    const report = await runtime.run('r-isolated').step({
+      id: 's',
+      tool: 'search',
+      call: 'tool',
+      operation: (call) => (call.attempt === 1 ? http(503) : 'ok'),
+    });
+    assert.equal(report.outcome, 'ok');
+    const decision = events.find((e) => e.event === 'decision');
+    assert.equal(decision.action, 'retry');
+    assert.equal(decision.delay_ms, toolDelay(1));
+  } finally {
+    isolated.close();
+  }
+});
