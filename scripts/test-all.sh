@@ -68,6 +68,7 @@ fi
 
 step "examples"
 node examples/node/agent-loop.mjs >/dev/null
+node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null
 echo "examples ran"
 
