@@ -5,7 +5,7 @@
 //! sees an earlier one's breakers, attempt counts and cache), and prints one
 //! line per scenario: `ScenarioOutput::to_json` (the component's bytes), or
 //! `{"error":"invalid"}` / `{"error":"runtime"}` when the scenario fails. The
-//! Node (`node/scripts/simulate.mjs`) and Python (`python -m
+//! Node (`node/scripts/scenarios.mjs`) and Python (`python -m
 //! agent_recovery.simulate`) drivers speak the same protocol;
 //! `tests/conformance/run.py` compares the three byte for byte.
 

@@ -44,7 +44,7 @@ def loop_drivers():
     rust = pathlib.Path(cargo_target) / "release" / "examples" / "simulate_batch"
     return {
         "rust": [str(rust)],
-        "node": ["node", str(ROOT / "node" / "scripts" / "simulate.mjs")],
+        "node": ["node", str(ROOT / "node" / "scripts" / "scenarios.mjs")],
         "python": [sys.executable, "-m", "agent_recovery.simulate"],
     }
 
