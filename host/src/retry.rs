@@ -51,6 +51,7 @@
 //! - `idempotent` is passed to decisions only when you give it (a `Retry`
 //!   always has a key, so it is never assumed `false`).
 
+mod parts;
 mod relay;
 
 use std::fmt;
@@ -60,9 +61,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::runtime::{Call, Outcome, Runtime, RuntimeError, Step, StepReport};
+use crate::runtime::{Call, Outcome, RuntimeError, Step, StepReport};
 use crate::{Error, ErrorKind, Policy, PolicyHandle, Result};
-use relay::{Answer, Ask, Link, RelayDecider, SleeperClock};
+use parts::{Current, Settings};
+use relay::{Answer, Ask, Link};
 
 /// Anything that can decide: a [`Policy`], or a handle that swaps policies.
 pub trait Decide {
@@ -318,7 +320,8 @@ impl Retry {
     /// response ([`Reply::Response`]) for the component to judge.
     ///
     /// The operation, the policy and the sleeper are called on the calling
-    /// thread; the loop runs on a scoped worker thread and asks for them.
+    /// thread; the loop runs on a worker thread and asks for them (each
+    /// calling thread keeps its idle workers for its next calls).
     pub fn run_reply<T, P, Op, Sleep>(
         &self,
         policy: &P,
@@ -338,78 +341,80 @@ impl Retry {
                 ),
             ))
         })?;
-        std::thread::scope(|scope| {
-            // Declared in here so that a panicking operation drops them, which
-            // frees the worker before the scope waits for it.
-            let (ask_tx, ask_rx) = mpsc::channel();
-            let (answer_tx, answer_rx) = mpsc::channel();
-            let link = Arc::new(Link::new(ask_tx, answer_rx));
-            let worker = {
-                let this = self.clone();
-                scope.spawn(move || {
-                    let result = this.drive(args, &link);
-                    link.done(result);
-                })
-            };
-            let mut value: Option<T> = None;
-            let mut decisions: Vec<String> = Vec::new();
-            let mut done = None;
-            while let Ok(ask) = ask_rx.recv() {
-                let answer = match ask {
-                    Ask::Call(attempt) => Answer::Outcome(match op(&attempt) {
-                        Reply::Ok(v) => {
-                            value = Some(v);
-                            Outcome::Ok(Value::Null)
-                        }
-                        Reply::Failed(observation) => {
-                            value = None;
-                            Outcome::Failed(observation)
-                        }
-                        Reply::Response(v, response) => {
-                            value = Some(v);
-                            Outcome::Response(response)
-                        }
-                    }),
-                    Ask::Decide(observation, context) => {
-                        let context = relay::merge_context(&self.extra, &context);
-                        let decision = policy.decide_json(&observation, &context);
-                        if let Ok(json) = &decision {
-                            decisions.push(json.clone());
-                        }
-                        Answer::Decision(decision)
+        // Declared before the worker starts, so that a panicking operation
+        // drops them, which frees the worker (its questions go unanswered).
+        let (ask_tx, ask_rx) = mpsc::channel();
+        let (answer_tx, answer_rx) = mpsc::channel();
+        let link = Arc::new(Link::new(ask_tx, answer_rx));
+        let this = self.clone();
+        let worker = relay::Worker::start(Box::new(move || {
+            let result = this.drive(args, &link);
+            link.done(result);
+        }))
+        .map_err(RecoveryError::Policy)?;
+        let mut value: Option<T> = None;
+        let mut decisions: Vec<String> = Vec::new();
+        let mut done = None;
+        while let Ok(ask) = ask_rx.recv() {
+            let answer = match ask {
+                Ask::Call(attempt) => Answer::Outcome(match op(&attempt) {
+                    Reply::Ok(v) => {
+                        value = Some(v);
+                        Outcome::Ok(Value::Null)
                     }
-                    Ask::Sleep(ms) => {
-                        let started = Instant::now();
-                        sleep(Duration::from_millis(ms));
-                        let took = started.elapsed().as_millis();
-                        Answer::Slept(u64::try_from(took).unwrap_or(u64::MAX))
+                    Reply::Failed(observation) => {
+                        value = None;
+                        Outcome::Failed(observation)
                     }
-                    Ask::Done(result) => {
-                        done = Some(result);
-                        break;
+                    Reply::Response(v, response) => {
+                        value = Some(v);
+                        Outcome::Response(response)
                     }
-                };
-                if answer_tx.send(answer).is_err() {
+                }),
+                Ask::Decide(observation, context) => {
+                    let context = relay::merge_context(&self.extra, &context);
+                    let decision = policy.decide_json(&observation, &context);
+                    if let Ok(json) = &decision {
+                        decisions.push(json.clone());
+                    }
+                    Answer::Decision(decision)
+                }
+                Ask::Sleep(ms) => {
+                    let started = Instant::now();
+                    sleep(Duration::from_millis(ms));
+                    let took = started.elapsed().as_millis();
+                    Answer::Slept(u64::try_from(took).unwrap_or(u64::MAX))
+                }
+                Ask::Done(result) => {
+                    done = Some(result);
                     break;
                 }
+            };
+            if answer_tx.send(answer).is_err() {
+                break;
             }
-            drop(answer_tx);
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
+        }
+        match done {
+            Some(Ok((report, events))) => {
+                worker.finished();
+                finish(report, &events, &decisions, value)
             }
-            match done {
-                Some(Ok((report, events))) => finish(report, &events, &decisions, value),
-                Some(Err(RuntimeError::Policy(e))) => Err(RecoveryError::Policy(e)),
-                Some(Err(other)) => Err(RecoveryError::Policy(Error::new(
+            Some(Err(RuntimeError::Policy(e))) => {
+                worker.finished();
+                Err(RecoveryError::Policy(e))
+            }
+            Some(Err(other)) => {
+                worker.finished();
+                Err(RecoveryError::Policy(Error::new(
                     ErrorKind::InvalidOutput,
                     format!("the retry's runtime failed: {other}"),
-                ))),
-                None => Err(RecoveryError::Policy(Error::new(
-                    ErrorKind::InvalidOutput,
-                    "the retry's runtime ended without a report; this is a bug, please report it",
-                ))),
+                )))
             }
-        })
+            None => Err(RecoveryError::Policy(Error::new(
+                ErrorKind::InvalidOutput,
+                "the retry's worker thread stopped without a report (it panicked); this is a bug, please report it",
+            ))),
+        }
     }
 
     /// On the worker: one run of one step, whose parts ask the caller's thread.
@@ -418,28 +423,15 @@ impl Retry {
         args: Value,
         link: &Arc<Link>,
     ) -> std::result::Result<(StepReport, Vec<String>), RuntimeError> {
-        let mut builder = Runtime::builder()
-            .decider(Arc::new(RelayDecider(link.clone())))
-            .clock(Arc::new(SleeperClock::new(link.clone(), self.now_ms)))
+        let settings = Settings {
+            seed: self.seed,
             // The policy's max_attempts decides unless asked otherwise.
-            .attempt_budget(self.attempt_budget.unwrap_or(u32::MAX));
-        if let Some(seed) = self.seed {
-            builder = builder.seed(seed);
-        }
-        if let Some((threshold, open_ms)) = self.breaker {
-            builder = builder.breaker(threshold, open_ms);
-        }
-        if let Some(ms) = self.attempt_timeout_ms {
-            builder = builder.attempt_timeout_ms(ms);
-        }
-        if let Some(ms) = self.deadline_ms {
-            builder = builder.deadline_ms(ms);
-        }
-        if let Some(f) = self.on_event.clone() {
-            builder = builder.on_event(move |event| f(event));
-        }
-        let runtime = builder.build()?;
-        let mut run = runtime.run(&self.run_id)?;
+            attempt_budget: self.attempt_budget.unwrap_or(u32::MAX),
+            breaker: self.breaker,
+            attempt_timeout_ms: self.attempt_timeout_ms,
+            deadline_ms: self.deadline_ms,
+        };
+        let current = Current::new(link.clone(), self.now_ms, self.on_event.clone());
         let asks = link.clone();
         let step = Step::new(&self.step_id, &self.tool, move |call: &Call| {
             let attempt = Attempt {
@@ -457,8 +449,11 @@ impl Retry {
         })
         .call(self.call)
         .args(args);
-        let report = run.step(step)?;
-        Ok((report, run.events().to_vec()))
+        parts::with_runtime(settings, current, |runtime| {
+            let mut run = runtime.run(&self.run_id)?;
+            let report = run.step(step)?;
+            Ok((report, run.events().to_vec()))
+        })
     }
 }
 

@@ -455,3 +455,79 @@ fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
     assert_eq!(out, 4);
     assert_eq!(slept, [53, 152, 3, 29_997]);
 }
+
+/// Fails with a 503 until attempt `ok_at`, then returns the attempt number.
+fn flaky(ok_at: u32) -> impl FnMut(&Attempt) -> Result<u32, String> {
+    move |a: &Attempt| {
+        if a.number < ok_at {
+            Err(UNAVAILABLE.to_owned())
+        } else {
+            Ok(a.number)
+        }
+    }
+}
+
+#[test]
+fn two_calls_share_nothing() {
+    // Each call is its own run on its own store: the breaker the first call
+    // opened (3 failures) does not short-circuit the second, which waits
+    // exactly as the first did.
+    let policy = Policy::reference().unwrap();
+    let retry = Retry::new("r", "s", "t", "{}").seed(7).now_ms(0);
+    let mut first = Vec::new();
+    assert_eq!(retry.run(&policy, flaky(4), |d| first.push(d)).unwrap(), 4);
+    let mut second = Vec::new();
+    assert_eq!(retry.run(&policy, flaky(4), |d| second.push(d)).unwrap(), 4);
+    assert_eq!(first, second);
+}
+
+#[test]
+fn a_panicking_operation_panics_in_the_caller_and_the_next_call_works() {
+    let policy = Policy::reference().unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = Retry::new("r", "s", "t", "{}").run(
+            &policy,
+            |_: &Attempt| -> Result<(), String> { panic!("the tool blew up") },
+            |_| {},
+        );
+    }));
+    assert!(panicked.is_err());
+    let out = Retry::new("r", "s", "t", "{}")
+        .seed(7)
+        .run(&policy, flaky(2), |_| {})
+        .unwrap();
+    assert_eq!(out, 2);
+}
+
+#[test]
+fn a_retry_inside_an_operation_runs_too() {
+    // The inner call takes another worker: no deadlock, its own key.
+    let policy = Policy::reference().unwrap();
+    let mut inner_keys = Vec::new();
+    let mut outer_key = String::new();
+    let out = Retry::new("r", "outer", "t", "{}")
+        .seed(7)
+        .run(
+            &policy,
+            |a: &Attempt| {
+                outer_key = a.idempotency_key.clone();
+                Retry::new("r", "inner", "t", "{}")
+                    .seed(7)
+                    .run(
+                        &policy,
+                        |b: &Attempt| {
+                            inner_keys.push(b.idempotency_key.clone());
+                            flaky(2)(b)
+                        },
+                        |_| {},
+                    )
+                    .map_err(|e| e.to_string())
+            },
+            |_| {},
+        )
+        .unwrap();
+    assert_eq!(out, 2);
+    assert_eq!(inner_keys.len(), 2);
+    assert_eq!(inner_keys[0], inner_keys[1]);
+    assert_ne!(inner_keys[0], outer_key);
+}

@@ -2,19 +2,24 @@
 //!
 //! The Runtime wants `'static + Send + Sync` parts (its decider and clock live
 //! in `Arc`s); `Retry::run` takes a borrowed policy, an operation and a
-//! sleeper with no such bounds. So the run goes on a scoped worker thread, and
+//! sleeper with no such bounds. So the run goes on a worker thread, and
 //! everything the caller gave stays on the caller's thread: the worker *asks*
 //! (call the operation, decide, sleep) through a channel and waits for the
 //! answer. Only plain data (`String`s, [`Outcome`]s, the report) crosses.
+//!
+//! Workers are kept per calling thread and reused: a new thread costs more
+//! than the whole run (wasmtime sets up its per-thread state on a thread's
+//! first call). A nested `Retry::run` (from inside an operation) takes
+//! another worker; a calling thread's idle workers end when it ends.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender};
+use std::cell::RefCell;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Map, Value};
 
-use super::{Attempt, Decide};
-use crate::runtime::{Clock, Outcome, RuntimeError, StepReport, SystemClock};
+use super::Attempt;
+use crate::runtime::{Outcome, RuntimeError, StepReport};
 use crate::{Error, ErrorKind, Result};
 
 /// What the worker asks the caller's thread.
@@ -74,79 +79,66 @@ impl Link {
     }
 }
 
-fn gone() -> Error {
+/// A run for a worker to carry out.
+pub(super) type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// This thread's idle workers.
+    static IDLE: RefCell<Vec<Sender<Job>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A worker thread, taken from the calling thread's idle ones for one run.
+pub(super) struct Worker(Option<Sender<Job>>);
+
+impl Worker {
+    /// Hands `job` to an idle worker of this thread, or to a new one.
+    pub(super) fn start(job: Job) -> Result<Worker> {
+        let mut job = job;
+        while let Some(worker) = IDLE.with(|idle| idle.borrow_mut().pop()) {
+            match worker.send(job) {
+                Ok(()) => return Ok(Worker(Some(worker))),
+                // That worker is gone (a job of it panicked); try the next.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let (worker, jobs) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("agent-recovery-retry".into())
+            .spawn(move || {
+                while let Ok(job) = jobs.recv() {
+                    job();
+                }
+            })
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot start the retry's worker thread: {e}; the process may be out of threads"),
+                )
+            })?;
+        worker.send(job).map_err(|_| gone_worker())?;
+        Ok(Worker(Some(worker)))
+    }
+
+    /// The run ended normally: the worker is idle again, for this thread's next run.
+    pub(super) fn finished(mut self) {
+        if let Some(worker) = self.0.take() {
+            IDLE.with(|idle| idle.borrow_mut().push(worker));
+        }
+    }
+}
+
+fn gone_worker() -> Error {
+    Error::new(
+        ErrorKind::InvalidOutput,
+        "the retry's new worker thread ended at once; this is a bug, please report it",
+    )
+}
+
+pub(super) fn gone() -> Error {
     Error::new(
         ErrorKind::InvalidOutput,
         "the thread that called Retry::run stopped answering (its operation or sleeper panicked); the run was abandoned",
     )
-}
-
-/// The Runtime's decider: relays each `decide` to the caller's policy.
-pub(super) struct RelayDecider(pub(super) std::sync::Arc<Link>);
-
-impl Decide for RelayDecider {
-    fn decide_json(&self, observation: &str, context: &str) -> Result<String> {
-        match self
-            .0
-            .ask(Ask::Decide(observation.to_owned(), context.to_owned()))
-        {
-            Some(Answer::Decision(d)) => d,
-            _ => Err(gone()),
-        }
-    }
-
-    fn key(&self, _run_id: &str, _step_id: &str, _tool: &str, _args_json: &str) -> Result<String> {
-        // The loop derives the key itself; nothing asks the decider for one.
-        Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "the retry relay derives no keys; ask the policy itself (Policy::key)",
-        ))
-    }
-}
-
-/// The Runtime's clock: the sleeper does the sleeping, and `now_ms` moves on
-/// by what was slept.
-///
-/// On the system clock (the default), a sleeper that really sleeps moves the
-/// system clock itself; one that returns at once (a test's, a scheduler's)
-/// does not, so the part of each delay the sleeper did not spend is added on
-/// top: `now = system now + Σ max(0, delay − time the sleeper took)`. Either
-/// way the loop sees time pass by the delays it chose, and a slow operation
-/// still counts against `attempt_timeout_ms`. From a fixed base
-/// ([`Retry::now_ms`](super::Retry::now_ms)) the clock is virtual: `now =
-/// base + Σ delay`, nothing else moves it.
-pub(super) struct SleeperClock {
-    link: std::sync::Arc<Link>,
-    base: Option<u64>,
-    ahead_ms: AtomicU64,
-}
-
-impl SleeperClock {
-    pub(super) fn new(link: std::sync::Arc<Link>, base: Option<u64>) -> Self {
-        SleeperClock {
-            link,
-            base,
-            ahead_ms: AtomicU64::new(0),
-        }
-    }
-}
-
-impl Clock for SleeperClock {
-    fn now_ms(&self) -> u64 {
-        let ahead = self.ahead_ms.load(Ordering::SeqCst);
-        self.base
-            .unwrap_or_else(|| SystemClock.now_ms())
-            .saturating_add(ahead)
-    }
-
-    fn sleep_ms(&self, ms: u64) {
-        let took = match self.link.ask(Ask::Sleep(ms)) {
-            Some(Answer::Slept(took)) if self.base.is_none() => took,
-            _ => 0,
-        };
-        self.ahead_ms
-            .fetch_add(ms.saturating_sub(took), Ordering::SeqCst);
-    }
 }
 
 /// The decision context: the loop's, with the caller's
