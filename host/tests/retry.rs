@@ -531,3 +531,28 @@ fn a_retry_inside_an_operation_runs_too() {
     assert_eq!(inner_keys[0], inner_keys[1]);
     assert_ne!(inner_keys[0], outer_key);
 }
+
+#[test]
+fn bad_input_is_a_clear_error_not_a_crash() {
+    let policy = Policy::reference().unwrap();
+    let never = |_: &Attempt| -> Result<(), String> { panic!("must not be called") };
+    // An empty run id: the loop refuses the run (its message names the member).
+    match Retry::new("", "s", "t", "{}").run(&policy, never, |_| {}) {
+        Err(RecoveryError::Policy(e)) => assert!(e.message().contains("run_id"), "{e}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    // An unknown context member: the policy refuses it (a typo must not
+    // silently change a decision).
+    let err = Retry::new("r", "s", "t", "{}")
+        .context(ctx(json!({"elapsed": 5})))
+        .run(
+            &policy,
+            |_: &Attempt| -> Result<(), String> { Err(UNAVAILABLE.to_owned()) },
+            |_| {},
+        )
+        .unwrap_err();
+    match err {
+        RecoveryError::Policy(e) => assert!(e.message().contains("elapsed"), "{e}"),
+        other => panic!("unexpected {other}"),
+    }
+}
