@@ -42,7 +42,17 @@
 //! - **What counts as a failure** is the component's call: an `Err`
 //!   observation is a failure; with [`Retry::run_reply`], a
 //!   [`Reply::Response`] is judged by `check-outcome` (a 200 whose body is a
-//!   refusal fails, a 304 succeeds).
+//!   refusal fails, a 304 succeeds). An `Err` that is not JSON is an
+//!   `exception` observation (type `agent_recovery.InvalidObservation`) the
+//!   policy decides on, as in the runtime.
+//! - **The step as it is**: decisions get `checkpoint_available: false` and
+//!   `fallback_available: false` (a state or policy failure escalates); give
+//!   either as `true` in [`Retry::context`] to get `restore` / `fallback`
+//!   back and act on it yourself.
+//! - **The breaker** (target: the tool name) is the runtime's: after 3
+//!   consecutive transient failures the next call waits for the probe (up to
+//!   30 s, within the run's retry budget); see [`Retry::breaker`]. Each call
+//!   has its own store, so nothing is shared between two calls.
 //! - **Timeouts**: [`Retry::attempt_timeout_ms`] turns a slower attempt into a
 //!   `timeout` observation the policy decides on; [`Retry::deadline_ms`] ends
 //!   the step when no retry can fit.
