@@ -382,7 +382,7 @@ fn a_slow_attempt_becomes_a_timeout_the_policy_decides_on() {
     let sink = codes.clone();
     let out = Retry::new("r", "s", "t", "{}")
         .seed(7)
-        .attempt_timeout_ms(5)
+        .attempt_timeout_ms(250)
         .on_event(move |e| {
             let e: Value = serde_json::from_str(e).unwrap();
             if e["event"] == "decision" {
@@ -396,7 +396,7 @@ fn a_slow_attempt_becomes_a_timeout_the_policy_decides_on() {
             |a: &Attempt| {
                 if a.number == 1 {
                     // The operation itself is slow (this is not a wait for something else).
-                    std::thread::sleep(Duration::from_millis(30));
+                    std::thread::sleep(Duration::from_millis(600));
                 }
                 Ok::<_, String>(a.number)
             },
