@@ -89,3 +89,13 @@ fn the_trips_fall_back_trip_the_breaker_and_compensate_in_reverse_order() {
     assert!(text.contains("short_circuit hotel"), "{text}");
     assert!(text.contains("compensations seat=ok, charge=ok"), "{text}");
 }
+
+#[test]
+fn the_timeline_is_the_same_every_time() {
+    // A virtual clock and a seed: same store contents, same events, same text.
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = agent::book_trips(a.path()).unwrap();
+    let second = agent::book_trips(b.path()).unwrap();
+    assert_eq!(first.timeline, second.timeline);
+    assert_eq!(first.events, second.events);
+}
