@@ -278,4 +278,22 @@ mod tests {
         };
         assert!(bad.with(&ConfigOverrides::default()).is_err());
     }
+
+    /// `decide_json` refuses a bad `context.config.breaker` as `invalid_config`
+    /// (the shared vector format cannot say "decide fails, classify does not").
+    #[test]
+    fn decide_json_refuses_bad_breaker_config() {
+        for bad in [
+            r#"{"failure_threshold":0}"#,
+            r#"{"failure_threshold":101}"#,
+            r#"{"open_ms":0}"#,
+            r#"{"open_ms":604800001}"#,
+            r#"{"failures":2}"#,
+            r#"{"failure_threshold":"3"}"#,
+        ] {
+            let ctx = format!(r#"{{"attempt":1,"config":{{"breaker":{bad}}}}}"#);
+            let e = crate::decide_json(r#"{"source":"http","status":503}"#, &ctx).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidConfig, "{bad}: {e:?}");
+        }
+    }
 }

@@ -15,7 +15,9 @@ mod common;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_recovery::runtime::{Outcome, Runtime, Step, VirtualClock};
-use agent_recovery::{MemoryStore, Policy, PolicyHandle, Store, SwapOptions};
+use agent_recovery::{
+    ErrorKind, MemoryStore, Policy, PolicyErrorKind, PolicyHandle, Store, SwapOptions,
+};
 use serde_json::{Value, json};
 
 use common::handle::payments_wasm;
@@ -203,4 +205,46 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
         ]
     );
     assert_eq!(stored_breaker(&store, T0 + 60_258)["state"], "closed");
+}
+
+/// Bad thresholds are refused, never crash: in a decide context (the real
+/// component, `invalid-config` with a hint), in a run configuration (the loop
+/// refuses the run), and the payments component clamps looser asks.
+#[test]
+fn bad_thresholds_are_structured_errors() {
+    let reference = Policy::reference().expect("the reference loads");
+    let e = reference
+        .decide_json(
+            FAILED_503,
+            r#"{"attempt":1,"config":{"breaker":{"failure_threshold":0}}}"#,
+        )
+        .expect_err("threshold 0 is refused");
+    assert_eq!(e.kind(), ErrorKind::Policy(PolicyErrorKind::InvalidConfig));
+    assert!(e.message().contains("e.g. 3"), "{e}");
+
+    let runtime = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(T0)))
+        .breaker(3, 0)
+        .build()
+        .expect("the runtime builds");
+    let e = runtime
+        .run("bad-breaker")
+        .err()
+        .expect("open_ms 0 is refused");
+    assert!(e.to_string().contains("breaker.open_ms"), "{e}");
+
+    let payments = Policy::from_file(payments_wasm()).expect("payments-policy loads");
+    let d: Value = serde_json::from_str(
+        &payments
+            .decide_json(
+                FAILED_503,
+                r#"{"attempt":1,"seed":7,"config":{"breaker":{"failure_threshold":5,"open_ms":1000}}}"#,
+            )
+            .expect("payments decides"),
+    )
+    .expect("a decision is JSON");
+    assert_eq!(
+        d["breaker"],
+        json!({"failure_threshold": 2, "open_ms": 60000})
+    );
 }
