@@ -104,7 +104,9 @@ impl Decided {
                     .and_then(|t| t.validate("breaker").map(|()| t).map_err(|e| e.message))
                     .map_err(|e| {
                         bad(format!(
-                            "the decision's `breaker` is invalid ({e}); the policy must answer {{\"failure_threshold\": 1..100, \"open_ms\": 1..604800000}} or omit it"
+                            "the decision's `breaker` is invalid ({e}); the policy must answer {{\"failure_threshold\": 1..{}, \"open_ms\": 1..{}}} or omit it",
+                            crate::config::MAX_ATTEMPTS,
+                            crate::config::MAX_MS
                         ))
                     })?,
             ),
