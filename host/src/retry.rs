@@ -49,10 +49,11 @@
 //!   `fallback_available: false` (a state or policy failure escalates); give
 //!   either as `true` in [`Retry::context`] to get `restore` / `fallback`
 //!   back and act on it yourself.
-//! - **The breaker** (target: the tool name) is the runtime's: after 3
-//!   consecutive transient failures the next call waits for the probe (up to
-//!   30 s, within the run's retry budget); see [`Retry::breaker`]. Each call
-//!   has its own store, so nothing is shared between two calls.
+//! - **No breaker unless asked** (as in Node and Python): one retried call
+//!   never short-circuits itself; [`Retry::breaker`] turns it on (target: the
+//!   tool name). Each call has its own store, so nothing is shared between
+//!   two calls: use a [`Runtime`](crate::runtime::Runtime) for a breaker
+//!   shared across calls.
 //! - **Timeouts**: [`Retry::attempt_timeout_ms`] turns a slower attempt into a
 //!   `timeout` observation the policy decides on; [`Retry::deadline_ms`] ends
 //!   the step when no retry can fit.
@@ -180,7 +181,7 @@ type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
 /// | [`context`](Self::context) | no extra members |
 /// | [`now_ms`](Self::now_ms) | none: the system clock, moved on by what the sleeper did not sleep |
 /// | [`attempt_budget`](Self::attempt_budget) | none: the policy's `max_attempts` decides |
-/// | [`breaker`](Self::breaker) | the runtime's: 3 consecutive transient failures open the target for 30 000 ms |
+/// | [`breaker`](Self::breaker) | none (a threshold of 100, which one call never reaches) |
 /// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |
 /// | [`deadline_ms`](Self::deadline_ms) | none |
 /// | [`on_event`](Self::on_event) | none |

@@ -440,6 +440,7 @@ fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
     let out = Retry::new("r", "s", "t", "{}")
         .seed(7)
         .now_ms(0)
+        .breaker(3, 30_000)
         .run(
             &policy,
             |a: &Attempt| {
@@ -454,6 +455,21 @@ fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
         .unwrap();
     assert_eq!(out, 4);
     assert_eq!(slept, [53, 152, 3, 29_997]);
+}
+
+#[test]
+fn without_a_breaker_one_call_is_never_short_circuited() {
+    // The default, as in Node and Python: the fourth attempt follows the
+    // policy's own delays (seed 7, tool: 53, 152, 3 ms; jitter.py).
+    let policy = Policy::reference().unwrap();
+    let mut slept = Vec::new();
+    let out = Retry::new("r", "s", "t", "{}")
+        .seed(7)
+        .now_ms(0)
+        .run(&policy, flaky(4), |d| slept.push(d.as_millis()))
+        .unwrap();
+    assert_eq!(out, 4);
+    assert_eq!(slept, [53, 152, 3]);
 }
 
 /// Fails with a 503 until attempt `ok_at`, then returns the attempt number.

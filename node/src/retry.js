@@ -32,6 +32,13 @@ export function sleep(ms, signal) {
 }
 
 const U32_MAX = 2 ** 32 - 1;
+/**
+ * "No breaker" for one retried call: the largest threshold the loop accepts
+ * (100, the most attempts a policy may allow), so the breaker of a single
+ * retried call can never open before its attempts run out. The same value in
+ * Rust's Retry and Python's retry().
+ */
+const NO_BREAKER = Object.freeze({ failureThreshold: 100 });
 
 /**
  * Run `operation({attempt, idempotencyKey, signal})` until it succeeds or the
@@ -139,7 +146,7 @@ export async function retry(operation, options = {}) {
     seed,
     // The policy's max_attempts decides when attempts run out.
     attemptBudget: U32_MAX,
-    breaker: breaker ?? { failureThreshold: U32_MAX },
+    breaker: breaker ?? NO_BREAKER,
     ...(config === undefined ? {} : { policyConfig: config }),
     onEvent,
   });

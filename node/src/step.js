@@ -86,10 +86,11 @@ export function configText(o) {
     if (b === null || typeof b !== 'object') throw invalidConfig(`breaker must be {failureThreshold, openMs}, got ${describe(b)}`);
     const bad = unknownKeys(b, ['failureThreshold', 'openMs'], 'breaker');
     if (bad) throw invalidConfig(bad);
-    c.breaker = {
-      failure_threshold: uint(b.failureThreshold ?? RUNTIME_DEFAULTS.breaker.failureThreshold, 'breaker.failureThreshold', 2 ** 32 - 1),
-      open_ms: uint(b.openMs ?? RUNTIME_DEFAULTS.breaker.openMs, 'breaker.openMs'),
-    };
+    // Only the members given: each one given wins over the active policy's
+    // threshold, the others stay the policy's (docs/runtime.md, "Circuit breaker").
+    c.breaker = {};
+    if (b.failureThreshold !== undefined) c.breaker.failure_threshold = uint(b.failureThreshold, 'breaker.failureThreshold', 2 ** 32 - 1);
+    if (b.openMs !== undefined) c.breaker.open_ms = uint(b.openMs, 'breaker.openMs');
   }
   if (o.idempotencyTtlMs !== undefined) c.idempotency_ttl_ms = uint(o.idempotencyTtlMs, 'idempotencyTtlMs');
   if (o.inFlightTtlMs !== undefined) c.in_flight_ttl_ms = uint(o.inFlightTtlMs, 'inFlightTtlMs');

@@ -113,9 +113,11 @@ fn build(settings: Settings) -> std::result::Result<Runtime, RuntimeError> {
     if let Some(seed) = settings.seed {
         builder = builder.seed(seed);
     }
-    if let Some((threshold, open_ms)) = settings.breaker {
-        builder = builder.breaker(threshold, open_ms);
-    }
+    // No breaker unless asked: the largest threshold the loop accepts (100,
+    // the most attempts a policy may allow) never opens within one call. The
+    // same default as Node's retry() and Python's retry().
+    let (threshold, open_ms) = settings.breaker.unwrap_or((100, 30_000));
+    builder = builder.breaker(threshold, open_ms);
     if let Some(ms) = settings.attempt_timeout_ms {
         builder = builder.attempt_timeout_ms(ms);
     }
