@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""One table of the figures issue 14 tracks, measured in one run on this machine.
+
+    scripts/bench.sh            (builds what it needs, then runs this)
+
+- Rust: `cargo bench -p agent-recovery --bench decide` (criterion): decide_json
+  over its 13-observation mix through wasmtime and natively, in the same run,
+  so the ratio is fair even on a loaded machine.
+- Node and Python: decide_json over the 14 example observations
+  (examples/observations/), best of 7 rounds, in one process each.
+- Cold start: process start to the first decision (the CLI, Node, Python),
+  with each host's compile cache cold and warm.
+- Sizes: the reference component, Node's installed production dependencies,
+  Python's RSS with the policy loaded.
+
+The last line is machine-readable:
+`bench: host_vs_native=<ratio> host_us=<x> native_us=<y> node_us=<z> python_us=<w> wasm_kb=<n>`.
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+PY = str(ROOT / ".venv" / "bin" / "python")
+OBS = sorted((ROOT / "examples" / "observations").glob("*.json"))
+ROUNDS, PER = 7, 100
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=kw.pop("cwd", ROOT), **kw)
+
+
+def per_call_us(unit_value, unit):
+    return float(unit_value) * {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}[unit]
+
+
+def rust():
+    out = sh(["cargo", "bench", "-q", "-p", "agent-recovery", "--bench", "decide", "--", "decide_json_mix"]).stdout
+    res = {}
+    # criterion: "<group>/<name>  time: [a u b u c u]  thrpt: [x Kelem/s y Kelem/s z Kelem/s]"
+    for name in ("host_wasmtime", "native"):
+        m = re.search(rf"decide_json_mix/{name}\s+time:.*?\n\s*thrpt:\s*\[\S+ \S+ (\S+) (\S+)", out)
+        if not m:
+            sys.exit(f"bench: could not read criterion's {name} line:\n{out}")
+        value, unit = float(m.group(1)), m.group(2)
+        scale = {"elem/s": 1, "Kelem/s": 1e3, "Melem/s": 1e6, "Gelem/s": 1e9}[unit]
+        res[name] = 1e6 / (value * scale)
+    return res
+
+
+NODE_MIX = """
+import { readFileSync } from 'node:fs';
+import { Policy } from './src/index.js';
+const files = JSON.parse(process.argv[1]);
+const obs = files.map((f) => readFileSync(f, 'utf8'));
+const ctx = '{"attempt":1,"seed":7}';
+const p = await Policy.load();
+let best = Infinity;
+for (let r = 0; r < %d; r++) {
+  const t = process.hrtime.bigint();
+  for (let i = 0; i < %d; i++) for (const o of obs) p.decideJson(o, ctx);
+  best = Math.min(best, Number(process.hrtime.bigint() - t) / 1e3 / (%d * obs.length));
+}
+console.log(best.toFixed(2));
+""" % (ROUNDS, PER, PER)
+
+PY_MIX = """
+import json, sys, time
+from agent_recovery import Policy
+obs = [open(f).read() for f in json.loads(sys.argv[1])]
+ctx = '{"attempt":1,"seed":7}'
+p = Policy.load()
+best = 1e9
+for _ in range(%d):
+    t = time.perf_counter()
+    for _ in range(%d):
+        for o in obs:
+            p.decide_json(o, ctx)
+    best = min(best, (time.perf_counter() - t) * 1e6 / (%d * len(obs)))
+print(f"{best:.2f}")
+""" % (ROUNDS, PER, PER)
+
+
+def node_call():
+    files = json.dumps([str(p) for p in OBS])
+    return float(sh(["node", "--input-type=module", "-e", NODE_MIX, files], cwd=ROOT / "node").stdout.split()[-1])
+
+
+def python_call():
+    files = json.dumps([str(p) for p in OBS])
+    return float(sh([PY, "-c", PY_MIX, files]).stdout.split()[-1])
+
+
+def wall(cmd, env=None, cwd=ROOT, runs=3):
+    best = 1e9
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, cwd=cwd, env=env)
+        best = min(best, time.perf_counter() - t)
+    return best * 1000
+
+
+def cold_starts():
+    obs = str(ROOT / "examples" / "observations" / "openai-429-rate-limit.json")
+    res = {}
+    cli = str(TARGET / "release" / "agent-recovery")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, AGENT_RECOVERY_CACHE_DIR="")
+        res["cli_cold"] = wall([cli, "decide", obs, "--json"], env=env)
+        env = dict(os.environ, AGENT_RECOVERY_CACHE_DIR=d)
+        subprocess.run([cli, "decide", obs, "--json"], check=True, capture_output=True, env=env)
+        res["cli_warm"] = wall([cli, "decide", obs, "--json"], env=env)
+    node = ("import { readFileSync } from 'node:fs'; import { Policy } from './src/index.js';"
+            f"const p = await Policy.load(); p.decideJson(readFileSync({json.dumps(obs)}, 'utf8'), '{{}}');")
+    res["node"] = wall(["node", "--input-type=module", "-e", node], cwd=ROOT / "node")
+    pyc = ("from agent_recovery import Policy; import resource, sys;"
+           f"Policy.load().decide_json(open({obs!r}).read(), '{{}}');"
+           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, XDG_CACHE_HOME=d, AGENT_RECOVERY_COMPILE_CACHE="0")
+        res["python_cold"] = wall([PY, "-c", pyc], env=env)
+        env = dict(os.environ, XDG_CACHE_HOME=d)
+        subprocess.run([PY, "-c", pyc], check=True, capture_output=True, env=env)  # fills the cache
+        res["python_warm"] = wall([PY, "-c", pyc], env=env)
+        out = subprocess.run([PY, "-c", pyc], check=True, capture_output=True, text=True, env=env)
+        res["python_rss_mb"] = int(out.stdout.split()[-1]) / 1024
+    return res
+
+
+def node_install_mb():
+    """Production dependencies only: what `npm install` of the package brings."""
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(ROOT / "node" / "package.json", d)
+        shutil.copy(ROOT / "node" / "package-lock.json", d)
+        subprocess.run(["npm", "ci", "--omit=dev", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund",
+                        "--loglevel=error"], check=True, capture_output=True, cwd=d)
+        total = sum(f.lstat().st_size for f in pathlib.Path(d, "node_modules").rglob("*") if f.is_file() and not f.is_symlink())
+        return total / 1e6
+
+
+def main():
+    wasm = TARGET / "wasm-guests" / "wasm32-wasip2" / "release" / "agent_recovery_policy.wasm"
+    wasm_kb = wasm.stat().st_size // 1024
+    r = rust()
+    n, p = node_call(), python_call()
+    c = cold_starts()
+    npm = node_install_mb()
+    ratio = r["host_wasmtime"] / r["native"]
+    rows = [
+        ("decide_json, native Rust (criterion mix of 13)", f"{r['native']:.1f} µs"),
+        ("decide_json, Rust host via wasmtime (same run)", f"{r['host_wasmtime']:.1f} µs ({ratio:.1f}× native)"),
+        ("decideJson, Node (14 example observations)", f"{n:.1f} µs"),
+        ("decide_json, Python (14 example observations)", f"{p:.1f} µs"),
+        ("reference component", f"{wasm_kb} KB"),
+        ("CLI start to first decision, no cache / warm cache", f"{c['cli_cold']:.0f} ms / {c['cli_warm']:.0f} ms"),
+        ("Node start to first decision", f"{c['node']:.0f} ms"),
+        ("Python start to first decision, cache off / warm", f"{c['python_cold']:.0f} ms / {c['python_warm']:.0f} ms"),
+        ("Python peak RSS, policy loaded (warm cache)", f"{c['python_rss_mb']:.0f} MiB"),
+        ("Node install, production dependencies", f"{npm:.0f} MB"),
+    ]
+    w = max(len(a) for a, _ in rows)
+    print(f"{'what'.ljust(w)}  figure")
+    print(f"{'-' * w}  ------")
+    for a, b in rows:
+        print(f"{a.ljust(w)}  {b}")
+    print(f"bench: host_vs_native={ratio:.2f} host_us={r['host_wasmtime']:.2f} native_us={r['native']:.2f} "
+          f"node_us={n:.2f} python_us={p:.2f} wasm_kb={wasm_kb}")
+
+
+if __name__ == "__main__":
+    main()
