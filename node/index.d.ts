@@ -51,7 +51,7 @@ export type PolicyErrorKind =
   | 'too_large'
   | 'internal';
 /** Which step refused a component. */
-export type PolicyLoadReason = 'read' | 'digest_mismatch' | 'transpile' | 'imports' | 'instantiate' | 'contract' | 'smoke_test';
+export type PolicyLoadReason = 'read' | 'digest_mismatch' | 'transpile' | 'imports' | 'instantiate' | 'contract' | 'smoke_test' | 'transpiler_missing';
 
 /** A JSON value; bigint is written as a bare integer literal. */
 export type Json = null | boolean | number | bigint | string | Json[] | { [key: string]: Json | undefined };

@@ -75,6 +75,9 @@ export function sha256(bytes) {
 }
 
 /** Options for the transpiler; the build script uses the same. */
+/** The optional peer that loads custom policies: name and the version the bindings were made with. */
+export const TRANSPILER = '@bytecodealliance/jco-transpile@0.15.0';
+
 export const TRANSPILE_OPTIONS = Object.freeze({
   name: NAME,
   instantiation: 'async',
@@ -134,8 +137,20 @@ export async function compileBytes(bytes, source) {
 
 async function transpileAndImport(bytes) {
   // Imported lazily: the transpiler is only needed for components other than
-  // the shipped reference, and takes a moment to initialise.
-  const { transpileBytes } = await import('@bytecodealliance/jco-transpile');
+  // the shipped reference, takes a moment to initialise, and is an optional
+  // peer dependency (with binaryen it is ~100 MB that a user of the reference
+  // never needs; issue 14).
+  let transpileBytes;
+  try {
+    ({ transpileBytes } = await import('@bytecodealliance/jco-transpile'));
+  } catch (e) {
+    if (e?.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    throw new PolicyLoadError(
+      'transpiler_missing',
+      `loading a policy other than the packaged reference needs the optional transpiler; install it with \`npm install ${TRANSPILER}\` (the shipped reference loads without it)`,
+      { cause: e },
+    );
+  }
   let out;
   try {
     out = await transpileBytes(new Uint8Array(bytes), { ...TRANSPILE_OPTIONS });

@@ -43,6 +43,7 @@ const REASON_CODES = Object.freeze({
   read: 'io',
   digest_mismatch: 'digest-mismatch',
   transpile: 'load',
+  transpiler_missing: 'load',
   imports: 'incompatible',
   contract: 'incompatible',
   instantiate: 'load',
