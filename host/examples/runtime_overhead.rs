@@ -4,14 +4,19 @@
 //!   (3 calls into the loop component + store reads and writes);
 //! - one failed attempt: the same step failing once with a 503 first
 //!   (+1 policy decision, +2 loop calls, the breaker write);
-//! - cached: the step's key is already recorded as done (nothing is called).
+//! - cached: the step's key is already recorded as done (nothing is called);
+//! - telemetry: the failed-attempt step with `Telemetry::off()` and with the
+//!   default `Telemetry::global()` and no provider installed (the OpenTelemetry
+//!   no-op providers), seven rounds each, alternating (distinct run ids, so no
+//!   round hits the idempotency cache), so the difference is
+//!   the cost of telemetry when nobody configured an exporter.
 //!
 //! `cargo run --release -p agent-recovery --example runtime_overhead`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_recovery::runtime::{Call, Outcome, Runtime, Step, VirtualClock};
+use agent_recovery::runtime::{Call, Outcome, Runtime, Step, Telemetry, VirtualClock};
 use agent_recovery::store::MemoryStore;
 use serde_json::{Value, json};
 
@@ -22,7 +27,8 @@ fn cpu_ns() -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-fn per_iteration(name: &str, n: u32, mut f: impl FnMut(u32)) {
+/// Runs `f` `n` times; prints and returns µs per run (on CPU when known, else wall).
+fn per_iteration(name: &str, n: u32, mut f: impl FnMut(u32)) -> f64 {
     for i in 0..n / 10 {
         f(u32::MAX - i); // warm up (distinct run ids)
     }
@@ -32,11 +38,21 @@ fn per_iteration(name: &str, n: u32, mut f: impl FnMut(u32)) {
         f(i);
     }
     let wall = start.elapsed().as_secs_f64() * 1e6 / f64::from(n);
-    let on_cpu = match (cpu, cpu_ns()) {
-        (Some(a), Some(b)) => format!("{:>8.1} µs on CPU", (b - a) as f64 / 1e3 / f64::from(n)),
-        _ => "(no schedstat)".to_owned(),
+    let cpu_us = match (cpu, cpu_ns()) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e3 / f64::from(n)),
+        _ => None,
+    };
+    let on_cpu = match cpu_us {
+        Some(us) => format!("{us:>8.1} µs on CPU"),
+        None => "(no schedstat)".to_owned(),
     };
     println!("{name:<28} {wall:>8.1} µs wall, {on_cpu} per run");
+    cpu_us.unwrap_or(wall)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -91,6 +107,55 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .expect("step");
         assert_eq!(r.outcome, "ok");
     });
+
+    // Telemetry off vs. the no-op global providers (the default).
+    let fail_step = |rt: &Runtime, tag: &str, i: u32| {
+        let mut run = rt.run(&format!("{tag}-{i}")).expect("run");
+        let r = run
+            .step(
+                Step::new("search", "search", |c: &Call| {
+                    if c.attempt == 1 {
+                        Outcome::Failed(r#"{"source":"http","status":503}"#.into())
+                    } else {
+                        Outcome::Ok(Value::Null)
+                    }
+                })
+                .call("tool")
+                .target(&format!("t{}", i % 64)),
+            )
+            .expect("step");
+        assert_eq!(r.outcome, "ok");
+    };
+    let off = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(1_767_225_600_000)))
+        .store(Arc::new(MemoryStore::new()))
+        .seed(7)
+        .telemetry(Telemetry::off())
+        .build()?;
+    let noop = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(1_767_225_600_000)))
+        .store(Arc::new(MemoryStore::new()))
+        .seed(7)
+        .build()?;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for round in 1..=7 {
+        a.push(per_iteration(
+            &format!("telemetry off, round {round}"),
+            n,
+            |i| fail_step(&off, &format!("off{round}"), i),
+        ));
+        b.push(per_iteration(
+            &format!("no-op global, round {round}"),
+            n,
+            |i| fail_step(&noop, &format!("noop{round}"), i),
+        ));
+    }
+    let (a, b) = (median(a), median(b));
+    println!(
+        "telemetry, median of 7: off {a:.1} µs, no-op global {b:.1} µs per step: {:+.1} µs ({:+.1}%)",
+        b - a,
+        (b - a) / a * 100.0
+    );
 
     let mut first = runtime.run("cached")?;
     first.step(Step::new("search", "search", |_: &Call| {

@@ -242,6 +242,10 @@ pub(super) struct LaneTel {
     cx: Context,
     /// Is `cx`'s span the lane's own (never end or annotate the caller's)?
     own: bool,
+    /// Are the lane's spans recorded? Not under a non-recording step span (the
+    /// no-op providers, or sampled out): then no attempt or chain span is
+    /// built, no key hashed, no decision parsed; the metrics still count.
+    recording: bool,
     step_id: Option<String>,
     chain: Option<Chain>,
     attempt: Option<Pending>,
@@ -256,7 +260,8 @@ struct Chain {
 }
 
 struct Pending {
-    cx: Context,
+    /// The attempt span (none when the lane is not recording).
+    cx: Option<Context>,
     end_ms: u64,
     kind: String,
 }
@@ -345,10 +350,12 @@ fn int(n: u64) -> i64 {
 
 /// `agent_recovery.idempotency_key.hash`: hex sha256 of the key, never the key.
 fn key_hash(key: &str) -> KeyValue {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(key.as_bytes());
     let mut hex = String::with_capacity(64);
     for b in digest {
-        hex.push_str(&format!("{b:02x}"));
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     KeyValue::new("agent_recovery.idempotency_key.hash", hex)
 }
@@ -364,6 +371,7 @@ impl LaneTel {
             run,
             cx: parent.clone(),
             own: false,
+            recording: true,
             step_id: None,
             chain: None,
             attempt: None,
@@ -424,6 +432,7 @@ impl LaneTel {
         );
         lane.cx = parent.with_span(span);
         lane.own = true;
+        lane.recording = lane.cx.span().is_recording();
         lane
     }
 
@@ -443,6 +452,14 @@ impl LaneTel {
             return;
         };
         self.end_attempt(&tel, None);
+        if !self.recording {
+            self.attempt = Some(Pending {
+                cx: None,
+                end_ms: now_ms,
+                kind: call.kind.clone(),
+            });
+            return;
+        }
         let parent = match (&self.chain, call.kind.as_str()) {
             (Some(chain), "compensation") => chain.cx.clone(),
             _ => self.cx.clone(),
@@ -472,7 +489,7 @@ impl LaneTel {
             &parent,
         );
         self.attempt = Some(Pending {
-            cx: parent.with_span(span),
+            cx: Some(parent.with_span(span)),
             end_ms: now_ms,
             kind: call.kind.clone(),
         });
@@ -488,7 +505,7 @@ impl LaneTel {
 
     /// The active policy answered a `decide` effect with `decision` (JSON text).
     pub(super) fn decided(&mut self, decision: &str) {
-        if self.run.bound.inner.is_none() {
+        if self.run.bound.inner.is_none() || !self.recording {
             return;
         }
         self.decided = serde_json::from_str::<Decided>(decision)
@@ -507,15 +524,24 @@ impl LaneTel {
         let Some(p) = self.attempt.take() else {
             return;
         };
-        let span = p.cx.span();
         let mut metric = vec![KeyValue::new("agent_recovery.call.kind", p.kind)];
+        if let Some(ev) = failure {
+            let code = ev.code.as_deref().unwrap_or("");
+            metric.push(KeyValue::new("error.type", code.to_owned()));
+            if let Some(action) = &ev.action {
+                metric.push(KeyValue::new("agent_recovery.action", action.to_string()));
+            }
+        }
+        let Some(cx) = p.cx else {
+            tel.attempts.add(1, &metric);
+            return;
+        };
+        let span = cx.span();
         if let Some(ev) = failure {
             let code = ev.code.as_deref().unwrap_or("").to_owned();
             let mut attrs = vec![KeyValue::new("error.type", code.clone())];
-            metric.push(KeyValue::new("error.type", code.clone()));
             if let Some(action) = &ev.action {
                 attrs.push(KeyValue::new("agent_recovery.action", action.to_string()));
-                metric.push(KeyValue::new("agent_recovery.action", action.to_string()));
             }
             if let Some(d) = ev.delay_ms {
                 attrs.push(KeyValue::new("agent_recovery.delay_ms", int(d)));
@@ -648,6 +674,9 @@ impl LaneTel {
                 if failed { "failed" } else { "started" },
             )],
         );
+        if !self.recording {
+            return;
+        }
         if self.chain.is_none() {
             let span = tel.tracer.build_with_context(
                 tel.tracer
