@@ -258,6 +258,7 @@ impl RuntimeBuilder {
         };
         let telemetry = self.telemetry.unwrap_or_default();
         let source = match (self.policy_handle, fixed) {
+            _ if !telemetry.is_on() => telemetry::PolicySource::Unknown,
             (Some(h), _) => telemetry::PolicySource::Handle(h),
             (None, Some(p)) => PolicyId::of(&p).map_or(
                 telemetry::PolicySource::Unknown,

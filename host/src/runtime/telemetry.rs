@@ -132,6 +132,11 @@ impl Telemetry {
         }
     }
 
+    /// Does it record anything (not [`Telemetry::off`])?
+    pub(super) fn is_on(&self) -> bool {
+        self.inner.is_some()
+    }
+
     /// This telemetry, for a runtime whose policy is `policy`.
     pub(super) fn bind(self, policy: PolicySource) -> Bound {
         Bound {
