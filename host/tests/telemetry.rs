@@ -601,3 +601,74 @@ fn off_and_noop_global_give_the_same_events() {
     // 3 attempts, 2 decisions, 2 sleeps, ok, outcome.
     assert_eq!(off.len(), 9, "{off:?}");
 }
+
+/// A cancellation between steps: its compensation chain has no step span of
+/// its own (no current context here, so it is a root), links the step it
+/// undoes, holds the compensation call, and is no step in the metrics.
+#[test]
+fn cancel_between_steps_is_a_linked_compensation_chain() {
+    let sdk = Sdk::new();
+    let clock = Arc::new(VirtualClock::new(T0));
+    let runtime = Runtime::builder()
+        .clock(clock)
+        .seed(7)
+        .telemetry(sdk.telemetry())
+        .build()
+        .unwrap();
+    let mut run = runtime.run("r-cancel").unwrap();
+    let report = run
+        .step(
+            Step::new("reserve", "inventory.reserve", |_| {
+                Outcome::Ok(serde_json::Value::Null)
+            })
+            .side_effect(true)
+            .compensate(|_| Outcome::Ok(serde_json::Value::Null)),
+        )
+        .unwrap();
+    assert_eq!(report.outcome, "ok");
+    assert_eq!(run.cancel().unwrap().outcome, "cancelled");
+
+    let spans = sdk.spans();
+    let step: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "agent_recovery.step")
+        .collect();
+    let chain: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "agent_recovery.compensation")
+        .collect();
+    assert_eq!((step.len(), chain.len()), (1, 1));
+    assert_eq!(chain[0].parent_span_id, SpanId::INVALID);
+    assert_eq!(chain[0].links.links.len(), 1);
+    assert_eq!(chain[0].links.links[0].span_context, step[0].span_context);
+    assert_eq!(i(chain[0], "agent_recovery.compensation.count"), Some(1));
+    let comp: Vec<_> = spans
+        .iter()
+        .filter(|s| {
+            s.name == "agent_recovery.attempt"
+                && s.parent_span_id == chain[0].span_context.span_id()
+        })
+        .collect();
+    assert_eq!(comp.len(), 1);
+    assert_eq!(
+        s(comp[0], "agent_recovery.call.kind").as_deref(),
+        Some("compensation")
+    );
+    assert_eq!(
+        s(comp[0], "agent_recovery.step.id").as_deref(),
+        Some("reserve")
+    );
+
+    let rm = sdk.metrics();
+    assert_eq!(
+        counter(&rm, "agent_recovery.steps"),
+        vec![(pairs(&[("agent_recovery.step.outcome", "ok")]), 1)]
+    );
+    assert_eq!(
+        counter(&rm, "agent_recovery.compensations"),
+        vec![(
+            pairs(&[("agent_recovery.compensation.state", "started")]),
+            1
+        )]
+    );
+}

@@ -750,6 +750,10 @@ impl LaneTel {
             }
             span.end_with_timestamp(at(now_ms));
         }
+        if !self.own {
+            // A cancellation between steps: no step of its own to count or end.
+            return;
+        }
         tel.steps.add(
             1,
             &[KeyValue::new(
@@ -757,9 +761,6 @@ impl LaneTel {
                 outcome.to_owned(),
             )],
         );
-        if !self.own {
-            return;
-        }
         let span = self.cx.span();
         let code = envelope
             .and_then(|e| e.get("code"))
