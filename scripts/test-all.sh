@@ -51,6 +51,8 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet "./python[test]"
 .venv/bin/python -m pytest -q python/tests
+# Telemetry (issue 11): protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
+.venv/bin/pip install --quiet "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000

@@ -308,6 +308,10 @@ pub struct Simulate {
     /// breakers, attempt counts, the idempotency cache and dead letters.
     #[arg(long, value_name = "PATH")]
     pub store: Option<String>,
+    /// Write the run's spans to this file as OTLP JSON, one
+    /// ExportTraceServiceRequest per line (docs/telemetry.md).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<String>,
 }
 
 /// `serve --on-failure`.

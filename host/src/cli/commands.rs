@@ -35,6 +35,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             store: a.store.map(PathBuf::from),
             policy: g.policy.as_ref().map(PathBuf::from),
             loader: loader(),
+            trace_out: a.trace_out.map(PathBuf::from),
         })?),
         Command::Version => print(args::VERSION),
     }

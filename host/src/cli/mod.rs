@@ -14,6 +14,7 @@ mod render;
 mod serve;
 mod simulate;
 mod style;
+mod trace_out;
 
 use std::fmt;
 use std::process::ExitCode;

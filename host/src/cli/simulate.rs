@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use crate::cli::Usage;
+use crate::cli::trace_out::TraceOut;
 
 /// What `simulate` runs.
 #[derive(Clone, Debug)]
@@ -32,6 +33,8 @@ pub struct SimulateOptions {
     pub policy: Option<PathBuf>,
     /// How components are loaded (the CLI passes its cached loader).
     pub loader: Loader,
+    /// Write the run's spans here as OTLP JSON (one `ExportTraceServiceRequest` line).
+    pub trace_out: Option<PathBuf>,
 }
 
 /// Runs the scenario; returns what to print (JSON with `--json`, else a table).
@@ -52,6 +55,11 @@ pub fn run(opts: SimulateOptions) -> anyhow::Result<String> {
             Some(Arc::new(policy) as Arc<dyn agent_recovery::retry::Decide + Send + Sync>)
         }
     };
+    let trace = opts
+        .trace_out
+        .as_deref()
+        .map(TraceOut::install)
+        .transpose()?;
     let out = match scenario::run(&text, store, policy, opts.loader) {
         Ok(out) => out,
         Err(ScenarioError::Invalid(m)) => {
@@ -60,6 +68,9 @@ pub fn run(opts: SimulateOptions) -> anyhow::Result<String> {
         Err(ScenarioError::Runtime(RuntimeError::Policy(e))) => return Err(e.into()),
         Err(ScenarioError::Runtime(e)) => return Err(e.into()),
     };
+    if let (Some(trace), Some(path)) = (trace, &opts.trace_out) {
+        trace.write(path)?;
+    }
     if opts.json {
         Ok(out.to_json())
     } else {

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use super::Runtime;
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
+use super::telemetry::LaneTel;
 use crate::Error;
 use crate::store::{Cas, StoreError, StoreErrorKind};
 
@@ -50,6 +51,8 @@ pub(super) struct Lane<'l, 'a> {
     pub(super) state: &'l mut String,
     pub(super) events: &'l mut Vec<String>,
     pub(super) undo: Option<&'l mut BTreeMap<String, Undo<'a>>>,
+    /// The lane's spans (telemetry observes; it never decides).
+    pub(super) tel: &'l mut LaneTel,
 }
 
 /// What the lane runs: one step, or the branches of a fan-out.
@@ -152,6 +155,7 @@ fn effect<'a>(
             if let Some(f) = &rt.on_event {
                 f(event.get());
             }
+            lane.tel.event(event.get(), rt.clock.now_ms());
             lane.events.push(event.get().to_owned());
         }
         "read" => {
@@ -216,6 +220,7 @@ fn effect<'a>(
                 .record
                 .ok_or_else(|| bad_effect("append without record"))?;
             store.append(stream, record.get(), rt.clock.now_ms())?;
+            lane.tel.appended(stream, record.get(), rt.clock.now_ms());
         }
         "decide" => {
             let obs = fx
@@ -227,6 +232,7 @@ fn effect<'a>(
                 .as_deref()
                 .ok_or_else(|| bad_effect("decide without context"))?;
             let decision = rt.decider.decide_json(obs, context)?;
+            lane.tel.decided(&decision);
             *next = Some(format!(
                 r#"{{"input":"decision","now_ms":{},"decision":{decision}}}"#,
                 rt.clock.now_ms()
@@ -276,6 +282,7 @@ fn effect<'a>(
                 return Ok(None);
             }
             let started = rt.clock.now_ms();
+            lane.tel.call_start(&call, started);
             let outcome = match (compensation, work) {
                 (true, _) => match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
                     Some(undo) => undo(&call),
@@ -292,6 +299,7 @@ fn effect<'a>(
                     return Err(bad_effect("an operation call in a fan-out's own lane"));
                 }
             };
+            lane.tel.call_end(rt.clock.now_ms());
             let took = rt.clock.now_ms().saturating_sub(started);
             let outcome = match call.timeout_ms {
                 Some(limit) if took > limit => Outcome::Failed(format!(
@@ -316,7 +324,7 @@ fn effect<'a>(
             if fx.branches.len() != branches.len() {
                 return Err(bad_effect("fork with a different number of branches"));
             }
-            let lanes = run_branches(ctx, &fx.branches, branches)?;
+            let lanes = run_branches(ctx, &fx.branches, branches, lane.tel)?;
             let mut states = Vec::with_capacity(lanes.len());
             for ((state, events, report), step) in lanes.into_iter().zip(branches.iter_mut()) {
                 lane.events.extend(events);
@@ -335,6 +343,11 @@ fn effect<'a>(
             ));
         }
         "finish" => {
+            lane.tel.finish(
+                fx.outcome.as_deref().unwrap_or_default(),
+                fx.envelope.as_ref(),
+                rt.clock.now_ms(),
+            );
             return Ok(Some(StepReport {
                 outcome: fx.outcome.clone().unwrap_or_default(),
                 run_finished: fx.run_finished.unwrap_or(true),
@@ -359,6 +372,7 @@ fn run_branches<'a>(
     ctx: Ctx<'_>,
     forks: &[Fork<'_>],
     branches: &mut [Step<'a>],
+    tel: &LaneTel,
 ) -> Result<Vec<BranchEnd>, RuntimeError> {
     let clock = &*ctx.rt.clock;
     if clock.is_virtual() {
@@ -367,7 +381,7 @@ fn run_branches<'a>(
         let mut out = Vec::with_capacity(forks.len());
         for (fork, step) in forks.iter().zip(branches.iter_mut()) {
             clock.set_ms(t0);
-            out.push(branch(ctx, fork, step)?);
+            out.push(branch(ctx, fork, step, tel)?);
             end = end.max(clock.now_ms());
         }
         clock.set_ms(end);
@@ -377,7 +391,7 @@ fn run_branches<'a>(
         let handles: Vec<_> = forks
             .iter()
             .zip(branches.iter_mut())
-            .map(|(fork, step)| scope.spawn(move || branch(ctx, fork, step)))
+            .map(|(fork, step)| scope.spawn(move || branch(ctx, fork, step, tel)))
             .collect();
         handles
             .into_iter()
@@ -390,7 +404,9 @@ fn branch<'a>(
     ctx: Ctx<'_>,
     fork: &Fork<'_>,
     step: &mut Step<'a>,
+    tel: &LaneTel,
 ) -> Result<BranchEnd, RuntimeError> {
+    let mut tel = tel.branch(fork.step.get(), ctx.rt.clock.now_ms());
     let mut state = fork.state.clone();
     let mut events = Vec::new();
     let input = format!(
@@ -402,6 +418,7 @@ fn branch<'a>(
         state: &mut state,
         events: &mut events,
         undo: None,
+        tel: &mut tel,
     };
     let report = drive(ctx, &mut lane, input, Work::Step(step))?;
     Ok((state, events, report))

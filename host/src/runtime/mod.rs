@@ -40,6 +40,7 @@ mod driver;
 mod run;
 pub mod scenario;
 mod step;
+mod telemetry;
 
 use std::sync::Arc;
 
@@ -48,10 +49,11 @@ use serde_json::{Value, json};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use run::{Run, RuntimeError, StepReport};
 pub use step::{Call, Outcome, Step};
+pub use telemetry::{SCOPE_NAME, Telemetry};
 
 use crate::retry::Decide;
 use crate::store::{MemoryStore, Store};
-use crate::{Limits, Loader, Policy, PolicyHandle};
+use crate::{Limits, Loader, Policy, PolicyHandle, PolicyId};
 use component::LoopComponent;
 
 /// Callback for each event (the component's JSON text of the event).
@@ -66,6 +68,7 @@ pub struct Runtime {
     seed: Option<u64>,
     config: String,
     on_event: Option<OnEvent>,
+    telemetry: telemetry::Bound,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -117,6 +120,7 @@ impl Runtime {
 /// | [`policy_config`](Self::policy_config) | none: the policy's defaults (run retry budget 60 000 ms) |
 /// | [`limits`](Self::limits) | [`Limits::default()`] for the loop component |
 /// | [`loader`](Self::loader) | [`Loader::default()`] (no compile cache) |
+/// | [`telemetry`](Self::telemetry) | [`Telemetry::global()`]: the global OpenTelemetry providers when built (no-ops unless installed) |
 #[derive(Default)]
 pub struct RuntimeBuilder {
     decider: Option<Arc<dyn Decide + Send + Sync>>,
@@ -128,11 +132,15 @@ pub struct RuntimeBuilder {
     on_event: Option<OnEvent>,
     limits: Option<Limits>,
     loader: Option<Loader>,
+    telemetry: Option<Telemetry>,
+    policy_handle: Option<PolicyHandle>,
+    fixed_policy: Option<Arc<Policy>>,
 }
 
 impl RuntimeBuilder {
     /// The policy that decides (any 0.1 component).
     pub fn policy(mut self, policy: Arc<Policy>) -> Self {
+        self.fixed_policy = Some(Arc::clone(&policy));
         self.decider = Some(policy);
         self
     }
@@ -143,6 +151,7 @@ impl RuntimeBuilder {
     }
     /// A handle whose active policy decides; a hot swap takes effect at the next decision.
     pub fn handle(mut self, handle: PolicyHandle) -> Self {
+        self.policy_handle = Some(handle.clone());
         self.decider = Some(Arc::new(handle));
         self
     }
@@ -217,6 +226,12 @@ impl RuntimeBuilder {
         self.on_event = Some(Arc::new(f));
         self
     }
+    /// Where spans and metrics go (`docs/telemetry.md`): [`Telemetry::global()`]
+    /// by default, [`Telemetry::new`] for explicit providers, [`Telemetry::off()`].
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
     /// Limits of the loop component's calls.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = Some(limits);
@@ -234,9 +249,24 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let limits = self.limits.unwrap_or_default();
         let loader = self.loader.unwrap_or_default().limits(limits.clone());
+        let mut fixed = self.fixed_policy;
         let decider: Arc<dyn Decide + Send + Sync> = match self.decider {
             Some(d) => d,
-            None => Arc::new(loader.clone().reference()?),
+            None => {
+                let reference = Arc::new(loader.clone().reference()?);
+                fixed = Some(Arc::clone(&reference));
+                reference
+            }
+        };
+        let telemetry = self.telemetry.unwrap_or_default();
+        let source = match (self.policy_handle, fixed) {
+            _ if !telemetry.is_on() => telemetry::PolicySource::Unknown,
+            (Some(h), _) => telemetry::PolicySource::Handle(h),
+            (None, Some(p)) => PolicyId::of(&p).map_or(
+                telemetry::PolicySource::Unknown,
+                telemetry::PolicySource::Fixed,
+            ),
+            (None, None) => telemetry::PolicySource::Unknown,
         };
         let config = self.raw_config.unwrap_or(Value::Object(self.config));
         Ok(Runtime {
@@ -247,6 +277,7 @@ impl RuntimeBuilder {
             seed: self.seed,
             config: config.to_string(),
             on_event: self.on_event,
+            telemetry: telemetry.bind(source),
         })
     }
 }

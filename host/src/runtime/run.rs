@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::Runtime;
 use super::driver::{Ctx, Lane, Undo, Work, drive, json_str};
 use super::step::{Call, Outcome, Step};
+use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
 use crate::store::StoreError;
 
@@ -88,6 +89,7 @@ pub struct Run<'r, 'a> {
     cancel: Arc<AtomicBool>,
     cancel_at_ms: Option<u64>,
     finished: Option<String>,
+    tel: RunTel,
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -109,6 +111,7 @@ impl<'r, 'a> Run<'r, 'a> {
             cancel: Arc::new(AtomicBool::new(false)),
             cancel_at_ms: None,
             finished: None,
+            tel: RunTel::new(&rt.telemetry, run_id),
         })
     }
 
@@ -153,7 +156,9 @@ impl<'r, 'a> Run<'r, 'a> {
             self.rt.clock.now_ms(),
             step.spec()
         );
-        let report = self.drive(input, Work::Step(&mut step))?;
+        let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
+        let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
+        let report = self.drive(input, Work::Step(&mut step), tel)?;
         if report.outcome == "ok"
             && let Some(undo) = step.compensate.take()
         {
@@ -187,10 +192,17 @@ impl<'r, 'a> Run<'r, 'a> {
             self.rt.clock.now_ms(),
             json!({"id": id, "min_results": min_results, "branches": specs})
         );
-        self.drive(input, Work::Branches(&mut branches))
+        let span = LaneSpan::Fanout(id, min_results, branches.len());
+        let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
+        self.drive(input, Work::Branches(&mut branches), tel)
     }
 
-    fn drive(&mut self, input: String, work: Work<'_, 'a>) -> Result<StepReport, RuntimeError> {
+    fn drive(
+        &mut self,
+        input: String,
+        work: Work<'_, 'a>,
+        mut tel: super::telemetry::LaneTel,
+    ) -> Result<StepReport, RuntimeError> {
         let ctx = Ctx {
             rt: self.rt,
             cancel: &self.cancel,
@@ -200,6 +212,7 @@ impl<'r, 'a> Run<'r, 'a> {
             state: &mut self.state,
             events: &mut self.events,
             undo: Some(&mut self.undo),
+            tel: &mut tel,
         };
         let report = drive(ctx, &mut lane, input, work)?;
         if report.run_finished {
@@ -217,6 +230,7 @@ impl<'r, 'a> Run<'r, 'a> {
         }
         let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
         let input = self.ctx().cancel_input();
-        self.drive(input, Work::Step(&mut noop))
+        let tel = self.tel.lane(None, self.rt.clock.now_ms());
+        self.drive(input, Work::Step(&mut noop), tel)
     }
 }
