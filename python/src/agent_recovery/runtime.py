@@ -695,6 +695,7 @@ class Run:
         self._rt = rt
         self._holder = _Holder(state)
         self._undo: Dict[str, Operation] = {}
+        self._ids: set = set()
         self._events: List[str] = []
         self._events_lock = threading.Lock()
         #: Set to cancel the run: no new attempts, compensations still run,
@@ -726,6 +727,7 @@ class Run:
         `Step` or its options as keywords. Raises only when the loop, the policy
         or the store failed (`PolicyError`, `PolicyRuntimeError`, `StoreError`)."""
         s = Step.of(step, options)
+        self._claim_ids([s.id])
         return self._sync(self._step_input(s.spec()), s)
 
     async def step_async(self, step: Any = None, /, **options: Any) -> StepReport:
@@ -734,6 +736,7 @@ class Run:
         slow async call on a real clock. Cancelling the task cancels the run
         (the report says `cancelled`, after the compensations)."""
         s = Step.of(step, options)
+        self._claim_ids([s.id])
         return await self._async(self._step_input(s.spec()), s)
 
     def fanout(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
@@ -741,11 +744,13 @@ class Run:
         `VirtualClock`); ok when at least `min_results` of them end ok. The
         report's `result` lists each branch's result (None where it did not end ok)."""
         f = _Fanout(id, min_results, branches)
+        self._claim_ids([f.id] + [b.id for b in f.branches])
         return self._sync(self._fanout_input(f), f)
 
     async def fanout_async(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
         """`fanout` for asyncio (branches run with `asyncio.gather`)."""
         f = _Fanout(id, min_results, branches)
+        self._claim_ids([f.id] + [b.id for b in f.branches])
         return await self._async(self._fanout_input(f), f)
 
     def cancel(self) -> Optional[StepReport]:
@@ -770,6 +775,21 @@ class Run:
         if self._finished is not None:
             return _after_the_end(self._finished)
         return await self._async(self._cancel_input(), None)
+
+    def _claim_ids(self, ids: List[str]) -> None:
+        """Step ids are unique in a run (docs/runtime.md, "Inputs"); the loop
+        does not refuse a repeated one, so the runtime does, before anything runs."""
+        if self._finished is not None:
+            return
+        seen = set(self._ids)
+        for sid in ids:
+            if sid in seen:
+                raise _bad(
+                    f"step id {sid!r} is used twice in run; step ids are unique in a run "
+                    "(an awaiting_input step is resumed in a new run with the same run id)"
+                )
+            seen.add(sid)
+        self._ids.update(ids)
 
     # -- inputs -----------------------------------------------------------------
 
