@@ -334,7 +334,7 @@ def test_an_observation_that_is_not_json_reaches_the_policy_as_an_exception(poli
     run = Runtime(policy=Recording(), clock=VirtualClock(T0), seed=7).run("r-nj")
     report = run.step(id="s", tool="t", call="tool",
                       operation=lambda c: Failed("not json") if c.attempt == 1 else 1)
-    assert report.outcome == "ok"
+    assert report.outcome == "failed" and len(seen) == 1  # an unknown exception is not retried
     assert seen[0]["source"] == "exception" and seen[0]["type"] == "agent_recovery.InvalidObservation"
 
 
