@@ -918,9 +918,9 @@ class Run:
                     if fn is None:
                         message = _jstr(f"no compensation registered for step {call.step}")
                         result = _MISSING_COMPENSATION % message
+                        nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
                     else:
-                        result = yield ("call", call, fn, holder)
-                    nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+                        nxt = yield ("call", call, fn, holder)
                 elif kind == "fork":
                     if not isinstance(step, _Fanout):
                         raise _malformed("fork outside a fan-out")
@@ -1028,7 +1028,7 @@ class Run:
             if call.timeout_ms is not None and took > call.timeout_ms:
                 holder.value = _UNSET
                 result = _timeout_result(took)
-            return result
+            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
         if what == "fork":
             _, fx, fanout = need
             return self._fork_sync(fx, fanout)
@@ -1171,7 +1171,7 @@ class Run:
             if timed_out or (call.timeout_ms is not None and took > call.timeout_ms):
                 holder.value = _UNSET
                 result = _timeout_result(took)
-            return result
+            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
         if what == "fork":
             _, fx, fanout = need
             return await self._fork_async(fx, fanout)
