@@ -69,6 +69,7 @@ fi
 step "examples"
 node examples/node/agent-loop.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null
+.venv/bin/python examples/python/runtime_agent.py >/dev/null
 echo "examples ran"
 
 printf '\nall tests passed\n'
