@@ -390,31 +390,16 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
         if text[i] == "]":
             return out
         while True:
-            if text[i] != "{":
-                raise _malformed(text[i:])
-            fx: Dict[str, Any] = {}
+            start = i
+            fx, i = _scan(text, i)
+            if not isinstance(fx, dict):
+                raise _malformed(text[start:i])
             raw: Dict[str, str] = {}
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            if text[i] != "}":
-                while True:
-                    key, i = _scan(text, i)
-                    i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                    if text[i] != ":":
-                        raise _malformed(text[i:])
-                    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-                    start = i
-                    fx[key], i = _scan(text, i)
-                    if key in _RAW:
-                        raw[key] = text[start:i]
-                    i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                    if text[i] == ",":
-                        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-                        continue
-                    if text[i] == "}":
-                        break
-                    raise _malformed(text[i:])
+            for name in _RAW:
+                if name in fx:
+                    raw[name] = _raw_member(text, start, i, name, fx)
             out.append((fx, raw))
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
             if text[i] == ",":
                 i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
                 continue
@@ -423,6 +408,34 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
             raise _malformed(text[i:])
     except (IndexError, StopIteration, ValueError):
         raise _malformed(text) from None
+
+
+def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) -> str:
+    """The exact text of member `name` of the object `text[start:end]`.
+
+    Fast path: the first `"name":` in the object (a quote cannot appear
+    unescaped inside a JSON string, so this is a key), checked by parsing the
+    value there and comparing it with the parsed member; else a member-by-member walk."""
+    needle = '"' + name + '":'
+    at = text.find(needle, start, end)
+    if at >= 0:
+        v = at + len(needle)
+        value, stop = _scan(text, v)
+        if value == fx[name] and type(value) is type(fx[name]):
+            return text[v:stop]
+    i = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
+    while text[i] != "}":
+        key, i = _scan(text, i)
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # past ':'
+        v = i
+        _, i = _scan(text, i)
+        if key == name:
+            return text[v:i]
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        if text[i] == ",":
+            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    raise _malformed(f"no member {name}")
 
 
 def _observation_text(obs: Any) -> str:
