@@ -83,6 +83,12 @@ def main() -> int:
         assert r.outcome == "ok"
 
     per_iteration("cached (duplicate key)", n, cached)
+
+    # One loop call alone (the `step` input of a new run), through `_abi`.
+    looper = runtime._looper
+    state, _ = looper.advance("", '{"input":"run","now_ms":1000,"run_id":"r1","seed":7}')
+    step = '{"input":"step","now_ms":1000,"step":{"id":"s1","tool":"search","call":"tool","args":{"q":"acme"}}}'
+    per_iteration("one advance (step input)", n, lambda _: looper.advance(state, step))
     return 0
 
 
