@@ -175,31 +175,49 @@ def test_a_cancellation_signal_stops_new_attempts() -> None:
     assert report.outcome == "cancelled" and calls == [1]
 
 
+LONG_BACKOFF = {"tool": {"base_ms": 60_000, "cap_ms": 60_000, "max_attempts": 5}}
+
+
 def test_cancelling_the_task_cancels_the_run_during_a_real_sleep() -> None:
     undone: List[str] = []
+    tasks: List[Any] = []
+
+    def on_event(event: Dict[str, Any]) -> None:
+        if event["event"] == "sleep":  # the retry sleep (seconds long) starts now: cancel the task
+            tasks[0].cancel()
 
     async def main() -> Any:
-        started = asyncio.Event()
-        runtime = Runtime(seed=7, policy_config={"tool": {"base_ms": 60_000, "cap_ms": 60_000,
-                                                           "max_attempts": 5}})
-        run = runtime.run("r-task")
+        run = Runtime(seed=7, policy_config=LONG_BACKOFF, on_event=on_event).run("r-task")
         await run.step_async(id="book", tool="hotel.book", operation=lambda c: "ok",
                              side_effect=True, compensate=lambda c: undone.append(c.step))
 
         async def op(call: Any) -> Any:
-            started.set()
             return Response(UNAVAILABLE)
 
-        task = asyncio.ensure_future(run.step_async(id="pay", tool="t", call="tool", operation=op))
-        await started.wait()
-        await asyncio.sleep(0.05)  # the step is now in its retry sleep (up to 60 s)
-        task.cancel()
-        return await task, run
+        tasks.append(asyncio.ensure_future(run.step_async(id="pay", tool="t", call="tool", operation=op)))
+        return await tasks[0], run
 
     report, run = asyncio.run(main())
     assert report.outcome == "cancelled" and undone == ["book"]
     operations = [e for e in events_of(run) if e["event"] == "attempt" and e["call"] == "operation"]
     assert [e["step"] for e in operations] == ["book", "pay"]  # no new attempt of pay
+
+
+def test_a_signal_set_from_another_thread_cuts_a_real_sleep_short() -> None:
+    signal = threading.Event()
+
+    def on_event(event: Dict[str, Any]) -> None:
+        if event["event"] == "sleep":  # another thread cancels while the run sleeps (seconds)
+            threading.Thread(target=signal.set).start()
+
+    for asynchronous in (False, True):
+        signal.clear()
+        run = Runtime(seed=7, policy_config=LONG_BACKOFF, on_event=on_event).run(
+            f"r-thread-{asynchronous}", signal=signal)
+        options = dict(id="pay", tool="t", call="tool", operation=lambda c: Response(UNAVAILABLE))
+        report = asyncio.run(run.step_async(**options)) if asynchronous else run.step(**options)
+        assert report.outcome == "cancelled"
+        assert kinds(run).count("attempt") == 1 and "cancelled" in kinds(run)
 
 
 def test_a_slow_attempt_becomes_a_timeout_observation_on_the_virtual_clock() -> None:

@@ -1140,12 +1140,17 @@ class Run:
                 await _asleep(clock, max(0, at - clock.now_ms()))
                 return self._cancel_input()
             if cancellable and isinstance(clock, SystemClock):
+                # Woken at once by run.cancel(); a signal set directly (from any
+                # thread) is seen within _SIGNAL_POLL_S.
                 wake = self._wake_event()
-                try:
-                    await asyncio.wait_for(wake.wait(), ms / 1000)
-                    return self._cancel_input()
-                except asyncio.TimeoutError:
-                    pass
+                end = time.monotonic() + ms / 1000
+                while (left := end - time.monotonic()) > 0:
+                    try:
+                        await asyncio.wait_for(wake.wait(), min(left, _SIGNAL_POLL_S))
+                    except asyncio.TimeoutError:
+                        pass
+                    if self.cancelled.is_set():
+                        return self._cancel_input()
             else:
                 await _asleep(clock, ms)
             return f'{{"input":"slept","now_ms":{clock.now_ms()}}}'
@@ -1224,6 +1229,11 @@ class Run:
                 self._wake()
                 states = list(await asyncio.gather(*tasks))
         return _joined(clock.now_ms(), states)
+
+
+#: How often an async sleep on a real clock looks at a cancellation signal set
+#: directly on the event (run.cancel() wakes it at once).
+_SIGNAL_POLL_S = 0.05
 
 
 async def _awaited(value: Any) -> Any:

@@ -263,14 +263,15 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
     on a virtual clock. Raises `ScenarioError`."""
     s = _parse(scenario)
     store = store if store is not None else MemoryStore()
-    clock = VirtualClock(s["now_ms"])
     try:
+        clock = VirtualClock(s["now_ms"])
+        config = s.get("config")
         runtime = Runtime(
             policy=policy,
             store=store,
             clock=clock,
             seed=s.get("seed"),
-            config=s.get("config") if s.get("config") is not None else {},
+            config=json.dumps(config if config is not None else {}, separators=(",", ":")),
         )
         before = store.read(DEAD_LETTER_STREAM, 0, 2**53 - 1)
         dead_before = before[-1][0] if before else 0
