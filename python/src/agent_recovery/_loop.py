@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from wasmtime import Store, WasiConfig, WasmtimeError
 
@@ -40,7 +40,7 @@ _TYPES = {
 class _Instance:
     """One store and one instance of the loop."""
 
-    def __init__(self, compiled: Compiled, indices: dict, limits: Limits) -> None:
+    def __init__(self, compiled: Compiled, indices: Dict[str, Any], limits: Limits) -> None:
         engine, linker = engine_and_linker()
         store = Store(engine)
         store.set_wasi(WasiConfig())

@@ -215,7 +215,7 @@ class _Attempts:
     def outcome(self, report: StepReport) -> Any:
         if report.outcome == "ok":
             return self.value
-        decision = self.decisions.last
+        decision: Any = self.decisions.last
         if decision is None or decision.get("envelope") is None:
             decision = {
                 "action": report.outcome, "attempt": 0, "reason": report.outcome,

@@ -47,7 +47,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
@@ -373,7 +373,7 @@ def _malformed(what: str) -> PolicyRuntimeError:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 #: Effect members whose exact bytes the runtime passes on (events, records, values).
 _RAW = ("event", "value", "record")
 
@@ -708,7 +708,7 @@ class Run:
         self._rt = rt
         self._holder = _Holder(state)
         self._undo: Dict[str, Operation] = {}
-        self._ids: set = set()
+        self._ids: Set[str] = set()
         self._events: List[str] = []
         self._events_lock = threading.Lock()
         #: Set to cancel the run: no new attempts, compensations still run,
@@ -939,13 +939,13 @@ class Run:
                         raise _malformed("fork outside a fan-out")
                     nxt = yield ("fork", fx, step)
                 elif kind == "finish":
-                    result = fx.get("result")
+                    value = fx.get("result")
                     if fx.get("outcome") == "ok" and holder.value is not _UNSET:
-                        result = holder.value
+                        value = holder.value
                     return StepReport(
                         outcome=str(fx.get("outcome") or ""),
                         run_finished=fx.get("run_finished", True) is not False,
-                        result=result,
+                        result=value,
                         envelope=fx.get("envelope"),
                         rendered=fx.get("rendered"),
                         token=fx.get("token"),

@@ -176,7 +176,7 @@ def _parse(scenario: Any) -> Dict[str, Any]:
 
 
 def _plain_steps(steps: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    out = []
+    out: List[Dict[str, Any]] = []
     for st in steps:
         out.extend(st["fanout"]["branches"] if "fanout" in st else [st])
     return out
@@ -242,6 +242,10 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
         return script.next(call.step, _COMPENSATION, "the compensation of")
 
     checkpoint = st.get("checkpoint")
+
+    def restore() -> bool:
+        return bool(checkpoint)
+
     return Step(
         st["id"],
         st["tool"],
@@ -253,7 +257,7 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
         side_effect=bool(st.get("side_effect", False)),
         idempotent=st.get("idempotent"),
         compensate=compensate if st.get("compensation") is not None else None,
-        checkpoint=(lambda ok=checkpoint: ok) if checkpoint is not None else None,
+        checkpoint=restore if checkpoint is not None else None,
     )
 
 
@@ -277,7 +281,7 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
         dead_before = before[-1][0] if before else 0
         script = _Script()
         for st in _plain_steps(s["steps"]):
-            first = st.get("target") if st.get("target") is not None else st["tool"]
+            first: str = st["target"] if st.get("target") is not None else st["tool"]
             script.queues[(st["id"], first)] = list(st.get("outcomes") or [])
             for fb in st.get("fallbacks") or []:
                 script.queues[(st["id"], fb["target"])] = list(fb.get("outcomes") or [])
