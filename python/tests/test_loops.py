@@ -142,3 +142,24 @@ def test_batch_driver_runs_a_line_on_one_store(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[:-1] == run_all(vector), name
     assert lines[-1] == '{"error":"invalid"}'
+
+
+def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
+    """A second implementation: `agent-recovery simulate --json` (the Rust
+    runtime) prints the same text for every run of every vector (runs of a
+    vector share one store: the CLI's `--store` file, Python's `MemoryStore`)."""
+    import os
+    import subprocess
+
+    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
+    exe = target / "release" / "agent-recovery"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    for name, vector in VECTORS:
+        db = tmp_path / f"{name}.db"
+        for i, (r, ours) in enumerate(zip(vector["runs"], run_all(vector))):
+            scenario = tmp_path / f"{name}-{i}.json"
+            scenario.write_text(json.dumps(r["scenario"]), encoding="utf-8")
+            proc = subprocess.run([str(exe), "simulate", str(scenario), "--json", "--store", str(db)],
+                                  capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"
