@@ -113,6 +113,13 @@ def test_output_is_the_components_bytes_in_rusts_layout() -> None:
         ({"run_id": "r", "now_ms": -1, "steps": [{"id": "a", "tool": "t"}]}, "`now_ms` must be u64"),
         ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a", "tool": "t", "outcomes": []}]},
          'a call of target "t" found no outcome left'),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a"}]}, "`tool` is missing or empty"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "tool": "t", "fanout": {
+            "min_results": 1, "branches": [{"id": "b", "tool": "t"}]}}]}, "has only `id` and `fanout`"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "fanout": {"min_results": 1, "branches": [
+            {"id": "b", "fanout": {"min_results": 1, "branches": []}}]}}]}, "fan-outs do not nest"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "fanout": {"min_results": 1, "branches": [
+            {"id": "f", "tool": "t"}]}}]}, 'step id "f" is used twice'),
     ],
 )
 def test_invalid_scenarios_are_typed_errors(scenario: Any, needle: str) -> None:

@@ -121,39 +121,37 @@ def _typed(obj: Dict[str, Any], key: str, where: str, kind: str, nullable: bool 
 
 
 _STEP_FIELDS = ("id", "tool", "call", "target", "args", "side_effect", "idempotent", "checkpoint",
-                "outcomes", "fallbacks", "compensation")
+                "outcomes", "fallbacks", "compensation", "fanout")
+_U32 = 2**32 - 1
 
 
 def _parse_step(raw: Any, where: str) -> Dict[str, Any]:
-    if isinstance(raw, dict) and "fanout" in raw:
-        s = _members(raw, where, ("id", "fanout"), ("id", "fanout"))
-        _typed(s, "id", where, "str", nullable=False)
-        f = _members(s["fanout"], f"{where}.fanout", ("min_results", "branches"), ("min_results", "branches"))
-        _typed(f, "min_results", f"{where}.fanout", "u64", nullable=False)
-        _typed(f, "branches", f"{where}.fanout", "list", nullable=False)
-        branches = [_parse_step(b, f"{where}.fanout.branches[{i}]") for i, b in enumerate(f["branches"])]
-        if any("fanout" in b for b in branches):
-            raise _invalid(f"{where}: a fan-out branch is a plain step, not a fan-out; {_HINT}")
-        return {"id": s["id"], "fanout": {"min_results": f["min_results"], "branches": branches}}
-    s = _members(raw, where, _STEP_FIELDS, ("id", "tool"))
-    for k in ("id", "tool"):
-        _typed(s, k, where, "str", nullable=False)
+    """A scenario step (Rust's `ScenarioStep`): unknown members refused, the
+    types checked, `tool` empty when absent; a `fanout` holds more steps."""
+    s = _members(raw, where, _STEP_FIELDS, ("id",))
+    _typed(s, "id", where, "str", nullable=False)
+    _typed(s, "tool", where, "str", nullable=False)
     for k in ("call", "target"):
         _typed(s, k, where, "str")
-    for k in ("side_effect",):
-        _typed(s, k, where, "bool", nullable=False) if k in s else None
+    _typed(s, "side_effect", where, "bool", nullable=False)
     for k in ("idempotent", "checkpoint"):
         _typed(s, k, where, "bool")
-    _typed(s, "outcomes", where, "list", nullable=False) if "outcomes" in s else None
-    _typed(s, "fallbacks", where, "list", nullable=False) if "fallbacks" in s else None
+    _typed(s, "outcomes", where, "list", nullable=False)
+    _typed(s, "fallbacks", where, "list", nullable=False)
     for i, fb in enumerate(s.get("fallbacks") or []):
         _members(fb, f"{where}.fallbacks[{i}]", ("target", "outcomes"), ("target",))
         _typed(fb, "target", f"{where}.fallbacks[{i}]", "str", nullable=False)
-        _typed(fb, "outcomes", f"{where}.fallbacks[{i}]", "list", nullable=False) if "outcomes" in fb else None
+        _typed(fb, "outcomes", f"{where}.fallbacks[{i}]", "list", nullable=False)
     if s.get("compensation") is not None:
-        _members(s["compensation"], f"{where}.compensation", ("outcomes",), ())
-        c = s["compensation"]
-        _typed(c, "outcomes", f"{where}.compensation", "list", nullable=False) if "outcomes" in c else None
+        c = _members(s["compensation"], f"{where}.compensation", ("outcomes",), ())
+        _typed(c, "outcomes", f"{where}.compensation", "list", nullable=False)
+    if s.get("fanout") is not None:
+        f = _members(s["fanout"], f"{where}.fanout", ("min_results", "branches"), ("min_results", "branches"))
+        _typed(f, "min_results", f"{where}.fanout", "u64", nullable=False)
+        if f["min_results"] > _U32:
+            raise _invalid(f"{where}.fanout: `min_results` must be u32, got {f['min_results']}; {_HINT}")
+        _typed(f, "branches", f"{where}.fanout", "list", nullable=False)
+        f["branches"] = [_parse_step(b, f"{where}.fanout.branches[{i}]") for i, b in enumerate(f["branches"])]
     return s
 
 
@@ -175,11 +173,30 @@ def _parse(scenario: Any) -> Dict[str, Any]:
     return s
 
 
+def _with_branches(step: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A step and, for a fan-out, its branches."""
+    f = step.get("fanout")
+    return [step] + (list(f["branches"]) if f is not None else [])
+
+
 def _plain_steps(steps: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
-    for st in steps:
-        out.extend(st["fanout"]["branches"] if "fanout" in st else [st])
-    return out
+    return [st for step in steps for st in _with_branches(step)]
+
+
+def _is_bare(step: Dict[str, Any]) -> bool:
+    """Only `id` and `fanout` (other members absent or at their defaults)."""
+    return (
+        step.get("tool", "") == ""
+        and step.get("call") is None
+        and step.get("target") is None
+        and step.get("args") is None
+        and step.get("side_effect", False) is False
+        and step.get("idempotent") is None
+        and step.get("checkpoint") is None
+        and not step.get("outcomes")
+        and not step.get("fallbacks")
+        and step.get("compensation") is None
+    )
 
 
 def _validate(s: Dict[str, Any]) -> None:
@@ -189,25 +206,38 @@ def _validate(s: Dict[str, Any]) -> None:
     if not s["steps"]:
         raise _invalid("scenario: `steps` is empty; give at least one step")
     seen = set()
-    for step in s["steps"] + [b for st in s["steps"] if "fanout" in st for b in st["fanout"]["branches"]]:
-        if step["id"] in seen:
-            raise _invalid(
-                f"scenario: step id {json.dumps(step['id'])} is used twice; step ids are unique in a run"
-            )
-        seen.add(step["id"])
-        if "fanout" in step:
-            continue
-        outcomes = list(step.get("outcomes") or [])
-        for fb in step.get("fallbacks") or []:
-            outcomes += fb.get("outcomes") or []
-        if step.get("compensation") is not None:
-            outcomes += step["compensation"].get("outcomes") or []
-        for o in outcomes:
-            if not (o == "ok" or isinstance(o, dict)):
+    for step in s["steps"]:
+        sid = json.dumps(step["id"])
+        f = step.get("fanout")
+        if f is not None:
+            if not _is_bare(step):
                 raise _invalid(
-                    f"scenario step {json.dumps(step['id'])}: an outcome is "
-                    f"{json.dumps(o, separators=(',', ':'))}; use \"ok\" or an observation object"
+                    f"scenario step {sid}: a fan-out step has only `id` and `fanout`; "
+                    "put tools and outcomes in its branches"
                 )
+            if any(b.get("fanout") is not None for b in f["branches"]):
+                raise _invalid(f"scenario step {sid}: a branch is itself a fan-out; fan-outs do not nest")
+        elif step.get("tool", "") == "":
+            raise _invalid(
+                f"scenario step {sid}: `tool` is missing or empty; name the tool (or give a `fanout`)"
+            )
+        for st in _with_branches(step):
+            if st["id"] in seen:
+                raise _invalid(
+                    f"scenario: step id {json.dumps(st['id'])} is used twice; step ids are unique in a run"
+                )
+            seen.add(st["id"])
+            outcomes = list(st.get("outcomes") or [])
+            for fb in st.get("fallbacks") or []:
+                outcomes += fb.get("outcomes") or []
+            if st.get("compensation") is not None:
+                outcomes += st["compensation"].get("outcomes") or []
+            for o in outcomes:
+                if not (o == "ok" or isinstance(o, dict)):
+                    raise _invalid(
+                        f"scenario step {json.dumps(st['id'])}: an outcome is "
+                        f"{json.dumps(o, separators=(',', ':'))}; use \"ok\" or an observation object"
+                    )
 
 
 class _Script:
@@ -248,7 +278,7 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
 
     return Step(
         st["id"],
-        st["tool"],
+        st.get("tool", ""),
         operation,
         call=st.get("call"),
         args=st.get("args"),
@@ -281,7 +311,7 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
         dead_before = before[-1][0] if before else 0
         script = _Script()
         for st in _plain_steps(s["steps"]):
-            first: str = st["target"] if st.get("target") is not None else st["tool"]
+            first: str = st["target"] if st.get("target") is not None else st.get("tool", "")
             script.queues[(st["id"], first)] = list(st.get("outcomes") or [])
             for fb in st.get("fallbacks") or []:
                 script.queues[(st["id"], fb["target"])] = list(fb.get("outcomes") or [])
@@ -292,7 +322,7 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
             run.cancel_at(s["now_ms"] + s["cancel_at_ms"])
         outcome = "completed"
         for st in s["steps"]:
-            if "fanout" in st:
+            if st.get("fanout") is not None:
                 f = st["fanout"]
                 report = run.fanout(st["id"], f["min_results"], [_step(b, script) for b in f["branches"]])
             else:
