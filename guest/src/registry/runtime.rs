@@ -72,4 +72,16 @@ pub(super) const DEFS: &[CodeDef] = &[
         "Take a fallback target, or wait retry_after_ms (the time until the breaker lets one probe through) and try again.",
         related = ["budget.retry_exhausted"]
     ),
+    code_def!(
+        "fanout.insufficient",
+        RUNTIME,
+        Permanent,
+        Error,
+        Dependency,
+        false,
+        "Fewer branches of a fan-out succeeded than it needs.",
+        "A fan-out ended with fewer branches ok than its min_results (seed 000, graceful degradation); each branch was already retried, fallen back or dead-lettered under its own decisions.",
+        "Do not retry the fan-out as a whole: act on the failed branches' envelopes (their dead-letter records), or lower min_results if fewer answers are acceptable.",
+        related = ["budget.attempts_exhausted", "circuit.open"]
+    ),
 ];

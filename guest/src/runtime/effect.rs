@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::input::StepSpec;
+
 /// Store key prefix of a target's breaker.
 pub const BREAKER_PREFIX: &str = "agent-recovery/breaker/";
 /// Store key prefix of an input's attempt count.
@@ -19,7 +21,7 @@ pub struct Event {
     pub t_ms: u64,
     /// `attempt`, `ok`, `decision`, `sleep`, `breaker`, `short_circuit`,
     /// `fallback`, `restore`, `cached`, `in_flight`, `compensate`,
-    /// `dead_letter`, `cancelled`, `outcome`.
+    /// `dead_letter`, `cancelled`, `fanout`, `outcome`.
     pub event: &'static str,
     /// Step id.
     pub step: Option<String>,
@@ -116,6 +118,15 @@ pub enum Effect {
         /// Step id.
         step: String,
     },
+    /// Run every branch of a fan-out (concurrently where the host can) as
+    /// its own run, from `state` with a `step` input, up to its `finish`;
+    /// answer `joined` with the branches' final states, in order.
+    Fork {
+        /// The fan-out's id.
+        fanout: String,
+        /// The branches, in order.
+        branches: Vec<Branch>,
+    },
     /// Report a timeline event.
     Emit {
         /// The event.
@@ -146,4 +157,13 @@ pub enum Effect {
         /// For `awaiting_input`: what to resume with (the step's key).
         token: Option<String>,
     },
+}
+
+/// One branch of a `fork`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Branch {
+    /// The branch's initial state, JSON text: the first `advance` of the branch.
+    pub state: String,
+    /// Its step: send `{"input":"step","now_ms":..,"step":<this>}` with `state`.
+    pub step: StepSpec,
 }

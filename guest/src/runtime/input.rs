@@ -40,6 +40,19 @@ pub struct StepSpec {
     pub idempotent: Option<bool>,
 }
 
+/// A fan-out: steps run concurrently that succeed when at least
+/// `min_results` of them do (seed 000, graceful degradation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FanoutSpec {
+    /// The fan-out's id, unique in the run (the id of its `finish`).
+    pub id: String,
+    /// How many branches must end `ok` for the fan-out to succeed.
+    pub min_results: u32,
+    /// The branches: ordinary steps, each with its own id and breaker target.
+    pub branches: Vec<StepSpec>,
+}
+
 /// What a call returned.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallResult {
@@ -89,6 +102,10 @@ pub enum Input {
     },
     /// A step starts.
     Step(StepSpec),
+    /// A fan-out starts.
+    Fanout(FanoutSpec),
+    /// The branches of the fan-out ended: their final states, in branch order.
+    Joined(Vec<String>),
     /// Store values asked for by `read` (null: absent).
     Read(serde_json::Map<String, Value>),
     /// The answer to `claim`: whether the key was created, else what is there.
@@ -173,16 +190,37 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
             let spec = take("step").ok_or_else(|| bad("input `step` needs a `step` object"))?;
             let spec: StepSpec = serde_json::from_value(spec)
                 .map_err(|e| bad(format!("`step`: {e}; see docs/runtime.md for its members")))?;
-            if spec.id.is_empty() || spec.tool.is_empty() {
-                return Err(bad("`step` needs a non-empty `id` and `tool`"));
-            }
-            if let Some(c) = &spec.call
-                && crate::model::CallKind::parse(c).is_none()
-            {
-                return Err(bad(format!("`step.call` is {c:?}; use tool, llm or agent")));
-            }
+            check_step(&spec, "step")?;
             Input::Step(spec)
         }
+        "fanout" => {
+            let spec = take("fanout").ok_or_else(|| bad("input `fanout` needs a `fanout` object"))?;
+            let spec: FanoutSpec = serde_json::from_value(spec).map_err(|e| {
+                bad(format!(
+                    "`fanout`: {e}; it is {{\"id\", \"min_results\", \"branches\": [step, ..]}}"
+                ))
+            })?;
+            check_fanout(&spec)?;
+            Input::Fanout(spec)
+        }
+        "joined" => match take("states") {
+            Some(Value::Array(states)) => Input::Joined(
+                states
+                    .into_iter()
+                    .map(|s| match s {
+                        Value::String(s) => Ok(s),
+                        _ => Err(bad(
+                            "input `joined`: every member of `states` is a branch's state, JSON text",
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            _ => {
+                return Err(bad(
+                    "input `joined` needs `states`: each branch's final state (JSON text), in branch order",
+                ));
+            }
+        },
         "read" => match take("values") {
             Some(Value::Object(values)) => Input::Read(values),
             _ => {
@@ -216,9 +254,53 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "cancel" => Input::Cancel,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, read, claimed, attempt, decision, slept, restored or cancel"
+                "unknown input {other:?}; use run, step, fanout, read, claimed, attempt, decision, slept, restored, joined or cancel"
             )));
         }
     };
     Ok((input, now))
+}
+
+/// A step's members the types do not check.
+fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
+    if spec.id.is_empty() || spec.tool.is_empty() {
+        return Err(bad(format!("`{what}` needs a non-empty `id` and `tool`")));
+    }
+    if let Some(c) = &spec.call
+        && crate::model::CallKind::parse(c).is_none()
+    {
+        return Err(bad(format!(
+            "`{what}.call` is {c:?}; use tool, llm or agent"
+        )));
+    }
+    Ok(())
+}
+
+/// A fan-out needs an id, branches with distinct ids, and 1 <= min_results <= branches.
+fn check_fanout(spec: &FanoutSpec) -> Result<(), PolicyError> {
+    if spec.id.is_empty() {
+        return Err(bad("`fanout` needs a non-empty `id`"));
+    }
+    if spec.branches.is_empty() {
+        return Err(bad("`fanout.branches` is empty; give at least one step"));
+    }
+    let n = spec.branches.len();
+    if spec.min_results == 0 || usize::try_from(spec.min_results).map_or(true, |k| k > n) {
+        return Err(bad(format!(
+            "`fanout.min_results` is {}; it must be between 1 and the number of branches ({n})",
+            spec.min_results
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    seen.insert(spec.id.as_str());
+    for b in &spec.branches {
+        check_step(b, "fanout.branches[]")?;
+        if !seen.insert(b.id.as_str()) {
+            return Err(bad(format!(
+                "fan-out {:?}: the id {:?} is used twice; give every branch its own id, distinct from the fan-out's",
+                spec.id, b.id
+            )));
+        }
+    }
+    Ok(())
 }

@@ -12,11 +12,11 @@ use super::input::{CallResult, Input, StepSpec};
 use super::state::{CompCurrent, CompState, DoneStep, Phase, State, StepState};
 use crate::error::{ErrorKind, PolicyError};
 
-fn bad(msg: impl Into<String>) -> PolicyError {
+pub(super) fn bad(msg: impl Into<String>) -> PolicyError {
     PolicyError::new(ErrorKind::InvalidArgument, msg)
 }
 
-fn internal(msg: impl Into<String>) -> PolicyError {
+pub(super) fn internal(msg: impl Into<String>) -> PolicyError {
     PolicyError::new(ErrorKind::Internal, msg)
 }
 
@@ -49,6 +49,9 @@ pub fn advance(
                 comp: None,
                 cancelled: false,
                 outcome: None,
+                branch: None,
+                last: None,
+                fanout: None,
             };
             return Ok((s, Vec::new()));
         }
@@ -72,9 +75,9 @@ pub fn advance(
     Ok((m.s, std::mem::take(&mut m.fx)))
 }
 
-struct Machine {
-    s: State,
-    fx: Vec<Effect>,
+pub(super) struct Machine {
+    pub(super) s: State,
+    pub(super) fx: Vec<Effect>,
 }
 
 /// What a decision says, as the loop needs it.
@@ -132,6 +135,14 @@ impl Machine {
                 self.phase_is(Phase::Idle, "step")?;
                 self.start_step(spec)
             }
+            Input::Fanout(spec) => {
+                self.phase_is(Phase::Idle, "fanout")?;
+                self.start_fanout(spec)
+            }
+            Input::Joined(states) => {
+                self.phase_is(Phase::Joining, "joined")?;
+                self.joined(&states)
+            }
             Input::Read(values) => {
                 self.phase_is(Phase::Reading, "read")?;
                 self.read(values)
@@ -184,7 +195,7 @@ impl Machine {
 
     // ----- events -----
 
-    fn event(&self, name: &'static str) -> Event {
+    pub(super) fn event(&self, name: &'static str) -> Event {
         let step = self.s.step.as_ref();
         Event {
             t_ms: self.s.now_ms.saturating_sub(self.s.started_ms),
@@ -195,18 +206,18 @@ impl Machine {
         }
     }
 
-    fn emit(&mut self, e: Event) {
+    pub(super) fn emit(&mut self, e: Event) {
         self.fx.push(Effect::Emit { event: e });
     }
 
-    fn step(&self) -> Result<&StepState, PolicyError> {
+    pub(super) fn step(&self) -> Result<&StepState, PolicyError> {
         self.s
             .step
             .as_ref()
             .ok_or_else(|| internal("no step in progress; please report this"))
     }
 
-    fn step_mut(&mut self) -> Result<&mut StepState, PolicyError> {
+    pub(super) fn step_mut(&mut self) -> Result<&mut StepState, PolicyError> {
         self.s
             .step
             .as_mut()
@@ -737,6 +748,11 @@ impl Machine {
     }
 
     fn cancel(&mut self) -> Result<(), PolicyError> {
+        if self.s.phase == Phase::Joining {
+            return Err(bad(
+                "cancel during a fan-out: cancel its branches, then answer `joined` with their states",
+            ));
+        }
         if self.s.comp.is_some() {
             return Err(bad(
                 "cancel while compensations run: they always run to the end; answer the pending effect instead",
@@ -750,7 +766,7 @@ impl Machine {
 
     // ----- compensations -----
 
-    fn begin_comp(&mut self, then: &str) -> Result<(), PolicyError> {
+    pub(super) fn begin_comp(&mut self, then: &str) -> Result<(), PolicyError> {
         let mut queue = self.s.done.clone();
         queue.reverse();
         self.s.comp = Some(CompState {
@@ -980,7 +996,7 @@ impl Machine {
     }
 
     /// End the step: every outcome but `ok` ends the run.
-    fn finish(
+    pub(super) fn finish(
         &mut self,
         outcome: &str,
         result: Option<Value>,
@@ -1016,6 +1032,9 @@ impl Machine {
         let mut e = self.event("outcome");
         e.state = Some(outcome.to_owned());
         self.emit(e);
+        if self.s.branch.is_some() {
+            self.s.last = Some(json!({"outcome": outcome, "result": result, "envelope": envelope}));
+        }
         self.fx.push(Effect::Finish {
             step: id,
             outcome: outcome.to_owned(),
@@ -1038,7 +1057,7 @@ impl Machine {
 }
 
 /// The envelope of a registry code, built by `classify` itself.
-fn envelope_for(
+pub(super) fn envelope_for(
     code: &str,
     message: &str,
     retry_after_ms: Option<u64>,

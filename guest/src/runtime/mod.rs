@@ -19,6 +19,7 @@
 pub mod breaker;
 pub mod config;
 pub mod effect;
+mod fanout;
 pub mod input;
 mod machine;
 pub mod outcome;

@@ -28,6 +28,8 @@ pub enum Phase {
     Sleeping,
     /// Waiting for `restored`.
     Restoring,
+    /// Waiting for `joined`: the fan-out's branches run.
+    Joining,
     /// The run is over: no more steps.
     Finished,
 }
@@ -61,6 +63,26 @@ pub struct State {
     pub cancelled: bool,
     /// The run's outcome once finished.
     pub outcome: Option<String>,
+    /// In a fan-out branch's state: the fan-out's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// In a fan-out branch's state, once its step ended: `{"outcome","result","envelope"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<Value>,
+    /// The fan-out whose branches run (phase `joining`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<FanoutState>,
+}
+
+/// A fan-out waiting for its branches.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FanoutState {
+    /// The fan-out's id.
+    pub id: String,
+    /// Branches that must end `ok`.
+    pub min_results: u32,
+    /// The branches' step ids, in order.
+    pub branches: Vec<String>,
 }
 
 /// A completed, compensable step.

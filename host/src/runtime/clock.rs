@@ -9,6 +9,17 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;
     /// Sleep `ms` milliseconds.
     fn sleep_ms(&self, ms: u64);
+    /// A virtual clock (tests, `simulate`): the branches of a fan-out then
+    /// run one after another, each from the fork's time, instead of on
+    /// threads, so a run reproduces exactly. Default: false.
+    fn is_virtual(&self) -> bool {
+        false
+    }
+    /// Set the time (Unix ms); called only when [`is_virtual`](Self::is_virtual).
+    /// Default: does nothing.
+    fn set_ms(&self, now_ms: u64) {
+        let _ = now_ms;
+    }
 }
 
 /// The system clock and `std::thread::sleep`.
@@ -58,5 +69,11 @@ impl Clock for VirtualClock {
     }
     fn sleep_ms(&self, ms: u64) {
         self.advance(ms);
+    }
+    fn is_virtual(&self) -> bool {
+        true
+    }
+    fn set_ms(&self, now_ms: u64) {
+        self.now.store(now_ms, Ordering::SeqCst);
     }
 }

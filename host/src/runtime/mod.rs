@@ -36,6 +36,7 @@
 
 mod clock;
 mod component;
+mod driver;
 mod run;
 pub mod scenario;
 mod step;

@@ -5,14 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::Deserialize;
-use serde_json::Value;
-use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::Runtime;
+use super::driver::{Ctx, Lane, Undo, Work, drive, json_str};
 use super::step::{Call, Outcome, Step};
 use crate::Error;
-use crate::store::{Cas, StoreError, StoreErrorKind};
+use crate::store::StoreError;
 
 /// Why a run could not go on.
 #[derive(Debug)]
@@ -79,40 +78,6 @@ impl StepReport {
     }
 }
 
-/// One effect of the loop (docs/runtime.md, "Effects").
-#[derive(Deserialize)]
-struct Fx<'a> {
-    effect: String,
-    #[serde(default)]
-    keys: Vec<String>,
-    key: Option<String>,
-    #[serde(borrow)]
-    value: Option<&'a RawValue>,
-    ttl_ms: Option<u64>,
-    call: Option<String>,
-    step: Option<String>,
-    target: Option<String>,
-    attempt: Option<u32>,
-    timeout_ms: Option<u64>,
-    observation: Option<String>,
-    context: Option<String>,
-    ms: Option<u64>,
-    cancellable: Option<bool>,
-    #[serde(borrow)]
-    event: Option<&'a RawValue>,
-    stream: Option<String>,
-    #[serde(borrow)]
-    record: Option<&'a RawValue>,
-    outcome: Option<String>,
-    run_finished: Option<bool>,
-    result: Option<Value>,
-    envelope: Option<Value>,
-    rendered: Option<Value>,
-    token: Option<String>,
-}
-
-type Undo<'a> = Box<dyn FnMut(&Call) -> Outcome + Send + 'a>;
-
 /// A run of steps under one run id. Steps run one after the other with
 /// [`Run::step`]; the run's retry budget, breakers and compensations span them.
 pub struct Run<'r, 'a> {
@@ -123,19 +88,6 @@ pub struct Run<'r, 'a> {
     cancel: Arc<AtomicBool>,
     cancel_at_ms: Option<u64>,
     finished: Option<String>,
-}
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
-}
-
-fn bad_effect(what: &str) -> RuntimeError {
-    RuntimeError::Policy(Error::new(
-        crate::ErrorKind::InvalidOutput,
-        format!(
-            "the recovery loop emitted a malformed effect ({what}); this is a bug, please report it"
-        ),
-    ))
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -182,11 +134,12 @@ impl<'r, 'a> Run<'r, 'a> {
         self.cancel_at_ms = Some(now_ms);
     }
 
-    fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::SeqCst)
-            || self
-                .cancel_at_ms
-                .is_some_and(|t| self.rt.clock.now_ms() >= t)
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            rt: self.rt,
+            cancel: &self.cancel,
+            cancel_at_ms: self.cancel_at_ms,
+        }
     }
 
     /// Runs a step to its end and reports how it ended. `Err` only when the
@@ -200,7 +153,7 @@ impl<'r, 'a> Run<'r, 'a> {
             self.rt.clock.now_ms(),
             step.spec()
         );
-        let report = self.drive(input, &mut step)?;
+        let report = self.drive(input, Work::Step(&mut step))?;
         if report.outcome == "ok"
             && let Some(undo) = step.compensate.take()
         {
@@ -209,218 +162,50 @@ impl<'r, 'a> Run<'r, 'a> {
         Ok(report)
     }
 
-    /// Feeds `input`, carries out the effects, answers the last one, until `finish`.
-    fn drive(
+    /// Runs `branches` concurrently (each an ordinary step with its own
+    /// target, fallbacks and compensation) and reports `ok` when at least
+    /// `min_results` of them ended `ok`; `result` is then an array with each
+    /// branch's result (null where it did not end `ok`). With fewer, the
+    /// outcome is `failed` (`runtime.fanout.insufficient`), or the completed
+    /// compensable steps are compensated and the fan-out dead-lettered.
+    ///
+    /// With a real clock each branch runs on its own thread; with a
+    /// [virtual](super::Clock::is_virtual) one they run one after another,
+    /// each from the fork's time, so a simulation reproduces exactly.
+    pub fn fanout(
         &mut self,
-        mut input: String,
-        step: &mut Step<'a>,
+        id: &str,
+        min_results: u32,
+        mut branches: Vec<Step<'a>>,
     ) -> Result<StepReport, RuntimeError> {
-        loop {
-            let adv = self.rt.looper.advance(&self.state, &input)?;
-            self.state = adv.state;
-            let effects: Vec<&RawValue> =
-                serde_json::from_str(&adv.effects).map_err(|_| bad_effect("not an array"))?;
-            let mut next = None;
-            for raw in effects {
-                let fx: Fx = serde_json::from_str(raw.get()).map_err(|_| bad_effect(raw.get()))?;
-                if let Some(report) = self.effect(&fx, step, &mut next)? {
-                    if report.run_finished {
-                        self.finished = Some(report.outcome.clone());
-                    }
-                    return Ok(report);
-                }
-            }
-            input = next.ok_or_else(|| bad_effect("a batch without an effect to answer"))?;
+        if let Some(outcome) = &self.finished {
+            return Ok(StepReport::after_the_end(outcome));
         }
+        let specs: Vec<Value> = branches.iter().map(Step::spec).collect();
+        let input = format!(
+            r#"{{"input":"fanout","now_ms":{},"fanout":{}}}"#,
+            self.rt.clock.now_ms(),
+            json!({"id": id, "min_results": min_results, "branches": specs})
+        );
+        self.drive(input, Work::Branches(&mut branches))
     }
 
-    /// Carries out one effect; sets `next` to the input that answers it.
-    fn effect(
-        &mut self,
-        fx: &Fx,
-        step: &mut Step<'a>,
-        next: &mut Option<String>,
-    ) -> Result<Option<StepReport>, RuntimeError> {
-        let rt = self.rt;
-        let store = &*rt.store;
-        match fx.effect.as_str() {
-            "emit" => {
-                let event = fx.event.ok_or_else(|| bad_effect("emit without event"))?;
-                if let Some(f) = &rt.on_event {
-                    f(event.get());
-                }
-                self.events.push(event.get().to_owned());
-            }
-            "read" => {
-                let now = rt.clock.now_ms();
-                let mut values = String::from("{");
-                for (i, key) in fx.keys.iter().enumerate() {
-                    if i > 0 {
-                        values.push(',');
-                    }
-                    values.push_str(&json_str(key));
-                    values.push(':');
-                    match store.get(key, now)? {
-                        Some(v) => values.push_str(&v.value),
-                        None => values.push_str("null"),
-                    }
-                }
-                values.push('}');
-                *next = Some(format!(
-                    r#"{{"input":"read","now_ms":{now},"values":{values}}}"#
-                ));
-            }
-            "write" => {
-                let key = fx
-                    .key
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("write without key"))?;
-                let value = fx.value.ok_or_else(|| bad_effect("write without value"))?;
-                put(store, key, value.get(), fx.ttl_ms, rt.clock.now_ms())?;
-            }
-            "claim" => {
-                let key = fx
-                    .key
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("claim without key"))?;
-                let value = fx.value.ok_or_else(|| bad_effect("claim without value"))?;
-                let now = rt.clock.now_ms();
-                *next = Some(
-                    match store.compare_and_set(key, None, value.get(), fx.ttl_ms, now)? {
-                        Cas::Written { .. } => {
-                            format!(r#"{{"input":"claimed","now_ms":{now},"ok":true}}"#)
-                        }
-                        Cas::Conflict { current } => format!(
-                            r#"{{"input":"claimed","now_ms":{now},"ok":false,"current":{}}}"#,
-                            current.map_or_else(|| "null".to_owned(), |v| v.value)
-                        ),
-                    },
-                );
-            }
-            "delete" => {
-                let key = fx
-                    .key
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("delete without key"))?;
-                store.delete(key)?;
-            }
-            "append" => {
-                let stream = fx
-                    .stream
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("append without stream"))?;
-                let record = fx
-                    .record
-                    .ok_or_else(|| bad_effect("append without record"))?;
-                store.append(stream, record.get(), rt.clock.now_ms())?;
-            }
-            "decide" => {
-                let obs = fx
-                    .observation
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("decide without observation"))?;
-                let ctx = fx
-                    .context
-                    .as_deref()
-                    .ok_or_else(|| bad_effect("decide without context"))?;
-                let decision = rt.decider.decide_json(obs, ctx)?;
-                *next = Some(format!(
-                    r#"{{"input":"decision","now_ms":{},"decision":{decision}}}"#,
-                    rt.clock.now_ms()
-                ));
-            }
-            "sleep" => {
-                let ms = fx.ms.unwrap_or(0);
-                let cancellable = fx.cancellable.unwrap_or(true);
-                if cancellable && self.cancelled() {
-                    *next = Some(self.cancel_input());
-                } else if let Some(at) = self
-                    .cancel_at_ms
-                    .filter(|at| cancellable && rt.clock.now_ms().saturating_add(ms) > *at)
-                {
-                    rt.clock.sleep_ms(at.saturating_sub(rt.clock.now_ms()));
-                    *next = Some(self.cancel_input());
-                } else {
-                    rt.clock.sleep_ms(ms);
-                    *next = Some(format!(
-                        r#"{{"input":"slept","now_ms":{}}}"#,
-                        rt.clock.now_ms()
-                    ));
-                }
-            }
-            "restore" => {
-                let ok = step.checkpoint.as_mut().is_some_and(|hook| hook());
-                *next = Some(format!(
-                    r#"{{"input":"restored","now_ms":{},"ok":{ok}}}"#,
-                    rt.clock.now_ms()
-                ));
-            }
-            "call" => {
-                let call = Call {
-                    kind: fx.call.clone().unwrap_or_default(),
-                    step: fx.step.clone().unwrap_or_default(),
-                    target: fx.target.clone().unwrap_or_default(),
-                    key: fx.key.clone().unwrap_or_default(),
-                    attempt: fx.attempt.unwrap_or(1),
-                    timeout_ms: fx.timeout_ms,
-                };
-                let compensation = call.kind == "compensation";
-                if !compensation && self.cancelled() {
-                    *next = Some(self.cancel_input());
-                    return Ok(None);
-                }
-                let started = rt.clock.now_ms();
-                let outcome = if compensation {
-                    match self.undo.get_mut(&call.step) {
-                        Some(undo) => undo(&call),
-                        None => Outcome::Failed(format!(
-                            r#"{{"source":"exception","type":"agent_recovery.MissingCompensation","message":{}}}"#,
-                            json_str(&format!(
-                                "no compensation registered for step {}",
-                                call.step
-                            ))
-                        )),
-                    }
-                } else {
-                    (step.operation)(&call)
-                };
-                let took = rt.clock.now_ms().saturating_sub(started);
-                let outcome = match call.timeout_ms {
-                    Some(limit) if took > limit => Outcome::Failed(format!(
-                        r#"{{"source":"timeout","phase":"total","after_ms":{took}}}"#
-                    )),
-                    _ => outcome,
-                };
-                let result = match outcome {
-                    Outcome::Ok(v) => format!(r#"{{"ok":{v}}}"#),
-                    Outcome::Failed(obs) => format!(r#"{{"failed":{}}}"#, as_json(&obs)),
-                    Outcome::Response(obs) => format!(r#"{{"response":{}}}"#, as_json(&obs)),
-                };
-                *next = Some(format!(
-                    r#"{{"input":"attempt","now_ms":{},"result":{result}}}"#,
-                    rt.clock.now_ms()
-                ));
-            }
-            "finish" => {
-                return Ok(Some(StepReport {
-                    outcome: fx.outcome.clone().unwrap_or_default(),
-                    run_finished: fx.run_finished.unwrap_or(true),
-                    result: fx.result.clone(),
-                    envelope: fx.envelope.clone(),
-                    rendered: fx.rendered.clone(),
-                    token: fx.token.clone(),
-                }));
-            }
-            other => return Err(bad_effect(other)),
+    fn drive(&mut self, input: String, work: Work<'_, 'a>) -> Result<StepReport, RuntimeError> {
+        let ctx = Ctx {
+            rt: self.rt,
+            cancel: &self.cancel,
+            cancel_at_ms: self.cancel_at_ms,
+        };
+        let mut lane = Lane {
+            state: &mut self.state,
+            events: &mut self.events,
+            undo: Some(&mut self.undo),
+        };
+        let report = drive(ctx, &mut lane, input, work)?;
+        if report.run_finished {
+            self.finished = Some(report.outcome.clone());
         }
-        Ok(None)
-    }
-
-    fn cancel_input(&self) -> String {
-        format!(
-            r#"{{"input":"cancel","now_ms":{}}}"#,
-            self.rt.clock.now_ms()
-        )
+        Ok(report)
     }
 
     /// Cancel between steps: runs the compensations of the completed steps
@@ -431,45 +216,7 @@ impl<'r, 'a> Run<'r, 'a> {
             return Ok(StepReport::after_the_end(outcome));
         }
         let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
-        let input = self.cancel_input();
-        self.drive(input, &mut noop)
+        let input = self.ctx().cancel_input();
+        self.drive(input, Work::Step(&mut noop))
     }
-}
-
-/// An observation that is not JSON text is reported as an exception rather
-/// than breaking the run.
-fn as_json(text: &str) -> String {
-    if serde_json::from_str::<&RawValue>(text).is_ok() {
-        text.to_owned()
-    } else {
-        format!(
-            r#"{{"source":"exception","type":"agent_recovery.InvalidObservation","message":{}}}"#,
-            json_str(&format!(
-                "the operation returned an observation that is not JSON: {}",
-                text.chars().take(200).collect::<String>()
-            ))
-        )
-    }
-}
-
-/// Last-writer-wins put on top of compare-and-set.
-fn put(
-    store: &dyn crate::store::Store,
-    key: &str,
-    value: &str,
-    ttl_ms: Option<u64>,
-    now: u64,
-) -> Result<(), StoreError> {
-    for _ in 0..16 {
-        let current = store.get(key, now)?.map(|v| v.version);
-        if let Cas::Written { .. } = store.compare_and_set(key, current, value, ttl_ms, now)? {
-            return Ok(());
-        }
-    }
-    Err(StoreError::new(
-        StoreErrorKind::Unavailable,
-        format!(
-            "could not write {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run"
-        ),
-    ))
 }

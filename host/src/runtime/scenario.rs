@@ -97,6 +97,7 @@ struct Scenario {
 #[serde(deny_unknown_fields)]
 struct ScenarioStep {
     id: String,
+    #[serde(default)]
     tool: String,
     #[serde(default)]
     call: Option<String>,
@@ -116,6 +117,15 @@ struct ScenarioStep {
     fallbacks: Vec<ScenarioTarget>,
     #[serde(default)]
     compensation: Option<ScenarioOutcomes>,
+    #[serde(default)]
+    fanout: Option<ScenarioFanout>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFanout {
+    min_results: u32,
+    branches: Vec<ScenarioStep>,
 }
 
 #[derive(Deserialize)]
@@ -206,7 +216,7 @@ pub fn run(
     let script = Arc::new(Mutex::new(Script::default()));
     {
         let mut s = script.lock().unwrap_or_else(PoisonError::into_inner);
-        for step in &scenario.steps {
+        for step in scenario.steps.iter().flat_map(with_branches) {
             let first = step.target.clone().unwrap_or_else(|| step.tool.clone());
             s.queues
                 .insert((step.id.clone(), first), step.outcomes.clone());
@@ -229,49 +239,14 @@ pub fn run(
     }
     let mut outcome = "completed".to_owned();
     for step in &scenario.steps {
-        let op_script = Arc::clone(&script);
-        let mut s = Step::new(&step.id, &step.tool, move |call: &Call| {
-            let what = if call.kind == "fallback" {
-                "fallback target"
-            } else {
-                "target"
-            };
-            op_script
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .next(&call.step, &call.target, what)
-        })
-        .args(step.args.clone())
-        .side_effect(step.side_effect)
-        .fallbacks(
-            &step
-                .fallbacks
-                .iter()
-                .map(|f| f.target.as_str())
-                .collect::<Vec<_>>(),
-        );
-        if let Some(kind) = &step.call {
-            s = s.call(kind);
-        }
-        if let Some(t) = &step.target {
-            s = s.target(t);
-        }
-        if let Some(i) = step.idempotent {
-            s = s.idempotent(i);
-        }
-        if let Some(ok) = step.checkpoint {
-            s = s.checkpoint(move || ok);
-        }
-        if step.compensation.is_some() {
-            let comp_script = Arc::clone(&script);
-            s = s.compensate(move |call: &Call| {
-                comp_script
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .next(&call.step, "\u{0}compensation", "the compensation of")
-            });
-        }
-        let report = run.step(s)?;
+        let report = match &step.fanout {
+            Some(f) => run.fanout(
+                &step.id,
+                f.min_results,
+                f.branches.iter().map(|b| scripted(b, &script)).collect(),
+            )?,
+            None => run.step(scripted(step, &script))?,
+        };
         if let Some(missing) = script
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -297,6 +272,62 @@ pub fn run(
     })
 }
 
+/// A step whose operation and compensation answer from the script.
+fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>) -> Step<'a> {
+    let op_script = Arc::clone(script);
+    let mut s = Step::new(&step.id, &step.tool, move |call: &Call| {
+        let what = if call.kind == "fallback" {
+            "fallback target"
+        } else {
+            "target"
+        };
+        op_script
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next(&call.step, &call.target, what)
+    })
+    .args(step.args.clone())
+    .side_effect(step.side_effect)
+    .fallbacks(
+        &step
+            .fallbacks
+            .iter()
+            .map(|f| f.target.as_str())
+            .collect::<Vec<_>>(),
+    );
+    if let Some(kind) = &step.call {
+        s = s.call(kind);
+    }
+    if let Some(t) = &step.target {
+        s = s.target(t);
+    }
+    if let Some(i) = step.idempotent {
+        s = s.idempotent(i);
+    }
+    if let Some(ok) = step.checkpoint {
+        s = s.checkpoint(move || ok);
+    }
+    if step.compensation.is_some() {
+        let comp_script = Arc::clone(script);
+        s = s.compensate(move |call: &Call| {
+            comp_script
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .next(&call.step, "\u{0}compensation", "the compensation of")
+        });
+    }
+    s
+}
+
+/// A scenario step and, for a fan-out, its branches.
+fn with_branches(step: &ScenarioStep) -> Vec<&ScenarioStep> {
+    let mut all = vec![step];
+    if let Some(f) = &step.fanout {
+        all.extend(f.branches.iter());
+    }
+    all
+}
+
 fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     if s.run_id.is_empty() {
         return Err(ScenarioError::Invalid(
@@ -310,23 +341,54 @@ fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     }
     let mut seen = std::collections::BTreeSet::new();
     for step in &s.steps {
-        if !seen.insert(step.id.as_str()) {
+        if let Some(f) = &step.fanout {
+            if !(step.tool.is_empty()
+                && step.call.is_none()
+                && step.target.is_none()
+                && step.args.is_null()
+                && !step.side_effect
+                && step.idempotent.is_none()
+                && step.checkpoint.is_none()
+                && step.outcomes.is_empty()
+                && step.fallbacks.is_empty()
+                && step.compensation.is_none())
+            {
+                return Err(ScenarioError::Invalid(format!(
+                    "scenario step {:?}: a fan-out step has only `id` and `fanout`; put tools and outcomes in its branches",
+                    step.id
+                )));
+            }
+            if f.branches.iter().any(|b| b.fanout.is_some()) {
+                return Err(ScenarioError::Invalid(format!(
+                    "scenario step {:?}: a branch is itself a fan-out; fan-outs do not nest",
+                    step.id
+                )));
+            }
+        } else if step.tool.is_empty() {
             return Err(ScenarioError::Invalid(format!(
-                "scenario: step id {:?} is used twice; step ids are unique in a run",
+                "scenario step {:?}: `tool` is missing or empty; name the tool (or give a `fanout`)",
                 step.id
             )));
         }
-        for o in step
-            .outcomes
-            .iter()
-            .chain(step.fallbacks.iter().flat_map(|f| &f.outcomes))
-            .chain(step.compensation.iter().flat_map(|c| &c.outcomes))
-        {
-            if !(o.as_str() == Some("ok") || o.is_object()) {
+        for step in with_branches(step) {
+            if !seen.insert(step.id.as_str()) {
                 return Err(ScenarioError::Invalid(format!(
-                    "scenario step {:?}: an outcome is {o}; use \"ok\" or an observation object",
+                    "scenario: step id {:?} is used twice; step ids are unique in a run",
                     step.id
                 )));
+            }
+            for o in step
+                .outcomes
+                .iter()
+                .chain(step.fallbacks.iter().flat_map(|f| &f.outcomes))
+                .chain(step.compensation.iter().flat_map(|c| &c.outcomes))
+            {
+                if !(o.as_str() == Some("ok") || o.is_object()) {
+                    return Err(ScenarioError::Invalid(format!(
+                        "scenario step {:?}: an outcome is {o}; use \"ok\" or an observation object",
+                        step.id
+                    )));
+                }
             }
         }
     }

@@ -1,0 +1,446 @@
+//! The driver: feeds the loop, carries out its effects, answers the last one.
+//!
+//! One function drives a *lane*: the run's own steps, or one branch of a
+//! fan-out (its own state and events, run on its own thread when the clock
+//! is real). Nothing here decides anything: every choice is in the effects.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::Runtime;
+use super::run::{RuntimeError, StepReport};
+use super::step::{Call, Outcome, Step};
+use crate::Error;
+use crate::store::{Cas, StoreError, StoreErrorKind};
+
+/// The undo of a completed step, by step id.
+pub(super) type Undo<'a> = Box<dyn FnMut(&Call) -> Outcome + Send + 'a>;
+
+/// What every lane of a run shares.
+#[derive(Clone, Copy)]
+pub(super) struct Ctx<'r> {
+    pub(super) rt: &'r Runtime,
+    pub(super) cancel: &'r AtomicBool,
+    pub(super) cancel_at_ms: Option<u64>,
+}
+
+impl Ctx<'_> {
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+            || self
+                .cancel_at_ms
+                .is_some_and(|t| self.rt.clock.now_ms() >= t)
+    }
+
+    pub(super) fn cancel_input(&self) -> String {
+        format!(
+            r#"{{"input":"cancel","now_ms":{}}}"#,
+            self.rt.clock.now_ms()
+        )
+    }
+}
+
+/// One lane's own state: the loop's state text, its events, and (the run's
+/// lane only) the undos of completed steps.
+pub(super) struct Lane<'l, 'a> {
+    pub(super) state: &'l mut String,
+    pub(super) events: &'l mut Vec<String>,
+    pub(super) undo: Option<&'l mut BTreeMap<String, Undo<'a>>>,
+}
+
+/// What the lane runs: one step, or the branches of a fan-out.
+pub(super) enum Work<'s, 'a> {
+    Step(&'s mut Step<'a>),
+    Branches(&'s mut [Step<'a>]),
+}
+
+/// One effect of the loop (docs/runtime.md, "Effects").
+#[derive(Deserialize)]
+struct Fx<'a> {
+    effect: String,
+    #[serde(default)]
+    keys: Vec<String>,
+    key: Option<String>,
+    #[serde(borrow)]
+    value: Option<&'a RawValue>,
+    ttl_ms: Option<u64>,
+    call: Option<String>,
+    step: Option<String>,
+    target: Option<String>,
+    attempt: Option<u32>,
+    timeout_ms: Option<u64>,
+    observation: Option<String>,
+    context: Option<String>,
+    ms: Option<u64>,
+    cancellable: Option<bool>,
+    #[serde(borrow)]
+    event: Option<&'a RawValue>,
+    stream: Option<String>,
+    #[serde(borrow)]
+    record: Option<&'a RawValue>,
+    outcome: Option<String>,
+    run_finished: Option<bool>,
+    result: Option<Value>,
+    envelope: Option<Value>,
+    rendered: Option<Value>,
+    token: Option<String>,
+    #[serde(borrow, default)]
+    branches: Vec<Fork<'a>>,
+}
+
+/// One branch of a `fork` effect.
+#[derive(Deserialize)]
+struct Fork<'a> {
+    state: String,
+    #[serde(borrow)]
+    step: &'a RawValue,
+}
+
+pub(super) fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+fn bad_effect(what: &str) -> RuntimeError {
+    RuntimeError::Policy(Error::new(
+        crate::ErrorKind::InvalidOutput,
+        format!(
+            "the recovery loop emitted a malformed effect ({what}); this is a bug, please report it"
+        ),
+    ))
+}
+
+/// Feeds `input`, carries out the effects, answers the last one, until `finish`.
+pub(super) fn drive<'a>(
+    ctx: Ctx<'_>,
+    lane: &mut Lane<'_, 'a>,
+    mut input: String,
+    mut work: Work<'_, 'a>,
+) -> Result<StepReport, RuntimeError> {
+    loop {
+        let adv = ctx.rt.looper.advance(lane.state, &input)?;
+        *lane.state = adv.state;
+        let effects: Vec<&RawValue> =
+            serde_json::from_str(&adv.effects).map_err(|_| bad_effect("not an array"))?;
+        let mut next = None;
+        for raw in effects {
+            let fx: Fx = serde_json::from_str(raw.get()).map_err(|_| bad_effect(raw.get()))?;
+            if let Some(report) = effect(ctx, lane, &fx, &mut work, &mut next)? {
+                return Ok(report);
+            }
+        }
+        input = next.ok_or_else(|| bad_effect("a batch without an effect to answer"))?;
+    }
+}
+
+/// Carries out one effect; sets `next` to the input that answers it.
+fn effect<'a>(
+    ctx: Ctx<'_>,
+    lane: &mut Lane<'_, 'a>,
+    fx: &Fx,
+    work: &mut Work<'_, 'a>,
+    next: &mut Option<String>,
+) -> Result<Option<StepReport>, RuntimeError> {
+    let rt = ctx.rt;
+    let store = &*rt.store;
+    match fx.effect.as_str() {
+        "emit" => {
+            let event = fx.event.ok_or_else(|| bad_effect("emit without event"))?;
+            if let Some(f) = &rt.on_event {
+                f(event.get());
+            }
+            lane.events.push(event.get().to_owned());
+        }
+        "read" => {
+            let now = rt.clock.now_ms();
+            let mut values = String::from("{");
+            for (i, key) in fx.keys.iter().enumerate() {
+                if i > 0 {
+                    values.push(',');
+                }
+                values.push_str(&json_str(key));
+                values.push(':');
+                match store.get(key, now)? {
+                    Some(v) => values.push_str(&v.value),
+                    None => values.push_str("null"),
+                }
+            }
+            values.push('}');
+            *next = Some(format!(
+                r#"{{"input":"read","now_ms":{now},"values":{values}}}"#
+            ));
+        }
+        "write" => {
+            let key = fx
+                .key
+                .as_deref()
+                .ok_or_else(|| bad_effect("write without key"))?;
+            let value = fx.value.ok_or_else(|| bad_effect("write without value"))?;
+            put(store, key, value.get(), fx.ttl_ms, rt.clock.now_ms())?;
+        }
+        "claim" => {
+            let key = fx
+                .key
+                .as_deref()
+                .ok_or_else(|| bad_effect("claim without key"))?;
+            let value = fx.value.ok_or_else(|| bad_effect("claim without value"))?;
+            let now = rt.clock.now_ms();
+            *next = Some(
+                match store.compare_and_set(key, None, value.get(), fx.ttl_ms, now)? {
+                    Cas::Written { .. } => {
+                        format!(r#"{{"input":"claimed","now_ms":{now},"ok":true}}"#)
+                    }
+                    Cas::Conflict { current } => format!(
+                        r#"{{"input":"claimed","now_ms":{now},"ok":false,"current":{}}}"#,
+                        current.map_or_else(|| "null".to_owned(), |v| v.value)
+                    ),
+                },
+            );
+        }
+        "delete" => {
+            let key = fx
+                .key
+                .as_deref()
+                .ok_or_else(|| bad_effect("delete without key"))?;
+            store.delete(key)?;
+        }
+        "append" => {
+            let stream = fx
+                .stream
+                .as_deref()
+                .ok_or_else(|| bad_effect("append without stream"))?;
+            let record = fx
+                .record
+                .ok_or_else(|| bad_effect("append without record"))?;
+            store.append(stream, record.get(), rt.clock.now_ms())?;
+        }
+        "decide" => {
+            let obs = fx
+                .observation
+                .as_deref()
+                .ok_or_else(|| bad_effect("decide without observation"))?;
+            let context = fx
+                .context
+                .as_deref()
+                .ok_or_else(|| bad_effect("decide without context"))?;
+            let decision = rt.decider.decide_json(obs, context)?;
+            *next = Some(format!(
+                r#"{{"input":"decision","now_ms":{},"decision":{decision}}}"#,
+                rt.clock.now_ms()
+            ));
+        }
+        "sleep" => {
+            let ms = fx.ms.unwrap_or(0);
+            let cancellable = fx.cancellable.unwrap_or(true);
+            if cancellable && ctx.cancelled() {
+                *next = Some(ctx.cancel_input());
+            } else if let Some(at) = ctx
+                .cancel_at_ms
+                .filter(|at| cancellable && rt.clock.now_ms().saturating_add(ms) > *at)
+            {
+                rt.clock.sleep_ms(at.saturating_sub(rt.clock.now_ms()));
+                *next = Some(ctx.cancel_input());
+            } else {
+                rt.clock.sleep_ms(ms);
+                *next = Some(format!(
+                    r#"{{"input":"slept","now_ms":{}}}"#,
+                    rt.clock.now_ms()
+                ));
+            }
+        }
+        "restore" => {
+            let ok = match work {
+                Work::Step(step) => step.checkpoint.as_mut().is_some_and(|hook| hook()),
+                Work::Branches(_) => false,
+            };
+            *next = Some(format!(
+                r#"{{"input":"restored","now_ms":{},"ok":{ok}}}"#,
+                rt.clock.now_ms()
+            ));
+        }
+        "call" => {
+            let call = Call {
+                kind: fx.call.clone().unwrap_or_default(),
+                step: fx.step.clone().unwrap_or_default(),
+                target: fx.target.clone().unwrap_or_default(),
+                key: fx.key.clone().unwrap_or_default(),
+                attempt: fx.attempt.unwrap_or(1),
+                timeout_ms: fx.timeout_ms,
+            };
+            let compensation = call.kind == "compensation";
+            if !compensation && ctx.cancelled() {
+                *next = Some(ctx.cancel_input());
+                return Ok(None);
+            }
+            let started = rt.clock.now_ms();
+            let outcome = match (compensation, work) {
+                (true, _) => match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
+                    Some(undo) => undo(&call),
+                    None => Outcome::Failed(format!(
+                        r#"{{"source":"exception","type":"agent_recovery.MissingCompensation","message":{}}}"#,
+                        json_str(&format!(
+                            "no compensation registered for step {}",
+                            call.step
+                        ))
+                    )),
+                },
+                (false, Work::Step(step)) => (step.operation)(&call),
+                (false, Work::Branches(_)) => {
+                    return Err(bad_effect("an operation call in a fan-out's own lane"));
+                }
+            };
+            let took = rt.clock.now_ms().saturating_sub(started);
+            let outcome = match call.timeout_ms {
+                Some(limit) if took > limit => Outcome::Failed(format!(
+                    r#"{{"source":"timeout","phase":"total","after_ms":{took}}}"#
+                )),
+                _ => outcome,
+            };
+            let result = match outcome {
+                Outcome::Ok(v) => format!(r#"{{"ok":{v}}}"#),
+                Outcome::Failed(obs) => format!(r#"{{"failed":{}}}"#, as_json(&obs)),
+                Outcome::Response(obs) => format!(r#"{{"response":{}}}"#, as_json(&obs)),
+            };
+            *next = Some(format!(
+                r#"{{"input":"attempt","now_ms":{},"result":{result}}}"#,
+                rt.clock.now_ms()
+            ));
+        }
+        "fork" => {
+            let Work::Branches(branches) = work else {
+                return Err(bad_effect("fork outside a fan-out"));
+            };
+            if fx.branches.len() != branches.len() {
+                return Err(bad_effect("fork with a different number of branches"));
+            }
+            let lanes = run_branches(ctx, &fx.branches, branches)?;
+            let mut states = Vec::with_capacity(lanes.len());
+            for ((state, events, report), step) in lanes.into_iter().zip(branches.iter_mut()) {
+                lane.events.extend(events);
+                if report.outcome == "ok"
+                    && let (Some(u), Some(undo)) =
+                        (step.compensate.take(), lane.undo.as_deref_mut())
+                {
+                    undo.insert(step.id.clone(), u);
+                }
+                states.push(state);
+            }
+            *next = Some(format!(
+                r#"{{"input":"joined","now_ms":{},"states":{}}}"#,
+                rt.clock.now_ms(),
+                serde_json::to_string(&states).map_err(|_| bad_effect("fork states"))?
+            ));
+        }
+        "finish" => {
+            return Ok(Some(StepReport {
+                outcome: fx.outcome.clone().unwrap_or_default(),
+                run_finished: fx.run_finished.unwrap_or(true),
+                result: fx.result.clone(),
+                envelope: fx.envelope.clone(),
+                rendered: fx.rendered.clone(),
+                token: fx.token.clone(),
+            }));
+        }
+        other => return Err(bad_effect(other)),
+    }
+    Ok(None)
+}
+
+/// A branch's final state, its events and its report.
+type BranchEnd = (String, Vec<String>, StepReport);
+
+/// Drives every branch of a fork to its `finish`: on threads with a real
+/// clock; one after another with a virtual clock, each from the fork's
+/// time, the clock then set to the latest end (so simulations reproduce).
+fn run_branches<'a>(
+    ctx: Ctx<'_>,
+    forks: &[Fork<'_>],
+    branches: &mut [Step<'a>],
+) -> Result<Vec<BranchEnd>, RuntimeError> {
+    let clock = &*ctx.rt.clock;
+    if clock.is_virtual() {
+        let t0 = clock.now_ms();
+        let mut end = t0;
+        let mut out = Vec::with_capacity(forks.len());
+        for (fork, step) in forks.iter().zip(branches.iter_mut()) {
+            clock.set_ms(t0);
+            out.push(branch(ctx, fork, step)?);
+            end = end.max(clock.now_ms());
+        }
+        clock.set_ms(end);
+        return Ok(out);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = forks
+            .iter()
+            .zip(branches.iter_mut())
+            .map(|(fork, step)| scope.spawn(move || branch(ctx, fork, step)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+fn branch<'a>(
+    ctx: Ctx<'_>,
+    fork: &Fork<'_>,
+    step: &mut Step<'a>,
+) -> Result<BranchEnd, RuntimeError> {
+    let mut state = fork.state.clone();
+    let mut events = Vec::new();
+    let input = format!(
+        r#"{{"input":"step","now_ms":{},"step":{}}}"#,
+        ctx.rt.clock.now_ms(),
+        fork.step.get()
+    );
+    let mut lane = Lane {
+        state: &mut state,
+        events: &mut events,
+        undo: None,
+    };
+    let report = drive(ctx, &mut lane, input, Work::Step(step))?;
+    Ok((state, events, report))
+}
+
+/// An observation that is not JSON text is reported as an exception rather
+/// than breaking the run.
+fn as_json(text: &str) -> String {
+    if serde_json::from_str::<&RawValue>(text).is_ok() {
+        text.to_owned()
+    } else {
+        format!(
+            r#"{{"source":"exception","type":"agent_recovery.InvalidObservation","message":{}}}"#,
+            json_str(&format!(
+                "the operation returned an observation that is not JSON: {}",
+                text.chars().take(200).collect::<String>()
+            ))
+        )
+    }
+}
+
+/// Last-writer-wins put on top of compare-and-set.
+fn put(
+    store: &dyn crate::store::Store,
+    key: &str,
+    value: &str,
+    ttl_ms: Option<u64>,
+    now: u64,
+) -> Result<(), StoreError> {
+    for _ in 0..16 {
+        let current = store.get(key, now)?.map(|v| v.version);
+        if let Cas::Written { .. } = store.compare_and_set(key, current, value, ttl_ms, now)? {
+            return Ok(());
+        }
+    }
+    Err(StoreError::new(
+        StoreErrorKind::Unavailable,
+        format!(
+            "could not write {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run"
+        ),
+    ))
+}
