@@ -75,6 +75,9 @@ def test_branches_run_concurrently_on_threads() -> None:
     report = run.fanout("all", 3, [dict(id=f"b{i}", tool="t", target=f"t{i}", operation=op) for i in range(3)])
     assert report.outcome == "ok" and report.result == ["b0", "b1", "b2"]
     assert len(set(threads)) == 3
+    # on_event saw them as they happened; run.events lists them branch by branch (as Rust does)
+    steps = [e["step"] for e in events_of(run) if e["step"] != "all"]
+    assert steps == sorted(steps) and len(steps) == 9
 
 
 def test_branches_run_concurrently_with_asyncio() -> None:

@@ -512,14 +512,16 @@ _MISSING_COMPENSATION = (
 
 
 class _Holder:
-    """The state text of a run or of a fan-out branch, and the Python value of
-    its last successful call (when JSON could not carry it)."""
+    """A lane: the state text of a run or of a fan-out branch, its events
+    (a branch's join the run's in branch order, as in Rust), and the Python
+    value of its last successful call (when JSON could not carry it)."""
 
-    __slots__ = ("state", "value")
+    __slots__ = ("state", "value", "events")
 
-    def __init__(self, state: str) -> None:
+    def __init__(self, state: str, events: Optional[List[str]] = None) -> None:
         self.state = state
         self.value: Any = _UNSET
+        self.events: List[str] = events if events is not None else []
 
 
 # -- the runtime -------------------------------------------------------------------
@@ -697,7 +699,7 @@ class Runtime:
 
 
 #: A need of the driver: ("sleep", ms, cancellable), ("restore", hook),
-#: ("call", Call, fn, holder), ("fork", fx, fanout).
+#: ("call", Call, fn, holder), ("fork", fx, fanout, lane).
 _Need = Tuple[Any, ...]
 
 
@@ -706,11 +708,10 @@ class Run:
 
     def __init__(self, rt: Runtime, state: str, signal: Optional[threading.Event]) -> None:
         self._rt = rt
-        self._holder = _Holder(state)
+        self._events: List[str] = []
+        self._holder = _Holder(state, self._events)
         self._undo: Dict[str, Operation] = {}
         self._ids: Set[str] = set()
-        self._events: List[str] = []
-        self._events_lock = threading.Lock()
         #: Set to cancel the run: no new attempts, compensations still run,
         #: the outcome is `cancelled`.
         self.cancelled = signal if signal is not None else threading.Event()
@@ -859,8 +860,7 @@ class Run:
                     text = raw.get("event")
                     if text is None:
                         raise _malformed("emit without event")
-                    with self._events_lock:
-                        self._events.append(text)
+                    holder.events.append(text)
                     if rt._on_event is not None:
                         if rt._event_text:
                             rt._on_event(fx["event"], text)
@@ -937,7 +937,7 @@ class Run:
                 elif kind == "fork":
                     if not isinstance(step, _Fanout):
                         raise _malformed("fork outside a fan-out")
-                    nxt = yield ("fork", fx, step)
+                    nxt = yield ("fork", fx, step, holder)
                 elif kind == "finish":
                     value = fx.get("result")
                     if fx.get("outcome") == "ok" and holder.value is not _UNSET:
@@ -971,6 +971,12 @@ class Run:
         if report.outcome == "ok" and isinstance(step, Step) and step.compensate is not None:
             self._undo[step.id] = step.compensate
         return report
+
+    def _joined(self, lane: _Holder, now: int, branches: List[_Holder]) -> str:
+        """The `joined` input; the branches' events join the lane's, in branch order."""
+        for b in branches:
+            lane.events.extend(b.events)
+        return _joined_input(now, [b.state for b in branches])
 
     def _branch_done(self, branch: Step, report: StepReport) -> None:
         if report.outcome == "ok" and branch.compensate is not None:
@@ -1043,22 +1049,22 @@ class Run:
                 result = _timeout_result(took)
             return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
         if what == "fork":
-            _, fx, fanout = need
-            return self._fork_sync(fx, fanout)
+            _, fx, fanout, lane = need
+            return self._fork_sync(fx, fanout, lane)
         raise _malformed(str(what))
 
-    def _fork_sync(self, fx: Dict[str, Any], fanout: _Fanout) -> str:
+    def _fork_sync(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
         clock = self._rt._clock
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
 
-        def one(item: Tuple[str, Dict[str, Any], Step]) -> str:
+        def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = self._exec_sync(self._drive(holder, input, branch))
             self._branch_done(branch, report)
-            return holder.state
+            return holder
 
         if isinstance(clock, VirtualClock):
             states, latest = [], start
@@ -1072,7 +1078,7 @@ class Run:
         else:
             with ThreadPoolExecutor(max_workers=len(branches)) as pool:
                 states = list(pool.map(one, branches))
-        return _joined(clock.now_ms(), states)
+        return self._joined(lane, clock.now_ms(), states)
 
     # -- the asyncio executor -----------------------------------------------------
 
@@ -1191,22 +1197,22 @@ class Run:
                 result = _timeout_result(took)
             return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
         if what == "fork":
-            _, fx, fanout = need
-            return await self._fork_async(fx, fanout)
+            _, fx, fanout, lane = need
+            return await self._fork_async(fx, fanout, lane)
         raise _malformed(str(what))
 
-    async def _fork_async(self, fx: Dict[str, Any], fanout: _Fanout) -> str:
+    async def _fork_async(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
         clock = self._rt._clock
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
 
-        async def one(item: Tuple[str, Dict[str, Any], Step]) -> str:
+        async def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = await self._exec_async(self._drive(holder, input, branch))
             self._branch_done(branch, report)
-            return holder.state
+            return holder
 
         if isinstance(clock, VirtualClock):
             states, latest = [], start
@@ -1228,7 +1234,7 @@ class Run:
                 self.cancelled.set()
                 self._wake()
                 states = list(await asyncio.gather(*tasks))
-        return _joined(clock.now_ms(), states)
+        return self._joined(lane, clock.now_ms(), states)
 
 
 #: How often an async sleep on a real clock looks at a cancellation signal set
@@ -1267,7 +1273,7 @@ def _fork_branches(fx: Dict[str, Any], fanout: _Fanout) -> List[Tuple[str, Dict[
     return out
 
 
-def _joined(now: int, states: List[str]) -> str:
+def _joined_input(now: int, states: List[str]) -> str:
     return f'{{"input":"joined","now_ms":{now},"states":{json.dumps(states, ensure_ascii=False)}}}'
 
 
