@@ -8,7 +8,8 @@ are the real ones).
 
 The order agent reserves stock (a side effect with an undo), asks an LLM for
 the customer reply (OpenAI is out of quota, so the chain falls back to
-Anthropic), then charges the card on a payment API that keeps answering 503:
+Anthropic), asks three carriers for a shipping quote at once (a fan-out: two
+answers are enough, one carrier rejects the request), then charges the card on a payment API that keeps answering 503:
 the policy retries, the breaker opens after 3 consecutive failures and
 short-circuits the next call, the attempt budget runs out, the stock hold is
 released (the compensation) and the input is written to the dead-letter
@@ -64,6 +65,12 @@ def chat(call: Call) -> Any:
     return {"text": "Your order ships Monday."}
 
 
+def quote(call: Call) -> Any:
+    if call.target == "carrier-b":  # a 400: permanent, this branch fails at once
+        return Response({"source": "http", "status": 400, "body": {"error": "unknown postcode"}})
+    return {"carrier": call.target, "eur": 4.9 if call.target == "carrier-a" else 5.2}
+
+
 def charge(call: Call) -> Any:
     return Failed({"source": "http", "status": 503, "headers": {"server": "api.pay"}})
 
@@ -88,6 +95,13 @@ def main() -> int:
                       target="openai", fallbacks=["anthropic"])
     assert answer.outcome == "ok"
     print(f"  -> reply from the fallback: {answer.result['text']}")
+    quotes = run.fanout("quotes", 2, [
+        dict(id=f"quote-{c}", tool="shipping.quote", call="tool", target=f"carrier-{c}", operation=quote)
+        for c in "abc"
+    ])
+    assert quotes.outcome == "ok"
+    cheapest = min((q for q in quotes.result if q is not None), key=lambda q: q["eur"])
+    print(f"  -> {sum(q is not None for q in quotes.result)} of 3 quotes, cheapest {cheapest['carrier']}")
     charged = run.step(id="charge", tool="payments.charge", operation=charge, call="tool",
                        target="api.pay", args={"amount": 1999})
     print(f"  -> charge: {charged.outcome} ({charged.envelope['code']}); hold released: {not holds}")
