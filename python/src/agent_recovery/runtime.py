@@ -91,6 +91,15 @@ class Clock:
         """Sleep `ms` milliseconds without blocking the event loop."""
         await asyncio.sleep(ms / 1000)
 
+    def is_virtual(self) -> bool:
+        """A virtual clock (tests, scenarios): the branches of a fan-out then run
+        one after another, each from the fork's time, so a run reproduces
+        exactly; a timeout is only measured, never waited for. Default: False."""
+        return False
+
+    def set_ms(self, now_ms: int) -> None:
+        """Set the time; called only when `is_virtual()`. Default: does nothing."""
+
 
 class SystemClock(Clock):
     """The system clock; real sleeps (`time.sleep`, `asyncio.sleep`)."""
@@ -127,10 +136,14 @@ class VirtualClock(Clock):
         with self._lock:
             self._now += _uint(ms, "advance ms")
 
-    def set(self, now_ms: int) -> None:
-        """Set the clock (the fan-out of a scenario runs each branch from the fork's time)."""
+    def set_ms(self, now_ms: int) -> None:
+        """Set the clock (a fan-out runs each branch from the fork's time)."""
         with self._lock:
             self._now = _uint(now_ms, "now_ms")
+
+    def is_virtual(self) -> bool:
+        """True."""
+        return True
 
     def sleep_ms(self, ms: int) -> None:
         """Advance by `ms`."""
@@ -1066,13 +1079,13 @@ class Run:
             self._branch_done(branch, report)
             return holder
 
-        if isinstance(clock, VirtualClock):
+        if _is_virtual(clock):
             states, latest = [], start
             for item in branches:
-                clock.set(start)
+                clock.set_ms(start)
                 states.append(one(item))
                 latest = max(latest, clock.now_ms())
-            clock.set(latest)
+            clock.set_ms(latest)
         elif len(branches) <= 1:
             states = [one(b) for b in branches]
         else:
@@ -1177,7 +1190,7 @@ class Run:
             try:
                 value = fn(call)
                 if inspect.isawaitable(value):
-                    if call.timeout_ms is not None and not isinstance(clock, VirtualClock):
+                    if call.timeout_ms is not None and not _is_virtual(clock):
                         try:
                             value = await asyncio.wait_for(_awaited(value), call.timeout_ms / 1000)
                         except asyncio.TimeoutError:
@@ -1214,13 +1227,13 @@ class Run:
             self._branch_done(branch, report)
             return holder
 
-        if isinstance(clock, VirtualClock):
+        if _is_virtual(clock):
             states, latest = [], start
             for item in branches:
-                clock.set(start)
+                clock.set_ms(start)
                 states.append(await one(item))
                 latest = max(latest, clock.now_ms())
-            clock.set(latest)
+            clock.set_ms(latest)
         else:
             tasks = [asyncio.ensure_future(one(b)) for b in branches]
             try:
@@ -1240,6 +1253,11 @@ class Run:
 #: How often an async sleep on a real clock looks at a cancellation signal set
 #: directly on the event (run.cancel() wakes it at once).
 _SIGNAL_POLL_S = 0.05
+
+
+def _is_virtual(clock: Any) -> bool:
+    is_virtual = getattr(clock, "is_virtual", None)
+    return bool(is_virtual()) if callable(is_virtual) else False
 
 
 async def _awaited(value: Any) -> Any:
