@@ -122,17 +122,36 @@ def test_output_is_the_components_bytes_in_rusts_layout() -> None:
             {"id": "f", "tool": "t"}]}}]}, 'step id "f" is used twice'),
     ],
 )
-def test_invalid_scenarios_are_typed_errors(scenario: Any, needle: str) -> None:
+def test_invalid_scenarios_are_typed_errors(scenario: Any, needle: str, tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as info:
         run_scenario(scenario)
     assert info.value.kind == "invalid" and needle in info.value.message, info.value.message
+    # The Rust runner says the same: exit status 2 is a bad scenario (README, simulate).
+    assert rust_simulate(scenario, tmp_path).returncode == 2
 
 
-def test_a_bad_run_configuration_is_a_runtime_error() -> None:
+def test_a_bad_run_configuration_is_a_runtime_error(tmp_path: Path) -> None:
+    scenario = {"run_id": "r", "now_ms": 0, "config": {"attempt_budget": "x"},
+                "steps": [{"id": "a", "tool": "t", "outcomes": ["ok"]}]}
     with pytest.raises(ScenarioError) as info:
-        run_scenario({"run_id": "r", "now_ms": 0, "config": {"attempt_budget": "x"},
-                      "steps": [{"id": "a", "tool": "t", "outcomes": ["ok"]}]})
+        run_scenario(scenario)
     assert info.value.kind == "runtime"
+    proc = rust_simulate(scenario, tmp_path)  # Rust: ScenarioError::Runtime, the loop refused it
+    assert proc.returncode != 0 and "the recovery loop refused an input" in proc.stderr
+
+
+def rust_simulate(scenario: Any, tmp_path: Path, *extra: str) -> Any:
+    """`agent-recovery simulate FILE --json` (the Rust runtime, a second implementation)."""
+    import os
+    import subprocess
+
+    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
+    exe = target / "release" / "agent-recovery"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    path = tmp_path / f"scenario-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(scenario if isinstance(scenario, str) else json.dumps(scenario), encoding="utf-8")
+    return subprocess.run([str(exe), "simulate", str(path), "--json", *extra],
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_batch_driver_runs_a_line_on_one_store(tmp_path: Path) -> None:
@@ -155,18 +174,9 @@ def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
     """A second implementation: `agent-recovery simulate --json` (the Rust
     runtime) prints the same text for every run of every vector (runs of a
     vector share one store: the CLI's `--store` file, Python's `MemoryStore`)."""
-    import os
-    import subprocess
-
-    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
-    exe = target / "release" / "agent-recovery"
-    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
     for name, vector in VECTORS:
         db = tmp_path / f"{name}.db"
         for i, (r, ours) in enumerate(zip(vector["runs"], run_all(vector))):
-            scenario = tmp_path / f"{name}-{i}.json"
-            scenario.write_text(json.dumps(r["scenario"]), encoding="utf-8")
-            proc = subprocess.run([str(exe), "simulate", str(scenario), "--json", "--store", str(db)],
-                                  capture_output=True, text=True, timeout=120)
+            proc = rust_simulate(r["scenario"], tmp_path, "--store", str(db))
             assert proc.returncode == 0, proc.stderr
             assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"
