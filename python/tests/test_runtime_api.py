@@ -373,3 +373,16 @@ def test_an_async_operation_in_the_blocking_step_is_a_typed_error() -> None:
     with pytest.raises(PolicyError) as info:
         run.step(id="s", tool="t", operation=op)
     assert "step_async" in info.value.message
+
+
+def test_a_trap_in_the_loop_is_a_typed_error_not_a_crash() -> None:
+    from agent_recovery import Limits, PolicyRuntimeError
+
+    starved = Limits(fuel_base=10_000, fuel_per_byte=0)
+    for _ in range(2):  # the trapped instance is dropped; the next call gets a fresh one
+        with pytest.raises(PolicyRuntimeError) as info:
+            Runtime(clock=VirtualClock(T0), limits=starved).run("r-fuel").step(
+                id="s", tool="t", operation=lambda c: 1)
+        assert info.value.kind == "out_of_fuel" and "raise fuel_base" in info.value.message
+    ok = Runtime(clock=VirtualClock(T0)).run("r-fuel")
+    assert ok.step(id="s", tool="t", operation=lambda c: 1).outcome == "ok"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from wasmtime import Store, WasiConfig, WasmtimeError
 
@@ -26,6 +26,9 @@ from ._sandbox import runtime_error
 from .errors import PolicyError, PolicyRuntimeError
 from .limits import Limits
 from .policy import read_source
+
+#: Idle instances kept for reuse.
+_POOL = 4
 
 #: The runtime interface and its version.
 RUNTIME_INTERFACE = f"{PACKAGE}/runtime@0.2.0"
@@ -84,7 +87,7 @@ class _Instance:
 
 
 class LoopComponent:
-    """The compiled loop and one instance, serialized by a lock."""
+    """The compiled loop and a small pool of instances (thread-safe)."""
 
     def __init__(self, source: Any = None, limits: Optional[Limits] = None) -> None:
         wasm = read_source(source)
@@ -105,7 +108,10 @@ class LoopComponent:
             indices[name] = index
         self._indices = indices
         self._lock = threading.Lock()
-        self._instance: Optional[_Instance] = _Instance(self._compiled, indices, self._limits)
+        # Idle instances (a small pool, as in the Rust host): concurrent callers
+        # (fan-out branches on threads) each take one; ctypes releases the GIL
+        # during the call, so they really run side by side.
+        self._idle: List[_Instance] = [_Instance(self._compiled, indices, self._limits)]
 
     @property
     def sha256(self) -> str:
@@ -122,25 +128,26 @@ class LoopComponent:
                 code="input-too-large",
             )
         with self._lock:
-            inst = self._instance
-            if inst is None:
-                inst = self._instance = _Instance(self._compiled, self._indices, self._limits)
-            try:
-                _abi.set_fuel(inst.ctx, self._limits.fuel_for(size))
-                ok, value, message = _abi.call_with(
-                    inst.refs[name], inst.ctx, [(_abi.KIND_STRING, a) for a in args], read
-                )
-            except _abi.Trapped as e:
-                self._instance = None
-                err = runtime_error(str(e))
-                raise PolicyRuntimeError(
-                    err.kind, f"the recovery loop failed in `{name}`: {err.message}"
-                ) from None
-            except _abi.BadOutput as e:
-                self._instance = None
-                raise PolicyRuntimeError(
-                    "invalid_output", f"`{name}` of the recovery loop returned an unusable value ({e})"
-                ) from None
+            inst = self._idle.pop() if self._idle else None
+        if inst is None:
+            inst = _Instance(self._compiled, self._indices, self._limits)
+        try:
+            _abi.set_fuel(inst.ctx, self._limits.fuel_for(size))
+            ok, value, message = _abi.call_with(
+                inst.refs[name], inst.ctx, [(_abi.KIND_STRING, a) for a in args], read
+            )
+        except _abi.Trapped as e:  # the instance is dropped: the next call gets a fresh one
+            err = runtime_error(str(e))
+            raise PolicyRuntimeError(
+                err.kind, f"the recovery loop failed in `{name}`: {err.message}"
+            ) from None
+        except _abi.BadOutput as e:
+            raise PolicyRuntimeError(
+                "invalid_output", f"`{name}` of the recovery loop returned an unusable value ({e})"
+            ) from None
+        with self._lock:
+            if len(self._idle) < _POOL:
+                self._idle.append(inst)
         if ok:
             return value
         raise PolicyError(value, f"the recovery loop refused an input: {message}")
