@@ -162,12 +162,14 @@ def test_batch_driver_runs_a_line_on_one_store(tmp_path: Path) -> None:
     line = json.dumps([r["scenario"] for r in vector["runs"]])
     bad = json.dumps([{"run_id": "", "now_ms": 0, "steps": [{"id": "a", "tool": "t"}]}])
     proc = subprocess.run(
-        [sys.executable, "-m", "agent_recovery.scenario"],
-        input=f"{line}\n{bad}\n", capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "agent_recovery.simulate"],
+        input=f"{line}\n{bad}\nnot json\n{line}\n", capture_output=True, text=True,
     )
     lines = proc.stdout.splitlines()
     assert lines[:-1] == run_all(vector), name
     assert lines[-1] == '{"error":"invalid"}'
+    # as Rust's simulate_batch: a line that is not a JSON array stops the driver
+    assert proc.returncode == 2 and "not a JSON array" in proc.stderr
 
 
 def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:

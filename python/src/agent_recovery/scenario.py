@@ -19,13 +19,15 @@ value null), or an observation passed as `Response` so the component judges it
 (a 304 succeeds, a 200 with a refusal fails). A call that finds no outcome left
 is a `ScenarioError` of kind `invalid`.
 
-Batch mode, for the cross-runtime conformance check:
+Batch mode, for the cross-runtime conformance check (the twin of Rust's
+`simulate_batch` example and Node's `scripts/scenarios.mjs`):
 
-    python -m agent_recovery.scenario < lines
+    python -m agent_recovery.simulate < lines
 
 reads one JSON array of scenarios per line, runs that line's scenarios in
 order against one fresh `MemoryStore`, and prints one line per scenario: the
-output (`to_json()`), or `{"error":"<kind>"}` (`invalid` or `runtime`).
+output (`to_json()`), or `{"error":"<kind>"}` (`invalid` or `runtime`). A line
+that is not a JSON array stops it with exit status 2.
 """
 
 from __future__ import annotations
@@ -339,18 +341,21 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """The batch driver: stdin lines of scenario arrays -> one output line per scenario."""
+    """The batch driver (`python -m agent_recovery.simulate`): stdin lines of
+    scenario arrays -> one output line per scenario. The twin of Rust's
+    `simulate_batch` example: a line that is not a JSON array stops the driver
+    (exit status 2, a message on stderr)."""
     out = sys.stdout
     for line in sys.stdin:
-        if not line.strip():
-            continue
+        text = line[:-1] if line.endswith("\n") else line
         try:
-            scenarios = json.loads(line)
-        except ValueError:
-            scenarios = None
+            scenarios = json.loads(text)
+        except ValueError as e:
+            scenarios = e
         if not isinstance(scenarios, list):
-            out.write('{"error":"invalid"}\n')
-            continue
+            out.flush()
+            print(f"simulate: a line is not a JSON array of scenarios: {scenarios}"[:300], file=sys.stderr)
+            return 2
         store = MemoryStore()
         for scenario in scenarios:
             try:
