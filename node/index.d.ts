@@ -407,10 +407,19 @@ export interface RetryOptions<T> {
    */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** DEPRECATED: use onEvent. Still called after each decision, with the same payload as before. */
   onDecision?: (event: DecisionEvent<T>) => void | Promise<void>;
+  /** Each runtime event (docs/runtime.md, "Events"), parsed, and its JSON text. */
+  onEvent?: (event: RuntimeEvent, text: string) => void;
+  /** Share breakers and the idempotency cache with other runs (default: a fresh MemoryStore per call). */
+  store?: Store;
+  /** The breaker key (default: the tool name, or 'operation'). */
+  target?: string;
+  /** The breaker (default: off, i.e. failureThreshold 2^32-1). */
+  breaker?: { failureThreshold?: number; openMs?: number };
   /** Injectable sleep (tests): resolves after `ms`, rejects if `signal` aborts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Whether a returned value is a failure: its observation, or undefined. */
+  /** Whether a returned value is a failure: its observation, or undefined. Default: none, the component judges the value (check-outcome). */
   failureOf?: (result: T, options: { call?: CallKind; provider?: string }) => Observation | undefined | Promise<Observation | undefined>;
   /** The clock sent as now_ms (default Date.now). */
   now?: () => number;
@@ -424,7 +433,7 @@ export interface ObserveOptions {
   provider?: string;
   requestId?: string;
 }
-export declare function fromResponse(res: Response, options?: ObserveOptions & { maxBodyChars?: number }): Promise<Observation>;
+export declare function fromResponse(res: globalThis.Response, options?: ObserveOptions & { maxBodyChars?: number }): Promise<Observation>;
 
 export interface FromErrorOptions extends ObserveOptions {
   /** The caller's deadline for the call, in ms: sent as `after_ms` of a timeout observation. */
@@ -557,3 +566,167 @@ export declare class SqliteStore implements Store {
   keys(prefix: string, nowMs: number): string[];
   purgeExpired(nowMs: number): number;
 }
+
+// ------------------------------------------------------------------ the recovery runtime (docs/runtime.md)
+
+/** Where the runtime reads the time and sleeps. */
+export interface Clock {
+  /** Now, Unix ms (an integer). */
+  nowMs(): number;
+  /** Sleep `ms`; may resolve early when `signal` aborts (the run was cancelled). */
+  sleepMs(ms: number, signal?: AbortSignal): Promise<void>;
+  /** True for a virtual clock: timeouts are measured instead of raced, fan-out branches run one after another. */
+  readonly virtual?: boolean;
+  /** Set the time (virtual clocks only). */
+  set?(nowMs: number): void;
+}
+
+/** Date.now and real, cancellable timers (the default). */
+export declare class SystemClock implements Clock {
+  nowMs(): number;
+  sleepMs(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Sleeping advances it at once; nothing waits. For tests and scenarios. */
+export declare class VirtualClock implements Clock {
+  constructor(nowMs?: number);
+  readonly virtual: true;
+  nowMs(): number;
+  advance(ms: number): void;
+  set(nowMs: number): void;
+  sleepMs(ms: number): Promise<void>;
+}
+
+/** An explicit failure: answered `{"failed": observation}`. */
+export declare class Failed {
+  constructor(observation: Observation | string);
+  observation: Observation | string;
+}
+
+/** A raw outcome the component judges: answered `{"response": outcome}` (a 200 with a refusal fails, a 304 succeeds). */
+export declare class Response {
+  constructor(outcome: Observation | string);
+  outcome: Observation | string;
+}
+
+/** One call the runtime makes. */
+export interface Call {
+  kind: 'operation' | 'fallback' | 'compensation';
+  step: string;
+  target: string;
+  /** The idempotency key: the same on every attempt of a step, on every target. */
+  key: string;
+  /** Call number of this key, from 1. */
+  attempt: number;
+  timeoutMs: number | null;
+  /** Aborted when the attempt times out (TimeoutError) or the run is cancelled (AbortError). */
+  signal: AbortSignal;
+}
+
+export interface StepOptions<T = unknown> {
+  id: string;
+  tool: string;
+  call?: CallKind;
+  args?: Json;
+  target?: string;
+  fallbacks?: string[];
+  sideEffect?: boolean;
+  idempotent?: boolean;
+  /** A plain value succeeds; a throw is observed with fromError; Failed / Response are explicit. */
+  operation: (call: Call) => T | Failed | Response | Promise<T | Failed | Response>;
+  compensate?: (call: Call) => unknown;
+  /** Restore the checkpoint; return false (or throw) when it could not. */
+  checkpoint?: () => boolean | void | Promise<boolean | void>;
+}
+
+export interface StepReport<T = unknown> {
+  outcome: 'ok' | 'failed' | 'escalated' | 'replan' | 'awaiting_input' | 'dead_lettered' | 'cancelled' | 'in_flight' | string;
+  runFinished: boolean;
+  result: Json;
+  envelope: Envelope | null;
+  rendered: Json;
+  token: string | null;
+  /** The operation's own value for an `ok` from a call (e.g. a fetch Response); undefined when cached. */
+  value: T | undefined;
+}
+
+export interface RuntimeEvent {
+  t_ms: number;
+  event: string;
+  step: string | null;
+  target: string | null;
+  attempt?: number;
+  call?: string;
+  key?: string;
+  action?: Action;
+  code?: string;
+  delay_ms?: number;
+  state?: string;
+}
+
+export interface RuntimeOptions {
+  /** Default: the reference policy. Any Policy (hot swap: policy.swap), an IsolatedPolicy, or {decideJson}. */
+  policy?: Policy | IsolatedPolicy | { decideJson(observation: string, context: string): string | Promise<string> };
+  store?: Store;
+  clock?: Clock;
+  seed?: bigint | string | number;
+  attemptBudget?: number;
+  breaker?: { failureThreshold?: number; openMs?: number };
+  idempotencyTtlMs?: number;
+  inFlightTtlMs?: number;
+  attemptTimeoutMs?: number | null;
+  deadlineMs?: number | null;
+  policyConfig?: PolicyConfig | null;
+  /** The raw run configuration (docs/runtime.md); replaces the typed options above. */
+  config?: Record<string, Json>;
+  onEvent?: (event: RuntimeEvent, text: string) => void;
+}
+
+export declare const RUNTIME_DEFAULTS: Readonly<{
+  attemptBudget: number;
+  breaker: Readonly<{ failureThreshold: number; openMs: number }>;
+  idempotencyTtlMs: number;
+  inFlightTtlMs: number;
+  attemptTimeoutMs: null;
+  deadlineMs: null;
+  policyConfig: null;
+}>;
+
+export declare class Runtime {
+  static create(options?: RuntimeOptions): Promise<Runtime>;
+  readonly store: Store;
+  readonly clock: Clock;
+  run(runId: string, options?: { signal?: AbortSignal; cancelAtMs?: number }): Run;
+  /** The failure's envelope, or undefined for a success. */
+  checkOutcome(outcome: Observation | string): Envelope | undefined;
+  checkOutcomeJson(text: string): string | undefined;
+}
+
+export declare class Run {
+  readonly runId: string;
+  /** Every event so far, the component's JSON text. */
+  readonly events: string[];
+  readonly state: string;
+  readonly finished: string | undefined;
+  step<T>(step: StepOptions<T>): Promise<StepReport<T>>;
+  fanout(id: string, minResults: number, steps: StepOptions[]): Promise<StepReport<unknown[]>>;
+  cancel(): Promise<StepReport>;
+  cancelAt(nowMs: number): void;
+}
+
+export type ScenarioErrorKind = 'invalid' | 'runtime';
+export declare const SCENARIO_ERROR_KINDS: readonly ScenarioErrorKind[];
+export declare const DEAD_LETTER_STREAM: string;
+export declare class ScenarioError extends Error {
+  kind: ScenarioErrorKind;
+}
+export interface ScenarioOutput {
+  outcome: string;
+  events: string[];
+  deadLetters: string[];
+  /** The exact text of Rust's ScenarioOutput::to_json. */
+  json: string;
+}
+export declare function runScenario(scenario: string | object, store?: Store, options?: { policy?: RuntimeOptions['policy'] }): Promise<ScenarioOutput>;
+export declare function runBatch(lines: AsyncIterable<string> | Iterable<string>, options?: { policy?: RuntimeOptions['policy'] }): AsyncGenerator<string>;
+export declare function outputJson(output: { outcome: string; events: string[]; deadLetters: string[] }): string;

@@ -22,7 +22,7 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance --example store_worker
+cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker
 # The fixtures the Node and Python tests load (target/wasm-policies/artifacts.json);
 # already built as a dev-dependency of the host, named here so the order is explicit.
 cargo build --release --quiet -p agent-recovery -p agent-recovery-test-artifacts
@@ -68,6 +68,7 @@ fi
 
 step "examples"
 node examples/node/agent-loop.mjs >/dev/null
+node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null
 .venv/bin/python examples/python/runtime_agent.py >/dev/null
 echo "examples ran"

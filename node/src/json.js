@@ -10,21 +10,27 @@ import { PolicyError } from './errors.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 
-/** JSON.stringify, but a BigInt becomes a bare integer literal. */
+/** JSON.stringify, but a BigInt becomes a bare integer literal and a RawJson its text, unchanged. */
 export function stringify(value) {
   let found = false;
+  const raws = [];
   const mark = `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
   const text = JSON.stringify(value, (_key, v) => {
     if (typeof v === 'bigint') {
       found = true;
       return mark + v.toString();
     }
+    if (v instanceof RawJson) {
+      found = true;
+      raws.push(v.text);
+      return `${mark}r${raws.length - 1}`;
+    }
     return v;
   });
-  if (!found) return text;
+  if (!found || text === undefined) return text;
   // JSON.stringify escapes U+0000 as the six characters \u0000.
   const escaped = JSON.stringify(mark).slice(1, -1);
-  return text.replace(new RegExp(`"${escapeRegExp(escaped)}(-?\\d+)"`, 'g'), '$1');
+  return text.replace(new RegExp(`"${escapeRegExp(escaped)}(-?\\d+|r\\d+)"`, 'g'), (_m, g) => (g[0] === 'r' ? raws[Number(g.slice(1))] : g));
 }
 
 function escapeRegExp(s) {
@@ -155,3 +161,98 @@ export function parseLossless(text) {
   if (i !== text.length) fail('unexpected trailing text');
   return v;
 }
+
+// ------------------------------------------------------------------ raw JSON text
+
+/** JSON text to be passed on unchanged (e.g. a scenario's args, so 10.0 stays 10.0). */
+export class RawJson {
+  constructor(text) {
+    this.text = text;
+  }
+}
+
+/** The index after the JSON value that starts at `i` (the text is valid JSON). */
+function skipValue(t, i) {
+  const c = t.charCodeAt(i);
+  if (c === 34) return skipString(t, i);
+  if (c === 123 || c === 91) {
+    let depth = 0;
+    const re = /["{}[\]]/g;
+    re.lastIndex = i;
+    for (;;) {
+      const m = re.exec(t);
+      if (m === null) throw new SyntaxError('unterminated container');
+      const d = t.charCodeAt(m.index);
+      if (d === 34) re.lastIndex = skipString(t, m.index);
+      else if (d === 123 || d === 91) depth++;
+      else if (--depth === 0) return m.index + 1;
+    }
+  }
+  while (i < t.length) {
+    const d = t.charCodeAt(i);
+    if (d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) break;
+    i++;
+  }
+  return i;
+}
+
+/** The index after the string that starts at `i`. */
+function skipString(t, i) {
+  for (;;) {
+    const j = t.indexOf('"', i + 1);
+    if (j < 0) throw new SyntaxError('unterminated string');
+    let k = j - 1;
+    while (t.charCodeAt(k) === 92) k--;
+    if ((j - 1 - k) % 2 === 0) return j + 1;
+    i = j;
+  }
+}
+
+function skipWs(t, i) {
+  while (i < t.length) {
+    const d = t.charCodeAt(i);
+    if (d !== 32 && d !== 10 && d !== 13 && d !== 9) break;
+    i++;
+  }
+  return i;
+}
+
+/** [start, end] of each element of a JSON array text. */
+export function elementSpans(t) {
+  const out = [];
+  let i = skipWs(t, 0);
+  if (t[i] !== '[') throw new SyntaxError('not an array');
+  i = skipWs(t, i + 1);
+  if (t[i] === ']') return out;
+  for (;;) {
+    i = skipWs(t, i);
+    const end = skipValue(t, i);
+    out.push([i, end]);
+    i = skipWs(t, end);
+    if (t[i] === ',') i++;
+    else if (t[i] === ']') return out;
+    else throw new SyntaxError('expected , or ]');
+  }
+}
+
+/** The raw text of each member of a JSON object text, by name. */
+export function rawMembers(t) {
+  const out = {};
+  let i = skipWs(t, 0);
+  if (t[i] !== '{') return out;
+  i = skipWs(t, i + 1);
+  if (t[i] === '}') return out;
+  for (;;) {
+    i = skipWs(t, i);
+    const keyEnd = skipValue(t, i);
+    const key = JSON.parse(t.slice(i, keyEnd));
+    i = skipWs(t, keyEnd);
+    i = skipWs(t, i + 1); // the colon
+    const end = skipValue(t, i);
+    out[key] = t.slice(i, end);
+    i = skipWs(t, end);
+    if (t[i] === ',') i++;
+    else return out;
+  }
+}
+

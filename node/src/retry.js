@@ -1,12 +1,19 @@
-// retry(): run an operation, and on each failure ask the policy what to do.
+// retry(): one step under the recovery Runtime.
 //
-// The host does what a policy must not: it runs the operation, reads the clock,
-// sleeps and counts. Every choice (retry or not, how long to wait, when the
-// attempts or the budget are spent) is the policy's decision.
+// Kept for its callers, and now a thin wrapper over the Runtime (issue 8: the
+// loop is written once, in the component, so the helpers cannot drift): one
+// run of one step, the attempt budget left to the policy's own max_attempts,
+// no breaker unless asked, the caller's elapsed retry time carried into every
+// decision, failures judged by the component. The host still only runs the
+// operation, reads the clock and sleeps.
 
+import { randomUUID } from 'node:crypto';
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
-import { failureOf as defaultFailureOf, fromError } from './observe.js';
+import { fromError } from './observe.js';
 import { Policy } from './policy.js';
+import { parseLossless, stringify } from './json.js';
+import { Failed, Runtime } from './runtime.js';
+import { MemoryStore } from './store.js';
 
 /** Sleep `ms` milliseconds; rejects with the signal's reason if it aborts. */
 export function sleep(ms, signal) {
@@ -23,6 +30,8 @@ export function sleep(ms, signal) {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+const U32_MAX = 2 ** 32 - 1;
 
 /**
  * Run `operation({attempt, idempotencyKey, signal})` until it succeeds or the
@@ -43,12 +52,16 @@ export async function retry(operation, options = {}) {
     seed,
     maxElapsedMs,
     onDecision,
+    onEvent,
     sleep: sleepFor = sleep,
     signal,
     timeoutMs,
     context = {},
-    failureOf = defaultFailureOf,
+    failureOf,
     now = Date.now,
+    store,
+    target,
+    breaker,
   } = options;
   if (!(policy instanceof Policy)) {
     throw new TypeError('retry() needs `policy`: the Policy from `await Policy.load()`');
@@ -60,61 +73,130 @@ export async function retry(operation, options = {}) {
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new PolicyError('invalid_argument', `timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
   }
+  const callerElapsed = context.elapsed_ms ?? 0;
+  if (!(Number.isSafeInteger(callerElapsed) && callerElapsed >= 0)) {
+    throw new PolicyError('invalid_context', `context.elapsed_ms must be a non-negative integer of milliseconds, got ${callerElapsed}`);
+  }
 
   // One key for every attempt: the same logical action, repeated safely.
-  let idempotencyKey = options.idempotencyKey;
-  if (idempotencyKey === undefined && runId !== undefined && stepId !== undefined && tool !== undefined) {
-    idempotencyKey = policy.key({ runId, stepId, tool, args });
-  }
+  const ids = runId !== undefined && stepId !== undefined && tool !== undefined;
+  const explicitKey = options.idempotencyKey;
   // Without a key a repeat may duplicate a side effect: say so, unless the caller knows better.
-  const idempotent = options.idempotent ?? context.idempotent ?? (idempotencyKey === undefined ? false : undefined);
+  const idempotent = options.idempotent ?? context.idempotent ?? (explicitKey === undefined && !ids ? false : undefined);
 
-  // Retry delay spent so far in the run: this step's sleeps, on top of what the
-  // caller says earlier steps spent (context.elapsed_ms), so one budget can span a run.
-  let elapsedMs = context.elapsed_ms ?? 0;
-  if (!(Number.isSafeInteger(elapsedMs) && elapsedMs >= 0)) {
-    throw new PolicyError('invalid_context', `context.elapsed_ms must be a non-negative integer of milliseconds, got ${elapsedMs}`);
+  // What the decisions get on top of the loop's context: the caller's extra
+  // fields, and its elapsed retry time (earlier steps of its own run).
+  const extra = { ...context };
+  for (const k of ['elapsed_ms', 'attempt', 'now_ms', 'seed', 'call', 'idempotent', 'config']) delete extra[k];
+  const config = maxElapsedMs === undefined ? context.config : { ...context.config, retry_budget_ms: maxElapsedMs };
+
+  let last; // the last decision, with what it was about
+  let attemptError;
+  let attemptResult;
+  let loopKey;
+  const stamp = () => {
+    const d = policy.describe();
+    return { name: d.name, version: d.version, sha256: d.sha256 };
+  };
+  const decider = {
+    async decideJson(observation, ctxText) {
+      // Lossless: a u64 seed keeps its digits.
+      const ctx = { ...parseLossless(ctxText), ...extra };
+      ctx.elapsed_ms = (ctx.elapsed_ms ?? 0) + callerElapsed;
+      const text = policy.decideJson(observation, stringify(ctx));
+      const decision = JSON.parse(text);
+      decision.policy = stamp();
+      last = { decision, observation: JSON.parse(observation), attempt: ctx.attempt, elapsedMs: ctx.elapsed_ms, error: attemptError, result: attemptResult };
+      if (onDecision) {
+        const key = explicitKey ?? (ids ? loopKey : undefined);
+        await onDecision({
+          attempt: ctx.attempt,
+          decision,
+          observation: last.observation,
+          idempotencyKey: key,
+          error: attemptError,
+          result: attemptResult,
+          elapsedMs: ctx.elapsed_ms,
+        });
+      }
+      return text;
+    },
+  };
+
+  const runtime = await Runtime.create({
+    policy: decider,
+    store: store ?? new MemoryStore(),
+    clock: {
+      nowMs: () => now(),
+      async sleepMs(ms, sig) {
+        try {
+          await sleepFor(ms, sig);
+        } catch {
+          // cancelled: the runtime sees the run's signal
+        }
+      },
+    },
+    seed,
+    // The policy's max_attempts decides when attempts run out.
+    attemptBudget: U32_MAX,
+    breaker: breaker ?? { failureThreshold: U32_MAX },
+    ...(config === undefined ? {} : { policyConfig: config }),
+    onEvent,
+  });
+  const run = runtime.run(runId ?? (explicitKey !== undefined ? `key:${explicitKey}` : `retry-${randomUUID()}`), { signal });
+  let result;
+  const report = await run.step({
+    id: stepId ?? 'retry',
+    tool: tool ?? 'operation',
+    args,
+    ...(call === undefined ? {} : { call }),
+    ...(target === undefined ? {} : { target }),
+    ...(idempotent === undefined ? {} : { idempotent }),
+    operation: async (c) => {
+      const idempotencyKey = explicitKey ?? (ids ? c.key : undefined);
+      loopKey = c.key;
+      attemptError = undefined;
+      attemptResult = undefined;
+      const deadline = attemptDeadline(c.signal, timeoutMs);
+      try {
+        const value = await operation({ attempt: c.attempt, idempotencyKey, signal: deadline.signal });
+        attemptResult = value;
+        if (failureOf !== undefined) {
+          const obs = await failureOf(value, { call, provider });
+          if (obs !== undefined && obs !== null) return new Failed(obs);
+        }
+        result = value;
+        return value;
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        // An inner retry() already decided, and a policy failure is not the
+        // operation's: neither is retried again (the Runtime passes them through).
+        if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw e;
+        attemptError = e;
+        // Our own deadline aborted the attempt: whatever abort error the
+        // operation (or the SDK it called) threw for it, that is a timeout.
+        return new Failed(fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() }));
+      } finally {
+        deadline.clear();
+      }
+    },
+  });
+  if (report.outcome === 'ok') return report.value !== undefined ? report.value : result !== undefined ? result : report.result;
+  if (report.outcome === 'cancelled' && signal?.aborted) throw signal.reason;
+  if (last?.decision === undefined) {
+    throw new PolicyRuntimeError(`retry() ended ${report.outcome} without a decision; report this with the options you passed`);
   }
-  for (let attempt = 1; ; attempt++) {
-    signal?.throwIfAborted();
-    const deadline = attemptDeadline(signal, timeoutMs);
-    let result;
-    let error;
-    let observation;
-    try {
-      result = await operation({ attempt, idempotencyKey, signal: deadline.signal });
-      observation = await failureOf(result, { call, provider });
-      if (observation === undefined || observation === null) return result;
-    } catch (e) {
-      if (signal?.aborted) throw e; // the caller cancelled: nothing to recover
-      // An inner retry() already decided, and a policy failure is not the
-      // operation's: neither is retried again.
-      if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw e;
-      error = e;
-      // Our own deadline aborted the attempt: whatever abort error the
-      // operation (or the SDK it called) threw for it, that is a timeout.
-      observation = fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() });
-    } finally {
-      deadline.clear();
-    }
-
-    const ctx = { ...context, attempt, elapsed_ms: elapsedMs, now_ms: now() };
-    if (call !== undefined) ctx.call = call;
-    if (seed !== undefined) ctx.seed = seed;
-    if (idempotent !== undefined) ctx.idempotent = idempotent;
-    if (maxElapsedMs !== undefined) ctx.config = { ...context.config, retry_budget_ms: maxElapsedMs };
-    const decision = policy.decide(observation, ctx);
-    if (onDecision) await onDecision({ attempt, decision, observation, idempotencyKey, error, result, elapsedMs });
-
-    if (decision.action !== 'retry') {
-      throw new RecoveryError({ decision, observation, attempts: attempt, cause: error, result, elapsedMs });
-    }
-    await sleepFor(decision.delay_ms, signal);
-    elapsedMs += decision.delay_ms;
-  }
+  throw new RecoveryError({
+    decision: last.decision,
+    observation: last.observation,
+    attempts: last.attempt,
+    cause: last.error,
+    result: last.result,
+    elapsedMs: last.elapsedMs,
+  });
 }
 
-/** The signal of one attempt: the caller's, plus `timeoutMs` when given. */
+/** The signal of one attempt: the run's, plus `timeoutMs` when given. */
 function attemptDeadline(signal, timeoutMs) {
   if (timeoutMs === undefined) return { signal, clear() {}, fired: () => false };
   const ctl = new AbortController();

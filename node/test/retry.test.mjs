@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { Policy, RecoveryError, failureOf, fromError, fromResponse, retry } from '../src/index.js';
-import { fakeSleep } from './helpers.mjs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO, fakeSleep } from './helpers.mjs';
 
 let policy;
 before(async () => {
@@ -331,4 +333,34 @@ test('failureOf: Response, MCP result, JSON-RPC error; success is undefined', as
   assert.equal((await failureOf(http(502))).status, 502);
   const rpc = { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad params' } };
   assert.deepEqual(await failureOf(rpc), { source: 'jsonrpc', message: rpc });
+});
+
+test('retry() runs on the Runtime: the component judges (a 304 succeeds, a 200 with a refusal fails) and events are reported', async () => {
+  const { sleep } = fakeSleep();
+  const events = [];
+  const notModified = await retry(async () => http(304), { policy, ...STEP, sleep, onEvent: (e) => events.push(e) });
+  assert.equal(notModified.status, 304, 'a 304 is the client business, not a failure');
+  assert.deepEqual(
+    events.map((e) => e.event),
+    ['attempt', 'ok', 'outcome'],
+  );
+  const refusal = JSON.stringify({ choices: [{ finish_reason: 'content_filter', message: { content: null } }] });
+  const err = await retry(async () => http(200, { 'content-type': 'application/json' }, refusal), {
+    policy,
+    call: 'llm',
+    ...STEP,
+    sleep,
+  }).catch((e) => e);
+  assert.ok(err instanceof RecoveryError, String(err));
+  assert.equal(err.observation.status, 200);
+  assert.equal(err.code, policy.classify(err.observation).code);
+});
+
+test('retry() keeps a u64 seed exact: the first delay is the one decide() draws', async () => {
+  const seed = 18446744073709551615n;
+  const { sleep, delays } = fakeSleep();
+  await retry(async ({ attempt }) => (attempt === 1 ? http(503) : 'ok'), { policy, call: 'tool', ...STEP, seed, sleep });
+  // The independent formula (tests/vectors/tools/jitter.py): tool calls, 250 ms base, 30 s cap.
+  const r = spawnSync('python3', [join(REPO, 'tests/vectors/tools/jitter.py'), seed.toString(), '1', '250', '30000'], { encoding: 'utf8' });
+  assert.deepEqual(delays, [Number(r.stdout.trim())]);
 });

@@ -10,8 +10,6 @@
 //! them. A branch is a full step: its own key, breaker target, fallbacks,
 //! attempt budget, decisions and dead-letter record.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use super::effect::{Branch, Effect};
@@ -35,32 +33,24 @@ impl Machine {
         let args = json!({"branches": ids, "min_results": spec.min_results});
         let key =
             crate::idempotency::key(&self.s.run_id, &spec.id, FANOUT_TOOL, &args.to_string())?;
-        self.s.step = Some(StepState {
-            spec: StepSpec {
-                id: spec.id.clone(),
-                tool: FANOUT_TOOL.to_owned(),
-                call: None,
-                args,
-                target: None,
-                fallbacks: Vec::new(),
-                side_effect: false,
-                compensation: false,
-                checkpoint: false,
-                idempotent: None,
-            },
+        let spec_of_fanout = StepSpec {
+            id: spec.id.clone(),
+            tool: FANOUT_TOOL.to_owned(),
+            call: None,
+            args,
+            target: None,
+            fallbacks: Vec::new(),
+            side_effect: false,
+            compensation: false,
+            checkpoint: false,
+            idempotent: None,
+        };
+        self.s.step = Some(StepState::new(
+            spec_of_fanout,
             key,
-            targets: Vec::new(),
-            index: 0,
-            attempts: 0,
-            calls: 0,
-            claimed: false,
-            started_ms: self.s.now_ms,
-            trail: Vec::new(),
-            breakers: BTreeMap::new(),
-            probe: false,
-            short_circuit: false,
-            calling: None,
-        });
+            Vec::new(),
+            self.s.now_ms,
+        ));
         if self.s.cancelled {
             return self.begin_comp("cancelled");
         }

@@ -240,21 +240,7 @@ impl Machine {
         }
         keys.push(format!("{ATTEMPTS_PREFIX}{key}"));
         keys.push(format!("{IDEM_PREFIX}{key}"));
-        self.s.step = Some(StepState {
-            spec,
-            key,
-            targets,
-            index: 0,
-            attempts: 0,
-            calls: 0,
-            claimed: false,
-            started_ms: self.s.now_ms,
-            trail: Vec::new(),
-            breakers: BTreeMap::new(),
-            probe: false,
-            short_circuit: false,
-            calling: None,
-        });
+        self.s.step = Some(StepState::new(spec, key, targets, self.s.now_ms));
         if self.s.cancelled {
             return self.begin_comp("cancelled");
         }

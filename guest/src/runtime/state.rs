@@ -132,6 +132,27 @@ pub struct StepState {
     pub calling: Option<String>,
 }
 
+impl StepState {
+    /// A step starting at `now_ms`, before its first read.
+    pub fn new(spec: StepSpec, key: String, targets: Vec<String>, now_ms: u64) -> Self {
+        StepState {
+            spec,
+            key,
+            targets,
+            index: 0,
+            attempts: 0,
+            calls: 0,
+            claimed: false,
+            started_ms: now_ms,
+            trail: Vec::new(),
+            breakers: BTreeMap::new(),
+            probe: false,
+            short_circuit: false,
+            calling: None,
+        }
+    }
+}
+
 /// Compensations after an exhausted or cancelled step.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CompState {

@@ -1,0 +1,103 @@
+// What an operation returns, as the `result` member of the loop's `attempt`
+// input (docs/runtime.md, "Inputs"): a plain value succeeds, Failed and
+// Response are explicit, raw SDK and fetch results are judged by the component.
+
+import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
+import { stringify } from './json.js';
+import { failureOf, fromResponse } from './observe.js';
+import { StoreError } from './store.js';
+
+/** An explicit failure: answered `{"failed": observation}` (an observation object or its JSON text). */
+export class Failed {
+  constructor(observation) {
+    this.observation = observation;
+  }
+}
+
+/**
+ * A raw outcome for the component to judge: answered `{"response": outcome}`
+ * (a 200 carrying a refusal fails, a 304 succeeds). An observation-shaped
+ * object or its JSON text. Import it under another name if it shadows fetch's
+ * `Response` in your module (`import { Response as Judged } from 'agent-recovery'`).
+ */
+export class Response {
+  constructor(outcome) {
+    this.outcome = outcome;
+  }
+}
+
+/** Errors that say the recovery machinery failed (not the operation): they pass through a step. */
+export function passesThrough(e) {
+  return e instanceof PolicyError || e instanceof PolicyRuntimeError || e instanceof StoreError || e instanceof RecoveryError;
+}
+
+/** The JSON text of an operation's value; a value with no JSON form is recorded as null. */
+function valueText(v) {
+  if (v === undefined) return 'null';
+  try {
+    return stringify(v) ?? 'null';
+  } catch {
+    return 'null';
+  }
+}
+
+function observationText(obs, what) {
+  if (typeof obs === 'string') {
+    try {
+      JSON.parse(obs);
+      return obs;
+    } catch {
+      // not JSON: reported as an exception below
+    }
+  } else if (obs !== null && typeof obs === 'object') {
+    try {
+      const t = stringify(obs);
+      if (t !== undefined) return t;
+    } catch {
+      // cyclic: reported as an exception below
+    }
+  }
+  return stringify({
+    source: 'exception',
+    type: 'agent_recovery.InvalidObservation',
+    message: `the operation returned ${what} that is not JSON: ${String(obs).slice(0, 200)}`,
+  });
+}
+
+/** True for a fetch Response (duck-typed, as failureOf does). */
+function isFetchResponse(v) {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    typeof v.status === 'number' &&
+    typeof v.ok === 'boolean' &&
+    typeof v.text === 'function' &&
+    typeof v.clone === 'function' &&
+    v.headers
+  );
+}
+
+/**
+ * What an operation returned, as the `result` member of the `attempt` input:
+ * a plain value is `{"ok": value}`; Failed / Response are explicit; a fetch
+ * Response, an MCP `isError` result, an A2A task or a JSON-RPC error are raw
+ * outcomes the component judges (`{"response": ..}`).
+ */
+export async function resultOf(value) {
+  if (value instanceof Failed) return `{"failed":${observationText(value.observation, 'a Failed observation')}}`;
+  if (value instanceof Response) return `{"response":${observationText(value.outcome, 'a Response outcome')}}`;
+  if (isFetchResponse(value)) {
+    // A non-2xx, or a JSON body (where a refusal would be), is read from a clone
+    // for the component to judge; the caller keeps the untouched Response.
+    const type = String(value.headers.get?.('content-type') ?? '');
+    const readBody = !value.ok || type.includes('json');
+    const obs = readBody ? await fromResponse(value.clone()) : { source: 'http', status: value.status };
+    return `{"response":${stringify(obs)}}`;
+  }
+  if (value !== null && typeof value === 'object') {
+    const obs = await failureOf(value);
+    if (obs !== undefined) return `{"response":${stringify(obs)}}`;
+  }
+  return `{"ok":${valueText(value)}}`;
+}
+

@@ -1,0 +1,480 @@
+// A run: drives the loop component's effects, nothing more (docs/runtime.md,
+// "The driver"). The twin of host/src/runtime/run.rs and driver.rs.
+
+import { PolicyRuntimeError } from './errors.js';
+import { elementSpans, parseLossless, rawMembers, stringify } from './json.js';
+import { passesThrough, resultOf } from './outcome.js';
+import { fromError } from './observe.js';
+import { describe } from './json.js';
+import { checkMs, invalidArg, prepareStep, specText } from './step.js';
+import { StoreError } from './store.js';
+
+function badEffect(what) {
+  return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
+    code: 'invalid-output',
+  });
+}
+
+const q = (s) => JSON.stringify(s);
+
+/** Only `startRun` (that is, `runtime.run`) makes a Run. */
+const token = Symbol('Runtime.run');
+
+/** A new run of `rt` (a Runtime): `runtime.run(runId, options)`. */
+export function startRun(rt, runId, options) {
+  return new Run(token, rt, runId, options);
+}
+
+const NO_REPORT = Object.freeze({});
+
+/** A run of steps under one run id (`runtime.run(runId)`). */
+export class Run {
+  #rt;
+  #holder = { state: '', events: [], branch: false };
+  #undo = new Map();
+  #cancel = new AbortController();
+  #cancelAtMs;
+  #finished;
+  #busy = null;
+  #ids = new Set();
+  /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
+  get events() {
+    return this.#holder.events;
+  }
+  /** The run id. */
+  runId;
+
+  constructor(key, rt, runId, { signal, cancelAtMs } = {}) {
+    if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
+    this.#rt = rt;
+    this.runId = runId;
+    if (cancelAtMs !== undefined && cancelAtMs !== null) {
+      checkMs('cancelAtMs', cancelAtMs);
+      this.#cancelAtMs = cancelAtMs;
+    }
+    if (signal !== undefined && signal !== null) {
+      if (typeof signal.aborted !== 'boolean') throw invalidArg(`signal must be an AbortSignal, got ${describe(signal)}`);
+      if (signal.aborted) this.#cancel.abort();
+      else signal.addEventListener('abort', () => this.#cancel.abort(), { once: true });
+    }
+    const input = `{"input":"run","now_ms":${rt.clock.nowMs()},"run_id":${q(runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}}`;
+    this.#holder.state = rt.loop.advance('', input).state;
+  }
+
+  /** The run's state as the loop returned it (JSON text; do not edit it). */
+  get state() {
+    return this.#holder.state;
+  }
+
+  /** The outcome that ended the run, or undefined while it goes on. */
+  get finished() {
+    return this.#finished;
+  }
+
+  /** Cancel when the clock reaches `nowMs` (Unix ms); a sleep crossing it is cut short there. */
+  cancelAt(nowMs) {
+    checkMs('cancelAt nowMs', nowMs);
+    this.#cancelAtMs = nowMs;
+  }
+
+  #cancelled() {
+    return this.#cancel.signal.aborted || (this.#cancelAtMs !== undefined && this.#rt.clock.nowMs() >= this.#cancelAtMs);
+  }
+
+  /**
+   * Run a step to its end and report how it ended:
+   * `{outcome, runFinished, result, envelope, rendered, token, value}`.
+   * Rejects only when the loop, the policy or the store failed, or the options are wrong.
+   */
+  step(step) {
+    const prepared = prepareStep(step);
+    return this.#exclusive(async () => {
+      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      this.#claimIds([step.id]);
+      const ctx = { step: prepared.step, last: undefined };
+      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${specText(prepared.spec)}}`;
+      const report = await this.#drive(this.#holder, input, ctx);
+      if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
+      return this.#end(report);
+    });
+  }
+
+  /**
+   * A fan-out: `steps` run concurrently (one after another on a VirtualClock,
+   * for determinism), each as its own little run with its own breaker target;
+   * it succeeds when at least `minResults` of them do. The report's `result`
+   * is an array with each branch's result (null where it did not end ok).
+   */
+  fanout(id, minResults, steps) {
+    if (typeof id !== 'string' || id === '') throw invalidArg(`fanout id must be a non-empty string, got ${describe(id)}`);
+    if (!Array.isArray(steps) || steps.length === 0) throw invalidArg('fanout needs a non-empty array of steps');
+    if (!Number.isSafeInteger(minResults) || minResults < 1) {
+      throw invalidArg(`fanout minResults must be a positive integer, got ${JSON.stringify(minResults) ?? describe(minResults)}`);
+    }
+    const prepared = steps.map((s, i) => prepareStep(s, `fanout branch ${i}`));
+    return this.#exclusive(async () => {
+      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      this.#claimIds([id, ...prepared.map((p) => p.spec.id)]);
+      const byId = new Map(prepared.map((p) => [p.spec.id, p.step]));
+      const ctx = { step: null, branches: byId, last: undefined };
+      const spec = { id, min_results: minResults, branches: prepared.map((p) => p.spec) };
+      const input = `{"input":"fanout","now_ms":${this.#rt.clock.nowMs()},"fanout":${specText(spec)}}`;
+      return this.#end(await this.#drive(this.#holder, input, ctx));
+    });
+  }
+
+  /**
+   * Cancel the run: no new attempts, the compensations of the completed steps
+   * run (in reverse order), the outcome is `cancelled`. During a step, the step
+   * in progress ends `cancelled` and its report is returned; between steps,
+   * the compensations run now.
+   */
+  async cancel() {
+    this.#cancel.abort();
+    if (this.#busy !== null) {
+      try {
+        return await this.#busy;
+      } catch {
+        // the step's own caller sees its error
+      }
+    }
+    return this.#exclusive(async () => {
+      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      const ctx = { step: null, last: undefined };
+      return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
+    });
+  }
+
+  /** Step ids are unique in a run (docs/runtime.md, "Inputs"). */
+  #claimIds(ids) {
+    const seen = new Set();
+    for (const id of ids) {
+      if (this.#ids.has(id) || seen.has(id)) {
+        throw invalidArg(
+          `step id ${JSON.stringify(id)} is used twice in run ${JSON.stringify(this.runId)}; step ids are unique in a run (to resume a step that ended awaiting_input, start a new run with the same run id)`,
+        );
+      }
+      seen.add(id);
+    }
+    for (const id of ids) this.#ids.add(id);
+  }
+
+  #end(report) {
+    if (report.runFinished) this.#finished = report.outcome;
+    return report;
+  }
+
+  async #exclusive(body) {
+    if (this.#busy !== null) {
+      throw invalidArg('a step of this run is still in progress; the steps of a run go one after another (await each step, or use fanout)');
+    }
+    const p = body();
+    this.#busy = p;
+    try {
+      return await p;
+    } finally {
+      this.#busy = null;
+    }
+  }
+
+  #cancelInput() {
+    return `{"input":"cancel","now_ms":${this.#rt.clock.nowMs()}}`;
+  }
+
+  /** Feed `input`, carry out the effects, answer the last one, until `finish`. */
+  async #drive(holder, input, ctx) {
+    for (;;) {
+      const adv = this.#rt.loop.advance(holder.state, input);
+      holder.state = adv.state;
+      const text = adv.effects;
+      let effects;
+      let spans;
+      try {
+        effects = JSON.parse(text);
+        spans = elementSpans(text);
+      } catch {
+        throw badEffect('not JSON');
+      }
+      if (!Array.isArray(effects) || spans.length !== effects.length) throw badEffect('not an array');
+      let next;
+      for (let i = 0; i < effects.length; i++) {
+        const fx = effects[i];
+        if (fx === null || typeof fx !== 'object') throw badEffect('not an object');
+        fx[RAW_TEXT] = text.slice(spans[i][0], spans[i][1]);
+        const answer = await this.#effect(fx, ctx, holder);
+        if (answer === NO_REPORT) continue;
+        if (typeof answer === 'string') next = answer;
+        else return answer;
+      }
+      if (next === undefined) throw badEffect('a batch without an effect to answer');
+      input = next;
+    }
+  }
+
+  /** Carry out one effect: NO_REPORT, the input that answers it, or the step's report. */
+  async #effect(fx, ctx, holder) {
+    const rt = this.#rt;
+    const raw = fx.effect === 'emit' ? emitted(fx[RAW_TEXT]) : RAW_EFFECTS.has(fx.effect) ? rawMembers(fx[RAW_TEXT]) : {};
+    switch (fx.effect) {
+      case 'emit': {
+        if (raw.event === undefined) throw badEffect('emit without event');
+        holder.events.push(raw.event);
+        if (rt.onEvent) rt.onEvent(fx.event, raw.event);
+        return NO_REPORT;
+      }
+      case 'read': {
+        if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
+        const now = rt.clock.nowMs();
+        const parts = fx.keys.map((k) => `${q(k)}:${rt.store.get(k, now)?.value ?? 'null'}`);
+        return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}}}`;
+      }
+      case 'write': {
+        if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
+        put(rt.store, fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs());
+        return NO_REPORT;
+      }
+      case 'claim': {
+        if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
+        const now = rt.clock.nowMs();
+        const cas = rt.store.compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
+        if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
+        return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
+      }
+      case 'delete': {
+        if (typeof fx.key !== 'string') throw badEffect('delete without key');
+        rt.store.delete(fx.key);
+        return NO_REPORT;
+      }
+      case 'append': {
+        if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
+        rt.store.append(fx.stream, raw.record, rt.clock.nowMs());
+        return NO_REPORT;
+      }
+      case 'decide': {
+        if (typeof fx.observation !== 'string' || typeof fx.context !== 'string') throw badEffect('decide without observation or context');
+        const decision = await rt.decider.decideJson(fx.observation, fx.context);
+        if (typeof decision !== 'string') throw badEffect('the policy returned a decision that is not JSON text');
+        return `{"input":"decision","now_ms":${rt.clock.nowMs()},"decision":${decision}}`;
+      }
+      case 'sleep': {
+        const ms = fx.ms ?? 0;
+        const cancellable = fx.cancellable ?? true;
+        if (cancellable && this.#cancelled()) return this.#cancelInput();
+        const at = this.#cancelAtMs;
+        if (cancellable && at !== undefined && rt.clock.nowMs() + ms > at) {
+          await rt.clock.sleepMs(Math.max(0, at - rt.clock.nowMs()), this.#cancel.signal);
+          return this.#cancelInput();
+        }
+        await rt.clock.sleepMs(ms, cancellable ? this.#cancel.signal : undefined);
+        if (cancellable && this.#cancel.signal.aborted) return this.#cancelInput();
+        return `{"input":"slept","now_ms":${rt.clock.nowMs()}}`;
+      }
+      case 'restore': {
+        const hook = this.#stepOf(ctx, fx.step)?.checkpoint;
+        let ok = false;
+        if (typeof hook === 'function') {
+          try {
+            ok = (await hook()) !== false;
+          } catch (e) {
+            if (passesThrough(e)) throw e;
+            ok = false;
+          }
+        }
+        return `{"input":"restored","now_ms":${rt.clock.nowMs()},"ok":${ok}}`;
+      }
+      case 'call':
+        return this.#callEffect(fx, ctx, holder);
+      case 'fork':
+        return this.#fork(fx, ctx, holder);
+      case 'finish': {
+        return {
+          outcome: String(fx.outcome ?? ''),
+          runFinished: fx.run_finished ?? true,
+          result: fx.result === undefined || fx.result === null ? null : resultValue(fx[RAW_TEXT], fx.result),
+          envelope: fx.envelope ?? null,
+          rendered: fx.rendered ?? null,
+          token: fx.token ?? null,
+          /** The operation's own JS value for an `ok` from a call in this run (e.g. a fetch Response); undefined when cached. */
+          value: fx.outcome === 'ok' ? ctx.last : undefined,
+        };
+      }
+      default:
+        throw badEffect(String(fx.effect));
+    }
+  }
+
+  /** The step (with its hooks) a call or restore is about. */
+  #stepOf(ctx, id) {
+    if (ctx.step && (id === undefined || ctx.step.id === id)) return ctx.step;
+    return ctx.branches?.get(id) ?? ctx.step;
+  }
+
+  async #callEffect(fx, ctx, holder) {
+    const rt = this.#rt;
+    const kind = String(fx.call ?? '');
+    const compensation = kind === 'compensation';
+    if (!compensation && this.#cancelled()) return this.#cancelInput();
+    const timeoutMs = fx.timeout_ms ?? null;
+    const attemptCtl = new AbortController();
+    const call = {
+      kind,
+      step: String(fx.step ?? ''),
+      target: String(fx.target ?? ''),
+      key: String(fx.key ?? ''),
+      attempt: fx.attempt ?? 1,
+      timeoutMs,
+      signal: attemptCtl.signal,
+    };
+    let fn;
+    if (compensation) {
+      fn = holder.branch ? undefined : this.#undo.get(call.step);
+      if (fn === undefined) {
+        return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${stringify({
+          source: 'exception',
+          type: 'agent_recovery.MissingCompensation',
+          message: `no compensation registered for step ${call.step}`,
+        })}}}`;
+      }
+    } else {
+      fn = this.#stepOf(ctx, call.step)?.operation;
+      if (typeof fn !== 'function') throw badEffect(`a call of step ${call.step}, which has no operation here`);
+    }
+    const started = rt.clock.nowMs();
+    const virtual = rt.clock.virtual === true;
+    // The operation, settled into {value} or {error}.
+    const settled = (async () => fn(call))().then(
+      (value) => ({ value }),
+      (error) => ({ error }),
+    );
+    const racers = [settled];
+    let timer;
+    let onCancel;
+    if (timeoutMs !== null && !virtual) {
+      racers.push(
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+        }),
+      );
+    }
+    if (!compensation) {
+      racers.push(
+        new Promise((resolve) => {
+          if (this.#cancel.signal.aborted) return resolve({ cancelled: true });
+          onCancel = () => resolve({ cancelled: true });
+          this.#cancel.signal.addEventListener('abort', onCancel, { once: true });
+        }),
+      );
+    }
+    const first = await Promise.race(racers);
+    clearTimeout(timer);
+    if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
+    if (first.cancelled) {
+      attemptCtl.abort(new DOMException('the run was cancelled', 'AbortError'));
+      return this.#cancelInput();
+    }
+    const took = Math.max(0, rt.clock.nowMs() - started);
+    if (first.timedOut || (timeoutMs !== null && took > timeoutMs)) {
+      if (first.timedOut) attemptCtl.abort(new DOMException(`the attempt timed out after ${timeoutMs} ms`, 'TimeoutError'));
+      return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":{"source":"timeout","phase":"total","after_ms":${took}}}}`;
+    }
+    let result;
+    if ('error' in first) {
+      if (passesThrough(first.error)) throw first.error;
+      const obs = fromError(first.error, { call: undefined, timeoutMs: timeoutMs ?? undefined });
+      result = `{"failed":${stringify(obs)}}`;
+    } else {
+      result = await resultOf(first.value);
+      if (!compensation) ctx.last = first.value;
+    }
+    return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":${result}}`;
+  }
+
+  /**
+   * The `fork` effect: drive every branch as its own little run (concurrently,
+   * or one after another from the fork's time on a VirtualClock), then answer
+   * `joined` with each branch's final state, in branch order.
+   */
+  async #fork(fx, ctx, holder) {
+    const rt = this.#rt;
+    if (!Array.isArray(fx.branches)) throw badEffect('fork without branches');
+    if (holder.branch || ctx.branches === undefined) throw badEffect('fork outside a fan-out');
+    if (fx.branches.length !== ctx.branches.size) throw badEffect('fork with a different number of branches');
+    const forkAt = rt.clock.nowMs();
+    const rawBranches = elementSpans(rawMembers(fx[RAW_TEXT]).branches ?? '[]');
+    const branchesText = rawMembers(fx[RAW_TEXT]).branches ?? '[]';
+    const branchRaw = fx.branches.map((b, i) => {
+      const span = rawBranches[i];
+      const r = span ? rawMembers(branchesText.slice(span[0], span[1])) : {};
+      if (typeof b?.state !== 'string' || r.step === undefined) throw badEffect('a fork branch without state or step');
+      return { state: b.state, stepText: r.step, id: b.step?.id };
+    });
+    // Each branch is a lane of its own: its state, its events (appended to the
+    // run's in branch order once all are done, as Rust does), no compensations
+    // of its own (the run compensates after the join).
+    const runBranch = async (b, now) => {
+      const lane = { state: b.state, events: [], branch: true };
+      const step = ctx.branches?.get(b.id);
+      const bctx = { step: step ?? null, branches: ctx.branches, last: undefined };
+      const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
+      return { lane, report, step };
+    };
+    let ends;
+    if (rt.clock.virtual === true && typeof rt.clock.set === 'function') {
+      ends = [];
+      let latest = forkAt;
+      for (const b of branchRaw) {
+        rt.clock.set(forkAt);
+        ends.push(await runBranch(b, forkAt));
+        latest = Math.max(latest, rt.clock.nowMs());
+      }
+      rt.clock.set(latest);
+    } else {
+      ends = await Promise.all(branchRaw.map((b) => runBranch(b, rt.clock.nowMs())));
+    }
+    const states = [];
+    for (const { lane, report, step } of ends) {
+      holder.events.push(...lane.events);
+      if (report.outcome === 'ok' && typeof step?.compensate === 'function') this.#undo.set(step.id, step.compensate);
+      states.push(lane.state);
+    }
+    return `{"input":"joined","now_ms":${rt.clock.nowMs()},"states":[${states.map(q).join(',')}]}`;
+  }
+}
+
+// ------------------------------------------------------------------ raw JSON text
+
+/** Where each effect's own text is kept (the component's bytes, passed on unchanged). */
+const RAW_TEXT = Symbol('raw effect text');
+/** Effects with a member whose bytes are passed on unchanged (event, value, record, branches). */
+const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'append', 'fork']);
+
+const EMIT_HEAD = '{"effect":"emit","event":';
+
+/** The members of an `emit` effect: its event's bytes (serde writes `effect` first, then `event`). */
+function emitted(t) {
+  if (t.startsWith(EMIT_HEAD) && t.endsWith('}')) return { event: t.slice(EMIT_HEAD.length, -1) };
+  return rawMembers(t);
+}
+
+/** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
+function resultValue(text, parsed) {
+  const raw = rawMembers(text).result;
+  return raw !== undefined && /\d{16}/.test(raw) ? parseLossless(raw) : parsed;
+}
+
+function afterTheEnd(outcome) {
+  return { outcome, runFinished: true, result: null, envelope: null, rendered: null, token: null, value: undefined };
+}
+
+/** Last-writer-wins put on top of compare-and-set. */
+function put(store, key, value, ttlMs, now) {
+  for (let i = 0; i < 16; i++) {
+    const current = store.get(key, now);
+    const cas = store.compareAndSet(key, current ? current.version : null, value, ttlMs, now);
+    if (cas.written) return;
+  }
+  throw new StoreError(
+    'unavailable',
+    `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+  );
+}

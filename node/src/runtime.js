@@ -1,0 +1,131 @@
+// The recovery runtime: carries out every decision, with the loop written once
+// in the component.
+//
+// The loop (retries, fallbacks past open breakers, restores, compensations,
+// dead letters, budgets, the idempotency cache, fan-out) is the reference
+// component's `agent:recovery/runtime@0.2.0` export, a sans-I/O state machine.
+// This module only does I/O: it calls your operation, sleeps on a clock, asks
+// the active policy to decide, reads and writes a store, and reports events.
+// It never reads the state, never counts, never judges whether an outcome
+// failed. The protocol is specified in docs/runtime.md; the Rust twin is
+// host/src/runtime/.
+//
+//   const runtime = await Runtime.create({ seed: 7 });
+//   const run = runtime.run('run-1');
+//   const report = await run.step({ id: 'charge', tool: 'payments.charge', operation: async (call) => ... });
+
+import { describe, seedText, stringify } from './json.js';
+import { LoopComponent } from './loop.js';
+import { Policy } from './policy.js';
+import { MemoryStore } from './store.js';
+import { SystemClock, VirtualClock, integerClock } from './clock.js';
+import { Run, startRun } from './run.js';
+import { configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+
+export { SystemClock, VirtualClock } from './clock.js';
+export { Failed, Response } from './outcome.js';
+export { RUNTIME_DEFAULTS } from './step.js';
+export { Run };
+
+// The reference policy (when no policy is given) and the loop are loaded once
+// per process and shared: both are stateless between calls.
+let referencePolicy;
+let loopComponent;
+
+function defaultPolicy() {
+  referencePolicy ??= Policy.load().catch((e) => {
+    referencePolicy = undefined;
+    throw e;
+  });
+  return referencePolicy;
+}
+
+function sharedLoop() {
+  loopComponent ??= LoopComponent.load().catch((e) => {
+    loopComponent = undefined;
+    throw e;
+  });
+  return loopComponent;
+}
+
+const token = Symbol('Runtime.create');
+
+/** Runs steps under the recovery loop. Create it once (`await Runtime.create(options)`), share it. */
+export class Runtime {
+  /** @internal */ loop;
+  /** @internal */ decider;
+  /** The store (breakers, attempt counts, the idempotency cache, dead letters). */
+  store;
+  /** The clock it reads and sleeps on. */
+  clock;
+  /** @internal */ seed;
+  /** @internal */ config;
+  /** @internal */ onEvent;
+
+  /** Use `await Runtime.create(options)`. */
+  constructor(key, fields) {
+    if (key !== token) throw new TypeError('use `await Runtime.create(options)` to create a Runtime');
+    Object.assign(this, fields);
+  }
+
+  /**
+   * Load the loop (and the reference policy when no `policy` is given) and
+   * check the options. Every option and its default: README, "Runtime".
+   */
+  static async create(options = {}) {
+    if (options === null || typeof options !== 'object') throw invalidConfig(`Runtime options must be an object, got ${describe(options)}`);
+    const bad = unknownKeys(options, RUNTIME_OPTIONS, 'Runtime.create()');
+    if (bad) throw invalidConfig(bad);
+    const config = configText(options);
+    const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
+    let clock = options.clock ?? new SystemClock();
+    if (typeof clock.nowMs !== 'function' || typeof clock.sleepMs !== 'function') {
+      throw invalidConfig('clock must have nowMs() and sleepMs(ms, signal): a SystemClock, a VirtualClock or your own');
+    }
+    if (!(clock instanceof SystemClock || clock instanceof VirtualClock)) clock = integerClock(clock);
+    const store = options.store ?? new MemoryStore();
+    for (const m of ['get', 'compareAndSet', 'append', 'read', 'delete']) {
+      if (typeof store[m] !== 'function') throw invalidConfig(`store has no ${m}(); pass a MemoryStore, a SqliteStore or a store with the same methods`);
+    }
+    if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+      throw invalidConfig(`onEvent must be a function (event, text) => void, got ${describe(options.onEvent)}`);
+    }
+    let decider = options.policy;
+    if (decider === undefined || decider === null) decider = await defaultPolicy();
+    else if (typeof decider.decideJson !== 'function') {
+      throw invalidConfig('policy must be a Policy (await Policy.load(...)), an IsolatedPolicy, or an object with decideJson(observation, context)');
+    }
+    const loop = await sharedLoop();
+    // The configuration is checked by the loop now, not at the first run.
+    loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);
+    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent });
+  }
+
+  /**
+   * Start a run. Its retry budget, compensations and cancellation span its
+   * steps; breakers, attempt counts and the idempotency cache live in the
+   * store and span runs. `signal` (an AbortSignal) cancels the run.
+   */
+  run(runId, { signal, cancelAtMs } = {}) {
+    if (typeof runId !== 'string' || runId === '') throw invalidArg(`runId must be a non-empty string, got ${describe(runId)}`);
+    return startRun(this, runId, { signal, cancelAtMs });
+  }
+
+  /**
+   * Was this outcome (an observation-shaped object, or its JSON text) a
+   * failure? The failure's envelope, or undefined for a success. The component
+   * decides: a 200 carrying a refusal is a failure, a 304 is not.
+   */
+  checkOutcome(outcome) {
+    const text = typeof outcome === 'string' ? outcome : stringify(outcome);
+    if (text === undefined) throw invalidArg(`outcome must be an object or JSON text, got ${describe(outcome)}`);
+    const env = this.loop.checkOutcome(text);
+    return env === undefined ? undefined : JSON.parse(env);
+  }
+
+  /** `checkOutcome` on JSON text: the envelope's JSON text as the component printed it, or undefined. */
+  checkOutcomeJson(text) {
+    if (typeof text !== 'string') throw invalidArg(`checkOutcomeJson takes JSON text, got ${describe(text)}`);
+    return this.loop.checkOutcome(text);
+  }
+}

@@ -1,0 +1,154 @@
+// The options of a Runtime (the run configuration) and of a step, checked
+// before the loop sees them; the twin of RuntimeBuilder (host/src/runtime/mod.rs)
+// and Step (host/src/runtime/step.rs), with the same names in camelCase.
+
+import { PolicyError } from './errors.js';
+import { describe, stringify } from './json.js';
+
+/** The defaults of the run configuration (docs/runtime.md); documented here for the README table. */
+export const RUNTIME_DEFAULTS = Object.freeze({
+  attemptBudget: 5,
+  breaker: Object.freeze({ failureThreshold: 3, openMs: 30_000 }),
+  idempotencyTtlMs: 86_400_000,
+  inFlightTtlMs: 300_000,
+  attemptTimeoutMs: null,
+  deadlineMs: null,
+  policyConfig: null,
+});
+
+export const RUNTIME_OPTIONS = [
+  'policy',
+  'store',
+  'clock',
+  'seed',
+  'attemptBudget',
+  'breaker',
+  'idempotencyTtlMs',
+  'inFlightTtlMs',
+  'attemptTimeoutMs',
+  'deadlineMs',
+  'policyConfig',
+  'config',
+  'onEvent',
+];
+
+const STEP_OPTIONS = [
+  'id',
+  'tool',
+  'call',
+  'args',
+  'target',
+  'fallbacks',
+  'sideEffect',
+  'idempotent',
+  'operation',
+  'compensate',
+  'checkpoint',
+];
+
+export const invalidConfig = (m) => new PolicyError('invalid_config', m);
+export const invalidArg = (m) => new PolicyError('invalid_argument', m);
+
+export function checkMs(what, v) {
+  if (!Number.isSafeInteger(v) || v < 0) {
+    throw invalidArg(`${what} must be a non-negative integer of milliseconds, got ${JSON.stringify(v) ?? describe(v)}`);
+  }
+}
+
+export function unknownKeys(obj, known, what) {
+  for (const k of Object.keys(obj)) {
+    if (!known.includes(k)) {
+      return `${what} has unknown option ${JSON.stringify(k)}; the options are ${known.join(', ')}`;
+    }
+  }
+  return undefined;
+}
+
+function uint(v, name, max = Number.MAX_SAFE_INTEGER) {
+  if (!Number.isSafeInteger(v) || v < 0 || v > max) {
+    throw invalidConfig(`${name} must be an integer from 0 to ${max}, got ${JSON.stringify(v) ?? describe(v)}`);
+  }
+  return v;
+}
+
+/** The run configuration JSON text from the typed options (or `config`, which replaces them). */
+export function configText(o) {
+  if (o.config !== undefined) {
+    if (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config)) {
+      throw invalidConfig(`config must be the run configuration object (docs/runtime.md), got ${describe(o.config)}`);
+    }
+    return stringify(o.config);
+  }
+  const c = {};
+  if (o.attemptBudget !== undefined) c.attempt_budget = uint(o.attemptBudget, 'attemptBudget', 2 ** 32 - 1);
+  if (o.breaker !== undefined) {
+    const b = o.breaker;
+    if (b === null || typeof b !== 'object') throw invalidConfig(`breaker must be {failureThreshold, openMs}, got ${describe(b)}`);
+    const bad = unknownKeys(b, ['failureThreshold', 'openMs'], 'breaker');
+    if (bad) throw invalidConfig(bad);
+    c.breaker = {
+      failure_threshold: uint(b.failureThreshold ?? RUNTIME_DEFAULTS.breaker.failureThreshold, 'breaker.failureThreshold', 2 ** 32 - 1),
+      open_ms: uint(b.openMs ?? RUNTIME_DEFAULTS.breaker.openMs, 'breaker.openMs'),
+    };
+  }
+  if (o.idempotencyTtlMs !== undefined) c.idempotency_ttl_ms = uint(o.idempotencyTtlMs, 'idempotencyTtlMs');
+  if (o.inFlightTtlMs !== undefined) c.in_flight_ttl_ms = uint(o.inFlightTtlMs, 'inFlightTtlMs');
+  if (o.attemptTimeoutMs !== undefined && o.attemptTimeoutMs !== null) c.attempt_timeout_ms = uint(o.attemptTimeoutMs, 'attemptTimeoutMs');
+  if (o.deadlineMs !== undefined && o.deadlineMs !== null) c.deadline_ms = uint(o.deadlineMs, 'deadlineMs');
+  if (o.policyConfig !== undefined && o.policyConfig !== null) {
+    if (typeof o.policyConfig !== 'object' || Array.isArray(o.policyConfig)) {
+      throw invalidConfig(`policyConfig must be an object ({tool, llm, agent, retry_budget_ms}), got ${describe(o.policyConfig)}`);
+    }
+    c.policy = o.policyConfig;
+  }
+  return stringify(c);
+}
+
+export function prepareStep(step, what = 'step') {
+  if (step === null || typeof step !== 'object') throw invalidArg(`${what} must be an object {id, tool, operation, ...}, got ${describe(step)}`);
+  const bad = unknownKeys(step, STEP_OPTIONS, what);
+  if (bad) throw invalidArg(bad);
+  for (const f of ['id', 'tool']) {
+    if (typeof step[f] !== 'string' || step[f] === '') throw invalidArg(`${what}.${f} must be a non-empty string, got ${describe(step[f])}`);
+  }
+  if (typeof step.operation !== 'function') throw invalidArg(`${what} ${JSON.stringify(step.id)} needs an operation: (call) => value | Promise`);
+  for (const f of ['compensate', 'checkpoint']) {
+    if (step[f] !== undefined && step[f] !== null && typeof step[f] !== 'function') {
+      throw invalidArg(`${what}.${f} must be a function, got ${describe(step[f])}`);
+    }
+  }
+  if (step.fallbacks !== undefined && !(Array.isArray(step.fallbacks) && step.fallbacks.every((t) => typeof t === 'string'))) {
+    throw invalidArg(`${what}.fallbacks must be an array of target names, got ${describe(step.fallbacks)}`);
+  }
+  if (step.args !== undefined) {
+    let text;
+    try {
+      text = stringify(step.args);
+    } catch (e) {
+      throw invalidArg(`${what}.args cannot be written as JSON (${e.message}); pass plain data`);
+    }
+    if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
+  }
+  const spec = {
+    id: step.id,
+    tool: step.tool,
+    call: step.call ?? null,
+    args: step.args === undefined ? null : step.args,
+    target: step.target ?? null,
+    fallbacks: step.fallbacks ?? [],
+    side_effect: step.sideEffect ?? false,
+    compensation: typeof step.compensate === 'function',
+    checkpoint: typeof step.checkpoint === 'function',
+    idempotent: step.idempotent ?? null,
+  };
+  return { step, spec };
+}
+
+export function specText(spec) {
+  try {
+    return stringify(spec);
+  } catch (e) {
+    throw invalidArg(`step ${JSON.stringify(spec.id)} cannot be written as JSON (${e.message}); pass plain data as args`);
+  }
+}
+

@@ -1,0 +1,141 @@
+// The loop vectors (tests/loops/*.json) through the real component and the
+// real Node Runtime, on a virtual clock: the rules of host/tests/loops.rs.
+// Each vector's runs share one fresh MemoryStore, in order; the expectation
+// is matched as a subset (objects member by member, arrays element by element
+// with the same length); every attempt of a step carries one key; running a
+// vector twice gives the same bytes.
+
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { MemoryStore, runScenario } from '../src/index.js';
+import { REPO } from './helpers.mjs';
+
+const DIR = join(REPO, 'tests', 'loops');
+const VECTORS = readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((file) => ({ file, v: JSON.parse(readFileSync(join(DIR, file), 'utf8')) }));
+
+/** Where `actual` does not contain `expected` (docs/runtime.md, "Loop vectors"). */
+function subset(expected, actual, path) {
+  if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return [`${path}: expected an object, got ${JSON.stringify(actual)}`];
+    return Object.keys(expected).flatMap((k) =>
+      Object.hasOwn(actual, k) ? subset(expected[k], actual[k], `${path}.${k}`) : [`${path}.${k}: missing in ${JSON.stringify(actual)}`],
+    );
+  }
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return [`${path}: expected an array, got ${JSON.stringify(actual)}`];
+    if (expected.length !== actual.length) return [`${path}: expected ${expected.length} items, got ${actual.length}: ${JSON.stringify(actual)}`];
+    return expected.flatMap((e, i) => subset(e, actual[i], `${path}[${i}]`));
+  }
+  return expected === actual ? [] : [`${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
+}
+
+async function runVector(v) {
+  const store = new MemoryStore();
+  const out = [];
+  for (const r of v.runs) out.push(await runScenario(JSON.stringify(r.scenario), store));
+  return out;
+}
+
+test('there are loop vectors', () => {
+  assert.ok(VECTORS.length >= 16, `expected the loop vectors in ${DIR}`);
+});
+
+for (const { file, v } of VECTORS) {
+  test(`loop vector ${file}`, async () => {
+    const outs = await runVector(v);
+    const failures = [];
+    v.runs.forEach((r, i) => {
+      const actual = JSON.parse(outs[i].json);
+      failures.push(...subset(r.expect, actual, `${file} run ${i}`));
+      // Every attempt of a step carries one key; a compensation its own.
+      const keys = new Map();
+      for (const e of actual.events) {
+        if (e.event !== 'attempt') continue;
+        assert.match(e.key, /^[0-9a-f]{64}$/, `${file}: key is a sha256`);
+        const comp = e.call === 'compensation';
+        const id = `${e.step}/${comp}`;
+        if (!keys.has(id)) keys.set(id, e.key);
+        assert.equal(keys.get(id), e.key, `${file}: step ${e.step} changed its key between attempts`);
+        if (comp) assert.notEqual(keys.get(`${e.step}/false`), e.key, `${file}: a compensation reuses its step's key`);
+      }
+    });
+    assert.deepEqual(failures, []);
+    // The same scenario gives the same bytes.
+    const again = await runVector(v);
+    assert.deepEqual(
+      again.map((o) => o.json),
+      outs.map((o) => o.json),
+    );
+  });
+}
+
+const OK_SCENARIO = { run_id: 'r', seed: 7, now_ms: 1_767_225_600_000, steps: [{ id: 'a', tool: 't', outcomes: ['ok'] }] };
+
+test('a bad scenario is a ScenarioError of kind invalid, as in Rust', async () => {
+  const { ScenarioError } = await import('../src/index.js');
+  const bad = [
+    'not json',
+    '[]',
+    { ...OK_SCENARIO, extra: 1 },
+    { ...OK_SCENARIO, run_id: '' },
+    { ...OK_SCENARIO, steps: [] },
+    { run_id: 'r', steps: [{ id: 'a', tool: 't' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't', outcomes: [3] }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't' }, { id: 'a', tool: 't' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a' }] },
+    { ...OK_SCENARIO, steps: [{ id: 'a', tool: 't', outcomes: [] }] }, // a call finds no outcome left
+    { ...OK_SCENARIO, steps: [{ id: 'f', tool: 't', fanout: { min_results: 1, branches: [{ id: 'b', tool: 't', outcomes: ['ok'] }] } }] },
+  ];
+  for (const s of bad) {
+    await assert.rejects(runScenario(typeof s === 'string' ? s : JSON.stringify(s)), (e) => e instanceof ScenarioError && e.kind === 'invalid', JSON.stringify(s));
+  }
+  // A bad run configuration is refused by the loop: a runtime error.
+  await assert.rejects(runScenario({ ...OK_SCENARIO, config: { attempt_budget: 'x' } }), (e) => e instanceof ScenarioError && e.kind === 'runtime');
+});
+
+test('the batch driver: one store per line, one output line per scenario, errors by kind', () => {
+  const lines = [
+    JSON.stringify([OK_SCENARIO, OK_SCENARIO]), // the second run finds the first's cached key
+    JSON.stringify([{ ...OK_SCENARIO, run_id: '' }, OK_SCENARIO]),
+  ].join('\n');
+  const r = spawnSync(process.execPath, [join(REPO, 'node', 'scripts', 'scenarios.mjs')], { input: `${lines}\n`, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = r.stdout.trim().split('\n');
+  assert.equal(out.length, 4);
+  assert.deepEqual(JSON.parse(out[0]).events.map((e) => e.event), ['attempt', 'ok', 'outcome']);
+  assert.deepEqual(JSON.parse(out[1]).events.map((e) => e.event), ['cached', 'outcome']);
+  assert.equal(out[2], '{"error":"invalid"}');
+  // A fresh store for the second line: the key is not cached there.
+  assert.deepEqual(JSON.parse(out[3]).events.map((e) => e.event), ['attempt', 'ok', 'outcome']);
+});
+
+test('a second implementation: the Rust `agent-recovery simulate --json` prints the same bytes for every vector', async () => {
+  const { existsSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
+  const exe = join(target, 'release', 'agent-recovery');
+  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery\``);
+  const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-loops-'));
+  try {
+    for (const { file, v } of VECTORS) {
+      // The runs of a vector share one store: a SQLite file for the CLI, one MemoryStore here.
+      const db = join(dir, `${file}.db`);
+      const ours = await runVector(v);
+      v.runs.forEach((r, i) => {
+        const path = join(dir, `${file}.${i}.json`);
+        writeFileSync(path, JSON.stringify(r.scenario));
+        const out = spawnSync(exe, ['simulate', path, '--json', '--store', db], { encoding: 'utf8' });
+        assert.equal(out.status, 0, out.stderr);
+        assert.equal(ours[i].json, out.stdout.trim(), `${file} run ${i}`);
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

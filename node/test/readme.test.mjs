@@ -1,0 +1,45 @@
+// The Runtime quickstarts run as written: the first ```js block of the
+// package README's "Runtime" section and of the root README's "### Node"
+// block, run by node from inside the package (so `from 'agent-recovery'`
+// resolves to it).
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { REPO } from './helpers.mjs';
+
+const NODE_DIR = fileURLToPath(new URL('..', import.meta.url));
+
+function firstJsBlock(text, heading) {
+  const at = text.indexOf(heading);
+  assert.ok(at >= 0, `no ${JSON.stringify(heading)} section`);
+  const start = text.indexOf('```js\n', at) + '```js\n'.length;
+  return text.slice(start, text.indexOf('```', start));
+}
+
+function runSnippet(code, name) {
+  const file = join(NODE_DIR, `.readme-${name}-${process.pid}.mjs`);
+  writeFileSync(file, code);
+  try {
+    return spawnSync(process.execPath, [file], { encoding: 'utf8', cwd: NODE_DIR });
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+test('node/README.md, "Runtime": the quickstart runs and prints what its comment says', () => {
+  const code = firstJsBlock(readFileSync(join(NODE_DIR, 'README.md'), 'utf8'), '\n## Runtime\n');
+  const r = runSnippet(code, 'runtime');
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^ok \{ id: 'ch_1' \}$/m);
+});
+
+test('README.md, "### Node": the snippet runs; the fallback answers', () => {
+  const code = firstJsBlock(readFileSync(join(REPO, 'README.md'), 'utf8'), '\n### Node\n');
+  const r = runSnippet(`${code}\nconsole.log(JSON.stringify([r.outcome, r.result]));\n`, 'root');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim().split('\n').at(-1), '["ok","hi"]');
+});
