@@ -7,7 +7,7 @@ from the first of:
 1. `$AGENT_RECOVERY_WASM`, a prebuilt component file;
 2. in a checkout (`../Cargo.toml` exists) with cargo on PATH: the output of
    `rustup target add wasm32-wasip2` (when rustup exists) and
-   `cargo build -p agent-recovery-policy --release --target wasm32-wasip2`,
+   `cargo build -p agent-recovery-policy --release --config guest/release.toml --target wasm32-wasip2`,
    which is a quick no-op when the component is up to date;
 3. in a checkout without cargo: the component cargo built earlier, if any;
 4. a component already in `src/agent_recovery/_wasm/` (an sdist carries one).
@@ -51,9 +51,13 @@ def _cargo_output() -> Path:
 def _cargo_build() -> None:
     if shutil.which("rustup"):
         subprocess.run(["rustup", "target", "add", TARGET], cwd=REPO, check=False)
-    _log(f"building the component: cargo build -p {CRATE} --release --target {TARGET}")
+    # guest/release.toml: the guest profile every host builds with (same bytes everywhere).
+    profile = str(REPO / "guest" / "release.toml")
+    _log(f"building the component: cargo build -p {CRATE} --release --config {profile} --target {TARGET}")
     subprocess.run(
-        ["cargo", "build", "-p", CRATE, "--release", "--target", TARGET], cwd=REPO, check=True
+        ["cargo", "build", "-p", CRATE, "--release", "--config", profile, "--target", TARGET],
+        cwd=REPO,
+        check=True,
     )
 
 

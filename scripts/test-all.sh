@@ -67,6 +67,7 @@ fi
 # ---- end playground ------------------------------------------------------------
 
 step "examples"
+cargo run --release -q -p agent-recovery --example runtime_agent >/dev/null
 node examples/node/agent-loop.mjs >/dev/null
 node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null

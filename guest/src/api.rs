@@ -63,6 +63,18 @@ pub fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
     decide::decide(obs, ctx)
 }
 
+/// Decide for a parsed observation and context, with `defaults` in place of
+/// the reference's parameters (the context's `config` still overrides them).
+/// A custom policy's [`decide`](crate::RecoveryPolicy::decide) uses it to apply
+/// its own [`breaker`](crate::RecoveryPolicy::breaker) thresholds.
+pub fn decide_from(
+    obs: Observation,
+    ctx: Context,
+    defaults: crate::config::Config,
+) -> Result<Decision, PolicyError> {
+    decide::decide_from(obs, ctx, defaults)
+}
+
 /// Decide from JSON; returns the decision as JSON.
 pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
     to_json(&decide::decide(

@@ -9,10 +9,13 @@
 //! | agent | 1000    | 30000  | 3            |
 //!
 //! `retry_budget_ms`: 60000 (total retry delay one run may spend).
+//!
+//! `breaker`: `{"failure_threshold": 3, "open_ms": 30000}` (seed 000: three
+//! consecutive transient failures open a target's circuit breaker for 30 s).
 
 use crate::error::{ErrorKind, PolicyError};
 use crate::model::CallKind;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The largest cap or budget accepted: one week, in ms.
 pub const MAX_MS: u64 = 7 * 24 * 3600 * 1000;
@@ -30,6 +33,72 @@ pub struct Backoff {
     pub max_attempts: u32,
 }
 
+/// Circuit-breaker thresholds of a policy (seed 000): how many consecutive
+/// transient failures open a target's breaker, and how long it stays open
+/// before one probe. Every decision carries them as its `breaker` member; the
+/// recovery loop applies them when it records the failure it decided on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerThresholds {
+    /// Consecutive transient failures on a target that open its breaker. Default 3.
+    pub failure_threshold: u32,
+    /// How long an open breaker short-circuits calls before one probe, ms. Default 30 000.
+    pub open_ms: u64,
+}
+
+impl Default for BreakerThresholds {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 3,
+            open_ms: 30_000,
+        }
+    }
+}
+
+impl BreakerThresholds {
+    /// These thresholds with the members `o` sets replaced, validated.
+    pub fn with(mut self, o: &BreakerOverrides) -> Result<Self, PolicyError> {
+        if let Some(n) = o.failure_threshold {
+            self.failure_threshold = n;
+        }
+        if let Some(ms) = o.open_ms {
+            self.open_ms = ms;
+        }
+        self.validate("breaker")?;
+        Ok(self)
+    }
+
+    /// `failure_threshold` from 1 to [`MAX_ATTEMPTS`], `open_ms` from 1 to
+    /// [`MAX_MS`]; the error (`invalid-config`) names `what` and ends with a hint.
+    pub fn validate(&self, what: &str) -> Result<(), PolicyError> {
+        if self.failure_threshold == 0 || self.failure_threshold > MAX_ATTEMPTS {
+            return Err(invalid(format!(
+                "{what}.failure_threshold must be between 1 and {MAX_ATTEMPTS} (got {}); it counts consecutive transient failures, e.g. 3",
+                self.failure_threshold
+            )));
+        }
+        if self.open_ms == 0 || self.open_ms > MAX_MS {
+            return Err(invalid(format!(
+                "{what}.open_ms must be between 1 and {MAX_MS} (got {}); use e.g. 30000",
+                self.open_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Breaker overrides (JSON `{"failure_threshold":..,"open_ms":..}`); unset members keep the policy's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerOverrides {
+    /// Consecutive transient failures that open a target's breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_threshold: Option<u32>,
+    /// How long an open breaker stays open, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_ms: Option<u64>,
+}
+
 /// All policy parameters, resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -41,6 +110,8 @@ pub struct Config {
     pub agent: Backoff,
     /// Retry budget per run, ms.
     pub retry_budget_ms: u64,
+    /// Circuit-breaker thresholds the decisions carry.
+    pub breaker: BreakerThresholds,
 }
 
 impl Default for Config {
@@ -62,6 +133,7 @@ impl Default for Config {
                 max_attempts: 3,
             },
             retry_budget_ms: 60_000,
+            breaker: BreakerThresholds::default(),
         }
     }
 }
@@ -104,6 +176,7 @@ impl Config {
             }
             self.retry_budget_ms = b;
         }
+        self.breaker = self.breaker.with(&o.breaker.unwrap_or_default())?;
         Ok(self)
     }
 }
@@ -163,11 +236,64 @@ pub struct ConfigOverrides {
     pub agent: Option<BackoffOverrides>,
     /// Retry budget.
     pub retry_budget_ms: Option<u64>,
+    /// Circuit-breaker thresholds.
+    pub breaker: Option<BreakerOverrides>,
 }
 
 impl ConfigOverrides {
     /// Resolve against the defaults.
     pub fn resolve(&self) -> Result<Config, PolicyError> {
         Config::default().with(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breaker_defaults_are_seed_000_and_overrides_are_validated() {
+        let d = Config::default().breaker;
+        assert_eq!((d.failure_threshold, d.open_ms), (3, 30_000));
+        let o: ConfigOverrides =
+            serde_json::from_str(r#"{"breaker":{"failure_threshold":2}}"#).unwrap();
+        let b = o.resolve().unwrap().breaker;
+        assert_eq!((b.failure_threshold, b.open_ms), (2, 30_000));
+        let o: ConfigOverrides = serde_json::from_str(r#"{"breaker":{"open_ms":0}}"#).unwrap();
+        let e = o.resolve().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidConfig);
+        assert!(
+            e.message
+                .starts_with("breaker.open_ms must be between 1 and"),
+            "{e:?}"
+        );
+        assert!(e.message.ends_with("use e.g. 30000"), "{e:?}");
+        // A policy's own defaults are checked too, so a bad `RecoveryPolicy::breaker` shows.
+        let bad = Config {
+            breaker: BreakerThresholds {
+                failure_threshold: 0,
+                open_ms: 1,
+            },
+            ..Config::default()
+        };
+        assert!(bad.with(&ConfigOverrides::default()).is_err());
+    }
+
+    /// `decide_json` refuses a bad `context.config.breaker` as `invalid_config`
+    /// (the shared vector format cannot say "decide fails, classify does not").
+    #[test]
+    fn decide_json_refuses_bad_breaker_config() {
+        for bad in [
+            r#"{"failure_threshold":0}"#,
+            r#"{"failure_threshold":101}"#,
+            r#"{"open_ms":0}"#,
+            r#"{"open_ms":604800001}"#,
+            r#"{"failures":2}"#,
+            r#"{"failure_threshold":"3"}"#,
+        ] {
+            let ctx = format!(r#"{{"attempt":1,"config":{{"breaker":{bad}}}}}"#);
+            let e = crate::decide_json(r#"{"source":"http","status":503}"#, &ctx).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidConfig, "{bad}: {e:?}");
+        }
     }
 }

@@ -153,8 +153,18 @@ fn call_of(code: &str) -> CallKind {
     }
 }
 
-/// Decide the next step for an observation.
-pub fn decide(mut obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
+/// Decide the next step for an observation, with the reference's defaults.
+pub fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
+    decide_from(obs, ctx, Config::default())
+}
+
+/// Decide the next step for an observation; the context's `config` overrides
+/// `defaults` member by member.
+pub fn decide_from(
+    mut obs: Observation,
+    ctx: Context,
+    defaults: Config,
+) -> Result<Decision, PolicyError> {
     let ctx = match obs.context.take() {
         Some(embedded) => ctx.or(Context::from_json(embedded)?),
         None => ctx,
@@ -181,10 +191,7 @@ pub fn decide(mut obs: Observation, ctx: Context) -> Result<Decision, PolicyErro
             "attempt must be at least 1 (got 0); it is the number of the attempt that just failed",
         ));
     }
-    let config = match &ctx.config {
-        Some(o) => o.resolve()?,
-        None => Config::default(),
-    };
+    let config = defaults.with(&ctx.config.unwrap_or_default())?;
     let envelope = normalize::classify(&obs)?;
     let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
     flow(envelope, &ctx, attempt, call, &config)
@@ -279,6 +286,7 @@ fn flow(
         reason,
         reason_code,
         envelope: env,
+        breaker: Some(config.breaker),
     })
 }
 

@@ -225,6 +225,7 @@ fn config_in(c: t::PolicyConfig) -> ConfigOverrides {
         llm: c.llm.map(backoff_in),
         agent: c.agent.map(backoff_in),
         retry_budget_ms: c.retry_budget_ms,
+        breaker: None,
     }
 }
 

@@ -53,9 +53,10 @@ mod sdk;
 mod bindings;
 
 pub use api::{
-    MAX_INPUT, backoff_delay, classify, classify_json, decide, decide_json, idempotency_key,
+    MAX_INPUT, backoff_delay, classify, classify_json, decide, decide_from, decide_json,
+    idempotency_key,
 };
-pub use config::{BackoffOverrides, Config, ConfigOverrides};
+pub use config::{BackoffOverrides, BreakerOverrides, BreakerThresholds, Config, ConfigOverrides};
 pub use decide::{Context, Seed};
 pub use error::{ErrorKind, PolicyError};
 pub use model::{

@@ -213,4 +213,9 @@ pub struct Decision {
     pub reason_code: Option<&'static str>,
     /// The error, normalized.
     pub envelope: Envelope,
+    /// The policy's circuit-breaker thresholds, which the recovery loop applies
+    /// to the failure decided on (absent from decisions of policies built
+    /// before it existed; the loop then uses seed 000's 3 / 30 000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<crate::config::BreakerThresholds>,
 }

@@ -4,7 +4,7 @@
 //! custom policy is unit-tested with `cargo test` before it is built as a component.
 
 use crate::api;
-use crate::config::ConfigOverrides;
+use crate::config::{BreakerThresholds, Config, ConfigOverrides};
 use crate::decide::Context;
 use crate::error::PolicyError;
 use crate::model::{CallKind, Decision, Envelope};
@@ -34,9 +34,28 @@ pub trait RecoveryPolicy {
         api::classify(obs)
     }
 
-    /// Decide the next step.
+    /// Decide the next step. The default is the reference's decision flow
+    /// with this policy's [`breaker`](Self::breaker) thresholds; an override
+    /// that calls [`decide`](crate::decide) instead gets the reference's
+    /// thresholds unless it calls [`decide_from`](crate::decide_from) or sets
+    /// [`Decision::breaker`] itself.
     fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
-        api::decide(obs, ctx)
+        let defaults = Config {
+            breaker: Self::breaker(),
+            ..Config::default()
+        };
+        api::decide_from(obs, ctx, defaults)
+    }
+
+    /// This policy's circuit-breaker thresholds: how many consecutive
+    /// transient failures open a target's breaker and how long it stays open
+    /// (default seed 000's 3 failures / 30 000 ms). Decisions carry them as
+    /// `breaker` (a decide context's `config.breaker` overrides them member by
+    /// member), and the recovery loop applies them, so a hot swap to this
+    /// policy changes them at its next decision. A run configuration's own
+    /// `breaker` still wins (`docs/runtime.md`).
+    fn breaker() -> BreakerThresholds {
+        BreakerThresholds::default()
     }
 
     /// `classify-json`.

@@ -1,11 +1,14 @@
-//! A retry helper that acts on the policy's decisions and decides nothing itself.
+//! A retry helper for one step: a one-step run of the recovery
+//! [`Runtime`](crate::runtime::Runtime), so it cannot drift from it.
 //!
-//! It runs an operation; when the operation fails with an observation, it asks
-//! the policy what to do with `{call, attempt, elapsed_ms, seed}`, sleeps the
-//! chosen `delay_ms` (through a sleeper you pass, so tests never sleep), keeps
-//! the attempt count and the retry time already spent, passes the **same
-//! idempotency key** to every attempt, and stops on any action other than
-//! `retry` with a [`RecoveryError`] that carries the decision.
+//! It runs an operation; the recovery loop (the reference component's
+//! `runtime@0.2.0`, `docs/runtime.md`) decides everything else: when an attempt
+//! failed (the component's `check-outcome` when you hand back a raw response,
+//! see [`Retry::run_reply`]), what the policy decides on it, how long to sleep
+//! (through the sleeper you pass, so tests never sleep), the run's retry
+//! budget, the attempt count, and the **same idempotency key** on every
+//! attempt. It stops on any action other than `retry` with a
+//! [`RecoveryError`] that carries the decision.
 //!
 //! ```
 //! use agent_recovery::{Policy, retry::{Retry, Attempt}};
@@ -28,13 +31,51 @@
 //! assert_eq!(slept.len(), 2);
 //! # Ok::<(), agent_recovery::Error>(())
 //! ```
+//!
+//! # What the loop settles (where the three helpers used to differ)
+//!
+//! - **Elapsed time is carried.** A `context` member `elapsed_ms` (retry time
+//!   the run spent before this step) is added to what this step spends, so one
+//!   budget spans the run.
+//! - **A `retry` without a delay calls again at once** (no sleep), rather than
+//!   stopping.
+//! - **What counts as a failure** is the component's call: an `Err`
+//!   observation is a failure; with [`Retry::run_reply`], a
+//!   [`Reply::Response`] is judged by `check-outcome` (a 200 whose body is a
+//!   refusal fails, a 304 succeeds). An `Err` that is not JSON is an
+//!   `exception` observation (type `agent_recovery.InvalidObservation`) the
+//!   policy decides on, as in the runtime.
+//! - **The step as it is**: decisions get `checkpoint_available: false` and
+//!   `fallback_available: false` (a state or policy failure escalates); give
+//!   either as `true` in [`Retry::context`] to get `restore` / `fallback`
+//!   back and act on it yourself.
+//! - **The breaker** (target: the tool name) is the runtime's: after 3
+//!   consecutive transient failures the next call waits for the probe (up to
+//!   30 s, within the run's retry budget); see [`Retry::breaker`]. Each call
+//!   has its own store, so nothing is shared between two calls.
+//! - **Timeouts**: [`Retry::attempt_timeout_ms`] turns a slower attempt into a
+//!   `timeout` observation the policy decides on; [`Retry::deadline_ms`] ends
+//!   the step when no retry can fit.
+//! - **Events**: [`Retry::on_event`] gets the runtime's events (the same JSON
+//!   in every language), not an ad-hoc callback.
+//! - `idempotent` is passed to decisions only when you give it (a `Retry`
+//!   always has a key, so it is never assumed `false`).
+
+mod parts;
+mod relay;
+mod stopped;
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{Error, Policy, PolicyHandle, Result};
+use crate::runtime::{Call, Outcome, RuntimeError, Step, StepReport};
+use crate::{Error, ErrorKind, Policy, PolicyHandle, Result};
+use parts::{Current, Settings};
+use relay::{Answer, Ask, Link};
 
 /// Anything that can decide: a [`Policy`], or a handle that swaps policies.
 pub trait Decide {
@@ -73,6 +114,19 @@ pub struct Attempt {
     pub idempotency_key: String,
 }
 
+/// What an operation run by [`Retry::run_reply`] hands back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply<T> {
+    /// It succeeded with this value.
+    Ok(T),
+    /// It failed, and it knows: an observation (JSON text, README "The observation").
+    Failed(String),
+    /// A raw response (observation-shaped JSON text, e.g.
+    /// `{"source":"http","status":200,"body":{..}}`) for the component to
+    /// judge; when it is a success, the run returns the value.
+    Response(T, String),
+}
+
 /// Why the helper stopped without a result.
 #[derive(Debug)]
 pub enum RecoveryError {
@@ -81,12 +135,16 @@ pub enum RecoveryError {
     Stopped {
         /// The decision's action.
         action: String,
-        /// The decision as the component printed it.
+        /// The decision as the component printed it. When the loop stopped
+        /// without asking the policy (the run's deadline, the attempt
+        /// budget), a decision it made: `action`, `attempt`, `reason_code`
+        /// (the code of the loop's event) and `envelope`.
         decision_json: String,
         /// The decision, parsed (its `envelope` is the normalized error).
         decision: Value,
     },
-    /// The policy itself failed (bad observation, trap, ...).
+    /// The policy itself failed (bad observation, trap, ...), or the
+    /// helper's own input was refused (arguments that are not JSON).
     Policy(Error),
 }
 
@@ -108,7 +166,10 @@ impl fmt::Display for RecoveryError {
 
 impl std::error::Error for RecoveryError {}
 
-/// The retry loop for one step.
+type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The retry loop for one step: a one-step run of the
+/// [`Runtime`](crate::runtime::Runtime) on a fresh in-memory store.
 ///
 /// # Default
 ///
@@ -117,7 +178,13 @@ impl std::error::Error for RecoveryError {}
 /// | [`call`](Self::call) | `tool` |
 /// | [`seed`](Self::seed) | none (the component draws from WASI random) |
 /// | [`context`](Self::context) | no extra members |
-#[derive(Clone, Debug)]
+/// | [`now_ms`](Self::now_ms) | none: the system clock, moved on by what the sleeper did not sleep |
+/// | [`attempt_budget`](Self::attempt_budget) | none: the policy's `max_attempts` decides |
+/// | [`breaker`](Self::breaker) | the runtime's: 3 consecutive transient failures open the target for 30 000 ms |
+/// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |
+/// | [`deadline_ms`](Self::deadline_ms) | none |
+/// | [`on_event`](Self::on_event) | none |
+#[derive(Clone)]
 pub struct Retry {
     run_id: String,
     step_id: String,
@@ -126,6 +193,31 @@ pub struct Retry {
     call: &'static str,
     seed: Option<u64>,
     extra: serde_json::Map<String, Value>,
+    now_ms: Option<u64>,
+    attempt_budget: Option<u32>,
+    breaker: Option<(u32, u64)>,
+    attempt_timeout_ms: Option<u64>,
+    deadline_ms: Option<u64>,
+    on_event: Option<OnEvent>,
+}
+
+impl fmt::Debug for Retry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retry")
+            .field("run_id", &self.run_id)
+            .field("step_id", &self.step_id)
+            .field("tool", &self.tool)
+            .field("args_json", &self.args_json)
+            .field("call", &self.call)
+            .field("seed", &self.seed)
+            .field("context", &self.extra)
+            .field("now_ms", &self.now_ms)
+            .field("attempt_budget", &self.attempt_budget)
+            .field("breaker", &self.breaker)
+            .field("attempt_timeout_ms", &self.attempt_timeout_ms)
+            .field("deadline_ms", &self.deadline_ms)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Retry {
@@ -139,6 +231,12 @@ impl Retry {
             call: "tool",
             seed: None,
             extra: serde_json::Map::new(),
+            now_ms: None,
+            attempt_budget: None,
+            breaker: None,
+            attempt_timeout_ms: None,
+            deadline_ms: None,
+            on_event: None,
         }
     }
 
@@ -154,9 +252,55 @@ impl Retry {
         self
     }
 
-    /// Extra context members (`idempotent`, `compensations_pending`, `config`, ...).
+    /// Extra decision-context members (`elapsed_ms` spent by earlier steps,
+    /// `idempotent`, `compensations_pending`, `config`, ...). `elapsed_ms` is
+    /// added to this step's; `call`, `attempt`, `seed` and `now_ms` are the
+    /// loop's; every other member given here wins over the loop's.
     pub fn context(mut self, extra: serde_json::Map<String, Value>) -> Self {
         self.extra = extra;
+        self
+    }
+
+    /// Start the loop's clock at `ms` (Unix ms) and move it only by the delays
+    /// slept: a virtual clock, so event times (`t_ms`) are reproducible.
+    pub fn now_ms(mut self, ms: u64) -> Self {
+        self.now_ms = Some(ms);
+        self
+    }
+
+    /// Stop after this many calls even if the policy would go on (the
+    /// runtime's persisted per-input budget; here the store lives for one run).
+    pub fn attempt_budget(mut self, calls: u32) -> Self {
+        self.attempt_budget = Some(calls);
+        self
+    }
+
+    /// Consecutive transient failures that open the target's breaker, and how
+    /// long it stays open (the call after that is the one probe).
+    pub fn breaker(mut self, failure_threshold: u32, open_ms: u64) -> Self {
+        self.breaker = Some((failure_threshold, open_ms));
+        self
+    }
+
+    /// An attempt slower than this (on the loop's clock) is a `timeout`
+    /// observation (phase `total`) that the policy decides on; the operation
+    /// itself is not interrupted.
+    pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {
+        self.attempt_timeout_ms = Some(ms);
+        self
+    }
+
+    /// The step's deadline, ms after it starts: no attempt starts and no retry
+    /// sleep ends after it (the step stops as a total timeout, `dead_letter`).
+    pub fn deadline_ms(mut self, ms: u64) -> Self {
+        self.deadline_ms = Some(ms);
+        self
+    }
+
+    /// Called with each event's JSON text as it happens (`docs/runtime.md`,
+    /// "Events"), from the helper's worker thread.
+    pub fn on_event(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(f));
         self
     }
 
@@ -166,53 +310,160 @@ impl Retry {
         &self,
         policy: &P,
         mut op: Op,
-        mut sleep: Sleep,
+        sleep: Sleep,
     ) -> std::result::Result<T, RecoveryError>
     where
         P: Decide + ?Sized,
         Op: FnMut(&Attempt) -> std::result::Result<T, String>,
         Sleep: FnMut(Duration),
     {
-        let key = policy
-            .key(&self.run_id, &self.step_id, &self.tool, &self.args_json)
-            .map_err(RecoveryError::Policy)?;
-        let mut elapsed_ms: u64 = 0;
-        let mut number = 1;
-        loop {
-            let attempt = Attempt {
-                number,
-                idempotency_key: key.clone(),
-            };
-            let observation = match op(&attempt) {
-                Ok(value) => return Ok(value),
-                Err(observation) => observation,
-            };
-            let mut context = self.extra.clone();
-            context.insert("call".into(), json!(self.call));
-            context.insert("attempt".into(), json!(number));
-            context.insert("elapsed_ms".into(), json!(elapsed_ms));
-            if let Some(seed) = self.seed {
-                context.insert("seed".into(), json!(seed.to_string()));
-            }
-            let decision_json = policy
-                .decide_json(&observation, &Value::Object(context).to_string())
-                .map_err(RecoveryError::Policy)?;
-            let decision: Value = serde_json::from_str(&decision_json).unwrap_or(Value::Null);
-            let action = decision["action"].as_str().unwrap_or("").to_owned();
-            match (action.as_str(), decision["delay_ms"].as_u64()) {
-                ("retry", Some(delay)) => {
-                    sleep(Duration::from_millis(delay));
-                    elapsed_ms = elapsed_ms.saturating_add(delay);
-                    number = number.saturating_add(1);
+        self.run_reply(
+            policy,
+            |a: &Attempt| match op(a) {
+                Ok(value) => Reply::Ok(value),
+                Err(observation) => Reply::Failed(observation),
+            },
+            sleep,
+        )
+    }
+
+    /// Like [`run`](Self::run), for an operation that may hand back a raw
+    /// response ([`Reply::Response`]) for the component to judge.
+    ///
+    /// The operation, the policy and the sleeper are called on the calling
+    /// thread; the loop runs on a worker thread and asks for them (each
+    /// calling thread keeps its idle workers for its next calls).
+    pub fn run_reply<T, P, Op, Sleep>(
+        &self,
+        policy: &P,
+        mut op: Op,
+        mut sleep: Sleep,
+    ) -> std::result::Result<T, RecoveryError>
+    where
+        P: Decide + ?Sized,
+        Op: FnMut(&Attempt) -> Reply<T>,
+        Sleep: FnMut(Duration),
+    {
+        let args: Value = serde_json::from_str(&self.args_json).map_err(|e| {
+            RecoveryError::Policy(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the step's args_json is not JSON ({e}); pass the tool's arguments as JSON text, e.g. \"{{}}\""
+                ),
+            ))
+        })?;
+        // Declared before the worker starts, so that a panicking operation
+        // drops them, which frees the worker (its questions go unanswered).
+        let (ask_tx, ask_rx) = mpsc::channel();
+        let (answer_tx, answer_rx) = mpsc::channel();
+        let link = Arc::new(Link::new(ask_tx, answer_rx));
+        let this = self.clone();
+        let worker = relay::Worker::start(Box::new(move || {
+            let result = this.drive(args, &link);
+            link.done(result);
+        }))
+        .map_err(RecoveryError::Policy)?;
+        let mut value: Option<T> = None;
+        let mut decisions: Vec<String> = Vec::new();
+        let mut done = None;
+        while let Ok(ask) = ask_rx.recv() {
+            let answer = match ask {
+                Ask::Call(attempt) => Answer::Outcome(match op(&attempt) {
+                    Reply::Ok(v) => {
+                        value = Some(v);
+                        Outcome::Ok(Value::Null)
+                    }
+                    Reply::Failed(observation) => {
+                        value = None;
+                        Outcome::Failed(observation)
+                    }
+                    Reply::Response(v, response) => {
+                        value = Some(v);
+                        Outcome::Response(response)
+                    }
+                }),
+                Ask::Decide(observation, context) => {
+                    let context = relay::merge_context(&self.extra, &context);
+                    let decision = policy.decide_json(&observation, &context);
+                    if let Ok(json) = &decision {
+                        decisions.push(json.clone());
+                    }
+                    Answer::Decision(decision)
                 }
-                _ => {
-                    return Err(RecoveryError::Stopped {
-                        action,
-                        decision_json,
-                        decision,
-                    });
+                Ask::Sleep(ms) => {
+                    let started = Instant::now();
+                    sleep(Duration::from_millis(ms));
+                    let took = started.elapsed().as_millis();
+                    Answer::Slept(u64::try_from(took).unwrap_or(u64::MAX))
                 }
+                Ask::Done(result) => {
+                    done = Some(result);
+                    break;
+                }
+            };
+            if answer_tx.send(answer).is_err() {
+                break;
             }
         }
+        match done {
+            Some(Ok((report, events))) => {
+                worker.finished();
+                stopped::finish(report, &events, &decisions, value)
+            }
+            Some(Err(RuntimeError::Policy(e))) => {
+                worker.finished();
+                Err(RecoveryError::Policy(e))
+            }
+            Some(Err(other)) => {
+                worker.finished();
+                Err(RecoveryError::Policy(Error::new(
+                    ErrorKind::InvalidOutput,
+                    format!("the retry's runtime failed: {other}"),
+                )))
+            }
+            None => Err(RecoveryError::Policy(Error::new(
+                ErrorKind::InvalidOutput,
+                "the retry's worker thread stopped without a report (it panicked); this is a bug, please report it",
+            ))),
+        }
+    }
+
+    /// On the worker: one run of one step, whose parts ask the caller's thread.
+    fn drive(
+        &self,
+        args: Value,
+        link: &Arc<Link>,
+    ) -> std::result::Result<(StepReport, Vec<String>), RuntimeError> {
+        let settings = Settings {
+            seed: self.seed,
+            // The policy's max_attempts decides unless asked otherwise.
+            attempt_budget: self.attempt_budget.unwrap_or(u32::MAX),
+            breaker: self.breaker,
+            attempt_timeout_ms: self.attempt_timeout_ms,
+            deadline_ms: self.deadline_ms,
+        };
+        let current = Current::new(link.clone(), self.now_ms, self.on_event.clone());
+        let asks = link.clone();
+        let step = Step::new(&self.step_id, &self.tool, move |call: &Call| {
+            let attempt = Attempt {
+                number: call.attempt,
+                idempotency_key: call.key.clone(),
+            };
+            match asks.ask(Ask::Call(attempt)) {
+                Some(Answer::Outcome(outcome)) => outcome,
+                _ => Outcome::Failed(
+                    json!({"source": "exception", "type": "agent_recovery.Abandoned",
+                           "message": "the thread that called Retry::run stopped answering"})
+                    .to_string(),
+                ),
+            }
+        })
+        .call(self.call)
+        .args(args);
+        parts::with_runtime(settings, current, |runtime| {
+            let mut run = runtime.run(&self.run_id)?;
+            let report = run.step(step)?;
+            Ok((report, run.events().to_vec()))
+        })
     }
 }

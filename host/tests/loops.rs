@@ -154,12 +154,15 @@ fn the_same_scenario_gives_the_same_bytes() {
 
 /// payments-policy is a 0.1 component (no runtime export): it decides, the
 /// reference's loop runs. Its tool limit is 3 attempts (README, custom
-/// policies), so five 503s dead-letter at attempt 3, not 5.
+/// policies), so five 503s dead-letter at attempt 3, not 5. (The run pins its
+/// breaker: payments-policy's own, 2 failures, would open it first; that is
+/// `tests/breaker_policy.rs`.)
 #[test]
 fn a_0_1_policy_decides_under_the_loop() {
     let payments =
         Policy::from_file(env!("AGENT_RECOVERY_PAYMENTS_WASM")).expect("payments-policy loads");
     let scenario = json!({"run_id": "p1", "seed": 7, "now_ms": 1_767_225_600_000u64,
+        "config": {"breaker": {"failure_threshold": 10}},
         "steps": [{"id": "refund", "tool": "payments.refund", "call": "tool", "target": "psp",
                    "outcomes": [{"source":"http","status":503}, {"source":"http","status":503}, {"source":"http","status":503}]}]});
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -6,7 +6,7 @@
 //
 // The component is, in order of preference:
 //   1. $AGENT_RECOVERY_WASM, when set (cargo is not run);
-//   2. built by `cargo build -p agent-recovery-policy --release --target wasm32-wasip2`
+//   2. built by `cargo build -p agent-recovery-policy --release --config guest/release.toml --target wasm32-wasip2`
 //      in the repository (skipped when $AGENT_RECOVERY_SKIP_CARGO=1 or cargo is missing),
 //      at target/wasm32-wasip2/release/agent_recovery_policy.wasm.
 // gen/ is rewritten only when the component's sha256 or the transpiler changed
@@ -45,7 +45,8 @@ function locateComponent() {
     return fromEnv;
   }
   if (process.env.AGENT_RECOVERY_SKIP_CARGO !== '1') {
-    const args = ['build', '-p', 'agent-recovery-policy', '--release', '--target', 'wasm32-wasip2'];
+    // guest/release.toml: the guest profile every host builds with (same bytes everywhere).
+    const args = ['build', '-p', 'agent-recovery-policy', '--release', '--config', join(REPO, 'guest', 'release.toml'), '--target', 'wasm32-wasip2'];
     log(`cargo ${args.join(' ')}`);
     const r = spawnSync('cargo', args, { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'] });
     if (r.error?.code === 'ENOENT') {

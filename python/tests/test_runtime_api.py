@@ -270,22 +270,33 @@ def test_check_outcome_is_the_components_judgement() -> None:
 
 def test_a_hot_swap_takes_effect_at_the_next_decision() -> None:
     # payments-policy allows 3 tool attempts (README, custom policies); the reference 5.
-    handle = PolicyHandle()
     payments = artifact("payments-policy")
-    calls: List[int] = []
 
-    def op(call: Any) -> Any:
-        calls.append(call.attempt)
-        if call.attempt == 2:
-            handle.swap(payments)
-        return Response(UNAVAILABLE)
+    def swapping(handle: PolicyHandle, calls: List[int]) -> Any:
+        def op(call: Any) -> Any:
+            calls.append(call.attempt)
+            if call.attempt == 2:
+                handle.swap(payments)
+            return Response(UNAVAILABLE)
+        return op
 
-    run = Runtime(policy=handle, clock=VirtualClock(T0), seed=7).run("r-swap")
-    report = run.step(id="refund", tool="payments.refund", call="tool", operation=op)
+    # The run pins the breaker (run configuration wins), so only the attempt limit changes.
+    handle, calls = PolicyHandle(), []
+    run = Runtime(policy=handle, clock=VirtualClock(T0), seed=7, breaker=(10, 30_000)).run("r-swap")
+    report = run.step(id="refund", tool="payments.refund", call="tool", operation=swapping(handle, calls))
     assert report.outcome == "dead_lettered"
     assert calls == [1, 2, 3]
     actions = [e["action"] for e in events_of(run) if e["event"] == "decision"]
     assert actions == ["retry", "retry", "dead_letter"]
+
+    # Unpinned, the breaker thresholds are the deciding policy's too (docs/runtime.md:
+    # payments-policy 2 / 60 000, the reference 3 / 30 000): the second failure opens it.
+    handle, calls = PolicyHandle(), []
+    run = Runtime(policy=handle, clock=VirtualClock(T0), seed=7).run("r-swap-breaker")
+    run.step(id="refund", tool="payments.refund", call="tool", operation=swapping(handle, calls))
+    evs = events_of(run)
+    opened = next(i for i, e in enumerate(evs) if e["event"] == "breaker" and e["state"] == "open")
+    assert [e["attempt"] for e in evs[:opened] if e["event"] == "attempt"] == [1, 2]
 
 
 def test_sdk_exceptions_and_responses_are_observed_by_the_adapters() -> None:

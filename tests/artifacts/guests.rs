@@ -154,6 +154,8 @@ fn build<'g>(
     let mut cmd = Command::new(cargo);
     cmd.arg("build")
         .arg("--release")
+        .arg("--config")
+        .arg(workspace.join("guest").join("release.toml"))
         .arg("--target")
         .arg(TARGET)
         .arg("--manifest-path")

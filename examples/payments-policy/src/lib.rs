@@ -11,6 +11,15 @@
 //!   fail and let a human or the saga look at it.
 //! - **Never retry an ambiguous failure without an idempotency key**, even if
 //!   the caller did not say `idempotent: false` — money may have moved.
+//! - **The circuit breaker opens after 2 consecutive transient failures, for
+//!   60 s** ([`BREAKER`]; the reference: 3 / 30 s). Two 503s in a row from a
+//!   payment processor mean an incident more often than a blip, and every
+//!   further charge attempt against it is one more possibly-ambiguous charge
+//!   and one more customer waiting. 60 s is three times the 20 s run budget:
+//!   a checkout that finds the processor's breaker open is never made to wait
+//!   for the probe (the wait exceeds its budget, so it ends at once, or a
+//!   fallback processor takes it), and the probe comes after the checkouts
+//!   in flight have given up.
 //!
 //! Its registry says so: [`Payments::registry`] makes the three `http.409_conflict`
 //! codes permanent with this policy's hint, so `codes-json`, the markdown docs
@@ -23,11 +32,20 @@ use agent_recovery_policy::Registry;
 use agent_recovery_policy::{
     Action, Context, Decision, Envelope, ErrorClass, Observation, PolicyError,
 };
-use agent_recovery_policy::{BackoffOverrides, ConfigOverrides};
+use agent_recovery_policy::{
+    BackoffOverrides, BreakerOverrides, BreakerThresholds, ConfigOverrides,
+};
 use agent_recovery_policy::{PolicyInfo, RecoveryPolicy};
 
 /// The payments policy.
 pub struct Payments;
+
+/// This policy's circuit-breaker thresholds: open after 2 consecutive
+/// transient failures, for 60 s (see the crate documentation for why).
+pub const BREAKER: BreakerThresholds = BreakerThresholds {
+    failure_threshold: 2,
+    open_ms: 60_000,
+};
 
 /// The parameters this policy imposes; a caller may tighten them further, never loosen.
 pub const LIMITS: ConfigOverrides = ConfigOverrides {
@@ -47,6 +65,10 @@ pub const LIMITS: ConfigOverrides = ConfigOverrides {
         max_attempts: Some(2),
     }),
     retry_budget_ms: Some(20_000),
+    breaker: Some(BreakerOverrides {
+        failure_threshold: Some(BREAKER.failure_threshold),
+        open_ms: Some(BREAKER.open_ms),
+    }),
 };
 
 fn tighter(
@@ -70,14 +92,26 @@ fn tighter(
     })
 }
 
-/// The caller's configuration, clamped to [`LIMITS`].
+/// The caller's configuration, clamped to [`LIMITS`]. For the breaker,
+/// tighter means opening sooner and staying open longer: a caller may lower
+/// `failure_threshold` below 2 or raise `open_ms` above 60 000, not the reverse.
 pub fn clamp(asked: Option<ConfigOverrides>) -> ConfigOverrides {
     let a = asked.unwrap_or_default();
+    let b = a.breaker.unwrap_or_default();
     ConfigOverrides {
         tool: tighter(LIMITS.tool, a.tool),
         llm: tighter(LIMITS.llm, a.llm),
         agent: tighter(LIMITS.agent, a.agent),
         retry_budget_ms: Some(a.retry_budget_ms.map_or(20_000, |b| b.min(20_000))),
+        breaker: Some(BreakerOverrides {
+            failure_threshold: Some(b.failure_threshold.map_or(BREAKER.failure_threshold, |n| {
+                n.min(BREAKER.failure_threshold)
+            })),
+            open_ms: Some(
+                b.open_ms
+                    .map_or(BREAKER.open_ms, |ms| ms.max(BREAKER.open_ms)),
+            ),
+        }),
     }
 }
 
@@ -94,6 +128,10 @@ impl RecoveryPolicy for Payments {
                 "Stricter recovery for payment agents: 1 LLM retry, 20 s budget, 409 permanent."
                     .into(),
         }
+    }
+
+    fn breaker() -> BreakerThresholds {
+        BREAKER
     }
 
     fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {

@@ -60,6 +60,98 @@ fn ambiguous_failures_are_not_retried_without_an_idempotency_guarantee() {
     assert_eq!(d["action"], "retry");
 }
 
+/// The breaker: 2 failures / 60 000 ms (the crate documentation says why),
+/// on every decision; a caller may only open it sooner or keep it open longer.
+#[test]
+fn breaker_opens_after_two_failures_for_sixty_seconds() {
+    let want = serde_json::json!({"failure_threshold": 2, "open_ms": 60000});
+    assert_eq!(Payments::breaker(), payments_policy::BREAKER);
+    for (obs, ctx) in [
+        (
+            r#"{"source":"http","status":503}"#,
+            r#"{"call":"tool","attempt":1,"seed":7}"#,
+        ),
+        (
+            r#"{"source":"http","status":400}"#,
+            r#"{"call":"tool","attempt":1}"#,
+        ),
+        (r#"{"source":"http","status":409}"#, r#"{"attempt":1}"#),
+    ] {
+        assert_eq!(decide(obs, ctx)["breaker"], want, "{obs}");
+    }
+    let asked = |b: &str| {
+        decide(
+            r#"{"source":"http","status":503}"#,
+            &format!(r#"{{"attempt":1,"seed":7,"config":{{"breaker":{b}}}}}"#),
+        )["breaker"]
+            .clone()
+    };
+    // Looser asks are clamped to the policy's.
+    assert_eq!(asked(r#"{"failure_threshold":5,"open_ms":1000}"#), want);
+    // Tighter asks are kept.
+    assert_eq!(
+        asked(r#"{"failure_threshold":1,"open_ms":120000}"#),
+        serde_json::json!({"failure_threshold": 1, "open_ms": 120000})
+    );
+    // A bad value is still refused (invalid-config), not clamped into range.
+    let e = Payments::decide_json(
+        r#"{"source":"http","status":503}"#,
+        r#"{"attempt":1,"config":{"breaker":{"failure_threshold":0}}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, agent_recovery_policy::ErrorKind::InvalidConfig);
+    assert!(e.message.contains("failure_threshold"), "{e:?}");
+}
+
+/// A custom policy that only overrides `breaker` gets its thresholds on every
+/// decision through the trait's default `decide`.
+#[test]
+fn the_sdk_default_decide_carries_the_policys_breaker() {
+    struct Cautious;
+    impl RecoveryPolicy for Cautious {
+        fn info() -> agent_recovery_policy::PolicyInfo {
+            agent_recovery_policy::PolicyInfo {
+                name: "cautious".into(),
+                version: "0.0.1".into(),
+                description: "test".into(),
+            }
+        }
+        fn breaker() -> agent_recovery_policy::BreakerThresholds {
+            agent_recovery_policy::BreakerThresholds {
+                failure_threshold: 1,
+                open_ms: 5_000,
+            }
+        }
+    }
+    let d: Value = serde_json::from_str(
+        &Cautious::decide_json(
+            r#"{"source":"http","status":503}"#,
+            r#"{"attempt":1,"seed":1}"#,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        d["breaker"],
+        serde_json::json!({"failure_threshold": 1, "open_ms": 5000})
+    );
+    // Everything else is the reference's: seed 1 attempt 1 draws 96 ms (jitter.py).
+    assert_eq!(d["delay_ms"], 96);
+    // The context's config.breaker overrides it member by member.
+    let d: Value = serde_json::from_str(
+        &Cautious::decide_json(
+            r#"{"source":"http","status":503}"#,
+            r#"{"attempt":1,"config":{"breaker":{"open_ms":9000}}}"#,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        d["breaker"],
+        serde_json::json!({"failure_threshold": 1, "open_ms": 9000})
+    );
+}
+
 #[test]
 fn smoke_tests_pass() {
     let cases: Value = serde_json::from_str(&Payments::smoke_tests()).unwrap();
@@ -110,10 +202,12 @@ fn reference_vectors_that_still_apply() {
             let (Some(ctx), Some(exp)) = (c.get("context"), c["expect"].get("decision")) else {
                 continue;
             };
+            // The breaker thresholds are parameters this policy changes too.
             let retry_flow = ["retry", "dead_letter", "compensate"]
                 .contains(&exp["action"].as_str().unwrap_or("retry"))
                 || exp.get("action").is_none()
-                || exp.get("max_attempts").is_some();
+                || exp.get("max_attempts").is_some()
+                || exp.get("breaker").is_some();
             if retry_flow {
                 continue;
             }

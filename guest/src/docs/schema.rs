@@ -2,6 +2,7 @@
 //! policy serializes, so they cannot drift. Fields may be added to the outputs,
 //! never renamed or removed: the schemas allow additional properties.
 
+use crate::config::{MAX_ATTEMPTS, MAX_MS};
 use crate::model::{Action, Category, ErrorClass, Severity, SourceKind, Stability};
 use serde_json::{Value, json};
 
@@ -65,7 +66,17 @@ fn decision() -> Value {
             "budget_remaining_ms": {"type": "integer", "minimum": 0},
             "reason": {"type": "string"},
             "reason_code": nullable("string"),
-            "envelope": {"$ref": "#/$defs/envelope"}
+            "envelope": {"$ref": "#/$defs/envelope"},
+            "breaker": {
+                "type": "object",
+                "description": "The policy's circuit-breaker thresholds, applied by the recovery loop (optional; absent: 3 / 30000).",
+                "required": ["failure_threshold", "open_ms"],
+                "additionalProperties": true,
+                "properties": {
+                    "failure_threshold": {"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS},
+                    "open_ms": {"type": "integer", "minimum": 1, "maximum": MAX_MS}
+                }
+            }
         },
         "$defs": {"envelope": envelope()}
     })

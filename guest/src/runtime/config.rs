@@ -3,22 +3,28 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Circuit breaker thresholds (seed 000: 3 consecutive failures open it for 30 s).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BreakerConfig {
-    /// Consecutive transient failures on a target that open its breaker. Default 3.
-    pub failure_threshold: u32,
-    /// How long an open breaker short-circuits calls before one probe. Default 30 000 ms.
-    pub open_ms: u64,
+use crate::config::{BreakerOverrides, BreakerThresholds};
+
+/// The run configuration's `breaker`: each member it sets wins over the
+/// active policy's thresholds (a decision's `breaker`), which win over seed
+/// 000's 3 failures / 30 000 ms. Validated like a policy's `config.breaker`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BreakerOverrides", into = "BreakerOverrides")]
+pub struct BreakerConfig(pub BreakerOverrides);
+
+impl TryFrom<BreakerOverrides> for BreakerConfig {
+    type Error = String;
+    fn try_from(o: BreakerOverrides) -> Result<Self, String> {
+        BreakerThresholds::default()
+            .with(&o)
+            .map_err(|e| e.message)?;
+        Ok(BreakerConfig(o))
+    }
 }
 
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        BreakerConfig {
-            failure_threshold: 3,
-            open_ms: 30_000,
-        }
+impl From<BreakerConfig> for BreakerOverrides {
+    fn from(c: BreakerConfig) -> Self {
+        c.0
     }
 }
 
@@ -29,8 +35,9 @@ pub struct RunConfig {
     /// Calls allowed per input (idempotency key) over its lifetime, persisted
     /// in the store (seed 002 §5). Default 5.
     pub attempt_budget: u32,
-    /// Circuit breaker thresholds.
-    pub breaker: BreakerConfig,
+    /// Circuit breaker thresholds set by the run (none: the policy's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<BreakerConfig>,
     /// How long a recorded outcome answers a duplicate key. Default 86 400 000 ms (24 h).
     pub idempotency_ttl_ms: u64,
     /// How long a key's in-flight mark holds (a lease): a worker that died
@@ -52,12 +59,90 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             attempt_budget: 5,
-            breaker: BreakerConfig::default(),
+            breaker: None,
             idempotency_ttl_ms: 86_400_000,
             in_flight_ttl_ms: 300_000,
             attempt_timeout_ms: None,
             deadline_ms: None,
             policy: None,
         }
+    }
+}
+
+impl RunConfig {
+    /// The thresholds that apply to a failure the active policy decided on:
+    /// each member from the run configuration when it set it, else from the
+    /// decision's `breaker`, else seed 000's default.
+    pub fn breaker_for(&self, decided: Option<BreakerThresholds>) -> BreakerThresholds {
+        let base = decided.unwrap_or_default();
+        let run = self.breaker.map(|b| b.0).unwrap_or_default();
+        BreakerThresholds {
+            failure_threshold: run.failure_threshold.unwrap_or(base.failure_threshold),
+            open_ms: run.open_ms.unwrap_or(base.open_ms),
+        }
+    }
+
+    /// How long a stored breaker without its own `open_ms` (written before
+    /// breakers stored it) stays open: the run configuration's, else 30 000 ms.
+    pub fn fallback_open_ms(&self) -> u64 {
+        self.breaker_for(None).open_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(config: &str) -> Result<RunConfig, serde_json::Error> {
+        serde_json::from_str(config)
+    }
+
+    #[test]
+    fn precedence_run_then_decision_then_seed_000() {
+        let thresholds = BreakerThresholds {
+            failure_threshold: 2,
+            open_ms: 60_000,
+        };
+        let policy = Some(thresholds);
+        let none = run("{}").unwrap();
+        assert_eq!(none.breaker_for(None), BreakerThresholds::default());
+        assert_eq!(none.breaker_for(policy), thresholds);
+        assert_eq!(none.fallback_open_ms(), 30_000);
+        let both = run(r#"{"breaker":{"failure_threshold":3,"open_ms":30000}}"#).unwrap();
+        assert_eq!(both.breaker_for(policy), BreakerThresholds::default());
+        // A member the run leaves unset comes from the policy.
+        let one = run(r#"{"breaker":{"failure_threshold":5}}"#).unwrap();
+        let got = one.breaker_for(policy);
+        assert_eq!((got.failure_threshold, got.open_ms), (5, 60_000));
+        assert_eq!(one.fallback_open_ms(), 30_000);
+        let open = run(r#"{"breaker":{"open_ms":1000}}"#).unwrap();
+        assert_eq!(open.fallback_open_ms(), 1_000);
+    }
+
+    #[test]
+    fn bad_breaker_values_are_refused_with_a_hint() {
+        for (config, hint) in [
+            (r#"{"breaker":{"failure_threshold":0}}"#, "e.g. 3"),
+            (r#"{"breaker":{"failure_threshold":101}}"#, "e.g. 3"),
+            (r#"{"breaker":{"open_ms":0}}"#, "e.g. 30000"),
+            (r#"{"breaker":{"open_ms":604800001}}"#, "e.g. 30000"),
+        ] {
+            let e = run(config).unwrap_err().to_string();
+            assert!(e.contains(hint), "{config}: {e}");
+        }
+        let e = run(r#"{"breaker":{"failures":2}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `failures`"), "{e}");
+    }
+
+    #[test]
+    fn an_unset_breaker_is_not_written_into_the_state() {
+        let text = serde_json::to_string(&RunConfig::default()).unwrap();
+        assert!(!text.contains("breaker"), "{text}");
+        let set = run(r#"{"breaker":{"open_ms":1000}}"#).unwrap();
+        let text = serde_json::to_string(&set).unwrap();
+        assert!(text.contains(r#""breaker":{"open_ms":1000}"#), "{text}");
+        assert_eq!(run(&text).unwrap(), set);
     }
 }

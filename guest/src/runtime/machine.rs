@@ -10,6 +10,7 @@ use super::effect::{
 };
 use super::input::{CallResult, Input, StepSpec};
 use super::state::{CompCurrent, CompState, DoneStep, Phase, State, StepState};
+use crate::config::BreakerThresholds;
 use crate::error::{ErrorKind, PolicyError};
 
 pub(super) fn bad(msg: impl Into<String>) -> PolicyError {
@@ -85,6 +86,8 @@ struct Decided {
     action: String,
     delay_ms: Option<u64>,
     envelope: Value,
+    /// The active policy's breaker thresholds (none from a policy built before decisions carried them).
+    breaker: Option<BreakerThresholds>,
 }
 
 impl Decided {
@@ -96,10 +99,26 @@ impl Decided {
                 bad("the decision has no string `action`; pass decide-json's output unchanged")
             })?
             .to_owned();
+        let breaker = match d.get("breaker") {
+            None | Some(Value::Null) => None,
+            Some(b) => Some(
+                serde_json::from_value::<BreakerThresholds>(b.clone())
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| t.validate("breaker").map(|()| t).map_err(|e| e.message))
+                    .map_err(|e| {
+                        bad(format!(
+                            "the decision's `breaker` is invalid ({e}); the policy must answer {{\"failure_threshold\": 1..{}, \"open_ms\": 1..{}}} or omit it",
+                            crate::config::MAX_ATTEMPTS,
+                            crate::config::MAX_MS
+                        ))
+                    })?,
+            ),
+        };
         Ok(Decided {
             action,
             delay_ms: d.get("delay_ms").and_then(Value::as_u64),
             envelope: d.get("envelope").cloned().unwrap_or(Value::Null),
+            breaker,
         })
     }
 
@@ -381,7 +400,7 @@ impl Machine {
                 let e = self.event("fallback");
                 self.emit(e);
             }
-            match breaker.gate(&cfg.breaker, now) {
+            match breaker.gate(cfg.fallback_open_ms(), now) {
                 Gate::Pass => {
                     chosen = Some((i, false));
                     break;
@@ -541,9 +560,11 @@ impl Machine {
         Ok(())
     }
 
-    fn breaker_failed(&mut self) -> Result<(), PolicyError> {
+    /// A transient failure of the call in flight, under the thresholds the
+    /// run configuration sets, else the decision's (`RunConfig::breaker_for`).
+    fn breaker_failed(&mut self, decided: Option<BreakerThresholds>) -> Result<(), PolicyError> {
         let now = self.s.now_ms;
-        let cfg = self.s.config.breaker.clone();
+        let cfg = self.s.config.breaker_for(decided);
         let st = self.step_mut()?;
         let Some(target) = st.calling.clone() else {
             return Ok(());
@@ -611,7 +632,7 @@ impl Machine {
         if !short {
             let transient = d.envelope.get("class").and_then(Value::as_str) == Some("transient");
             if transient {
-                self.breaker_failed()?
+                self.breaker_failed(d.breaker)?
             } else {
                 self.breaker_answered()?
             }

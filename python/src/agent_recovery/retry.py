@@ -32,7 +32,8 @@ through the injected `sleep` and calls again; any other action raises
 
 Defaults of the one-step run: a fresh `MemoryStore` per call (no breaker or
 cache shared with other calls unless you pass `store`), the attempt budget and
-the breaker out of the way (the policy's `max_attempts` decides; pass
+the breaker out of the way (the policy's `max_attempts` decides, the breaker
+threshold is 100 consecutive failures; pass
 `runtime_options={"breaker": (3, 30_000)}` to have one), `context["config"]`
 as the policy configuration and `context["idempotent"]` as the step's.
 
@@ -84,8 +85,10 @@ class RecoveryError(Exception):
         )
 
 
-#: Out of the way: the policy's `max_attempts` decides, no breaker opens.
+#: Out of the way: the policy's `max_attempts` decides, no breaker opens
+#: (the loop takes a breaker threshold of at most 100, the policy's attempt limit too).
 _UNLIMITED = 2**31
+_NO_BREAKER = (100, 30_000)
 
 
 class _Decisions:
@@ -167,7 +170,7 @@ class _Attempts:
         ctx: Dict[str, Any] = dict(context or {})
         options: Dict[str, Any] = {
             "attempt_budget": _UNLIMITED,
-            "breaker": (_UNLIMITED, 30_000),
+            "breaker": _NO_BREAKER,
         }
         options.update(runtime_options or {})
         self.runtime = Runtime(

@@ -571,7 +571,7 @@ class Runtime:
     | `clock` | `SystemClock()` (real time, real sleeps) |
     | `seed` | None: jitter drawn from WASI random |
     | `attempt_budget` | 5 calls per idempotency key, persisted |
-    | `breaker` | `(3, 30_000)`: 3 consecutive transient failures open a target for 30 000 ms; a `(failure_threshold, open_ms)` pair or a dict with those keys |
+    | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
     | `idempotency_ttl_ms` | 86 400 000 (24 h) |
     | `in_flight_ttl_ms` | 300 000 (5 min) |
     | `attempt_timeout_ms` | None |
