@@ -73,6 +73,7 @@ cargo run --release -q -p agent-recovery --example runtime_agent >/dev/null
 node examples/node/agent-loop.mjs >/dev/null
 node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null
+.venv/bin/python examples/python/runtime_agent.py >/dev/null
 echo "examples ran"
 
 printf '\nall tests passed\n'

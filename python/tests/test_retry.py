@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Dict, List
 
 import pytest
@@ -157,3 +158,26 @@ def test_async_operation_and_handle(policy: Policy) -> None:
     key = asyncio.run(retry(op, policy=handle, sleep=sleep.asleep, seed=1, **STEP))
     assert key == policy.key("run-1", "step-1", "search", {"q": "weather"})
     assert seen == [1, 2] and len(sleep.delays) == 1
+
+
+def test_the_component_judges_returned_responses(policy: Policy) -> None:
+    # issue 8: a 304 is not a failure; a 200 whose body is a refusal is (the component decides).
+    not_modified = FakeResponse(304)
+    assert retry_sync(lambda **_: not_modified, policy=policy, sleep=Recorder(), **STEP) is not_modified
+    refusal = FakeResponse(200, {"content-type": "application/json"}, json.dumps(
+        {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": None, "refusal": None},
+             "finish_reason": "content_filter"}]}))
+    with pytest.raises(RecoveryError) as info:
+        retry_sync(lambda **_: refusal, policy=policy, sleep=Recorder(), **{**STEP, "call": "llm"})
+    assert info.value.code == "llm.policy.refusal"  # tests/vectors/providers.json
+
+
+def test_events_replace_the_ad_hoc_callbacks(policy: Policy) -> None:
+    events: List[Dict[str, Any]] = []
+    op = script(Failure.response(503), {"ok": 1})
+    assert retry_sync(op, policy=policy, sleep=Recorder(), on_event=events.append, seed=7,
+                      **STEP) == {"ok": 1}
+    assert [e["event"] for e in events] == [
+        "attempt", "decision", "sleep", "attempt", "ok", "outcome"]
+    assert events[1]["delay_ms"] == 53  # tests/vectors/tools/jitter.py, seed 7, tool attempt 1

@@ -17,6 +17,10 @@ assert envelope["code"] == "tool.http.503_unavailable"
   Anthropic, botocore, google-api-core, google-genai, MCP, A2A), no SDK imported.
 - `MemoryStore` / `SqliteStore` (module `agent_recovery.store`): the runtime's
   store, one SQLite schema shared with Rust and Node.
+- `Runtime` (module `agent_recovery.runtime`): carries out every decision
+  (retries, fallbacks, breakers, compensations, dead letters, fan-outs) with
+  the loop written once in the component; `run_scenario` (module
+  `agent_recovery.scenario`) runs a scripted run on a virtual clock.
 """
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
@@ -26,10 +30,36 @@ from .limits import Limits
 from .observe import Failure, from_exception, from_response, from_rpc
 from .policy import Policy, reference_path
 from .retry import RecoveryError, retry, retry_sync
+from .runtime import (
+    Call,
+    Clock,
+    Failed,
+    Response,
+    Run,
+    Runtime,
+    Step,
+    StepReport,
+    SystemClock,
+    VirtualClock,
+)
+from .scenario import ScenarioError, ScenarioOutput, run_scenario
 from .store import MemoryStore, SqliteStore, StoreError
 from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
 
 __all__ = [
+    "Call",
+    "Clock",
+    "Failed",
+    "Response",
+    "Run",
+    "Runtime",
+    "ScenarioError",
+    "ScenarioOutput",
+    "Step",
+    "StepReport",
+    "SystemClock",
+    "VirtualClock",
+    "run_scenario",
     "CodeInfo",
     "Context",
     "Decision",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, byref, c_char_p, c_size_t, string_at
-from typing import Sequence, Tuple
+from typing import Any, Callable, Sequence, Tuple
 
 from wasmtime import WasmtimeError
 from wasmtime import _ffi as ffi
@@ -41,6 +41,7 @@ KIND_STRING = ffi.WASMTIME_COMPONENT_STRING.value
 KIND_RECORD = ffi.WASMTIME_COMPONENT_RECORD.value
 KIND_ENUM = ffi.WASMTIME_COMPONENT_ENUM.value
 KIND_RESULT = ffi.WASMTIME_COMPONENT_RESULT.value
+KIND_OPTION = ffi.WASMTIME_COMPONENT_OPTION.value
 
 
 class _Arg(ctypes.Structure):
@@ -140,6 +141,86 @@ def call(
         return _read(result, result_is_plain_string)
     finally:
         _val_delete(byref(result))
+
+
+def call_with(
+    func: "ctypes._CArgObject",
+    ctx: "ctypes._Pointer[ffi.wasmtime_context_t]",
+    args: Sequence[Arg],
+    read: Callable[[_Val], Any],
+) -> Any:
+    """Like `call`, with the result read by `read` (before it is freed)."""
+    n = len(args)
+    params = _ARRAYS[n](*[_Arg(kind, len(data), data) for kind, data in args]) if n else None
+    result = _Val()
+    err = _func_call(func, ctx, params, n, byref(result), 1)
+    if err:
+        raise _error(err)
+    try:
+        return read(result)
+    finally:
+        _val_delete(byref(result))
+
+
+def _policy_error(payload: _Val) -> Tuple[bool, Any, str]:
+    if payload.kind != KIND_RECORD:
+        raise BadOutput(f"expected err(policy-error), got value kind {payload.kind}")
+    kind = message = None
+    record = payload.of.record
+    for i in range(record.size):
+        entry = record.data[i]
+        name = _text(entry.name)
+        if name == "kind" and entry.val.kind == KIND_ENUM:
+            kind = _text(entry.val.of.enumeration)
+        elif name == "message" and entry.val.kind == KIND_STRING:
+            message = _text(entry.val.of.string)
+    if kind is None or message is None:
+        raise BadOutput("the policy-error has no kind or no message")
+    return False, kind.replace("-", "_"), message
+
+
+def _result_payload(result: _Val) -> Tuple[bool, Any]:
+    if result.kind != KIND_RESULT:
+        raise BadOutput(f"expected a result, got value kind {result.kind}")
+    res = result.of.result
+    if not res.val:
+        raise BadOutput("the result carries no payload")
+    return bool(res.is_ok), res.val.contents
+
+
+def read_advance(result: _Val) -> Tuple[bool, Any, str]:
+    """`result<record{state: string, effects: string}, policy-error>`:
+    (True, (state, effects), "") or (False, error kind, message)."""
+    ok, payload = _result_payload(result)
+    if not ok:
+        return _policy_error(payload)
+    if payload.kind != KIND_RECORD:
+        raise BadOutput(f"expected ok(record), got value kind {payload.kind}")
+    fields = {}
+    record = payload.of.record
+    for i in range(record.size):
+        entry = record.data[i]
+        if entry.val.kind != KIND_STRING:
+            raise BadOutput(f"record field {_text(entry.name)!r} is not a string")
+        fields[_text(entry.name)] = _text(entry.val.of.string)
+    if "state" not in fields or "effects" not in fields:
+        raise BadOutput("the advance-result has no state or no effects")
+    return True, (fields["state"], fields["effects"]), ""
+
+
+def read_option_text(result: _Val) -> Tuple[bool, Any, str]:
+    """`result<option<string>, policy-error>`: (True, text or None, "") or an error."""
+    ok, payload = _result_payload(result)
+    if not ok:
+        return _policy_error(payload)
+    if payload.kind != KIND_OPTION:
+        raise BadOutput(f"expected ok(option), got value kind {payload.kind}")
+    inner = payload.of.option
+    if not inner:
+        return True, None, ""
+    if inner.contents.kind != KIND_STRING:
+        raise BadOutput(f"expected option<string>, got value kind {inner.contents.kind}")
+    return True, _text(inner.contents.of.string), ""
 
 
 def _read(result: _Val, plain: bool) -> Outcome:

@@ -16,18 +16,31 @@ result = asyncio.run(retry(fetch, policy=policy, call="tool", run_id="run-1",
                            step_id="step-3", tool="search", args=ARGS))
 ```
 
-Each attempt gets the same idempotency key (`policy.key(run_id, step_id, tool,
-args)`), so a retry the server already acted on is not applied twice. A failed
-attempt (an exception, a returned `Failure`, a returned response with status
->= 400, or a failed MCP / A2A result) becomes an observation
-(`observation_from` / `as_failure`); the policy decides with `{call, attempt,
-elapsed_ms, seed}`, where `elapsed_ms` is the retry delay spent so far (the run's
-retry budget is the policy's business). On `retry` the helper sleeps `delay_ms`
-through the injected `sleep` and tries again; any other action raises
-`RecoveryError` with the decision and its envelope. Nothing here decides: the
-loop only carries state between the operation and the component.
+It is a thin wrapper over the recovery `Runtime` (issue 8: one loop, written
+once in the component, so the helpers of the three languages cannot drift): a
+run `run_id` with one step (`step_id`, `tool`, `args`, `call`) whose operation
+is `operation(attempt=..., idempotency_key=...)`. Each attempt gets the same
+idempotency key (`policy.key(run_id, step_id, tool, args)`). What failed is
+judged by the component: an exception (observed with `observation_from`), a
+returned `Failure`, and a returned response or SDK result (an object with
+`status_code` and `headers`, an MCP `CallToolResult`, an A2A task), which the
+component checks (a 503 or a 200 carrying a refusal fails, a 304 succeeds). The
+policy decides each failure with the run's `elapsed_ms` (the retry delay
+spent so far, carried by the runtime); on `retry` the helper sleeps `delay_ms`
+through the injected `sleep` and calls again; any other action raises
+`RecoveryError` with the decision and its envelope.
 
-`retry` and `retry_sync` share `Attempts`, so the two loops cannot drift apart.
+Defaults of the one-step run: a fresh `MemoryStore` per call (no breaker or
+cache shared with other calls unless you pass `store`), the attempt budget and
+the breaker out of the way (the policy's `max_attempts` decides, the breaker
+threshold is 100 consecutive failures; pass
+`runtime_options={"breaker": (3, 30_000)}` to have one), `context["config"]`
+as the policy configuration and `context["idempotent"]` as the step's.
+
+Migration: `on_decision(decision)` keeps its payload (the decision, with the
+`policy` that decided); prefer `on_event(event)`, the runtime's events (the
+same in Rust, Node and Python). Returned responses with a status of 300-399
+now succeed and a 200 whose body is a refusal now fails (the component decides).
 """
 
 from __future__ import annotations
@@ -35,11 +48,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, Awaitable, Callable, Dict, Optional, Protocol
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Protocol
 
-from .adapters import observation_from
 from .observe import as_failure
-from .types import Context, Decision, Envelope, Observation
+from .runtime import Call, Clock, Runtime, StepReport, SystemClock
+from .store import MemoryStore
+from .types import Context, Decision, Envelope
 
 
 class DecidingPolicy(Protocol):
@@ -47,7 +61,7 @@ class DecidingPolicy(Protocol):
 
     def key(self, run_id: str, step_id: str, tool: str, args: Any) -> str: ...
 
-    def decide(self, obs: Any, ctx: Any = None) -> Decision: ...
+    def decide_json(self, observation: Any, context: Any = "{}") -> str: ...
 
 
 class RecoveryError(Exception):
@@ -71,60 +85,149 @@ class RecoveryError(Exception):
         )
 
 
-class Attempts:
-    """The state of one step's attempts: key, attempt number, retry time spent."""
+#: Out of the way: the policy's `max_attempts` decides, no breaker opens
+#: (the loop takes a breaker threshold of at most 100, the policy's attempt limit too).
+_UNLIMITED = 2**31
+_NO_BREAKER = (100, 30_000)
+
+
+class _Decisions:
+    """Decides with the policy's `decide_json` (the component's bytes go to the
+    loop) and keeps each decision as a dict for `on_decision` and `RecoveryError`."""
+
+    def __init__(self, policy: Any, on_decision: Optional[Callable[[Decision], Any]]) -> None:
+        self.policy = policy
+        self.on_decision = on_decision
+        self.last: Optional[Decision] = None
+        self.pending: List[Any] = []
+
+    def decide_json(self, observation: str, context: str) -> str:
+        import json
+
+        text: str = self.policy.decide_json(observation, context)
+        decision = json.loads(text)
+        active = getattr(self.policy, "policy", self.policy)  # a PolicyHandle's active policy
+        ref = getattr(active, "_ref", None)
+        if ref is not None:
+            decision["policy"] = dict(ref)
+        self.last = decision
+        if self.on_decision is not None:
+            note = self.on_decision(decision)
+            if inspect.isawaitable(note):
+                self.pending.append(note)
+        return text
+
+    async def flush(self) -> None:
+        while self.pending:
+            await self.pending.pop(0)
+
+
+class _SleepClock(Clock):
+    """The system clock, sleeping through the injected `sleep(seconds)`."""
+
+    def __init__(self, sleep: Callable[[float], Any], decisions: _Decisions) -> None:
+        self._sleep = sleep
+        self._decisions = decisions
+        self._system = SystemClock()
+
+    def now_ms(self) -> int:
+        return self._system.now_ms()
+
+    def sleep_ms(self, ms: int) -> None:
+        self._sleep(ms / 1000)
+
+    async def sleep_ms_async(self, ms: int) -> None:
+        await self._decisions.flush()  # an async on_decision runs before the sleep
+        note = self._sleep(ms / 1000)
+        if inspect.isawaitable(note):
+            await note
+
+
+class _Attempts:
+    """The one-step run behind `retry` and `retry_sync` (shared, so they cannot drift)."""
 
     def __init__(
         self,
-        policy: DecidingPolicy,
+        operation: Callable[..., Any],
+        policy: Any,
         call: str,
         run_id: str,
         step_id: str,
         tool: str,
         args: Any,
         seed: Optional[int],
+        on_decision: Optional[Callable[[Decision], Any]],
+        on_event: Optional[Callable[..., Any]],
+        sleep: Callable[[float], Any],
         context: Optional[Context],
+        store: Any,
+        timeout_ms: Optional[int],
+        runtime_options: Optional[Dict[str, Any]],
     ) -> None:
-        self.policy = policy
-        self.call = call
-        self.seed = seed
-        self.context: Dict[str, Any] = dict(context or {})
-        self.key = policy.key(run_id, step_id, tool, args)
-        self.attempt = 1
-        self.elapsed_ms = 0
+        self.decisions = _Decisions(policy, on_decision)
+        self.cause: Any = None
+        self.value: Any = None
+        ctx: Dict[str, Any] = dict(context or {})
+        options: Dict[str, Any] = {
+            "attempt_budget": _UNLIMITED,
+            "breaker": _NO_BREAKER,
+        }
+        options.update(runtime_options or {})
+        self.runtime = Runtime(
+            policy=self.decisions,
+            store=store if store is not None else MemoryStore(),
+            clock=_SleepClock(sleep, self.decisions),
+            seed=seed,
+            policy_config=ctx.get("config"),
+            attempt_timeout_ms=timeout_ms,
+            on_event=on_event,
+            **options,
+        )
+        self.run = self.runtime.run(run_id)
+        self.step: Dict[str, Any] = dict(
+            id=step_id, tool=tool, call=call, args=args,
+            idempotent=ctx.get("idempotent"), operation=self.wrap(operation),
+        )
 
-    def kwargs(self) -> Dict[str, Any]:
-        """The keyword arguments of the next attempt."""
-        return {"attempt": self.attempt, "idempotency_key": self.key}
+    def wrap(self, operation: Callable[..., Any]) -> Callable[[Call], Any]:
+        def op(call: Call) -> Any:
+            try:
+                value = operation(attempt=call.attempt, idempotency_key=call.key)
+            except Exception as exc:
+                self.cause = exc
+                raise
+            if inspect.isawaitable(value):
+                return self.awaited(value)
+            return self.returned(value)
 
-    def observe(self, result: Any = None, exc: Optional[BaseException] = None) -> Any:
-        """(observation, cause) of a failed attempt, or None for a success."""
-        if exc is not None:
-            return observation_from(exc), exc
-        failure = as_failure(result)
-        if failure is None:
-            return None
-        return failure.observation, failure
+        return op
 
-    def decide(self, obs: Observation) -> Decision:
-        """Ask the policy about the attempt that just failed."""
-        ctx: Dict[str, Any] = dict(self.context)
-        ctx.update(call=self.call, attempt=self.attempt, elapsed_ms=self.elapsed_ms)
-        if self.seed is not None:
-            ctx["seed"] = self.seed
-        return self.policy.decide(obs, ctx)
+    async def awaited(self, value: Any) -> Any:
+        try:
+            result = await value
+        except Exception as exc:
+            self.cause = exc
+            raise
+        return self.returned(result)
 
-    def delay_s(self, decision: Decision, cause: Any) -> float:
-        """Seconds to sleep before the next attempt; raises unless the action is retry."""
-        if decision["action"] != "retry":
-            error = RecoveryError(decision, cause)
-            if isinstance(cause, BaseException):
-                raise error from cause
-            raise error
-        delay_ms = int(decision.get("delay_ms") or 0)
-        self.elapsed_ms += delay_ms
-        self.attempt += 1
-        return delay_ms / 1000
+    def returned(self, value: Any) -> Any:
+        self.value = value
+        self.cause = as_failure(value) or value
+        return value
+
+    def outcome(self, report: StepReport) -> Any:
+        if report.outcome == "ok":
+            return self.value
+        decision: Any = self.decisions.last
+        if decision is None or decision.get("envelope") is None:
+            decision = {
+                "action": report.outcome, "attempt": 0, "reason": report.outcome,
+                "envelope": report.envelope or {"code": "runtime." + report.outcome},
+            }
+        error = RecoveryError(decision, self.cause)
+        if isinstance(self.cause, BaseException):
+            raise error from self.cause
+        raise error
 
 
 async def retry(
@@ -140,32 +243,29 @@ async def retry(
     on_decision: Optional[Callable[[Decision], Any]] = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     context: Optional[Context] = None,
+    on_event: Optional[Callable[..., Any]] = None,
+    store: Any = None,
+    timeout_ms: Optional[int] = None,
+    runtime_options: Optional[Dict[str, Any]] = None,
 ) -> Any:
     """Run `operation(attempt=..., idempotency_key=...)` until it succeeds or the
     policy says stop (then `RecoveryError`). Returns the operation's result.
 
-    `operation` may be async or sync; `on_decision(decision)` is called after
-    each failed attempt (it may be async); `context` adds decision context
-    fields (`idempotent`, `fallback_available`, `config`, ...).
+    `operation` may be async or sync. `on_event(event)` gets the runtime's
+    events; `on_decision(decision)` (it may be async) each decision, as
+    before. `context` gives `config` (the policy configuration) and
+    `idempotent`. New: `store` (share breakers and the cache), `timeout_ms` (an
+    async attempt slower than this is cancelled and observed as a timeout) and
+    `runtime_options` (more `Runtime` options). Cancelling the task raises
+    `asyncio.CancelledError` as before.
     """
-    state = Attempts(policy, call, run_id, step_id, tool, args, seed, context)
-    while True:
-        try:
-            result = operation(**state.kwargs())
-            if inspect.isawaitable(result):
-                result = await result
-            failed = state.observe(result)
-        except Exception as exc:  # noqa: BLE001 - every failure is observed
-            failed = state.observe(exc=exc)
-        if failed is None:
-            return result
-        obs, cause = failed
-        decision = state.decide(obs)
-        if on_decision is not None:
-            note = on_decision(decision)
-            if inspect.isawaitable(note):
-                await note
-        await sleep(state.delay_s(decision, cause))
+    state = _Attempts(operation, policy, call, run_id, step_id, tool, args, seed, on_decision,
+                      on_event, sleep, context, store, timeout_ms, runtime_options)
+    report = await state.run.step_async(**state.step)
+    await state.decisions.flush()
+    if report.outcome == "cancelled":
+        raise asyncio.CancelledError()
+    return state.outcome(report)
 
 
 def retry_sync(
@@ -181,19 +281,12 @@ def retry_sync(
     on_decision: Optional[Callable[[Decision], Any]] = None,
     sleep: Callable[[float], Any] = time.sleep,
     context: Optional[Context] = None,
+    on_event: Optional[Callable[..., Any]] = None,
+    store: Any = None,
+    timeout_ms: Optional[int] = None,
+    runtime_options: Optional[Dict[str, Any]] = None,
 ) -> Any:
     """The blocking twin of `retry` (same arguments, `sleep=time.sleep`)."""
-    state = Attempts(policy, call, run_id, step_id, tool, args, seed, context)
-    while True:
-        try:
-            result = operation(**state.kwargs())
-            failed = state.observe(result)
-        except Exception as exc:  # noqa: BLE001 - every failure is observed
-            failed = state.observe(exc=exc)
-        if failed is None:
-            return result
-        obs, cause = failed
-        decision = state.decide(obs)
-        if on_decision is not None:
-            on_decision(decision)
-        sleep(state.delay_s(decision, cause))
+    state = _Attempts(operation, policy, call, run_id, step_id, tool, args, seed, on_decision,
+                      on_event, sleep, context, store, timeout_ms, runtime_options)
+    return state.outcome(state.run.step(**state.step))

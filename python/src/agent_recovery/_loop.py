@@ -1,0 +1,167 @@
+"""The recovery loop's component: the reference's `agent:recovery/runtime@0.2.0`.
+
+Whatever policy decides, the loop always comes from the packaged reference
+component (a 0.1 policy has no `runtime` export), exactly as in the Rust host
+(`host/src/runtime/component.rs`). It runs in the same sandbox as a policy call
+(no filesystem, no network, no environment) under the same `Limits`: memory
+capped, fuel per call for its input size; a trap drops the instance and the
+next call instantiates the component again.
+
+`advance` and `check-outcome` are called through `_abi` (no per-call type walk);
+their types are checked once against the contract below.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from wasmtime import Store, WasiConfig, WasmtimeError
+
+from . import _abi
+from ._component import PACKAGE, Compiled, compile_component, engine_and_linker, shape
+from ._inputs import utf8
+from ._sandbox import runtime_error
+from .errors import PolicyError, PolicyRuntimeError
+from .limits import Limits
+from .policy import read_source
+
+#: Idle instances kept for reuse.
+_POOL = 4
+
+#: The runtime interface and its version.
+RUNTIME_INTERFACE = f"{PACKAGE}/runtime@0.2.0"
+
+_POLICY_ERROR = "record{kind:enum,message:string}"
+_TYPES = {
+    "advance": (("string", "string"), f"result<record{{state:string,effects:string}},{_POLICY_ERROR}>"),
+    "check-outcome": (("string",), f"result<option<string>,{_POLICY_ERROR}>"),
+}
+
+
+class _Instance:
+    """One store and one instance of the loop."""
+
+    def __init__(self, compiled: Compiled, indices: Dict[str, Any], limits: Limits) -> None:
+        engine, linker = engine_and_linker()
+        store = Store(engine)
+        store.set_wasi(WasiConfig())
+        store.set_limits(
+            memory_size=limits.memory_bytes,
+            table_elements=100_000,
+            instances=64,
+            tables=64,
+            memories=8,
+        )
+        store.set_fuel(limits.fuel_base)
+        try:
+            instance = linker.instantiate(store, compiled.component)
+        except WasmtimeError as e:
+            raise PolicyRuntimeError(
+                "instantiate",
+                f"the recovery loop (sha256 {compiled.sha256[:12]}…) could not be "
+                f"instantiated: {e}; raise Limits.memory_bytes",
+            ) from None
+        self.funcs = {}
+        for name, index in indices.items():
+            func = instance.get_func(store, index)
+            if func is None:
+                raise PolicyRuntimeError(
+                    "incompatible", f"`{RUNTIME_INTERFACE}#{name}` is not a function; reinstall"
+                )
+            fty = func.type(store)
+            params = tuple(shape(t) for _, t in fty.params)
+            result = shape(fty.result) if fty.result is not None else "_"
+            if (params, result) != _TYPES[name]:
+                raise PolicyRuntimeError(
+                    "incompatible",
+                    f"`{RUNTIME_INTERFACE}#{name}` has type ({', '.join(params)}) -> {result}, "
+                    f"expected {_TYPES[name]}; reinstall the package (its component is not "
+                    "the reference)",
+                )
+            self.funcs[name] = func
+        self.store = store
+        self.ctx = store._context()
+        self.refs = {n: ctypes.byref(f._func) for n, f in self.funcs.items()}
+
+
+class LoopComponent:
+    """The compiled loop and a small pool of instances (thread-safe)."""
+
+    def __init__(self, source: Any = None, limits: Optional[Limits] = None) -> None:
+        wasm = read_source(source)
+        self._compiled = compile_component(wasm)
+        self._limits = limits or Limits()
+        component = self._compiled.component
+        iface = component.get_export_index(RUNTIME_INTERFACE)
+        indices = {}
+        for name in _TYPES:
+            index = component.get_export_index(name, iface) if iface is not None else None
+            if index is None:
+                raise PolicyRuntimeError(
+                    "incompatible",
+                    f"the reference component does not export `{RUNTIME_INTERFACE}#{name}`; "
+                    "reinstall the package (`pip install ./python`) so that it bundles a "
+                    "current build of the reference",
+                )
+            indices[name] = index
+        self._indices = indices
+        self._lock = threading.Lock()
+        # Idle instances (a small pool, as in the Rust host): concurrent callers
+        # (fan-out branches on threads) each take one; ctypes releases the GIL
+        # during the call, so they really run side by side.
+        self._idle: List[_Instance] = [_Instance(self._compiled, indices, self._limits)]
+
+    @property
+    def sha256(self) -> str:
+        """The loop component's digest."""
+        return self._compiled.sha256
+
+    def _call(self, name: str, args: Tuple[bytes, ...], read: Callable[[Any], Any]) -> Any:
+        size = sum(len(a) for a in args)
+        if size > self._limits.max_input_bytes:
+            raise PolicyError(
+                "too_large",
+                f"`{name}` input is {size} bytes, over the {self._limits.max_input_bytes}-byte "
+                "limit; keep step args and results smaller",
+                code="input-too-large",
+            )
+        with self._lock:
+            inst = self._idle.pop() if self._idle else None
+        if inst is None:
+            inst = _Instance(self._compiled, self._indices, self._limits)
+        try:
+            _abi.set_fuel(inst.ctx, self._limits.fuel_for(size))
+            ok, value, message = _abi.call_with(
+                inst.refs[name], inst.ctx, [(_abi.KIND_STRING, a) for a in args], read
+            )
+        except _abi.Trapped as e:  # the instance is dropped: the next call gets a fresh one
+            err = runtime_error(str(e))
+            raise PolicyRuntimeError(
+                err.kind, f"the recovery loop failed in `{name}`: {err.message}"
+            ) from None
+        except _abi.BadOutput as e:
+            raise PolicyRuntimeError(
+                "invalid_output", f"`{name}` of the recovery loop returned an unusable value ({e})"
+            ) from None
+        with self._lock:
+            if len(self._idle) < _POOL:
+                self._idle.append(inst)
+        if ok:
+            return value
+        raise PolicyError(value, f"the recovery loop refused an input: {message}")
+
+    def advance(self, state: str, input: str) -> Tuple[str, str]:
+        """`advance(state, input)` -> (new state, effects), both JSON text."""
+        out: Tuple[str, str] = self._call(
+            "advance", (utf8(state, "state"), utf8(input, "input")), _abi.read_advance
+        )
+        return out
+
+    def check_outcome(self, outcome: str) -> Optional[str]:
+        """`check-outcome(outcome)`: the failure's envelope (JSON text), or None."""
+        out: Optional[str] = self._call(
+            "check-outcome", (utf8(outcome, "outcome"),), _abi.read_option_text
+        )
+        return out

@@ -1,0 +1,1313 @@
+"""The recovery runtime: carries out every decision, with the loop written once
+in the component.
+
+The loop (retries, fallbacks past open breakers, restores, compensations, dead
+letters, budgets, the idempotency cache, fan-outs) is the reference component's
+`agent:recovery/runtime@0.2.0` export, a sans-I/O state machine
+(docs/runtime.md is its specification). This module only does I/O: it keeps
+the run's state text, feeds the component what happened, calls your operation,
+sleeps on a clock, asks the active policy to decide, reads and writes a store
+and reports events. It never reads the state, never counts, never judges
+whether an outcome failed. It is the twin of the Rust host's
+`agent_recovery::runtime`: same options, same defaults, same events (the
+component's bytes).
+
+```python
+from agent_recovery.runtime import Failed, Runtime, VirtualClock
+
+clock = VirtualClock(1_767_225_600_000)
+runtime = Runtime(clock=clock, seed=7)
+run = runtime.run("run-1")
+
+def charge(call):
+    # call.key is the same on every attempt; call.target the target or a fallback
+    if call.attempt == 1:
+        return Failed({"source": "http", "status": 503})
+    return {"id": "ch_1"}
+
+report = run.step(id="charge", tool="payments.charge", operation=charge,
+                  call="tool", args={"amount": 10})
+assert report.outcome == "ok" and report.result == {"id": "ch_1"}
+assert clock.now_ms() > 1_767_225_600_000  # slept on the virtual clock
+```
+
+`run.step` is blocking (operations are plain functions; a real sleep blocks
+the thread); `await run.step_async(...)` takes sync or async operations and
+sleeps with `asyncio.sleep`. Both drive the same code (`_drive`), so they
+cannot differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
+
+from ._loop import LoopComponent
+from .adapters import _is_a2a_proto, _names, _root, observation_from
+from .errors import PolicyError, PolicyRuntimeError
+from .limits import Limits
+from .observe import Failure, _response_text, from_response
+from .store import MemoryStore, StoreError, Written
+
+__all__ = [
+    "Call",
+    "Clock",
+    "Failed",
+    "Response",
+    "Run",
+    "Runtime",
+    "Step",
+    "StepReport",
+    "SystemClock",
+    "VirtualClock",
+]
+
+# -- clocks ------------------------------------------------------------------------
+
+
+class Clock:
+    """Where the runtime reads the time and sleeps (integer Unix ms).
+
+    Subclass it for your own clock: `now_ms()` and `sleep_ms(ms)` (blocking);
+    `sleep_ms_async` defaults to `asyncio.sleep`.
+    """
+
+    def now_ms(self) -> int:
+        """Now, Unix ms."""
+        raise NotImplementedError
+
+    def sleep_ms(self, ms: int) -> None:
+        """Sleep `ms` milliseconds."""
+        raise NotImplementedError
+
+    async def sleep_ms_async(self, ms: int) -> None:
+        """Sleep `ms` milliseconds without blocking the event loop."""
+        await asyncio.sleep(ms / 1000)
+
+    def is_virtual(self) -> bool:
+        """A virtual clock (tests, scenarios): the branches of a fan-out then run
+        one after another, each from the fork's time, so a run reproduces
+        exactly; a timeout is only measured, never waited for. Default: False."""
+        return False
+
+    def set_ms(self, now_ms: int) -> None:
+        """Set the time; called only when `is_virtual()`. Default: does nothing."""
+
+
+class SystemClock(Clock):
+    """The system clock; real sleeps (`time.sleep`, `asyncio.sleep`)."""
+
+    def now_ms(self) -> int:
+        """`time.time_ns() // 1_000_000`."""
+        return time.time_ns() // 1_000_000
+
+    def sleep_ms(self, ms: int) -> None:
+        """`time.sleep(ms / 1000)`."""
+        time.sleep(ms / 1000)
+
+
+class VirtualClock(Clock):
+    """A virtual clock: sleeping advances it at once, nothing really waits.
+
+    >>> clock = VirtualClock(1_000)
+    >>> clock.sleep_ms(250)
+    >>> clock.now_ms()
+    1250
+    """
+
+    def __init__(self, now_ms: int = 0) -> None:
+        """A clock that starts at `now_ms`."""
+        self._now = _uint(now_ms, "VirtualClock now_ms")
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> int:
+        """The virtual time."""
+        return self._now
+
+    def advance(self, ms: int) -> None:
+        """Move the clock forward without sleeping."""
+        with self._lock:
+            self._now += _uint(ms, "advance ms")
+
+    def set_ms(self, now_ms: int) -> None:
+        """Set the clock (a fan-out runs each branch from the fork's time)."""
+        with self._lock:
+            self._now = _uint(now_ms, "now_ms")
+
+    def is_virtual(self) -> bool:
+        """True."""
+        return True
+
+    def sleep_ms(self, ms: int) -> None:
+        """Advance by `ms`."""
+        self.advance(ms)
+
+    async def sleep_ms_async(self, ms: int) -> None:
+        """Advance by `ms` (and let other tasks run)."""
+        self.advance(ms)
+        await asyncio.sleep(0)
+
+
+# -- what operations return ---------------------------------------------------------
+
+
+class Failed:
+    """Returned by an operation: this call failed with `observation` (a dict or
+    JSON text in the observation format). Answered as `{"failed": observation}`:
+    the policy decides on it as it is."""
+
+    __slots__ = ("observation",)
+
+    def __init__(self, observation: Any) -> None:
+        self.observation = observation
+
+    def __repr__(self) -> str:
+        return f"Failed({self.observation!r})"
+
+
+class Response:
+    """Returned by an operation: a raw outcome (observation-shaped dict or JSON
+    text) for the component to judge (`check-outcome`): a 200 carrying a refusal
+    fails, a 304 succeeds. Answered as `{"response": outcome}`."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+
+    def __repr__(self) -> str:
+        return f"Response({self.outcome!r})"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the runtime makes: the operation on a target, a fallback
+    target, or a compensation."""
+
+    #: `operation`, `fallback` or `compensation`.
+    kind: str
+    #: The step id.
+    step: str
+    #: The target to call (the step's target, a fallback; for a compensation
+    #: the target that succeeded).
+    target: str
+    #: The idempotency key: the same on every attempt of a step, on every target.
+    key: str
+    #: Call number of this key, from 1.
+    attempt: int
+    #: Give up after this long (the runtime reports a timeout); None: no limit.
+    timeout_ms: Optional[int]
+    #: Set when the run is cancelled (a long operation may stop early).
+    cancelled: threading.Event
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """How a step ended, as the loop reported it (the `finish` effect)."""
+
+    #: `ok`, `failed`, `escalated`, `replan`, `awaiting_input`,
+    #: `dead_lettered`, `cancelled`, `in_flight`.
+    outcome: str
+    #: Every outcome but `ok` ends the run.
+    run_finished: bool
+    #: For `ok`: the operation's value (or the idempotency cache's). A fan-out's
+    #: is a list with each branch's result (None where a branch did not end ok).
+    result: Any = None
+    #: The last failure's envelope (dict).
+    envelope: Any = None
+    #: For `replan`: the envelope rendered `model-tool-result`, for the model.
+    rendered: Any = None
+    #: For `awaiting_input`: run the step again with the answer (same key).
+    token: Optional[str] = None
+
+
+Operation = Callable[[Call], Any]
+
+_STEP_OPTIONS = (
+    "id",
+    "tool",
+    "operation",
+    "call",
+    "args",
+    "target",
+    "fallbacks",
+    "side_effect",
+    "idempotent",
+    "compensate",
+    "checkpoint",
+)
+
+
+class Step:
+    """A step of a run (the options of Rust's `Step`).
+
+    | option | default |
+    | --- | --- |
+    | `id`, `tool`, `operation` | required |
+    | `call` | None: the kind (`tool`, `llm`, `agent`) is read from each observation |
+    | `args` | None (JSON `null`); part of the idempotency key |
+    | `target` | the tool name (the circuit key) |
+    | `fallbacks` | none: targets to try next, in order |
+    | `side_effect` | False |
+    | `idempotent` | None (unknown) |
+    | `compensate` | None: the undo of the side effect, `compensate(call)` |
+    | `checkpoint` | None: the hook of `restore` decisions, `checkpoint() -> bool` |
+    """
+
+    __slots__ = _STEP_OPTIONS
+
+    def __init__(
+        self,
+        id: str,
+        tool: str,
+        operation: Operation,
+        *,
+        call: Optional[str] = None,
+        args: Any = None,
+        target: Optional[str] = None,
+        fallbacks: Sequence[str] = (),
+        side_effect: bool = False,
+        idempotent: Optional[bool] = None,
+        compensate: Optional[Operation] = None,
+        checkpoint: Optional[Callable[[], Any]] = None,
+    ) -> None:
+        if not callable(operation):
+            raise _bad(f"step {id!r}: `operation` is {type(operation).__name__}, not callable; pass a function")
+        for name, hook in (("compensate", compensate), ("checkpoint", checkpoint)):
+            if hook is not None and not callable(hook):
+                raise _bad(f"step {id!r}: `{name}` is not callable; pass a function or None")
+        if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
+            raise _bad(f"step {id!r}: `fallbacks` must be a list of target names, got {fallbacks!r}")
+        self.id = id
+        self.tool = tool
+        self.operation = operation
+        self.call = call
+        self.args = args
+        self.target = target
+        self.fallbacks = list(fallbacks)
+        self.side_effect = side_effect
+        self.idempotent = idempotent
+        self.compensate = compensate
+        self.checkpoint = checkpoint
+
+    @classmethod
+    def of(cls, step: Any = None, options: Optional[Dict[str, Any]] = None) -> "Step":
+        """A `Step`, or one built from keyword options (unknown ones are refused)."""
+        options = options or {}
+        if step is not None:
+            if options:
+                raise _bad("pass a Step or keyword options, not both")
+            if isinstance(step, Step):
+                return step
+            if isinstance(step, dict):
+                options = step
+            else:
+                raise _bad(f"a step is a Step or a dict of options, got {type(step).__name__}")
+        unknown = sorted(set(options) - set(_STEP_OPTIONS))
+        if unknown:
+            raise _bad(
+                f"unknown step option(s) {', '.join(unknown)}; the options are {', '.join(_STEP_OPTIONS)}"
+            )
+        missing = [k for k in ("id", "tool", "operation") if k not in options]
+        if missing:
+            raise _bad(f"a step needs {', '.join(missing)}; see Step")
+        return cls(**options)
+
+    def spec(self) -> Dict[str, Any]:
+        """The `step` member of the loop's `step` input."""
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "call": self.call,
+            "args": self.args,
+            "target": self.target,
+            "fallbacks": self.fallbacks,
+            "side_effect": self.side_effect,
+            "compensation": self.compensate is not None,
+            "checkpoint": self.checkpoint is not None,
+            "idempotent": self.idempotent,
+        }
+
+
+class _Fanout:
+    """The steps of a fan-out, by id."""
+
+    def __init__(self, id: str, min_results: int, branches: Sequence[Any]) -> None:
+        if isinstance(branches, (str, bytes)) or not isinstance(branches, Sequence):
+            raise _bad(f"fan-out {id!r}: `branches` must be a list of steps")
+        self.id = id
+        self.min_results = min_results
+        self.branches = [Step.of(b) for b in branches]
+        self.by_id: Dict[str, Step] = {}
+        for b in self.branches:
+            self.by_id.setdefault(b.id, b)
+
+    def spec(self) -> Dict[str, Any]:
+        return {
+            "id": self.id,
+            "min_results": self.min_results,
+            "branches": [b.spec() for b in self.branches],
+        }
+
+
+# -- helpers ---------------------------------------------------------------------
+
+
+def _bad(message: str) -> PolicyError:
+    return PolicyError("invalid_argument", message)
+
+
+def _uint(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53 - 1:
+        raise _bad(f"{what} must be an integer from 0 to 2^53 - 1, got {value!r}")
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _jstr(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _malformed(what: str) -> PolicyRuntimeError:
+    return PolicyRuntimeError(
+        "invalid_output",
+        f"the recovery loop emitted a malformed effect ({what[:200]}); this is a bug, please report it",
+    )
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+#: Effect members whose exact bytes the runtime passes on (events, records, values).
+_RAW = ("event", "value", "record")
+
+
+def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
+    """The effects array, each effect parsed, with the raw text of its
+    `event`, `value` and `record` (the component's bytes, passed on unchanged)."""
+    out: List[Tuple[Dict[str, Any], Dict[str, str]]] = []
+    try:
+        i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+        if text[i] != "[":
+            raise _malformed("not an array")
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        if text[i] == "]":
+            return out
+        while True:
+            start = i
+            fx, i = _scan(text, i)
+            if not isinstance(fx, dict):
+                raise _malformed(text[start:i])
+            raw: Dict[str, str] = {}
+            for name in _RAW:
+                if name in fx:
+                    raw[name] = _raw_member(text, start, i, name, fx)
+            out.append((fx, raw))
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text[i] == ",":
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+                continue
+            if text[i] == "]":
+                return out
+            raise _malformed(text[i:])
+    except (IndexError, StopIteration, ValueError):
+        raise _malformed(text) from None
+
+
+def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) -> str:
+    """The exact text of member `name` of the object `text[start:end]`.
+
+    Fast path: the first `"name":` in the object (a quote cannot appear
+    unescaped inside a JSON string, so this is a key), checked by parsing the
+    value there and comparing it with the parsed member; else a member-by-member walk."""
+    needle = '"' + name + '":'
+    at = text.find(needle, start, end)
+    if at >= 0:
+        v = at + len(needle)
+        value, stop = _scan(text, v)
+        if value == fx[name] and type(value) is type(fx[name]):
+            return text[v:stop]
+    i = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
+    while text[i] != "}":
+        key, i = _scan(text, i)
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # past ':'
+        v = i
+        _, i = _scan(text, i)
+        if key == name:
+            return text[v:i]
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        if text[i] == ",":
+            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    raise _malformed(f"no member {name}")
+
+
+def _observation_text(obs: Any) -> str:
+    """An observation as JSON text; text that is not JSON is reported as an
+    exception rather than breaking the run (as in Rust)."""
+    if isinstance(obs, (bytes, bytearray)):
+        obs = bytes(obs).decode("utf-8", "replace")
+    if isinstance(obs, str):
+        try:
+            json.loads(obs)
+            return obs
+        except ValueError:
+            return _dumps(
+                {
+                    "source": "exception",
+                    "type": "agent_recovery.InvalidObservation",
+                    "message": "the operation returned an observation that is not JSON: " + obs[:200],
+                }
+            )
+    return json.dumps(obs, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+_UNSET = object()
+
+
+def _sdk_outcome(value: Any) -> Optional[Any]:
+    """The raw outcome of an SDK result or HTTP response object, for the
+    component to judge; None for a plain value."""
+    try:
+        if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+            return None
+        root = _root(type(value))
+        if "CallToolResult" in _names(value) and root in ("mcp", "mcp_types"):
+            return observation_from(value)
+        if root == "a2a" or _is_a2a_proto(value):
+            return observation_from(value)
+        status = getattr(value, "status_code", None)
+        if isinstance(status, int) and not isinstance(status, bool) and hasattr(value, "headers"):
+            return from_response(status, value.headers, _response_text(value))
+    except Exception:  # a hostile object: treat it as a plain value
+        return None
+    return None
+
+
+def _result_of(value: Any) -> Tuple[str, Any]:
+    """(the `attempt` input's `result` text, the Python value to report when the
+    JSON cannot carry it). `value` is what the operation returned."""
+    if isinstance(value, Failed):
+        return '{"failed":' + _observation_text(value.observation) + "}", _UNSET
+    if isinstance(value, Failure):
+        return '{"failed":' + _observation_text(value.observation) + "}", _UNSET
+    if isinstance(value, Response):
+        return '{"response":' + _observation_text(value.outcome) + "}", _UNSET
+    sdk = _sdk_outcome(value)
+    if sdk is not None:
+        return '{"response":' + _observation_text(sdk) + "}", value
+    try:
+        return '{"ok":' + _dumps(value) + "}", _UNSET
+    except (TypeError, ValueError, RecursionError):
+        return '{"ok":null}', value  # the cache records null; the report carries the object
+
+
+def _failed_exception(exc: BaseException) -> str:
+    return '{"failed":' + _observation_text(observation_from(exc)) + "}"
+
+
+def _timeout_result(took: int) -> str:
+    return '{"failed":{"source":"timeout","phase":"total","after_ms":%d}}' % took
+
+
+_MISSING_COMPENSATION = (
+    '{"failed":{"source":"exception","type":"agent_recovery.MissingCompensation","message":%s}}'
+)
+
+
+class _Holder:
+    """A lane: the state text of a run or of a fan-out branch, its events
+    (a branch's join the run's in branch order, as in Rust), and the Python
+    value of its last successful call (when JSON could not carry it)."""
+
+    __slots__ = ("state", "value", "events")
+
+    def __init__(self, state: str, events: Optional[List[str]] = None) -> None:
+        self.state = state
+        self.value: Any = _UNSET
+        self.events: List[str] = events if events is not None else []
+
+
+# -- the runtime -------------------------------------------------------------------
+
+_DEFAULTS_LOCK = threading.Lock()
+_DEFAULT_LOOPS: Dict[Limits, LoopComponent] = {}
+_DEFAULT_POLICY: List[Any] = []
+
+
+def _default_loop(limits: Limits) -> LoopComponent:
+    with _DEFAULTS_LOCK:
+        loop = _DEFAULT_LOOPS.get(limits)
+        if loop is None:
+            loop = _DEFAULT_LOOPS[limits] = LoopComponent(None, limits)
+        return loop
+
+
+def _default_policy() -> Any:
+    from .policy import Policy
+
+    with _DEFAULTS_LOCK:
+        if not _DEFAULT_POLICY:
+            _DEFAULT_POLICY.append(Policy.load())
+        return _DEFAULT_POLICY[0]
+
+
+class Runtime:
+    """Runs steps under the recovery loop. Build it once and share it (thread-safe).
+
+    | option | default |
+    | --- | --- |
+    | `policy` | the packaged reference decides; any `Policy`, a `PolicyHandle` (hot swap: the next decision uses the new policy) or any object with `decide_json(observation, context)` |
+    | `store` | a fresh `MemoryStore` |
+    | `clock` | `SystemClock()` (real time, real sleeps) |
+    | `seed` | None: jitter drawn from WASI random |
+    | `attempt_budget` | 5 calls per idempotency key, persisted |
+    | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
+    | `idempotency_ttl_ms` | 86 400 000 (24 h) |
+    | `in_flight_ttl_ms` | 300 000 (5 min) |
+    | `attempt_timeout_ms` | None |
+    | `deadline_ms` | None |
+    | `policy_config` | None: the policy's defaults (run retry budget 60 000 ms) |
+    | `config` | None: the whole run configuration as a dict (docs/runtime.md); replaces the typed options above |
+    | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments |
+    | `limits` | `Limits()` for the loop component |
+
+    Unknown options raise `PolicyError` (`invalid_argument`).
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Any = None,
+        store: Any = None,
+        clock: Optional[Clock] = None,
+        seed: Optional[int] = None,
+        attempt_budget: Optional[int] = None,
+        breaker: Any = None,
+        idempotency_ttl_ms: Optional[int] = None,
+        in_flight_ttl_ms: Optional[int] = None,
+        attempt_timeout_ms: Optional[int] = None,
+        deadline_ms: Optional[int] = None,
+        policy_config: Any = None,
+        config: Any = None,
+        on_event: Optional[Callable[..., Any]] = None,
+        limits: Optional[Limits] = None,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            raise _bad(
+                f"unknown Runtime option(s) {', '.join(sorted(unknown))}; see Runtime for the options"
+            )
+        typed: Dict[str, Any] = {}
+        for name, value in (
+            ("attempt_budget", attempt_budget),
+            ("idempotency_ttl_ms", idempotency_ttl_ms),
+            ("in_flight_ttl_ms", in_flight_ttl_ms),
+            ("attempt_timeout_ms", attempt_timeout_ms),
+            ("deadline_ms", deadline_ms),
+        ):
+            if value is not None:
+                typed[name] = _uint(value, name)
+        if breaker is not None:
+            if isinstance(breaker, dict):
+                unknown_b = set(breaker) - {"failure_threshold", "open_ms"}
+                if unknown_b or len(breaker) != 2:
+                    raise _bad(f"breaker must have failure_threshold and open_ms, got {sorted(breaker)}")
+                pair = (breaker["failure_threshold"], breaker["open_ms"])
+            elif isinstance(breaker, (tuple, list)) and len(breaker) == 2:
+                pair = (breaker[0], breaker[1])
+            else:
+                raise _bad(f"breaker is a (failure_threshold, open_ms) pair, got {breaker!r}")
+            typed["breaker"] = {
+                "failure_threshold": _uint(pair[0], "breaker failure_threshold"),
+                "open_ms": _uint(pair[1], "breaker open_ms"),
+            }
+        if policy_config is not None:
+            typed["policy"] = policy_config
+        if config is not None and not isinstance(config, (dict, str)):
+            raise _bad(f"config is the run configuration as a dict (or JSON text), got {type(config).__name__}")
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+                raise _bad(f"seed must be an integer from 0 to 2^64 - 1, got {seed!r}")
+        if policy is not None and not callable(getattr(policy, "decide_json", None)):
+            raise _bad("policy must be a Policy, a PolicyHandle or have decide_json(observation, context)")
+        if clock is not None and not (
+            callable(getattr(clock, "now_ms", None)) and callable(getattr(clock, "sleep_ms", None))
+        ):
+            raise _bad("clock must have now_ms() and sleep_ms(ms); use SystemClock or VirtualClock")
+        try:
+            raw = config if isinstance(config, str) else _dumps(config if config is not None else typed)
+        except (TypeError, ValueError) as e:
+            raise _bad(f"the run configuration cannot be written as JSON ({e})") from None
+        self._config = raw
+        self._limits = limits or Limits()
+        self._looper = _default_loop(self._limits)
+        self._decider = policy if policy is not None else _default_policy()
+        self._store = store if store is not None else MemoryStore()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._seed = seed
+        self._on_event = on_event
+        self._event_text = False
+        if on_event is not None:
+            if not callable(on_event):
+                raise _bad("on_event must be callable")
+            try:
+                params = [
+                    p
+                    for p in inspect.signature(on_event).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                ]
+                self._event_text = len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+            except (TypeError, ValueError):
+                self._event_text = False
+        # Check the configuration now, not at the first step.
+        self._looper.advance("", self._run_input("config-check"))
+
+    @property
+    def store(self) -> Any:
+        """The store (breakers, attempt counts, the idempotency cache, dead letters)."""
+        return self._store
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the runtime reads and sleeps on."""
+        return self._clock
+
+    def _run_input(self, run_id: str) -> str:
+        seed = "null" if self._seed is None else str(self._seed)
+        return (
+            f'{{"input":"run","now_ms":{self._clock.now_ms()},"run_id":{_jstr(run_id)},'
+            f'"seed":{seed},"config":{self._config}}}'
+        )
+
+    def run(self, run_id: str, *, signal: Optional[threading.Event] = None) -> "Run":
+        """Start a run. Its retry budget, compensations and cancellation span its
+        steps; breakers, attempt counts and the idempotency cache live in the
+        store and span runs. `signal`: a `threading.Event` that cancels the run
+        when set (from any thread); `run.cancelled` is that event."""
+        if not isinstance(run_id, str):
+            raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
+        state, _ = self._looper.advance("", self._run_input(run_id))
+        return Run(self, state, signal)
+
+    def check_outcome(self, outcome: Any) -> Optional[Dict[str, Any]]:
+        """Was this outcome (an observation-shaped dict or JSON text) a failure?
+        The failure's envelope, or None for a success. The component decides: a
+        200 carrying a refusal is a failure, a 304 is not."""
+        text = self.check_outcome_json(outcome if isinstance(outcome, str) else _observation_text(outcome))
+        return None if text is None else json.loads(text)
+
+    def check_outcome_json(self, outcome: str) -> Optional[str]:
+        """`check-outcome` with the component's bytes: the envelope text, or None."""
+        return self._looper.check_outcome(outcome)
+
+
+#: A need of the driver: ("sleep", ms, cancellable), ("restore", hook),
+#: ("call", Call, fn, holder), ("fork", fx, fanout, lane).
+_Need = Tuple[Any, ...]
+
+
+class Run:
+    """A run of steps under one run id. Create it with `Runtime.run`."""
+
+    def __init__(self, rt: Runtime, state: str, signal: Optional[threading.Event]) -> None:
+        self._rt = rt
+        self._events: List[str] = []
+        self._holder = _Holder(state, self._events)
+        self._undo: Dict[str, Operation] = {}
+        self._ids: Set[str] = set()
+        #: Set to cancel the run: no new attempts, compensations still run,
+        #: the outcome is `cancelled`.
+        self.cancelled = signal if signal is not None else threading.Event()
+        self._cancel_at: Optional[int] = None
+        self._finished: Optional[str] = None
+        self._busy = False
+        self._async_wake: Optional[Tuple[asyncio.AbstractEventLoop, asyncio.Event]] = None
+
+    # -- public ---------------------------------------------------------------
+
+    @property
+    def events(self) -> List[str]:
+        """Every event so far, the component's JSON text (docs/runtime.md, "Events")."""
+        return list(self._events)
+
+    @property
+    def state(self) -> str:
+        """The run's state as the loop returned it (JSON text; do not edit)."""
+        return self._holder.state
+
+    def cancel_at(self, now_ms: int) -> None:
+        """Cancel when the clock reaches `now_ms` (Unix ms); a sleep crossing it is cut short there."""
+        self._cancel_at = _uint(now_ms, "cancel_at now_ms")
+
+    def step(self, step: Any = None, /, **options: Any) -> StepReport:
+        """Run a step to its end (blocking) and report how it ended. Takes a
+        `Step` or its options as keywords. Raises only when the loop, the policy
+        or the store failed (`PolicyError`, `PolicyRuntimeError`, `StoreError`)."""
+        s = Step.of(step, options)
+        self._claim_ids([s.id])
+        return self._sync(self._step_input(s.spec()), s)
+
+    async def step_async(self, step: Any = None, /, **options: Any) -> StepReport:
+        """`step` for asyncio: operations, compensations and checkpoint hooks may
+        be async; sleeps do not block the loop; `attempt_timeout_ms` cancels a
+        slow async call on a real clock. Cancelling the task cancels the run
+        (the report says `cancelled`, after the compensations)."""
+        s = Step.of(step, options)
+        self._claim_ids([s.id])
+        return await self._async(self._step_input(s.spec()), s)
+
+    def fanout(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
+        """Run `branches` (steps) concurrently (threads; one after another on a
+        `VirtualClock`); ok when at least `min_results` of them end ok. The
+        report's `result` lists each branch's result (None where it did not end ok)."""
+        f = _Fanout(id, min_results, branches)
+        self._claim_ids([f.id] + [b.id for b in f.branches])
+        return self._sync(self._fanout_input(f), f)
+
+    async def fanout_async(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
+        """`fanout` for asyncio (branches run with `asyncio.gather`)."""
+        f = _Fanout(id, min_results, branches)
+        self._claim_ids([f.id] + [b.id for b in f.branches])
+        return await self._async(self._fanout_input(f), f)
+
+    def cancel(self) -> Optional[StepReport]:
+        """Cancel the run. Between steps: runs the compensations of the
+        completed steps now (reverse order) and returns the `cancelled` report.
+        While a step runs (another thread or task): sets the signal and returns
+        None; that step ends `cancelled`."""
+        self.cancelled.set()
+        self._wake()
+        if self._busy:
+            return None
+        if self._finished is not None:
+            return _after_the_end(self._finished)
+        return self._sync(self._cancel_input(), None)
+
+    async def cancel_async(self) -> Optional[StepReport]:
+        """`cancel` for asyncio (async compensations are awaited)."""
+        self.cancelled.set()
+        self._wake()
+        if self._busy:
+            return None
+        if self._finished is not None:
+            return _after_the_end(self._finished)
+        return await self._async(self._cancel_input(), None)
+
+    def _claim_ids(self, ids: List[str]) -> None:
+        """Step ids are unique in a run (docs/runtime.md, "Inputs"); the loop
+        does not refuse a repeated one, so the runtime does, before anything runs."""
+        if self._finished is not None:
+            return
+        seen = set(self._ids)
+        for sid in ids:
+            if sid in seen:
+                raise _bad(
+                    f"step id {sid!r} is used twice in run; step ids are unique in a run "
+                    "(an awaiting_input step is resumed in a new run with the same run id)"
+                )
+            seen.add(sid)
+        self._ids.update(ids)
+
+    # -- inputs -----------------------------------------------------------------
+
+    def _now(self) -> int:
+        return self._rt._clock.now_ms()
+
+    def _step_input(self, spec: Dict[str, Any]) -> str:
+        try:
+            return f'{{"input":"step","now_ms":{self._now()},"step":{_dumps(spec)}}}'
+        except (TypeError, ValueError) as e:
+            raise _bad(f"step {spec.get('id')!r}: args cannot be written as JSON ({e})") from None
+
+    def _fanout_input(self, f: _Fanout) -> str:
+        try:
+            return f'{{"input":"fanout","now_ms":{self._now()},"fanout":{_dumps(f.spec())}}}'
+        except (TypeError, ValueError) as e:
+            raise _bad(f"fan-out {f.id!r}: args cannot be written as JSON ({e})") from None
+
+    def _cancel_input(self) -> str:
+        return f'{{"input":"cancel","now_ms":{self._now()}}}'
+
+    def _is_cancelled(self) -> bool:
+        return self.cancelled.is_set() or (
+            self._cancel_at is not None and self._now() >= self._cancel_at
+        )
+
+    def _wake(self) -> None:
+        wake = self._async_wake
+        if wake is not None:
+            loop, event = wake
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # the loop is closed
+                pass
+
+    # -- the driver (shared by the sync and the async executors) -----------------
+
+    def _drive(
+        self, holder: _Holder, input: str, step: Any
+    ) -> Generator[_Need, Any, StepReport]:
+        """Feed `input`, carry out the effects, answer the last one, until `finish`.
+        Yields what needs the caller's I/O style (call, sleep, restore, fork) and
+        receives the next input text."""
+        rt = self._rt
+        store = rt._store
+        clock = rt._clock
+        looper = rt._looper
+        while True:
+            holder.state, effects_text = looper.advance(holder.state, input)
+            nxt: Optional[str] = None
+            for fx, raw in _effects(effects_text):
+                kind = fx.get("effect")
+                if kind == "emit":
+                    text = raw.get("event")
+                    if text is None:
+                        raise _malformed("emit without event")
+                    holder.events.append(text)
+                    if rt._on_event is not None:
+                        if rt._event_text:
+                            rt._on_event(fx["event"], text)
+                        else:
+                            rt._on_event(fx["event"])
+                elif kind == "read":
+                    now = clock.now_ms()
+                    parts = []
+                    for key in fx.get("keys") or ():
+                        got = store.get(key, now)
+                        parts.append(_jstr(key) + ":" + (got.value if got is not None else "null"))
+                    nxt = f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}}}}'
+                elif kind == "write":
+                    key, value = fx.get("key"), raw.get("value")
+                    if not isinstance(key, str) or value is None:
+                        raise _malformed("write without key or value")
+                    _put(store, key, value, fx.get("ttl_ms"), clock.now_ms())
+                elif kind == "claim":
+                    key, value = fx.get("key"), raw.get("value")
+                    if not isinstance(key, str) or value is None:
+                        raise _malformed("claim without key or value")
+                    now = clock.now_ms()
+                    cas = store.compare_and_set(key, None, value, fx.get("ttl_ms"), now)
+                    if isinstance(cas, Written):
+                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":true}}'
+                    else:
+                        cur = cas.current.value if cas.current is not None else "null"
+                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
+                elif kind == "delete":
+                    key = fx.get("key")
+                    if not isinstance(key, str):
+                        raise _malformed("delete without key")
+                    store.delete(key)
+                elif kind == "append":
+                    stream, record = fx.get("stream"), raw.get("record")
+                    if not isinstance(stream, str) or record is None:
+                        raise _malformed("append without stream or record")
+                    store.append(stream, record, clock.now_ms())
+                elif kind == "decide":
+                    obs, ctx = fx.get("observation"), fx.get("context")
+                    if not isinstance(obs, str) or not isinstance(ctx, str):
+                        raise _malformed("decide without observation or context")
+                    decision = rt._decider.decide_json(obs, ctx)
+                    nxt = f'{{"input":"decision","now_ms":{clock.now_ms()},"decision":{decision}}}'
+                elif kind == "sleep":
+                    nxt = yield ("sleep", int(fx.get("ms") or 0), fx.get("cancellable", True) is not False)
+                elif kind == "restore":
+                    hook = step.checkpoint if isinstance(step, Step) else None
+                    nxt = yield ("restore", hook)
+                elif kind == "call":
+                    call = Call(
+                        kind=str(fx.get("call") or ""),
+                        step=str(fx.get("step") or ""),
+                        target=str(fx.get("target") or ""),
+                        key=str(fx.get("key") or ""),
+                        attempt=int(fx.get("attempt") or 1),
+                        timeout_ms=fx.get("timeout_ms"),
+                        cancelled=self.cancelled,
+                    )
+                    if call.kind == "compensation":
+                        fn = self._undo.get(call.step)
+                    else:
+                        if self._is_cancelled():
+                            nxt = self._cancel_input()
+                            continue
+                        fn = step.operation if isinstance(step, Step) else None
+                    holder.value = _UNSET
+                    if fn is None:
+                        message = _jstr(f"no compensation registered for step {call.step}")
+                        result = _MISSING_COMPENSATION % message
+                        nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+                    else:
+                        nxt = yield ("call", call, fn, holder)
+                elif kind == "fork":
+                    if not isinstance(step, _Fanout):
+                        raise _malformed("fork outside a fan-out")
+                    nxt = yield ("fork", fx, step, holder)
+                elif kind == "finish":
+                    value = fx.get("result")
+                    if fx.get("outcome") == "ok" and holder.value is not _UNSET:
+                        value = holder.value
+                    return StepReport(
+                        outcome=str(fx.get("outcome") or ""),
+                        run_finished=fx.get("run_finished", True) is not False,
+                        result=value,
+                        envelope=fx.get("envelope"),
+                        rendered=fx.get("rendered"),
+                        token=fx.get("token"),
+                    )
+                else:
+                    raise _malformed(str(kind))
+            if nxt is None:
+                raise _malformed("a batch without an effect to answer")
+            input = nxt
+
+    def _begin(self) -> Optional[StepReport]:
+        if self._finished is not None:
+            return _after_the_end(self._finished)
+        if self._busy:
+            raise _bad("a step of this run is already running; runs take one step at a time (use fanout for concurrency)")
+        self._busy = True
+        return None
+
+    def _end(self, report: StepReport, step: Any) -> StepReport:
+        self._busy = False
+        if report.run_finished:
+            self._finished = report.outcome
+        if report.outcome == "ok" and isinstance(step, Step) and step.compensate is not None:
+            self._undo[step.id] = step.compensate
+        return report
+
+    def _joined(self, lane: _Holder, now: int, branches: List[_Holder]) -> str:
+        """The `joined` input; the branches' events join the lane's, in branch order."""
+        for b in branches:
+            lane.events.extend(b.events)
+        return _joined_input(now, [b.state for b in branches])
+
+    def _branch_done(self, branch: Step, report: StepReport) -> None:
+        if report.outcome == "ok" and branch.compensate is not None:
+            self._undo[branch.id] = branch.compensate
+
+    # -- the blocking executor ----------------------------------------------------
+
+    def _sync(self, input: str, step: Any) -> StepReport:
+        done = self._begin()
+        if done is not None:
+            return done
+        try:
+            report = self._exec_sync(self._drive(self._holder, input, step))
+        except BaseException:
+            self._busy = False
+            raise
+        return self._end(report, step)
+
+    def _exec_sync(self, gen: Generator[_Need, Any, StepReport]) -> StepReport:
+        try:
+            need = next(gen)
+            while True:
+                need = gen.send(self._do_sync(need))
+        except StopIteration as stop:
+            report: StepReport = stop.value
+            return report
+
+    def _do_sync(self, need: _Need) -> str:
+        clock = self._rt._clock
+        what = need[0]
+        if what == "sleep":
+            _, ms, cancellable = need
+            if cancellable and self._is_cancelled():
+                return self._cancel_input()
+            at = self._cancel_at
+            if cancellable and at is not None and clock.now_ms() + ms > at:
+                clock.sleep_ms(max(0, at - clock.now_ms()))
+                return self._cancel_input()
+            if cancellable and isinstance(clock, SystemClock):
+                if self.cancelled.wait(ms / 1000):
+                    return self._cancel_input()
+            else:
+                clock.sleep_ms(ms)
+            return f'{{"input":"slept","now_ms":{clock.now_ms()}}}'
+        if what == "restore":
+            hook = need[1]
+            ok = False
+            if hook is not None:
+                out = hook()
+                if inspect.isawaitable(out):
+                    _close(out)
+                    raise _bad("the checkpoint hook is async; use step_async")
+                ok = bool(out)
+            return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
+        if what == "call":
+            _, call, fn, holder = need
+            started = clock.now_ms()
+            try:
+                value = fn(call)
+            except Exception as exc:  # noqa: BLE001 - every failure is observed
+                result = _failed_exception(exc)
+            else:
+                if inspect.isawaitable(value):
+                    _close(value)
+                    raise _bad(f"the operation of step {call.step!r} is async; use step_async")
+                result, holder.value = _result_of(value)
+            took = max(0, clock.now_ms() - started)
+            if call.timeout_ms is not None and took > call.timeout_ms:
+                holder.value = _UNSET
+                result = _timeout_result(took)
+            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+        if what == "fork":
+            _, fx, fanout, lane = need
+            return self._fork_sync(fx, fanout, lane)
+        raise _malformed(str(what))
+
+    def _fork_sync(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
+        clock = self._rt._clock
+        branches = _fork_branches(fx, fanout)
+        start = clock.now_ms()
+
+        def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
+            state, spec, branch = item
+            holder = _Holder(state)
+            input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
+            report = self._exec_sync(self._drive(holder, input, branch))
+            self._branch_done(branch, report)
+            return holder
+
+        if _is_virtual(clock):
+            states, latest = [], start
+            for item in branches:
+                clock.set_ms(start)
+                states.append(one(item))
+                latest = max(latest, clock.now_ms())
+            clock.set_ms(latest)
+        elif len(branches) <= 1:
+            states = [one(b) for b in branches]
+        else:
+            with ThreadPoolExecutor(max_workers=len(branches)) as pool:
+                states = list(pool.map(one, branches))
+        return self._joined(lane, clock.now_ms(), states)
+
+    # -- the asyncio executor -----------------------------------------------------
+
+    async def _async(self, input: str, step: Any) -> StepReport:
+        done = self._begin()
+        if done is not None:
+            return done
+        try:
+            report = await self._exec_async(self._drive(self._holder, input, step))
+        except BaseException:
+            self._busy = False
+            raise
+        return self._end(report, step)
+
+    async def _exec_async(self, gen: Generator[_Need, Any, StepReport]) -> StepReport:
+        try:
+            need = next(gen)
+            while True:
+                try:
+                    answer = await self._do_async(need)
+                except asyncio.CancelledError:
+                    # The task was cancelled: that cancels the run (no new
+                    # attempts; the compensations still run; outcome cancelled).
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()
+                    self.cancelled.set()
+                    answer = self._interrupted(need)
+                need = gen.send(answer)
+        except StopIteration as stop:
+            report: StepReport = stop.value
+            return report
+
+    def _interrupted(self, need: _Need) -> str:
+        """The answer to `need` when the task was cancelled while carrying it out."""
+        now = self._now()
+        if need[0] == "call" and need[1].kind == "compensation":
+            failed = _failed_exception(asyncio.CancelledError("the compensation was cancelled"))
+            return f'{{"input":"attempt","now_ms":{now},"result":{failed}}}'
+        if need[0] == "restore":
+            return f'{{"input":"restored","now_ms":{now},"ok":false}}'
+        if need[0] == "sleep" and not need[2]:
+            return f'{{"input":"slept","now_ms":{now}}}'
+        return self._cancel_input()
+
+    def _wake_event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        wake = self._async_wake
+        if wake is None or wake[0] is not loop:
+            self._async_wake = (loop, asyncio.Event())
+            wake = self._async_wake
+        if self.cancelled.is_set():
+            wake[1].set()
+        return wake[1]
+
+    async def _do_async(self, need: _Need) -> str:
+        clock = self._rt._clock
+        what = need[0]
+        if what == "sleep":
+            _, ms, cancellable = need
+            if cancellable and self._is_cancelled():
+                return self._cancel_input()
+            at = self._cancel_at
+            if cancellable and at is not None and clock.now_ms() + ms > at:
+                await _asleep(clock, max(0, at - clock.now_ms()))
+                return self._cancel_input()
+            if cancellable and isinstance(clock, SystemClock):
+                # Woken at once by run.cancel(); a signal set directly (from any
+                # thread) is seen within _SIGNAL_POLL_S.
+                wake = self._wake_event()
+                end = time.monotonic() + ms / 1000
+                while (left := end - time.monotonic()) > 0:
+                    try:
+                        await asyncio.wait_for(wake.wait(), min(left, _SIGNAL_POLL_S))
+                    except asyncio.TimeoutError:
+                        pass
+                    if self.cancelled.is_set():
+                        return self._cancel_input()
+            else:
+                await _asleep(clock, ms)
+            return f'{{"input":"slept","now_ms":{clock.now_ms()}}}'
+        if what == "restore":
+            hook = need[1]
+            ok = False
+            if hook is not None:
+                out = hook()
+                if inspect.isawaitable(out):
+                    out = await out
+                ok = bool(out)
+            return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
+        if what == "call":
+            _, call, fn, holder = need
+            started = clock.now_ms()
+            timed_out = False
+            result = ""
+            try:
+                value = fn(call)
+                if inspect.isawaitable(value):
+                    if call.timeout_ms is not None and not _is_virtual(clock):
+                        try:
+                            value = await asyncio.wait_for(_awaited(value), call.timeout_ms / 1000)
+                        except asyncio.TimeoutError:
+                            timed_out = True
+                    else:
+                        value = await value
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is observed
+                result = _failed_exception(exc)
+            else:
+                if not timed_out:
+                    result, holder.value = _result_of(value)
+            took = max(0, clock.now_ms() - started)
+            if timed_out or (call.timeout_ms is not None and took > call.timeout_ms):
+                holder.value = _UNSET
+                result = _timeout_result(took)
+            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+        if what == "fork":
+            _, fx, fanout, lane = need
+            return await self._fork_async(fx, fanout, lane)
+        raise _malformed(str(what))
+
+    async def _fork_async(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
+        clock = self._rt._clock
+        branches = _fork_branches(fx, fanout)
+        start = clock.now_ms()
+
+        async def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
+            state, spec, branch = item
+            holder = _Holder(state)
+            input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
+            report = await self._exec_async(self._drive(holder, input, branch))
+            self._branch_done(branch, report)
+            return holder
+
+        if _is_virtual(clock):
+            states, latest = [], start
+            for item in branches:
+                clock.set_ms(start)
+                states.append(await one(item))
+                latest = max(latest, clock.now_ms())
+            clock.set_ms(latest)
+        else:
+            tasks = [asyncio.ensure_future(one(b)) for b in branches]
+            try:
+                states = list(await asyncio.shield(asyncio.gather(*tasks)))
+            except asyncio.CancelledError:
+                # Cancelling the caller cancels the run: the branches see the
+                # signal (no new attempts, sleeps cut short) and end cancelled.
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                self.cancelled.set()
+                self._wake()
+                states = list(await asyncio.gather(*tasks))
+        return self._joined(lane, clock.now_ms(), states)
+
+
+#: How often an async sleep on a real clock looks at a cancellation signal set
+#: directly on the event (run.cancel() wakes it at once).
+_SIGNAL_POLL_S = 0.05
+
+
+def _is_virtual(clock: Any) -> bool:
+    is_virtual = getattr(clock, "is_virtual", None)
+    return bool(is_virtual()) if callable(is_virtual) else False
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+async def _asleep(clock: Clock, ms: int) -> None:
+    sleeper = getattr(clock, "sleep_ms_async", None)
+    if sleeper is not None:
+        await sleeper(ms)
+    else:
+        clock.sleep_ms(ms)
+
+
+def _close(value: Any) -> None:
+    close = getattr(value, "close", None)
+    if callable(close):
+        close()
+
+
+def _fork_branches(fx: Dict[str, Any], fanout: _Fanout) -> List[Tuple[str, Dict[str, Any], Step]]:
+    out = []
+    for b in fx.get("branches") or ():
+        if not isinstance(b, dict) or not isinstance(b.get("state"), str) or not isinstance(b.get("step"), dict):
+            raise _malformed("fork branch without state or step")
+        spec = b["step"]
+        branch = fanout.by_id.get(str(spec.get("id")))
+        if branch is None:
+            raise _malformed(f"fork branch {spec.get('id')!r} is not a branch of fan-out {fanout.id!r}")
+        out.append((b["state"], spec, branch))
+    return out
+
+
+def _joined_input(now: int, states: List[str]) -> str:
+    return f'{{"input":"joined","now_ms":{now},"states":{json.dumps(states, ensure_ascii=False)}}}'
+
+
+def _after_the_end(outcome: str) -> StepReport:
+    return StepReport(outcome=outcome, run_finished=True)
+
+
+def _put(store: Any, key: str, value: str, ttl_ms: Optional[int], now: int) -> None:
+    """Last-writer-wins put on top of compare-and-set (as in Rust)."""
+    for _ in range(16):
+        current = store.get(key, now)
+        version = current.version if current is not None else None
+        if isinstance(store.compare_and_set(key, version, value, ttl_ms, now), Written):
+            return
+    raise StoreError(
+        "unavailable",
+        f"could not write {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run",
+    )
+

@@ -1,0 +1,184 @@
+"""The loop vectors (`tests/loops/*.json`) through the real component and the
+Python Runtime on a virtual clock: the rules of host/tests/loops.rs.
+
+A vector's runs share one fresh `MemoryStore`, in order; `expect` is matched
+against the scenario output member by member (objects as subsets, arrays
+element by element with the same length, everything else equal); every
+attempt of a step carries one key (a compensation its own); running a vector
+twice gives the same bytes. The expectations were derived by hand from
+docs/runtime.md and tests/vectors/tools/jitter.py, not recorded from a runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from agent_recovery.scenario import ScenarioError, run_scenario
+from agent_recovery.store import MemoryStore
+
+from .conftest import repo_root
+
+
+def vectors() -> List[Tuple[str, Dict[str, Any]]]:
+    files = sorted((repo_root() / "tests" / "loops").glob("*.json"))
+    assert len(files) >= 16, "expected the loop vectors in tests/loops"
+    return [(p.name, json.loads(p.read_text(encoding="utf-8"))) for p in files]
+
+
+VECTORS = vectors()
+
+
+def subset(expected: Any, actual: Any, path: str) -> List[str]:
+    """Where `actual` fails to contain `expected` (loops.rs `subset`)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out: List[str] = []
+        for k, v in expected.items():
+            if k not in actual:
+                out.append(f"{path}.{k}: missing in {json.dumps(actual)}")
+            else:
+                out += subset(v, actual[k], f"{path}.{k}")
+        return out
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [f"{path}: expected {len(expected)} items, got {len(actual)}: {json.dumps(actual)}"]
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            out += subset(e, a, f"{path}[{i}]")
+        return out
+    if type(expected) is bool or type(actual) is bool:
+        same = type(expected) is type(actual) and expected == actual
+    else:
+        same = expected == actual and not isinstance(expected, (dict, list))
+    return [] if same else [f"{path}: expected {json.dumps(expected)}, got {json.dumps(actual)}"]
+
+
+def run_all(vector: Dict[str, Any]) -> List[str]:
+    store = MemoryStore()
+    return [run_scenario(r["scenario"], store).to_json() for r in vector["runs"]]
+
+
+@pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
+def test_loop_vector(name: str, vector: Dict[str, Any]) -> None:
+    failures: List[str] = []
+    for i, (r, text) in enumerate(zip(vector["runs"], run_all(vector))):
+        out = json.loads(text)
+        failures += subset(r["expect"], out, f"{name} run {i}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
+def test_every_attempt_of_a_step_carries_one_key(name: str, vector: Dict[str, Any]) -> None:
+    for text in run_all(vector):
+        keys: Dict[Tuple[str, bool], str] = {}
+        for e in json.loads(text)["events"]:
+            if e["event"] != "attempt":
+                continue
+            key = e["key"]
+            assert isinstance(key, str) and len(key) == 64, f"{name}: key is a sha256"
+            comp = e["call"] == "compensation"
+            seen = keys.setdefault((e["step"], comp), key)
+            assert seen == key, f"{name}: step {e['step']} changed its key between attempts"
+            if comp:
+                assert keys.get((e["step"], False)) != key, f"{name}: a compensation reuses its step's key"
+
+
+@pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
+def test_the_same_scenario_gives_the_same_bytes(name: str, vector: Dict[str, Any]) -> None:
+    assert run_all(vector) == run_all(vector)
+
+
+def test_output_is_the_components_bytes_in_rusts_layout() -> None:
+    name, vector = VECTORS[0]
+    text = run_all(vector)[0]
+    assert text.startswith('{"outcome":') and '"events":[{"t_ms":' in text, text[:80]
+    assert json.loads(text)["events"], name
+    assert ", " not in text.split('"events"')[0]
+
+
+@pytest.mark.parametrize(
+    "scenario,needle",
+    [
+        ("{not json", "scenario:"),
+        ({"run_id": "r", "now_ms": 0, "steps": [], "extra": 1}, "unknown field `extra`"),
+        ({"run_id": "", "now_ms": 0, "steps": [{"id": "a", "tool": "t"}]}, "`run_id` is empty"),
+        ({"run_id": "r", "now_ms": 0, "steps": []}, "`steps` is empty"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a", "tool": "t"}, {"id": "a", "tool": "u"}]},
+         'step id "a" is used twice'),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a", "tool": "t", "outcomes": [3]}]},
+         'an outcome is 3; use "ok"'),
+        ({"run_id": "r", "now_ms": -1, "steps": [{"id": "a", "tool": "t"}]}, "`now_ms` must be u64"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a", "tool": "t", "outcomes": []}]},
+         'a call of target "t" found no outcome left'),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "a"}]}, "`tool` is missing or empty"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "tool": "t", "fanout": {
+            "min_results": 1, "branches": [{"id": "b", "tool": "t"}]}}]}, "has only `id` and `fanout`"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "fanout": {"min_results": 1, "branches": [
+            {"id": "b", "fanout": {"min_results": 1, "branches": []}}]}}]}, "fan-outs do not nest"),
+        ({"run_id": "r", "now_ms": 0, "steps": [{"id": "f", "fanout": {"min_results": 1, "branches": [
+            {"id": "f", "tool": "t"}]}}]}, 'step id "f" is used twice'),
+    ],
+)
+def test_invalid_scenarios_are_typed_errors(scenario: Any, needle: str, tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(scenario)
+    assert info.value.kind == "invalid" and needle in info.value.message, info.value.message
+    # The Rust runner says the same: exit status 2 is a bad scenario (README, simulate).
+    assert rust_simulate(scenario, tmp_path).returncode == 2
+
+
+def test_a_bad_run_configuration_is_a_runtime_error(tmp_path: Path) -> None:
+    scenario = {"run_id": "r", "now_ms": 0, "config": {"attempt_budget": "x"},
+                "steps": [{"id": "a", "tool": "t", "outcomes": ["ok"]}]}
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(scenario)
+    assert info.value.kind == "runtime"
+    proc = rust_simulate(scenario, tmp_path)  # Rust: ScenarioError::Runtime, the loop refused it
+    assert proc.returncode != 0 and "the recovery loop refused an input" in proc.stderr
+
+
+def rust_simulate(scenario: Any, tmp_path: Path, *extra: str) -> Any:
+    """`agent-recovery simulate FILE --json` (the Rust runtime, a second implementation)."""
+    import os
+    import subprocess
+
+    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
+    exe = target / "release" / "agent-recovery"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    path = tmp_path / f"scenario-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(scenario if isinstance(scenario, str) else json.dumps(scenario), encoding="utf-8")
+    return subprocess.run([str(exe), "simulate", str(path), "--json", *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_batch_driver_runs_a_line_on_one_store(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    name, vector = next((n, v) for n, v in VECTORS if len(v["runs"]) > 1)
+    line = json.dumps([r["scenario"] for r in vector["runs"]])
+    bad = json.dumps([{"run_id": "", "now_ms": 0, "steps": [{"id": "a", "tool": "t"}]}])
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_recovery.simulate"],
+        input=f"{line}\n{bad}\nnot json\n{line}\n", capture_output=True, text=True,
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[:-1] == run_all(vector), name
+    assert lines[-1] == '{"error":"invalid"}'
+    # as Rust's simulate_batch: a line that is not a JSON array stops the driver
+    assert proc.returncode == 2 and "not a JSON array" in proc.stderr
+
+
+def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
+    """A second implementation: `agent-recovery simulate --json` (the Rust
+    runtime) prints the same text for every run of every vector (runs of a
+    vector share one store: the CLI's `--store` file, Python's `MemoryStore`)."""
+    for name, vector in VECTORS:
+        db = tmp_path / f"{name}.db"
+        for i, (r, ours) in enumerate(zip(vector["runs"], run_all(vector))):
+            proc = rust_simulate(r["scenario"], tmp_path, "--store", str(db))
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"
