@@ -179,3 +179,39 @@ fn bad_fanouts_are_typed_errors_not_panics() {
         }
     }
 }
+
+#[test]
+fn a_step_id_is_used_once_per_run_by_steps_fanouts_and_branches() {
+    // docs/runtime.md: `id` is unique in the run; the loop refuses a repeat
+    // (it would otherwise reuse the first step's key and cache entry).
+    let runtime = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(0)))
+        .build()
+        .unwrap();
+    let mut run = runtime.run("ids").unwrap();
+    assert_eq!(
+        run.step(Step::new("s", "t", ok(Value::Null)))
+            .unwrap()
+            .outcome,
+        "ok"
+    );
+    let again = run.step(Step::new("s", "u", ok(Value::Null)));
+    assert!(
+        matches!(&again, Err(RuntimeError::Policy(e)) if e.kind() == agent_recovery::ErrorKind::InvalidArgument && e.to_string().contains("already used")),
+        "{again:?}"
+    );
+    let fan = run.fanout("f", 1, vec![Step::new("s", "t", ok(Value::Null))]);
+    assert!(
+        matches!(fan, Err(RuntimeError::Policy(_))),
+        "a branch reusing a step's id: {fan:?}"
+    );
+    let fan = run
+        .fanout("f", 1, vec![Step::new("b", "t", ok(Value::Null))])
+        .unwrap();
+    assert_eq!(fan.outcome, "ok", "the refused calls left the run usable");
+    let fan = run.fanout("g", 1, vec![Step::new("b", "t", ok(Value::Null))]);
+    assert!(
+        matches!(fan, Err(RuntimeError::Policy(_))),
+        "a branch id reused by a later fan-out: {fan:?}"
+    );
+}

@@ -30,6 +30,7 @@ impl Machine {
             ));
         }
         let ids: Vec<String> = spec.branches.iter().map(|b| b.id.clone()).collect();
+        self.claim_ids(std::iter::once(spec.id.as_str()).chain(ids.iter().map(String::as_str)))?;
         let args = json!({"branches": ids, "min_results": spec.min_results});
         let key =
             crate::idempotency::key(&self.s.run_id, &spec.id, FANOUT_TOOL, &args.to_string())?;
@@ -75,6 +76,7 @@ impl Machine {
                 branch: Some(spec.id.clone()),
                 last: None,
                 fanout: None,
+                ids: Vec::new(),
             };
             branches.push(Branch {
                 state: crate::api::to_json(&state)?,

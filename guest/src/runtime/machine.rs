@@ -53,6 +53,7 @@ pub fn advance(
                 branch: None,
                 last: None,
                 fanout: None,
+                ids: Vec::new(),
             };
             return Ok((s, Vec::new()));
         }
@@ -245,7 +246,26 @@ impl Machine {
 
     // ----- a step -----
 
+    /// Record step ids, refusing one already used in this run.
+    pub(super) fn claim_ids<'i>(
+        &mut self,
+        ids: impl IntoIterator<Item = &'i str> + Clone,
+    ) -> Result<(), PolicyError> {
+        if let Some(id) = ids
+            .clone()
+            .into_iter()
+            .find(|id| self.s.ids.iter().any(|u| u == id))
+        {
+            return Err(bad(format!(
+                "step id {id:?} was already used in this run; give every step its own id (it names the step in events, keys and dead-letter records)"
+            )));
+        }
+        self.s.ids.extend(ids.into_iter().map(str::to_owned));
+        Ok(())
+    }
+
     fn start_step(&mut self, spec: StepSpec) -> Result<(), PolicyError> {
+        self.claim_ids([spec.id.as_str()])?;
         let key =
             crate::idempotency::key(&self.s.run_id, &spec.id, &spec.tool, &spec.args.to_string())?;
         let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];

@@ -72,6 +72,10 @@ pub struct State {
     /// The fan-out whose branches run (phase `joining`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<FanoutState>,
+    /// Step ids used so far in this run (steps, fan-outs and their branches):
+    /// an id names one step in events, keys and dead letters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
 }
 
 /// A fan-out waiting for its branches.
