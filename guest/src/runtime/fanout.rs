@@ -59,25 +59,7 @@ impl Machine {
         self.emit(e);
         let mut branches = Vec::with_capacity(spec.branches.len());
         for step in spec.branches {
-            let state = State {
-                v: self.s.v,
-                run_id: self.s.run_id.clone(),
-                seed: self.s.seed,
-                started_ms: self.s.started_ms,
-                now_ms: self.s.now_ms,
-                config: self.s.config.clone(),
-                retry_spent_ms: self.s.retry_spent_ms,
-                done: Vec::new(),
-                phase: Phase::Idle,
-                step: None,
-                comp: None,
-                cancelled: false,
-                outcome: None,
-                branch: Some(spec.id.clone()),
-                last: None,
-                fanout: None,
-                ids: Vec::new(),
-            };
+            let state = self.s.branch_of(&spec.id);
             branches.push(Branch {
                 state: crate::api::to_json(&state)?,
                 step,

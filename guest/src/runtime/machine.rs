@@ -36,25 +36,7 @@ pub fn advance(
                 config,
             },
         ) => {
-            let s = State {
-                v: 1,
-                run_id,
-                seed,
-                started_ms: now,
-                now_ms: now,
-                config,
-                retry_spent_ms: 0,
-                done: Vec::new(),
-                phase: Phase::Idle,
-                step: None,
-                comp: None,
-                cancelled: false,
-                outcome: None,
-                branch: None,
-                last: None,
-                fanout: None,
-                ids: Vec::new(),
-            };
+            let s = State::new(run_id, seed, config, now);
             return Ok((s, Vec::new()));
         }
         (Some(_), Input::Run { .. }) => {

@@ -78,6 +78,47 @@ pub struct State {
     pub ids: Vec<String>,
 }
 
+impl State {
+    /// A new run, idle, started at `now_ms`.
+    pub fn new(run_id: String, seed: Option<u64>, config: RunConfig, now_ms: u64) -> Self {
+        State {
+            v: 1,
+            run_id,
+            seed,
+            started_ms: now_ms,
+            now_ms,
+            config,
+            retry_spent_ms: 0,
+            done: Vec::new(),
+            phase: Phase::Idle,
+            step: None,
+            comp: None,
+            cancelled: false,
+            outcome: None,
+            branch: None,
+            last: None,
+            fanout: None,
+            ids: Vec::new(),
+        }
+    }
+
+    /// The initial state of a branch of fan-out `fanout`: the same run (id,
+    /// seed, start, configuration, retry spend so far), nothing else.
+    pub fn branch_of(&self, fanout: &str) -> Self {
+        State {
+            started_ms: self.started_ms,
+            retry_spent_ms: self.retry_spent_ms,
+            branch: Some(fanout.to_owned()),
+            ..State::new(
+                self.run_id.clone(),
+                self.seed,
+                self.config.clone(),
+                self.now_ms,
+            )
+        }
+    }
+}
+
 /// A fan-out waiting for its branches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FanoutState {

@@ -17,12 +17,12 @@ import ctypes
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from wasmtime import Store, WasiConfig, WasmtimeError
+from wasmtime import WasmtimeError
 
 from . import _abi
 from ._component import PACKAGE, Compiled, compile_component, engine_and_linker, shape
 from ._inputs import utf8
-from ._sandbox import runtime_error
+from ._sandbox import new_store, runtime_error
 from .errors import PolicyError, PolicyRuntimeError
 from .limits import Limits
 from .policy import read_source
@@ -44,17 +44,8 @@ class _Instance:
     """One store and one instance of the loop."""
 
     def __init__(self, compiled: Compiled, indices: Dict[str, Any], limits: Limits) -> None:
-        engine, linker = engine_and_linker()
-        store = Store(engine)
-        store.set_wasi(WasiConfig())
-        store.set_limits(
-            memory_size=limits.memory_bytes,
-            table_elements=100_000,
-            instances=64,
-            tables=64,
-            memories=8,
-        )
-        store.set_fuel(limits.fuel_base)
+        _, linker = engine_and_linker()
+        store = new_store(limits)
         try:
             instance = linker.instantiate(store, compiled.component)
         except WasmtimeError as e:

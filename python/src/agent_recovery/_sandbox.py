@@ -38,21 +38,28 @@ def runtime_error(message: str) -> PolicyRuntimeError:
     return PolicyRuntimeError(kind, message.splitlines()[-1].strip() + hint if message else kind)
 
 
+def new_store(limits: Limits) -> Store:
+    """A store with WASI and the sandbox's limits (memory, tables, fuel)."""
+    engine, _ = engine_and_linker()
+    store = Store(engine)
+    store.set_wasi(WasiConfig())
+    store.set_limits(
+        memory_size=limits.memory_bytes,
+        table_elements=100_000,
+        instances=64,
+        tables=64,
+        memories=8,
+    )
+    store.set_fuel(limits.fuel_base)
+    return store
+
+
 class Sandbox:
     """A store, its instance and the instance's exported functions."""
 
     def __init__(self, compiled: Compiled, limits: Limits) -> None:
-        engine, linker = engine_and_linker()
-        store = Store(engine)
-        store.set_wasi(WasiConfig())
-        store.set_limits(
-            memory_size=limits.memory_bytes,
-            table_elements=100_000,
-            instances=64,
-            tables=64,
-            memories=8,
-        )
-        store.set_fuel(limits.fuel_base)
+        _, linker = engine_and_linker()
+        store = new_store(limits)
         try:
             instance = linker.instantiate(store, compiled.component)
         except WasmtimeError as e:
