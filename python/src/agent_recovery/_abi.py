@@ -228,27 +228,9 @@ def _read(result: _Val, plain: bool) -> Outcome:
         if result.kind != KIND_STRING:
             raise BadOutput(f"expected a string, got value kind {result.kind}")
         return True, _text(result.of.string), ""
-    if result.kind != KIND_RESULT:
-        raise BadOutput(f"expected a result, got value kind {result.kind}")
-    res = result.of.result
-    if not res.val:
-        raise BadOutput("the result carries no payload")
-    payload = res.val.contents
-    if res.is_ok:
-        if payload.kind != KIND_STRING:
-            raise BadOutput(f"expected ok(string), got value kind {payload.kind}")
-        return True, _text(payload.of.string), ""
-    if payload.kind != KIND_RECORD:
-        raise BadOutput(f"expected err(policy-error), got value kind {payload.kind}")
-    kind = message = None
-    record = payload.of.record
-    for i in range(record.size):
-        entry = record.data[i]
-        name = _text(entry.name)
-        if name == "kind" and entry.val.kind == KIND_ENUM:
-            kind = _text(entry.val.of.enumeration)
-        elif name == "message" and entry.val.kind == KIND_STRING:
-            message = _text(entry.val.of.string)
-    if kind is None or message is None:
-        raise BadOutput("the policy-error has no kind or no message")
-    return False, kind.replace("-", "_"), message
+    ok, payload = _result_payload(result)
+    if not ok:
+        return _policy_error(payload)
+    if payload.kind != KIND_STRING:
+        raise BadOutput(f"expected ok(string), got value kind {payload.kind}")
+    return True, _text(payload.of.string), ""
