@@ -86,25 +86,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!(r.outcome, "ok");
     });
 
-    per_iteration("one failed attempt, then ok", n, |i| {
-        let mut run = runtime.run(&format!("fail-{i}")).expect("run");
-        let r = run
-            .step(
-                Step::new("search", "search", |c: &Call| {
-                    if c.attempt == 1 {
-                        Outcome::Failed(r#"{"source":"http","status":503}"#.into())
-                    } else {
-                        Outcome::Ok(Value::Null)
-                    }
-                })
-                .call("tool")
-                .target(&format!("t{}", i % 64)),
-            )
-            .expect("step");
-        assert_eq!(r.outcome, "ok");
-    });
-
-    // Telemetry off vs. the no-op global providers (the default).
+    // One step whose first attempt fails (a 503), then succeeds; targets
+    // spread over 64 breakers so none opens.
     let fail_step = |rt: &Runtime, tag: &str, i: u32| {
         let mut run = rt.run(&format!("{tag}-{i}")).expect("run");
         let r = run
@@ -122,6 +105,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .expect("step");
         assert_eq!(r.outcome, "ok");
     };
+    per_iteration("one failed attempt, then ok", n, |i| {
+        fail_step(&runtime, "fail", i)
+    });
+
+    // Telemetry off vs. the no-op global providers (the default).
     let build = |telemetry: Option<Telemetry>| {
         let b = Runtime::builder()
             .clock(Arc::new(VirtualClock::new(1_767_225_600_000)))
