@@ -684,6 +684,7 @@ export interface RuntimeOptions {
 
 export declare const RUNTIME_DEFAULTS: Readonly<{
   attemptBudget: number;
+  /** What applies when neither the `breaker` option nor the active policy's decisions set it (the reference's thresholds). */
   breaker: Readonly<{ failureThreshold: number; openMs: number }>;
   idempotencyTtlMs: number;
   inFlightTtlMs: number;

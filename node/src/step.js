@@ -8,6 +8,8 @@ import { describe, stringify } from './json.js';
 /** The defaults of the run configuration (docs/runtime.md); documented here for the README table. */
 export const RUNTIME_DEFAULTS = Object.freeze({
   attemptBudget: 5,
+  // The loop's last resort: the `breaker` option wins, then each decision's
+  // `breaker` (the active policy's thresholds), then these.
   breaker: Object.freeze({ failureThreshold: 3, openMs: 30_000 }),
   idempotencyTtlMs: 86_400_000,
   inFlightTtlMs: 300_000,
