@@ -339,3 +339,32 @@ fn concurrent_cas_from_several_connections_has_one_winner_per_version() {
         "fewer wins than one worker alone gets: {n}"
     );
 }
+
+/// Many connections opening one new file at the same moment all get the
+/// store: the first creates the schema, the others must not mistake the
+/// half-seen schema for a foreign database (CI saw exactly that once, from
+/// six processes). Rounds make the interleaving likely without a sleep.
+#[test]
+fn connections_racing_to_create_the_schema_all_open_the_store() {
+    const ROUNDS: usize = 60;
+    const OPENERS: usize = 6;
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..ROUNDS {
+        let path = Arc::new(dir.path().join(format!("race-{round}.db")));
+        let barrier = Arc::new(Barrier::new(OPENERS));
+        let handles: Vec<_> = (0..OPENERS)
+            .map(|_| {
+                let (path, barrier) = (Arc::clone(&path), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    SqliteStore::open(&*path).map(|_| ())
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Err(e) = h.join().unwrap() {
+                panic!("round {round}: an opener was refused: {e}");
+            }
+        }
+    }
+}

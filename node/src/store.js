@@ -327,6 +327,7 @@ export class SqliteStore {
   #stmts;
   #path;
   #synchronous;
+  #busyTimeoutMs;
 
   constructor(path, { busyTimeoutMs = 5000, synchronous = 'full' } = {}) {
     this.#path = String(path);
@@ -335,6 +336,7 @@ export class SqliteStore {
       throw invalid(`synchronous ${show(synchronous)} is not 'full' or 'normal'; pass one of them`);
     }
     this.#synchronous = synchronous.toUpperCase();
+    this.#busyTimeoutMs = busyTimeoutMs;
     const Driver = loadDriver();
     try {
       this.#db = new Driver(this.#path, { timeout: busyTimeoutMs });
@@ -421,10 +423,17 @@ export class SqliteStore {
   #init() {
     let step = 'reading the header';
     try {
-      const [appId, version] = this.#header();
-      this.#checkHeader(appId, version);
+      // The header and the table list are read in one read transaction: read apart, a schema
+      // another process commits between them looks like a foreign database's tables.
+      const [appId, version] = this.#db
+        .transaction(() => {
+          const header = this.#header();
+          this.#checkHeader(...header);
+          return header;
+        })
+        .deferred();
       step = 'setting WAL mode';
-      this.#db.pragma('journal_mode = WAL');
+      this.#setWal();
       this.#db.pragma(`synchronous = ${this.#synchronous}`);
       if (appId !== 0) return;
       // Another process may be creating the schema right now: decide again under the write lock.
@@ -438,6 +447,30 @@ export class SqliteStore {
         .immediate();
     } catch (e) {
       throw e instanceof StoreError ? e : this.#error(step, e);
+    }
+  }
+
+  /**
+   * `PRAGMA journal_mode = WAL`, retried until the busy timeout has passed. Switching a file into
+   * WAL mode takes the write lock while the statement already holds a read lock, and SQLite answers
+   * SQLITE_BUSY at once, without its busy handler, when another connection holds the write lock.
+   * That happens whenever several processes open a new store together, so wait here instead (a
+   * synchronous wait, like the driver's own busy handler).
+   */
+  #setWal() {
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    let pause = 1;
+    for (;;) {
+      try {
+        this.#db.pragma('journal_mode = WAL');
+        return;
+      } catch (e) {
+        const code = typeof e?.code === 'string' ? e.code : '';
+        const busy = code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
+        if (!busy || Date.now() + pause >= deadline) throw e;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pause);
+        pause = Math.min(pause * 2, 50);
+      }
     }
   }
 

@@ -312,3 +312,45 @@ test('a closed store throws io', () => {
   s.close();
   assert.throws(() => s.get('k', T), (e) => e instanceof StoreError && e.kind === 'io' && e.message.includes('closed'));
 });
+
+test('connections racing to create the schema all open the store', async () => {
+  // Many threads opening one new file at once all get the store: none mistakes the half-seen schema
+  // for a foreign database's tables, none gives up on the WAL switch that SQLite refuses at once
+  // while another connection holds the write lock. Worker threads (one connection each) released by
+  // an Atomics barrier make the race likely; no sleep.
+  const { Worker } = await import('node:worker_threads');
+  const storeUrl = new URL('../src/store.js', import.meta.url).href;
+  const body = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    const gate = new Int32Array(workerData.gate);
+    Atomics.add(gate, 0, 1);
+    Atomics.wait(gate, 1, 0);
+    import(workerData.storeUrl).then(({ SqliteStore }) => {
+      try { new SqliteStore(workerData.path).close(); parentPort.postMessage(null); }
+      catch (e) { parentPort.postMessage(String(e && e.message)); }
+    });`;
+  const openers = 6;
+  for (let round = 0; round < 25; round++) {
+    const path = fresh();
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const results = [...Array(openers)].map(
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(body, { eval: true, workerData: { gate: gate.buffer, path, storeUrl } });
+          w.once('message', (m) => {
+            resolve(m);
+            w.terminate();
+          });
+          w.once('error', reject);
+        }),
+    );
+    while (Atomics.load(gate, 0) < openers) await new Promise((r) => setImmediate(r));
+    Atomics.store(gate, 1, 1);
+    Atomics.notify(gate, 1);
+    const refused = (await Promise.all(results)).filter((m) => m !== null);
+    assert.deepStrictEqual(refused, [], `round ${round}`);
+    const s = new SqliteStore(path);
+    assert.deepStrictEqual(s.compareAndSet('k', null, '1', null, T), { written: true, version: 1 });
+    s.close();
+  }
+});

@@ -278,3 +278,35 @@ def test_one_winner_per_version_across_threads(make: str, tmp_path: Path) -> Non
     n = int(last.value)
     assert sorted(wins) == [[i, i + 2] for i in range(n)]
     assert n >= 50
+
+
+def test_connections_racing_to_create_the_schema_all_open_the_store(tmp_path: Path) -> None:
+    """Many connections opening one new file at once all get the store.
+
+    The first creates the schema; the others must neither mistake the
+    half-seen schema for a foreign database's tables nor give up on the WAL
+    switch, which SQLite refuses at once while another connection holds the
+    write lock. sqlite3 releases the GIL, so threads interleave like
+    processes; the barrier and the rounds make the race likely, no sleep.
+    """
+    openers = 6
+    for round_ in range(40):
+        path = tmp_path / f"race-{round_}.db"
+        barrier = threading.Barrier(openers)
+        errors: List[BaseException] = []
+
+        def open_it() -> None:
+            barrier.wait()
+            try:
+                SqliteStore(path).close()
+            except BaseException as e:  # noqa: BLE001 - collected for the assertion
+                errors.append(e)
+
+        threads = [threading.Thread(target=open_it) for _ in range(openers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [], f"round {round_}: {errors[0]}"
+        with SqliteStore(path) as store:
+            assert isinstance(store.compare_and_set("k", None, "1", None, T), Written)

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
@@ -312,11 +312,18 @@ fn init(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> Result<(
     let at = |what: &'static str| move |e| sql_error(path, what, e);
     conn.busy_timeout(options.busy_timeout)
         .map_err(at("setting the busy timeout"))?;
-    // Reading the header first turns a non-database file into a clear error.
-    let (app_id, version) = header(conn).map_err(at("reading the header"))?;
-    check_header(path, app_id, version, || has_tables(conn))?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(at("setting WAL mode"))?;
+    // Reading the header first turns a non-database file into a clear error,
+    // and refuses a foreign database before WAL mode touches it. The header
+    // and the table list are read in one read transaction: read apart, a
+    // schema another process commits between them looks like a foreign
+    // database's tables under an empty header.
+    let snapshot = conn
+        .transaction_with_behavior(TransactionBehavior::Deferred)
+        .map_err(at("reading the header"))?;
+    let (app_id, version) = header(&snapshot).map_err(at("reading the header"))?;
+    check_header(path, app_id, version, || has_tables(&snapshot))?;
+    snapshot.commit().map_err(at("reading the header"))?;
+    set_wal(conn, options.busy_timeout).map_err(at("setting WAL mode"))?;
     conn.pragma_update(None, "synchronous", options.synchronous.as_str())
         .map_err(at("setting synchronous"))?;
     if app_id != 0 {
@@ -334,6 +341,35 @@ fn init(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> Result<(
             .map_err(at("creating the schema"))?;
     }
     tx.commit().map_err(at("creating the schema"))
+}
+
+/// `PRAGMA journal_mode = WAL`, retried until `busy_timeout` has passed.
+///
+/// Switching a file into WAL mode takes the write lock while the statement
+/// already holds a read lock, and SQLite answers `SQLITE_BUSY` at once,
+/// without its busy handler, when another connection holds the write lock
+/// (the two would otherwise wait on each other). That happens whenever
+/// several processes open a new store together, so wait here instead.
+fn set_wal(conn: &Connection, busy_timeout: Duration) -> Result<(), rusqlite::Error> {
+    let deadline = Instant::now() + busy_timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e) if is_busy(&e) && Instant::now() + pause < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 /// The live entry at `key`, if any.

@@ -37,6 +37,7 @@ import heapq
 import json
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -444,6 +445,7 @@ class SqliteStore:
         ):
             raise _invalid(f"busy_timeout_s {busy_timeout_s!r} is not a number of seconds from 0 to 86400; pass e.g. 5.0")
         self._synchronous = synchronous.upper()
+        self._busy_timeout_s = float(busy_timeout_s)
         try:
             self._conn = sqlite3.connect(
                 self._path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -541,10 +543,17 @@ class SqliteStore:
     def _init(self) -> None:
         step = "reading the header"
         try:
-            app_id, version = self._header()
-            self._check_header(app_id, version)
+            # The header and the table list are read in one read
+            # transaction: read apart, a schema another process commits
+            # between them looks like a foreign database's tables.
+            self._conn.execute("BEGIN")
+            try:
+                app_id, version = self._header()
+                self._check_header(app_id, version)
+            finally:
+                self._conn.execute("COMMIT")
             step = "setting WAL mode"
-            self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            self._set_wal()
             self._conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if app_id != 0:
                 return
@@ -564,6 +573,28 @@ class SqliteStore:
                 raise
         except sqlite3.Error as e:
             raise self._error(step, e) from None
+
+    def _set_wal(self) -> None:
+        """`PRAGMA journal_mode = WAL`, retried until the busy timeout has passed.
+
+        Switching a file into WAL mode takes the write lock while the
+        statement already holds a read lock, and SQLite answers SQLITE_BUSY at
+        once, without its busy handler, when another connection holds the
+        write lock. That happens whenever several processes open a new store
+        together, so wait here instead.
+        """
+        deadline = time.monotonic() + self._busy_timeout_s
+        pause = 0.001
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as e:
+                code = getattr(e, "sqlite_errorcode", None)
+                if not isinstance(code, int) or code & 0xFF not in _BUSY or time.monotonic() + pause >= deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
 
     # -- operations
 
