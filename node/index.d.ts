@@ -680,6 +680,22 @@ export interface RuntimeOptions {
   /** The raw run configuration (docs/runtime.md); replaces the typed options above. */
   config?: Record<string, Json>;
   onEvent?: (event: RuntimeEvent, text: string) => void;
+  /** Spans and metrics (docs/telemetry.md). Default: Telemetry.global(), the API's global providers (no-ops until an SDK is registered). */
+  telemetry?: Telemetry;
+}
+
+/**
+ * Where a Runtime sends its OpenTelemetry spans and metrics (docs/telemetry.md).
+ * `new Telemetry({tracerProvider, meterProvider})`: these providers (a missing
+ * one: the global one). An unknown member or a provider without
+ * getTracer / getMeter is a PolicyError of kind `invalid_config`.
+ */
+export declare class Telemetry {
+  constructor(providers?: { tracerProvider?: import('@opentelemetry/api').TracerProvider; meterProvider?: import('@opentelemetry/api').MeterProvider });
+  /** The global providers as they are now: the default. */
+  static global(): Telemetry;
+  /** No spans, no metrics, no call into OpenTelemetry at all. */
+  static off(): Telemetry;
 }
 
 export declare const RUNTIME_DEFAULTS: Readonly<{

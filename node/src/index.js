@@ -23,5 +23,5 @@ export {
   MAX_VALUE_BYTES,
   MAX_INTEGER,
 } from './store.js';
-export { Runtime, Run, SystemClock, VirtualClock, Failed, Response, RUNTIME_DEFAULTS } from './runtime.js';
+export { Runtime, Run, SystemClock, VirtualClock, Failed, Response, RUNTIME_DEFAULTS, Telemetry } from './runtime.js';
 export { runScenario, runBatch, outputJson, ScenarioError, SCENARIO_ERROR_KINDS, DEAD_LETTER_STREAM } from './scenario.js';

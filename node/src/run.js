@@ -8,6 +8,7 @@ import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError } from './store.js';
+import { runTelemetry } from './telemetry.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -37,6 +38,8 @@ export class Run {
   #finished;
   #busy = null;
   #ids = new Set();
+  /** Spans and metrics (docs/telemetry.md): observes, never decides. */
+  #tel;
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
   get events() {
     return this.#holder.events;
@@ -48,6 +51,7 @@ export class Run {
     if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
     this.#rt = rt;
     this.runId = runId;
+    this.#tel = runTelemetry(rt.telemetry, runId);
     if (cancelAtMs !== undefined && cancelAtMs !== null) {
       checkMs('cancelAtMs', cancelAtMs);
       this.#cancelAtMs = cancelAtMs;
@@ -91,7 +95,8 @@ export class Run {
     return this.#exclusive(async () => {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       this.#claimIds([step.id]);
-      const ctx = { step: prepared.step, last: undefined };
+      const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
+      const ctx = { step: prepared.step, last: undefined, tel };
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${specText(prepared.spec)}}`;
       const report = await this.#drive(this.#holder, input, ctx);
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
@@ -116,7 +121,8 @@ export class Run {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       this.#claimIds([id, ...prepared.map((p) => p.spec.id)]);
       const byId = new Map(prepared.map((p) => [p.spec.id, p.step]));
-      const ctx = { step: null, branches: byId, last: undefined };
+      const tel = this.#tel.lane({ fanout: { id, minResults, branches: steps.length } }, this.#rt.clock.nowMs());
+      const ctx = { step: null, branches: byId, last: undefined, tel };
       const spec = { id, min_results: minResults, branches: prepared.map((p) => p.spec) };
       const input = `{"input":"fanout","now_ms":${this.#rt.clock.nowMs()},"fanout":${specText(spec)}}`;
       return this.#end(await this.#drive(this.#holder, input, ctx));
@@ -140,7 +146,7 @@ export class Run {
     }
     return this.#exclusive(async () => {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
-      const ctx = { step: null, last: undefined };
+      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
       return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
     });
   }
@@ -220,6 +226,7 @@ export class Run {
         if (raw.event === undefined) throw badEffect('emit without event');
         holder.events.push(raw.event);
         if (rt.onEvent) rt.onEvent(fx.event, raw.event);
+        ctx.tel.event(fx.event, rt.clock.nowMs());
         return NO_REPORT;
       }
       case 'read': {
@@ -248,12 +255,14 @@ export class Run {
       case 'append': {
         if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
         rt.store.append(fx.stream, raw.record, rt.clock.nowMs());
+        ctx.tel.appended(fx.stream, raw.record, rt.clock.nowMs());
         return NO_REPORT;
       }
       case 'decide': {
         if (typeof fx.observation !== 'string' || typeof fx.context !== 'string') throw badEffect('decide without observation or context');
         const decision = await rt.decider.decideJson(fx.observation, fx.context);
         if (typeof decision !== 'string') throw badEffect('the policy returned a decision that is not JSON text');
+        ctx.tel.decided(decision);
         return `{"input":"decision","now_ms":${rt.clock.nowMs()},"decision":${decision}}`;
       }
       case 'sleep': {
@@ -287,6 +296,7 @@ export class Run {
       case 'fork':
         return this.#fork(fx, ctx, holder);
       case 'finish': {
+        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
         return {
           outcome: String(fx.outcome ?? ''),
           runFinished: fx.run_finished ?? true,
@@ -325,6 +335,7 @@ export class Run {
       timeoutMs,
       signal: attemptCtl.signal,
     };
+    ctx.tel.callStart(call, rt.clock.nowMs());
     let fn;
     if (compensation) {
       fn = holder.branch ? undefined : this.#undo.get(call.step);
@@ -366,6 +377,7 @@ export class Run {
       );
     }
     const first = await Promise.race(racers);
+    ctx.tel.callEnd(rt.clock.nowMs());
     clearTimeout(timer);
     if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
     if (first.cancelled) {
@@ -414,7 +426,7 @@ export class Run {
     const runBranch = async (b, now) => {
       const lane = { state: b.state, events: [], branch: true };
       const step = ctx.branches?.get(b.id);
-      const bctx = { step: step ?? null, branches: ctx.branches, last: undefined };
+      const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, now) };
       const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
       return { lane, report, step };
     };

@@ -21,10 +21,12 @@ import { MemoryStore } from './store.js';
 import { SystemClock, VirtualClock, integerClock } from './clock.js';
 import { Run, startRun } from './run.js';
 import { configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+import { bindTelemetry } from './telemetry.js';
 
 export { SystemClock, VirtualClock } from './clock.js';
 export { Failed, Response } from './outcome.js';
 export { RUNTIME_DEFAULTS } from './step.js';
+export { Telemetry } from './telemetry.js';
 export { Run };
 
 // The reference policy (when no policy is given) and the loop are loaded once
@@ -61,6 +63,7 @@ export class Runtime {
   /** @internal */ seed;
   /** @internal */ config;
   /** @internal */ onEvent;
+  /** @internal Spans and metrics (docs/telemetry.md), or null when off. */ telemetry;
 
   /** Use `await Runtime.create(options)`. */
   constructor(key, fields) {
@@ -95,10 +98,11 @@ export class Runtime {
     else if (typeof decider.decideJson !== 'function') {
       throw invalidConfig('policy must be a Policy (await Policy.load(...)), an IsolatedPolicy, or an object with decideJson(observation, context)');
     }
+    const telemetry = await bindTelemetry(options.telemetry, decider);
     const loop = await sharedLoop();
     // The configuration is checked by the loop now, not at the first run.
     loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);
-    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent });
+    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry });
   }
 
   /**

@@ -32,6 +32,7 @@ export const RUNTIME_OPTIONS = [
   'policyConfig',
   'config',
   'onEvent',
+  'telemetry',
 ];
 
 const STEP_OPTIONS = [
