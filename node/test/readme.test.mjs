@@ -1,5 +1,5 @@
 // The Runtime quickstarts run as written: the first ```js block of the
-// package README's "Runtime" section and of the root README's "### Node"
+// package README's "Runtime" and "Telemetry" sections and of the root README's "### Node"
 // block, run by node from inside the package (so `from 'agent-recovery'`
 // resolves to it).
 
@@ -42,4 +42,15 @@ test('README.md, "### Node": the snippet runs; the fallback answers', () => {
   const r = runSnippet(`${code}\nconsole.log(JSON.stringify([r.outcome, r.result]));\n`, 'root');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim().split('\n').at(-1), '["ok","hi"]');
+});
+
+test('node/README.md, "Telemetry": the quickstart runs; the console exporters print the documented spans and metrics', () => {
+  const code = firstJsBlock(readFileSync(join(NODE_DIR, 'README.md'), 'utf8'), '\n### Telemetry\n');
+  const r = runSnippet(code, 'telemetry');
+  assert.equal(r.status, 0, r.stderr);
+  const names = [...r.stdout.matchAll(/^ {2}name: '([^']+)',$/gm)].map((m) => m[1]);
+  assert.deepEqual(names, ['agent_recovery.attempt', 'agent_recovery.attempt', 'agent_recovery.step'], r.stdout);
+  assert.match(r.stdout, /'error\.type': 'tool\.http\.503_unavailable',\n {4}'agent_recovery\.action': 'retry',\n {4}'agent_recovery\.delay_ms': 53,/);
+  assert.match(r.stdout, /^ok$/m);
+  for (const m of ['attempts', 'decisions', 'retry.delay', 'steps']) assert.match(r.stdout, new RegExp(`name: 'agent_recovery\\.${m.replace('.', '\\.')}'`));
 });
