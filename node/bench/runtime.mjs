@@ -12,18 +12,17 @@
 // range over rounds is printed.
 //
 // Then telemetry (docs/telemetry.md): the failed-attempt step on two runtimes
-// with `Telemetry.off()` (A, A') and one with the default `Telemetry.global()`
-// and no SDK registered (the API's no-op providers), interleaved step by step
-// with the order rotating (3 x N steps each, distinct run ids), each step
-// timed alone (CPU: process.cpuUsage; wall: hrtime). No-op minus A is the cost
-// of telemetry when nobody configured an exporter; A' minus A is what the
-// machine cannot resolve. The twin of runtime_overhead's last rows. Last, the
-// telemetry hooks alone, without the runtime: the calls run.js makes for that
-// step (a lane, 2 calls, a decide answer, its 6 events, the finish) with the
-// no-op providers, 200 000 times: what the difference above cannot resolve.
+// with `Telemetry.off()` (A, A'), one with the default `Telemetry.global()`
+// and no SDK registered (the API's no-ops: a run then skips every hook), and
+// one with an SDK tracer provider whose sampler drops every span and no meter
+// provider (the hooks run, nothing is recorded), interleaved step by step with
+// the order rotating (3 x N steps each, distinct run ids), each step timed
+// alone (CPU: process.cpuUsage; wall: hrtime). A' minus A is what the machine
+// cannot resolve. The twin of runtime_overhead's last rows (which has no
+// sampled-out row). Needs the devDependencies (the SDK).
 
-import { MemoryStore, Policy, Response as Judged, Runtime, Telemetry, VirtualClock } from '../src/index.js';
-import { bindTelemetry, runTelemetry } from '../src/telemetry.js';
+import { MemoryStore, Response as Judged, Runtime, Telemetry, VirtualClock } from '../src/index.js';
+import { AlwaysOffSampler, BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 300 : 2_000;
@@ -74,13 +73,15 @@ for (const [name, fn] of Object.entries(cases)) {
   console.log(`${name.padEnd(48)}  ${span(rs.map((x) => x.cpu)).padStart(9)}  ${span(rs.map((x) => x.wall)).padStart(11)}`);
 }
 
-// Telemetry off vs. the no-op global providers (the default).
+// Telemetry off vs. the default with no SDK vs. an SDK that samples nothing.
 const build = (telemetry) =>
   Runtime.create({ clock: new VirtualClock(1_767_225_600_000), store: new MemoryStore(), seed: 7, ...(telemetry ? { telemetry } : {}) });
+const sampledOut = new BasicTracerProvider({ sampler: new AlwaysOffSampler() });
 const sides = [
   ['telemetry off (A)', await build(Telemetry.off())],
   ["telemetry off (A')", await build(Telemetry.off())],
-  ['no-op global (default)', await build(undefined)],
+  ['no SDK: the global no-ops (default)', await build(undefined)],
+  ['SDK tracer sampling nothing, no-op meter', await build(new Telemetry({ tracerProvider: sampledOut }))],
 ];
 const failStep = async (rt, tag, i) => {
   const r = await rt
@@ -90,11 +91,11 @@ const failStep = async (rt, tag, i) => {
 };
 for (let i = 0; i < WARMUP; i++) for (const [k, [, rt]] of sides.entries()) await failStep(rt, `warm${k}`, i);
 const steps = 3 * N;
-const cpu = [0, 0, 0];
-const wall = [0, 0, 0];
+const cpu = sides.map(() => 0);
+const wall = sides.map(() => 0);
 for (let i = 0; i < steps; i++) {
-  for (let j = 0; j < 3; j++) {
-    const k = (i + j) % 3;
+  for (let j = 0; j < sides.length; j++) {
+    const k = (i + j) % sides.length;
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     await failStep(sides[k][1], `s${k}`, i);
@@ -103,38 +104,9 @@ for (let i = 0; i < steps; i++) {
     cpu[k] += c.user + c.system;
   }
 }
-console.log(`\ntelemetry: one failed attempt then success, ${steps} steps per runtime, interleaved   CPU µs   wall µs`);
-for (const [k, [name]] of sides.entries()) {
-  console.log(`${name.padEnd(48)}  ${(cpu[k] / steps).toFixed(1).padStart(9)}  ${(wall[k] / steps).toFixed(1).padStart(9)}`);
-}
-const diff = (x, a, b) => (x[a] - x[b]) / steps;
+console.log(`\ntelemetry: one failed attempt then success, ${steps} steps each, interleaved  CPU µs    wall µs  CPU minus A`);
 const sign = (v) => `${v >= 0 ? '+' : ''}${v.toFixed(1)}`;
-console.log(
-  `${'no-op global minus off (A)'.padEnd(48)}  ${sign(diff(cpu, 2, 0)).padStart(9)}  ${sign(diff(wall, 2, 0)).padStart(9)}   (A' minus A: ${sign(diff(cpu, 1, 0))} CPU, ${sign(diff(wall, 1, 0))} wall)`,
-);
-
-// The hooks alone, no-op providers: the calls run.js makes for that step.
-const bound = await bindTelemetry(undefined, await Policy.load());
-const call = (attempt) => ({ kind: 'operation', step: 's', target: 'search', key: 'f'.repeat(64), attempt, timeoutMs: null });
-const ev = (event, m = {}) => ({ t_ms: 0, event, step: 's', target: 'search', ...m });
-const EVENTS = [
-  [ev('attempt', { attempt: 1, call: 'operation', key: 'f'.repeat(64) }), ev('decision', { attempt: 1, action: 'retry', code: 'tool.http.503_unavailable', delay_ms: 53 }), ev('sleep', { delay_ms: 53 })],
-  [ev('attempt', { attempt: 2, call: 'operation', key: 'f'.repeat(64) }), ev('ok', { attempt: 2 }), ev('outcome', { state: 'ok' })],
-];
-const hooks = (i) => {
-  const lane = runTelemetry(bound, `h-${i}`).lane({ step: { id: 's', tool: 'search' } }, 0);
-  lane.callStart(call(1), 0);
-  lane.callEnd(0);
-  lane.decided('{"action":"retry","envelope":{"class":"transient","retryable":true}}');
-  for (const e of EVENTS[0]) lane.event(e, 0);
-  lane.callStart(call(2), 53);
-  lane.callEnd(53);
-  for (const e of EVENTS[1]) lane.event(e, 53);
-  lane.finish('ok', null, 53);
-};
-const H = 200_000;
-for (let i = 0; i < H / 10; i++) hooks(i);
-const hc = process.cpuUsage();
-for (let i = 0; i < H; i++) hooks(i);
-const hu = process.cpuUsage(hc);
-console.log(`${'the telemetry hooks alone (no-op providers)'.padEnd(48)}  ${((hu.user + hu.system) / H).toFixed(2).padStart(9)}  µs CPU per step, ${H} steps`);
+for (const [k, [name]] of sides.entries()) {
+  const c = cpu[k] / steps;
+  console.log(`${name.padEnd(48)}  ${c.toFixed(1).padStart(9)}  ${(wall[k] / steps).toFixed(1).padStart(9)}  ${k === 0 ? '' : sign(c - cpu[0] / steps).padStart(11)}`);
+}

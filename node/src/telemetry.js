@@ -10,7 +10,7 @@
 
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { context, metrics, trace, SpanKind, SpanStatusCode, ValueType } from '@opentelemetry/api';
+import { ProxyTracerProvider, SpanKind, SpanStatusCode, ValueType, context, createNoopMeter, metrics, trace } from '@opentelemetry/api';
 import { describe } from './json.js';
 import { invalidConfig, unknownKeys } from './step.js';
 
@@ -22,6 +22,11 @@ const SCOPE_VERSION = createRequire(import.meta.url)('../package.json').version;
 const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
 
 const OFF = Symbol('Telemetry.off');
+
+// The API's no-op providers, recognised with its public API only: a proxy with
+// no delegate hands out the no-op tracer provider; the no-op meter's class.
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+const NoopMeter = createNoopMeter().constructor;
 
 /**
  * Where a Runtime sends its spans and metrics (the `telemetry` option).
@@ -53,7 +58,14 @@ export class Telemetry {
     if (typeof meterProvider?.getMeter !== 'function') {
       throw invalidConfig(`meterProvider must have getMeter(name, version) (e.g. a MeterProvider), got ${describe(meterProvider)}`);
     }
-    this.instruments = instruments(tracerProvider.getTracer(SCOPE_NAME, SCOPE_VERSION), meterProvider.getMeter(SCOPE_NAME, SCOPE_VERSION));
+    const meter = meterProvider.getMeter(SCOPE_NAME, SCOPE_VERSION);
+    this.instruments = instruments(tracerProvider.getTracer(SCOPE_NAME, SCOPE_VERSION), meter);
+    // Nothing can record while the meter is the API's no-op and the tracer
+    // provider is (or proxies to) the no-op one: then a run skips every hook.
+    // The global tracer is a proxy, so a provider registered later is seen.
+    const noopMeter = meter instanceof NoopMeter;
+    this.instruments.inert = () =>
+      noopMeter && (tracerProvider === NOOP_TRACER_PROVIDER || (tracerProvider instanceof ProxyTracerProvider && tracerProvider.getDelegate() === NOOP_TRACER_PROVIDER));
   }
 
   /** The global providers as they are now (the default of `Runtime.create`). */
@@ -154,6 +166,7 @@ class RunTel {
    * null for a cancellation between steps (no span of its own).
    */
   lane(what, nowMs) {
+    if (this.bound.tel.inert()) return NOOP_LANE;
     return new LaneTel(this, context.active(), what, nowMs);
   }
 }

@@ -22,7 +22,7 @@ import { test } from 'node:test';
 import { ValueType, context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Policy, PolicyError, Response as Judged, Runtime, Telemetry, VirtualClock, runScenario } from '../src/index.js';
 import { REPO, artifact } from './helpers.mjs';
 
@@ -586,6 +586,36 @@ test('Telemetry.off() and the default (no SDK: the no-op global providers) chang
     metrics.disable();
     await otel.shutdown();
   }
+  // The default made with no SDK at all skips its hooks, yet follows a tracer
+  // provider registered later (the API's global tracer is a proxy).
+  const runtime = await Runtime.create({ clock: new VirtualClock(T0), seed: 7 });
+  const late = sdk();
+  trace.setGlobalTracerProvider(late.tracerProvider);
+  try {
+    await runtime.run('r-late').step({ id: 's', tool: 't', operation: async () => null });
+    assert.deepEqual(late.spans().map((s) => s.name), ['agent_recovery.attempt', 'agent_recovery.step']);
+  } finally {
+    trace.disable();
+    await late.shutdown();
+  }
+});
+
+test('a tracer that samples nothing: no span exported, the metrics still count', async () => {
+  const otel = sdk();
+  const spans = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({ sampler: new AlwaysOffSampler(), spanProcessors: [new SimpleSpanProcessor(spans)] });
+  const runtime = await Runtime.create({ clock: new VirtualClock(T0), seed: 7, telemetry: new Telemetry({ tracerProvider, meterProvider: otel.meterProvider }) });
+  const r = await runtime.run('r-off').step({ id: 's', tool: 't', call: 'tool', operation: async (call) => (call.attempt < 3 ? new Judged(UNAVAILABLE) : null) });
+  assert.equal(r.outcome, 'ok');
+  assert.equal(spans.getFinishedSpans().length, 0);
+  const rm = await otel.metrics();
+  checkMetricsAgainstDoc(rm);
+  assert.deepEqual(
+    counter(rm, 'agent_recovery.attempts'),
+    points([['agent_recovery.action=retry agent_recovery.call.kind=operation error.type=tool.http.503_unavailable', 2], ['agent_recovery.call.kind=operation', 1]]),
+  );
+  assert.deepEqual(counter(rm, 'agent_recovery.steps'), [['agent_recovery.step.outcome=ok', 1]]);
+  await otel.shutdown();
 });
 
 test('a bad telemetry option is refused with invalid_config, naming the value', async () => {
