@@ -1,0 +1,647 @@
+"""OpenTelemetry spans and metrics of the recovery runtime.
+
+Telemetry observes; it never decides. It sees what the driver does (each
+`call` effect's start and end on the runtime's clock, each `decide` answer,
+each `append`) and the component's events, and turns them into the spans,
+attributes, span events and metrics of `docs/telemetry.md` (the schema every
+runtime follows; the Rust host's `runtime/telemetry.rs` is the twin of this
+module). Only the OpenTelemetry **API** (`opentelemetry-api`) is used: until
+your program installs an SDK, the global providers are no-ops.
+
+| `Runtime(telemetry=...)` | what |
+| --- | --- |
+| `Telemetry.global_()` (or `Telemetry()`) | **the default**: the global tracer and meter providers (`opentelemetry.trace.set_tracer_provider`, `opentelemetry.metrics.set_meter_provider`) |
+| `Telemetry(tracer_provider=tp, meter_provider=mp)` | these providers (e.g. the SDK's `TracerProvider` and `MeterProvider`); one left out is the global one |
+| `Telemetry.off()` | no spans, no metrics, no call into OpenTelemetry at all |
+
+The API's global providers are proxies: a provider installed after the
+runtime was built is used from then on (Rust reads them when the runtime is
+built). `opentelemetry` is imported when a runtime with telemetry on is built,
+not when this package is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from typing import Any, Dict, Optional, Tuple
+
+__all__ = ["SCOPE_NAME", "Telemetry"]
+
+#: The instrumentation scope (tracer and meter name) of every span and instrument.
+SCOPE_NAME = "agent-recovery"
+
+#: The dead-letter stream, whose appends become `agent_recovery.dead_letter` span events.
+_DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
+
+_I64_MAX = 2**63 - 1
+
+
+class Telemetry:
+    """Where a `Runtime` sends its spans and metrics (see the module docs).
+
+    `Telemetry(tracer_provider=None, meter_provider=None)`: these providers;
+    None is the global one, so `Telemetry()` is `Telemetry.global_()`.
+    """
+
+    __slots__ = ("_tracer_provider", "_meter_provider", "_on")
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        """These providers (None: the global one)."""
+        if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
+            raise _bad("tracer_provider must be an OpenTelemetry TracerProvider (with get_tracer)")
+        if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
+            raise _bad("meter_provider must be an OpenTelemetry MeterProvider (with get_meter)")
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._on = True
+
+    @classmethod
+    def global_(cls) -> "Telemetry":
+        """The global tracer and meter providers (no-ops unless your program installs an SDK).
+        The default; named with a trailing underscore because `global` is a keyword."""
+        return cls()
+
+    @classmethod
+    def off(cls) -> "Telemetry":
+        """No spans, no metrics, no call into OpenTelemetry at all."""
+        t = cls()
+        t._on = False
+        return t
+
+    @property
+    def is_on(self) -> bool:
+        """False for `Telemetry.off()`."""
+        return self._on
+
+    def __repr__(self) -> str:
+        if not self._on:
+            return "Telemetry.off()"
+        if self._tracer_provider is None and self._meter_provider is None:
+            return "Telemetry.global_()"
+        return f"Telemetry(tracer_provider={self._tracer_provider!r}, meter_provider={self._meter_provider!r})"
+
+
+def _bad(message: str) -> Exception:
+    from .errors import PolicyError
+
+    return PolicyError("invalid_argument", message)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("agent-recovery")
+    except Exception:  # not installed (a checkout on sys.path)
+        return "0.1.0"
+
+
+class _Instruments:
+    """The tracer, the instruments and the OpenTelemetry names a lane needs."""
+
+    def __init__(self, t: Telemetry) -> None:
+        from opentelemetry import context, metrics, trace
+
+        tp = t._tracer_provider if t._tracer_provider is not None else trace.get_tracer_provider()
+        mp = t._meter_provider if t._meter_provider is not None else metrics.get_meter_provider()
+        version = _version()
+        self.tracer = tp.get_tracer(SCOPE_NAME, version)
+        meter = mp.get_meter(SCOPE_NAME, version)
+        self.trace = trace
+        self.get_current = context.get_current
+        self.internal = trace.SpanKind.INTERNAL
+        self.error = trace.StatusCode.ERROR
+        self.status = trace.Status
+        c = meter.create_counter
+        self.attempts = c(
+            "agent_recovery.attempts",
+            unit="{attempt}",
+            description="Calls made: operation, fallback and compensation attempts",
+        )
+        self.decisions = c(
+            "agent_recovery.decisions", unit="{decision}", description="Decisions on failures, by code and action"
+        )
+        self.retry_delay = meter.create_histogram(
+            "agent_recovery.retry.delay", unit="ms", description="Waits before the next call"
+        )
+        self.breaker = c(
+            "agent_recovery.breaker.transitions",
+            unit="{transition}",
+            description="Circuit breaker state changes, by target and new state",
+        )
+        self.short_circuits = c(
+            "agent_recovery.short_circuits",
+            unit="{call}",
+            description="Calls not made because the target's breaker was open",
+        )
+        self.dead_letters = c(
+            "agent_recovery.dead_letters", unit="{record}", description="Dead-letter records written, by code"
+        )
+        self.compensations = c(
+            "agent_recovery.compensations",
+            unit="{compensation}",
+            description="Compensations started, and those that still failed",
+        )
+        self.steps = c("agent_recovery.steps", unit="{step}", description="Steps and fan-outs ended, by outcome")
+
+    def span(self, name: str, parent: Any, attrs: Dict[str, Any], now_ms: int) -> Any:
+        return self.tracer.start_span(
+            name, context=parent, kind=self.internal, attributes=attrs, start_time=_ns(now_ms)
+        )
+
+
+def _ns(ms: int) -> int:
+    return ms * 1_000_000
+
+
+def _int(n: int) -> int:
+    return n if n <= _I64_MAX else _I64_MAX
+
+
+def key_hash(key: str) -> str:
+    """`agent_recovery.idempotency_key.hash`: lowercase hex sha256 of the key's
+    UTF-8 text (the key itself is never an attribute)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _is_error(outcome: str) -> bool:
+    return outcome in ("failed", "escalated", "dead_lettered")
+
+
+def _policy_attrs(decider: Any, out: Dict[str, Any]) -> None:
+    """`agent_recovery.policy.*` of the policy deciding now (none for a custom decider)."""
+    from .handle import PolicyHandle
+    from .policy import Policy
+
+    policy = decider.policy if isinstance(decider, PolicyHandle) else decider
+    if isinstance(policy, Policy):
+        out["agent_recovery.policy.name"] = policy.name
+        out["agent_recovery.policy.version"] = policy.version
+        out["agent_recovery.policy.sha256"] = policy.sha256
+
+
+# -- the bound telemetry ------------------------------------------------------------
+
+
+class _OffLane:
+    """A lane with telemetry off: every hook does nothing."""
+
+    __slots__ = ()
+
+    def branch(self, spec: Any, clock: Any) -> "_OffLane":
+        return self
+
+    def call_start(self, call: Any, clock: Any) -> None:
+        pass
+
+    def call_end(self, clock: Any) -> None:
+        pass
+
+    def decided(self, decision: str) -> None:
+        pass
+
+    def appended(self, stream: Any, record: str, clock: Any) -> None:
+        pass
+
+    def event(self, event: Any, clock: Any) -> None:
+        pass
+
+    def finish(self, fx: Dict[str, Any], clock: Any) -> None:
+        pass
+
+    def abandon(self, clock: Any) -> None:
+        pass
+
+
+OFF_LANE = _OffLane()
+
+
+class _OffRun:
+    __slots__ = ()
+
+    def lane(self, step: Any, clock: Any) -> _OffLane:
+        return OFF_LANE
+
+
+_OFF_RUN = _OffRun()
+
+
+class Bound:
+    """A runtime's telemetry, bound to its decider (for the policy attributes)."""
+
+    __slots__ = ("_inst", "_decider")
+
+    def __init__(self, telemetry: Optional[Telemetry], decider: Any) -> None:
+        if telemetry is None:
+            telemetry = Telemetry.global_()
+        elif not isinstance(telemetry, Telemetry):
+            raise _bad(
+                f"telemetry must be a Telemetry (Telemetry.global_(), Telemetry(tracer_provider=, "
+                f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
+            )
+        self._inst = _Instruments(telemetry) if telemetry.is_on else None
+        self._decider = decider
+
+    def run(self, run_id: str) -> Any:
+        """The telemetry of one run."""
+        if self._inst is None:
+            return _OFF_RUN
+        return _RunTel(self._inst, self._decider, run_id)
+
+
+class _RunTel:
+    """One run: the span context of each step that ended `ok`, so that a
+    compensation chain links to the steps it undoes."""
+
+    __slots__ = ("inst", "decider", "run_id", "done", "lock")
+
+    def __init__(self, inst: _Instruments, decider: Any, run_id: str) -> None:
+        self.inst = inst
+        self.decider = decider
+        self.run_id = run_id
+        self.done: Dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def lane(self, step: Any, clock: Any) -> "_Lane":
+        """The lane of a step (a `Step`), a fan-out (a `_Fanout`) or a
+        cancellation between steps (None: no span of its own)."""
+        from .runtime import Step
+
+        parent = self.inst.get_current()
+        now = clock.now_ms()
+        if step is None:
+            return _Lane(self, parent, None, None, now)
+        if isinstance(step, Step):
+            return _Lane(self, parent, "agent_recovery.step", _step_attrs(step.id, step.tool, step.target), now)
+        attrs = {
+            "agent_recovery.step.id": step.id,
+            "agent_recovery.fanout.min_results": _int(int(step.min_results)),
+            "agent_recovery.fanout.branches": len(step.branches),
+        }
+        return _Lane(self, parent, "agent_recovery.fanout", attrs, now)
+
+
+def _step_attrs(id: Any, tool: Any, target: Any) -> Dict[str, Any]:
+    return {
+        "agent_recovery.step.id": str(id),
+        "agent_recovery.tool": str(tool),
+        "agent_recovery.target": str(target if target is not None else tool),
+    }
+
+
+def _str(d: Dict[str, Any], k: str) -> Tuple[bool, Optional[str]]:
+    v = d.get(k)
+    return (v is None or isinstance(v, str)), v
+
+
+def _u64(d: Dict[str, Any], k: str) -> Tuple[bool, Optional[int]]:
+    v = d.get(k)
+    if v is None:
+        return True, None
+    return (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64), v
+
+
+class _Ev:
+    """An event of the component (docs/runtime.md, "Events"), its members
+    checked as the Rust twin reads them: one of the wrong type drops the event."""
+
+    __slots__ = ("event", "step", "target", "attempt", "call", "key", "action", "code", "delay_ms", "state")
+
+    def __init__(self, d: Dict[str, Any]) -> None:
+        self.event: str = d["event"]
+        _, self.step = _str(d, "step")
+        _, self.target = _str(d, "target")
+        _, self.attempt = _u64(d, "attempt")
+        _, self.call = _str(d, "call")
+        _, self.key = _str(d, "key")
+        _, self.action = _str(d, "action")
+        _, self.code = _str(d, "code")
+        _, self.delay_ms = _u64(d, "delay_ms")
+        _, self.state = _str(d, "state")
+
+    @staticmethod
+    def parse(d: Any) -> Optional["_Ev"]:
+        if not isinstance(d, dict) or not isinstance(d.get("event"), str):
+            return None
+        for k in ("step", "target", "call", "key", "action", "code", "state"):
+            if not _str(d, k)[0]:
+                return None
+        for k in ("attempt", "delay_ms"):
+            if not _u64(d, k)[0]:
+                return None
+        return _Ev(d)
+
+    def attributes(self) -> Dict[str, Any]:
+        """The event's members as span-event attributes (the key only as its hash)."""
+        a: Dict[str, Any] = {}
+        if self.step is not None:
+            a["agent_recovery.step.id"] = self.step
+        if self.target is not None:
+            a["agent_recovery.target"] = self.target
+        if self.attempt is not None:
+            a["agent_recovery.attempt"] = _int(self.attempt)
+        if self.call is not None:
+            a["agent_recovery.call.kind"] = self.call
+        if self.key is not None:
+            a["agent_recovery.idempotency_key.hash"] = key_hash(self.key)
+        if self.action is not None:
+            a["agent_recovery.action"] = self.action
+        if self.code is not None:
+            a["error.type"] = self.code
+        if self.delay_ms is not None:
+            a["agent_recovery.delay_ms"] = _int(self.delay_ms)
+        if self.state is not None:
+            a["agent_recovery.state"] = self.state
+        return a
+
+
+class _Chain:
+    __slots__ = ("span", "cx", "started", "failed")
+
+    def __init__(self, span: Any, cx: Any) -> None:
+        self.span = span
+        self.cx = cx
+        self.started = 0
+        self.failed = 0
+
+
+class _Pending:
+    """A call whose span waits for the `ok` or `decision` event that says how it went."""
+
+    __slots__ = ("span", "end_ms", "kind")
+
+    def __init__(self, span: Any, end_ms: int, kind: str) -> None:
+        self.span = span  # None when the lane is not recording
+        self.end_ms = end_ms
+        self.kind = kind
+
+
+class _Lane:
+    """One lane's spans: the step (or fan-out) span, an open compensation
+    chain, the attempt whose span waits for its `ok` or `decision` event, and
+    the last decision's class and retryable (docs/telemetry.md, "The mapping")."""
+
+    __slots__ = ("run", "inst", "cx", "span", "recording", "step_id", "chain", "attempt", "verdict")
+
+    def __init__(self, run: _RunTel, parent: Any, name: Optional[str], attrs: Optional[Dict[str, Any]], now: int) -> None:
+        self.run = run
+        self.inst = run.inst
+        #: The lane's own span (None for a cancellation between steps).
+        self.span: Any = None
+        #: The context the lane's children start in.
+        self.cx = parent
+        self.recording = True
+        self.step_id: Optional[str] = None
+        self.chain: Optional[_Chain] = None
+        self.attempt: Optional[_Pending] = None
+        self.verdict: Optional[Tuple[str, Optional[bool]]] = None
+        if name is None or attrs is None:
+            return
+        full: Dict[str, Any] = {"agent_recovery.run.id": run.run_id}
+        full.update(attrs)
+        _policy_attrs(run.decider, full)
+        if name == "agent_recovery.step":
+            self.step_id = attrs.get("agent_recovery.step.id")
+        self.span = self.inst.span(name, parent, full, now)
+        self.cx = self.inst.trace.set_span_in_context(self.span, parent)
+        self.recording = self.span.is_recording()
+
+    def branch(self, spec: Any, clock: Any) -> "_Lane":
+        """A branch of this fan-out: its step span is a child of the fan-out span."""
+        now = clock.now_ms()
+        if isinstance(spec, dict) and isinstance(spec.get("id"), str) and isinstance(spec.get("tool"), str):
+            target = spec.get("target")
+            attrs = _step_attrs(spec["id"], spec["tool"], target if isinstance(target, str) else None)
+        else:
+            attrs = {}
+        lane = _Lane(self.run, self.cx, "agent_recovery.step", attrs, now)
+        return lane
+
+    def call_start(self, call: Any, clock: Any) -> None:
+        """A `call` effect starts now."""
+        now = clock.now_ms()
+        self._end_attempt(None)
+        if not self.recording:
+            self.attempt = _Pending(None, now, call.kind)
+            return
+        parent = self.chain.cx if (self.chain is not None and call.kind == "compensation") else self.cx
+        attempt = call.attempt
+        attrs: Dict[str, Any] = {
+            "agent_recovery.step.id": call.step,
+            "agent_recovery.target": call.target,
+            "agent_recovery.call.kind": call.kind,
+            "agent_recovery.attempt": _int(attempt),
+            "agent_recovery.idempotency_key.hash": key_hash(call.key),
+        }
+        if attempt > 1:
+            attrs["http.request.resend_count"] = _int(attempt - 1)
+        t = call.timeout_ms
+        if isinstance(t, int) and not isinstance(t, bool) and t >= 0:
+            attrs["agent_recovery.timeout_ms"] = _int(t)
+        span = self.inst.span("agent_recovery.attempt", parent, attrs, now)
+        self.attempt = _Pending(span, now, call.kind)
+
+    def call_end(self, clock: Any) -> None:
+        """The call returned now; its span ends at this time once its `ok` or
+        `decision` event says how it went."""
+        if self.attempt is not None:
+            self.attempt.end_ms = clock.now_ms()
+
+    def decided(self, decision: str) -> None:
+        """The active policy answered a `decide` effect with `decision` (JSON text)."""
+        if not self.recording:
+            return
+        self.verdict = None
+        try:
+            d = json.loads(decision)
+        except (TypeError, ValueError, RecursionError):
+            return
+        env = d.get("envelope") if isinstance(d, dict) else None
+        if not isinstance(env, dict):
+            return
+        cls, retryable, code = env.get("class"), env.get("retryable"), env.get("code")
+        if not (cls is None or isinstance(cls, str)) or not (retryable is None or isinstance(retryable, bool)):
+            return
+        if not (code is None or isinstance(code, str)):
+            return
+        self.verdict = (cls or "", retryable)
+
+    def _end_attempt(self, failure: Optional[_Ev]) -> None:
+        """Ends the pending attempt span; `failure` is the decision event when it failed."""
+        p = self.attempt
+        if p is None:
+            return
+        self.attempt = None
+        metric: Dict[str, Any] = {"agent_recovery.call.kind": p.kind}
+        if failure is not None:
+            metric["error.type"] = failure.code or ""
+            if failure.action is not None:
+                metric["agent_recovery.action"] = failure.action
+        if p.span is None:
+            self.inst.attempts.add(1, metric)
+            return
+        span = p.span
+        if failure is not None:
+            code = failure.code or ""
+            attrs: Dict[str, Any] = {"error.type": code}
+            if failure.action is not None:
+                attrs["agent_recovery.action"] = failure.action
+            if failure.delay_ms is not None:
+                attrs["agent_recovery.delay_ms"] = _int(failure.delay_ms)
+            decided, self.verdict = self.verdict, None
+            if decided is not None:
+                cls, retryable = decided
+                if cls:
+                    attrs["agent_recovery.class"] = cls
+                if retryable is not None:
+                    attrs["agent_recovery.retryable"] = retryable
+                _policy_attrs(self.run.decider, attrs)
+            span.set_attributes(attrs)
+            span.set_status(self.inst.status(self.inst.error, code))
+        span.end(end_time=_ns(p.end_ms))
+        self.inst.attempts.add(1, metric)
+
+    def appended(self, stream: Any, record: str, clock: Any) -> None:
+        """An `append` effect: a dead-letter record becomes a span event."""
+        if stream != _DEAD_LETTER_STREAM:
+            return
+        # On the step's own span (the chain's when there is none: a cancellation).
+        if self.span is not None:
+            span = self.span
+        elif self.chain is not None:
+            span = self.chain.span
+        else:
+            return
+        if not span.is_recording():
+            return
+        attrs: Dict[str, Any] = {"agent_recovery.dead_letter.record": record}
+        try:
+            r = json.loads(record)
+        except (TypeError, ValueError, RecursionError):
+            r = None
+        env = r.get("last_envelope") if isinstance(r, dict) else None
+        code = env.get("code") if isinstance(env, dict) else None
+        if isinstance(code, str):
+            attrs["error.type"] = code
+        span.add_event("agent_recovery.dead_letter", attrs, timestamp=_ns(clock.now_ms()))
+
+    def event(self, event: Any, clock: Any) -> None:
+        """An event of the component (parsed)."""
+        ev = _Ev.parse(event)
+        if ev is None:
+            return
+        inst = self.inst
+        name = ev.event
+        if name in ("attempt", "outcome", "fanout"):
+            return
+        if name == "ok":
+            self._end_attempt(None)
+            return
+        if name == "decision":
+            m = {"error.type": ev.code or ""}
+            if ev.action is not None:
+                m["agent_recovery.action"] = ev.action
+            inst.decisions.add(1, m)
+            if self.attempt is not None:
+                self._end_attempt(ev)
+                return
+        elif name == "sleep":
+            inst.retry_delay.record(ev.delay_ms or 0, {"agent_recovery.target": ev.target or ""})
+        elif name == "breaker":
+            inst.breaker.add(
+                1, {"agent_recovery.target": ev.target or "", "agent_recovery.breaker.state": ev.state or ""}
+            )
+        elif name == "short_circuit":
+            inst.short_circuits.add(1, {"agent_recovery.target": ev.target or ""})
+        elif name == "dead_letter":
+            inst.dead_letters.add(1, {"error.type": ev.code or ""})
+            return
+        elif name == "compensate":
+            self._compensate(ev, clock.now_ms())
+            return
+        span = self._current()
+        if span is not None:
+            span.add_event("agent_recovery." + name, ev.attributes(), timestamp=_ns(clock.now_ms()))
+
+    def _current(self) -> Any:
+        """Where span events go: the open compensation chain, else the lane's span."""
+        span = self.chain.span if self.chain is not None else self.span
+        return span if span is not None and span.is_recording() else None
+
+    def _compensate(self, ev: _Ev, now: int) -> None:
+        failed = ev.state == "failed"
+        self.inst.compensations.add(1, {"agent_recovery.compensation.state": "failed" if failed else "started"})
+        if not self.recording:
+            return
+        chain = self.chain
+        if chain is None:
+            span = self.inst.span("agent_recovery.compensation", self.cx, {"agent_recovery.run.id": self.run.run_id}, now)
+            chain = self.chain = _Chain(span, self.inst.trace.set_span_in_context(span, self.cx))
+        span = chain.span
+        if failed:
+            chain.failed += 1
+        else:
+            chain.started += 1
+            undone = ev.step or ""
+            with self.run.lock:
+                linked = self.run.done.get(undone)
+            if linked is not None:
+                span.add_link(linked, {"agent_recovery.step.id": undone})
+        if span.is_recording():
+            span.add_event("agent_recovery.compensate", ev.attributes(), timestamp=_ns(now))
+
+    def finish(self, fx: Dict[str, Any], clock: Any) -> None:
+        """The lane's `finish` effect: ends the open spans."""
+        now = clock.now_ms()
+        outcome = fx.get("outcome")
+        outcome = outcome if isinstance(outcome, str) else ""
+        self._end_attempt(None)
+        chain, self.chain = self.chain, None
+        if chain is not None:
+            chain.span.set_attributes(
+                {
+                    "agent_recovery.compensation.count": chain.started,
+                    "agent_recovery.compensation.failed": chain.failed,
+                }
+            )
+            if chain.failed > 0:
+                chain.span.set_status(self.inst.status(self.inst.error, "agent_recovery.compensation_failed"))
+            chain.span.end(end_time=_ns(now))
+        span = self.span
+        if span is None:
+            return  # a cancellation between steps: no step of its own to count or end
+        self.span = None
+        self.inst.steps.add(1, {"agent_recovery.step.outcome": outcome})
+        env = fx.get("envelope")
+        code = env.get("code") if isinstance(env, dict) else None
+        code = code if isinstance(code, str) else None
+        span.set_attribute("agent_recovery.step.outcome", outcome)
+        if code is not None and outcome != "ok":
+            span.set_attribute("error.type", code)
+        if _is_error(outcome):
+            span.set_status(self.inst.status(self.inst.error, code if code is not None else outcome))
+        if outcome == "ok" and self.step_id is not None:
+            with self.run.lock:
+                self.run.done[self.step_id] = span.get_span_context()
+        span.end(end_time=_ns(now))
+
+    def abandon(self, clock: Any) -> None:
+        """The step raised (the loop, the policy or the store failed): end the
+        open spans now, without an outcome."""
+        now = _ns(clock.now_ms())
+        p, self.attempt = self.attempt, None
+        if p is not None and p.span is not None:
+            p.span.end(end_time=_ns(p.end_ms))
+        chain, self.chain = self.chain, None
+        if chain is not None:
+            chain.span.end(end_time=now)
+        span, self.span = self.span, None
+        if span is not None:
+            span.end(end_time=now)
+
+
+def bind(telemetry: Optional[Telemetry], decider: Any) -> Bound:
+    """The runtime option, checked and bound to the runtime's decider."""
+    return Bound(telemetry, decider)
