@@ -8,7 +8,13 @@ The twin of `cargo run --release -p agent-recovery --example runtime_overhead`:
   (3 calls into the loop component + store reads and writes);
 - one failed attempt: the same step failing once with a 503 first
   (+1 policy decision, +2 loop calls, the breaker write);
-- cached: the step's key is already recorded as done (nothing is called).
+- cached: the step's key is already recorded as done (nothing is called);
+- telemetry: the failed-attempt step on two runtimes with `Telemetry.off()`
+  and one with the default (`Telemetry.global_()`, no SDK installed: the
+  OpenTelemetry API's no-op providers), interleaved step by step (3 x
+  iterations of each, the order rotating, distinct run ids), each step timed
+  on CPU. The no-op minus off difference is the cost of telemetry when nobody
+  configured an exporter; off minus off is what the machine cannot resolve.
 
 Each figure is per run (start a run, one step), memory store, after a warmup
 of a tenth of the iterations: wall time and this thread's CPU time
@@ -28,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from agent_recovery import Call, Failed, Runtime, VirtualClock  # noqa: E402
 from agent_recovery.store import MemoryStore  # noqa: E402
+from agent_recovery.telemetry import Telemetry  # noqa: E402
 
 
 def per_iteration(name: str, n: int, f: Callable[[int], Any]) -> None:
@@ -61,15 +68,39 @@ def main() -> int:
 
     per_iteration("success, one step", n, success)
 
-    def one_failure(i: int) -> None:
-        run = runtime.run(f"fail-{i}")
+    def fail_step(rt: Runtime, tag: str, i: int) -> None:
+        run = rt.run(f"{tag}-{i}")
         r = run.step(
             id="search", tool="search", call="tool", target=f"t{i % 64}",
             operation=lambda c: Failed('{"source":"http","status":503}') if c.attempt == 1 else None,
         )
         assert r.outcome == "ok"
 
-    per_iteration("one failed attempt, then ok", n, one_failure)
+    per_iteration("one failed attempt, then ok", n, lambda i: fail_step(runtime, "fail", i))
+
+    # Telemetry off vs. the no-op global providers (the default).
+    def build(**telemetry: Any) -> Runtime:
+        return Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7, **telemetry)
+
+    sides = [
+        ("telemetry off (A)", build(telemetry=Telemetry.off())),
+        ("telemetry off (A')", build(telemetry=Telemetry.off())),
+        ("no-op global (default)", build()),
+    ]
+    for i in range(n // 10):
+        for k, (_, rt) in enumerate(sides):
+            fail_step(rt, f"warm{k}", i)
+    rounds, sums = 3 * n, [0, 0, 0]
+    for i in range(rounds):
+        for j in range(3):
+            k = (j + i) % 3
+            t0 = time.thread_time_ns()
+            fail_step(sides[k][1], f"s{k}", i)
+            sums[k] += time.thread_time_ns() - t0
+    mean = [s / 1e3 / rounds for s in sums]
+    for (name, _), m in zip(sides, mean):
+        print(f"{name:<28} {m:>8.1f} µs on CPU per run")
+    print(f"{'no-op global minus off':<28} {mean[2] - mean[0]:>+8.1f} µs per step (A/A: {mean[1] - mean[0]:+.1f} µs)")
 
     first = runtime.run("cached")
     first.step(id="search", tool="search", operation=lambda c: None)

@@ -9,6 +9,11 @@ telemetry: the global providers) and prints one line per scenario:
 `{"outcome", "events", "spans"}`, the spans as the real SDK ended them (see
 `span_record`). Run in its own process by test_telemetry.py, because the
 global providers can be set once per process.
+
+Before that, a `Runtime` built while no provider is installed runs a step,
+and again once the SDK is installed: the last line, `{"late": [n, m]}`, has
+the number of step spans each of its runs ended (docs: a provider installed
+later is used from the next run on).
 """
 
 from __future__ import annotations
@@ -56,12 +61,19 @@ def span_record(s: ReadableSpan) -> Dict[str, Any]:
 
 
 def main() -> int:
+    from agent_recovery import Runtime, VirtualClock
+    from agent_recovery.scenario import run_scenario
+
+    early = Runtime(clock=VirtualClock(1_767_225_600_000), seed=7)
+    early.run("before").step(id="s", tool="t", operation=lambda c: None)
+
     spans = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource({"service.name": "agent-recovery"}))
     provider.add_span_processor(SimpleSpanProcessor(spans))
     trace.set_tracer_provider(provider)
-
-    from agent_recovery.scenario import run_scenario
+    before = len(spans.get_finished_spans())
+    early.run("after").step(id="s", tool="t", operation=lambda c: None)
+    late = [before, len([s for s in spans.get_finished_spans() if s.name == "agent_recovery.step"])]
 
     with open(sys.argv[1], encoding="utf-8") as f:
         scenarios = json.load(f)
@@ -78,6 +90,7 @@ def main() -> int:
                 }
             )
         )
+    print(json.dumps({"late": late}))
     return 0
 
 

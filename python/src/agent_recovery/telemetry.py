@@ -14,18 +14,21 @@ your program installs an SDK, the global providers are no-ops.
 | `Telemetry(tracer_provider=tp, meter_provider=mp)` | these providers (e.g. the SDK's `TracerProvider` and `MeterProvider`); one left out is the global one |
 | `Telemetry.off()` | no spans, no metrics, no call into OpenTelemetry at all |
 
-The API's global providers are proxies: a provider installed after the
-runtime was built is used from then on (Rust reads them when the runtime is
-built). `opentelemetry` is imported when a runtime with telemetry on is built,
-not when this package is imported.
+The API's global providers are proxies, so a provider installed after the
+runtime was built is used too, from the next run on (Rust reads them when the
+runtime is built). While nothing is installed behind them, a run makes no
+OpenTelemetry call at all (every one would be a no-op). `opentelemetry` is
+imported when a runtime with telemetry on is built, not with this package.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from typing import Any, Dict, Optional, Tuple
+
+from .handle import PolicyHandle
+from .policy import Policy
 
 __all__ = ["SCOPE_NAME", "Telemetry"]
 
@@ -106,6 +109,17 @@ class _Instruments:
 
         tp = t._tracer_provider if t._tracer_provider is not None else trace.get_tracer_provider()
         mp = t._meter_provider if t._meter_provider is not None else metrics.get_meter_provider()
+        # Before a provider is installed, the global ones are the API's proxies,
+        # whose every call is a no-op (unconfigured() below). The API keeps the
+        # installed providers in these module globals (get_tracer_provider() and
+        # get_meter_provider() above have loaded any named by OTEL_PYTHON_*).
+        self.globals: Any = None
+        if t._tracer_provider is None and t._meter_provider is None:
+            from opentelemetry.metrics import _internal as metrics_internal
+
+            if "_TRACER_PROVIDER" in vars(trace) and "_METER_PROVIDER" in vars(metrics_internal):
+                self.globals = (trace, metrics_internal)
+            # else another API version: no shortcut, the no-op calls are made
         version = _version()
         self.tracer = tp.get_tracer(SCOPE_NAME, version)
         meter = mp.get_meter(SCOPE_NAME, version)
@@ -146,6 +160,14 @@ class _Instruments:
         )
         self.steps = c("agent_recovery.steps", unit="{step}", description="Steps and fan-outs ended, by outcome")
 
+    def unconfigured(self) -> bool:
+        """Global providers with nothing installed behind them yet (the API's
+        proxies): then every span and metric call would be a no-op, so a run
+        makes none. Asked when a run starts: a provider installed later is
+        used from the next run on."""
+        g = self.globals
+        return g is not None and g[0]._TRACER_PROVIDER is None and g[1]._METER_PROVIDER is None
+
     def span(self, name: str, parent: Any, attrs: Dict[str, Any], now_ms: int) -> Any:
         return self.tracer.start_span(
             name, context=parent, kind=self.internal, attributes=attrs, start_time=_ns(now_ms)
@@ -170,16 +192,23 @@ def _is_error(outcome: str) -> bool:
     return outcome in ("failed", "escalated", "dead_lettered")
 
 
-def _policy_attrs(decider: Any, out: Dict[str, Any]) -> None:
-    """`agent_recovery.policy.*` of the policy deciding now (none for a custom decider)."""
-    from .handle import PolicyHandle
-    from .policy import Policy
+def _policy_attrs(decider: Any) -> Any:
+    """`agent_recovery.policy.*` of the policy deciding now (empty for a
+    custom decider): a dict, or for a `PolicyHandle` a function that reads its
+    active policy when called (a hot swap shows)."""
+    if isinstance(decider, PolicyHandle):
+        return lambda: _identity(decider.policy)
+    return _identity(decider)
 
-    policy = decider.policy if isinstance(decider, PolicyHandle) else decider
-    if isinstance(policy, Policy):
-        out["agent_recovery.policy.name"] = policy.name
-        out["agent_recovery.policy.version"] = policy.version
-        out["agent_recovery.policy.sha256"] = policy.sha256
+
+def _identity(policy: Any) -> Dict[str, Any]:
+    if not isinstance(policy, Policy):
+        return {}
+    return {
+        "agent_recovery.policy.name": policy.name,
+        "agent_recovery.policy.version": policy.version,
+        "agent_recovery.policy.sha256": policy.sha256,
+    }
 
 
 # -- the bound telemetry ------------------------------------------------------------
@@ -231,7 +260,7 @@ _OFF_RUN = _OffRun()
 class Bound:
     """A runtime's telemetry, bound to its decider (for the policy attributes)."""
 
-    __slots__ = ("_inst", "_decider")
+    __slots__ = ("_inst", "_policy")
 
     def __init__(self, telemetry: Optional[Telemetry], decider: Any) -> None:
         if telemetry is None:
@@ -242,38 +271,36 @@ class Bound:
                 f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
             )
         self._inst = _Instruments(telemetry) if telemetry.is_on else None
-        self._decider = decider
+        self._policy = _policy_attrs(decider)
 
     def run(self, run_id: str) -> Any:
         """The telemetry of one run."""
-        if self._inst is None:
+        if self._inst is None or self._inst.unconfigured():
             return _OFF_RUN
-        return _RunTel(self._inst, self._decider, run_id)
+        return _RunTel(self._inst, self._policy, run_id)
 
 
 class _RunTel:
     """One run: the span context of each step that ended `ok`, so that a
     compensation chain links to the steps it undoes."""
 
-    __slots__ = ("inst", "decider", "run_id", "done", "lock")
+    __slots__ = ("inst", "policy", "run_id", "done")
 
-    def __init__(self, inst: _Instruments, decider: Any, run_id: str) -> None:
+    def __init__(self, inst: _Instruments, policy: Any, run_id: str) -> None:
         self.inst = inst
-        self.decider = decider
+        self.policy = policy
         self.run_id = run_id
+        #: Written by fan-out branches on threads: a dict's get and set are atomic.
         self.done: Dict[str, Any] = {}
-        self.lock = threading.Lock()
 
-    def lane(self, step: Any, clock: Any) -> "_Lane":
+    def lane(self, step: Any, clock: Any) -> Any:
         """The lane of a step (a `Step`), a fan-out (a `_Fanout`) or a
         cancellation between steps (None: no span of its own)."""
-        from .runtime import Step
-
         parent = self.inst.get_current()
         now = clock.now_ms()
         if step is None:
             return _Lane(self, parent, None, None, now)
-        if isinstance(step, Step):
+        if getattr(step, "branches", None) is None:
             return _Lane(self, parent, "agent_recovery.step", _step_attrs(step.id, step.tool, step.target), now)
         attrs = {
             "agent_recovery.step.id": step.id,
@@ -291,70 +318,54 @@ def _step_attrs(id: Any, tool: Any, target: Any) -> Dict[str, Any]:
     }
 
 
-def _str(d: Dict[str, Any], k: str) -> Tuple[bool, Optional[str]]:
-    v = d.get(k)
-    return (v is None or isinstance(v, str)), v
+#: Event members that are text, and the attribute each becomes on a span event.
+_TEXT = (
+    ("step", "agent_recovery.step.id"),
+    ("target", "agent_recovery.target"),
+    ("call", "agent_recovery.call.kind"),
+    ("key", "agent_recovery.idempotency_key.hash"),
+    ("action", "agent_recovery.action"),
+    ("code", "error.type"),
+    ("state", "agent_recovery.state"),
+)
+#: Event members that are u64.
+_COUNTS = (("attempt", "agent_recovery.attempt"), ("delay_ms", "agent_recovery.delay_ms"))
+#: Events that are spans, not span events.
+_SPANS = frozenset(("attempt", "outcome", "fanout"))
 
 
-def _u64(d: Dict[str, Any], k: str) -> Tuple[bool, Optional[int]]:
-    v = d.get(k)
-    if v is None:
-        return True, None
-    return (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64), v
-
-
-class _Ev:
-    """An event of the component (docs/runtime.md, "Events"), its members
-    checked as the Rust twin reads them: one of the wrong type drops the event."""
-
-    __slots__ = ("event", "step", "target", "attempt", "call", "key", "action", "code", "delay_ms", "state")
-
-    def __init__(self, d: Dict[str, Any]) -> None:
-        self.event: str = d["event"]
-        _, self.step = _str(d, "step")
-        _, self.target = _str(d, "target")
-        _, self.attempt = _u64(d, "attempt")
-        _, self.call = _str(d, "call")
-        _, self.key = _str(d, "key")
-        _, self.action = _str(d, "action")
-        _, self.code = _str(d, "code")
-        _, self.delay_ms = _u64(d, "delay_ms")
-        _, self.state = _str(d, "state")
-
-    @staticmethod
-    def parse(d: Any) -> Optional["_Ev"]:
-        if not isinstance(d, dict) or not isinstance(d.get("event"), str):
+def _event(d: Any) -> Optional[str]:
+    """The event's name, or None when the telemetry cannot read it: not an
+    object, or a member of the wrong type (as the Rust twin, which then drops
+    the event). The reference component never emits such an event."""
+    if type(d) is not dict:
+        return None
+    name = d.get("event")
+    if type(name) is not str or name in _SPANS:
+        return None
+    for k, _ in _TEXT:
+        v = d.get(k)
+        if v is not None and type(v) is not str:
             return None
-        for k in ("step", "target", "call", "key", "action", "code", "state"):
-            if not _str(d, k)[0]:
-                return None
-        for k in ("attempt", "delay_ms"):
-            if not _u64(d, k)[0]:
-                return None
-        return _Ev(d)
+    for k, _ in _COUNTS:
+        v = d.get(k)
+        if v is not None and (type(v) is not int or not 0 <= v < 2**64):
+            return None
+    return name
 
-    def attributes(self) -> Dict[str, Any]:
-        """The event's members as span-event attributes (the key only as its hash)."""
-        a: Dict[str, Any] = {}
-        if self.step is not None:
-            a["agent_recovery.step.id"] = self.step
-        if self.target is not None:
-            a["agent_recovery.target"] = self.target
-        if self.attempt is not None:
-            a["agent_recovery.attempt"] = _int(self.attempt)
-        if self.call is not None:
-            a["agent_recovery.call.kind"] = self.call
-        if self.key is not None:
-            a["agent_recovery.idempotency_key.hash"] = key_hash(self.key)
-        if self.action is not None:
-            a["agent_recovery.action"] = self.action
-        if self.code is not None:
-            a["error.type"] = self.code
-        if self.delay_ms is not None:
-            a["agent_recovery.delay_ms"] = _int(self.delay_ms)
-        if self.state is not None:
-            a["agent_recovery.state"] = self.state
-        return a
+
+def _event_attributes(d: Dict[str, Any]) -> Dict[str, Any]:
+    """The event's members as span-event attributes (the key only as its hash)."""
+    a: Dict[str, Any] = {}
+    for k, attr in _TEXT:
+        v = d.get(k)
+        if v is not None:
+            a[attr] = key_hash(v) if k == "key" else v
+    for k, attr in _COUNTS:
+        v = d.get(k)
+        if v is not None:
+            a[attr] = _int(v)
+    return a
 
 
 class _Chain:
@@ -401,7 +412,7 @@ class _Lane:
             return
         full: Dict[str, Any] = {"agent_recovery.run.id": run.run_id}
         full.update(attrs)
-        _policy_attrs(run.decider, full)
+        full.update(run.policy() if callable(run.policy) else run.policy)
         if name == "agent_recovery.step":
             self.step_id = attrs.get("agent_recovery.step.id")
         self.span = self.inst.span(name, parent, full, now)
@@ -468,7 +479,7 @@ class _Lane:
             return
         self.verdict = (cls or "", retryable)
 
-    def _end_attempt(self, failure: Optional[_Ev]) -> None:
+    def _end_attempt(self, failure: Optional[Dict[str, Any]]) -> None:
         """Ends the pending attempt span; `failure` is the decision event when it failed."""
         p = self.attempt
         if p is None:
@@ -476,20 +487,20 @@ class _Lane:
         self.attempt = None
         metric: Dict[str, Any] = {"agent_recovery.call.kind": p.kind}
         if failure is not None:
-            metric["error.type"] = failure.code or ""
-            if failure.action is not None:
-                metric["agent_recovery.action"] = failure.action
+            metric["error.type"] = failure.get("code") or ""
+            if failure.get("action") is not None:
+                metric["agent_recovery.action"] = failure["action"]
         if p.span is None:
             self.inst.attempts.add(1, metric)
             return
         span = p.span
         if failure is not None:
-            code = failure.code or ""
+            code = failure.get("code") or ""
             attrs: Dict[str, Any] = {"error.type": code}
-            if failure.action is not None:
-                attrs["agent_recovery.action"] = failure.action
-            if failure.delay_ms is not None:
-                attrs["agent_recovery.delay_ms"] = _int(failure.delay_ms)
+            if failure.get("action") is not None:
+                attrs["agent_recovery.action"] = failure["action"]
+            if failure.get("delay_ms") is not None:
+                attrs["agent_recovery.delay_ms"] = _int(failure["delay_ms"])
             decided, self.verdict = self.verdict, None
             if decided is not None:
                 cls, retryable = decided
@@ -497,7 +508,8 @@ class _Lane:
                     attrs["agent_recovery.class"] = cls
                 if retryable is not None:
                     attrs["agent_recovery.retryable"] = retryable
-                _policy_attrs(self.run.decider, attrs)
+                policy = self.run.policy
+                attrs.update(policy() if callable(policy) else policy)
             span.set_attributes(attrs)
             span.set_status(self.inst.status(self.inst.error, code))
         span.end(end_time=_ns(p.end_ms))
@@ -527,51 +539,49 @@ class _Lane:
             attrs["error.type"] = code
         span.add_event("agent_recovery.dead_letter", attrs, timestamp=_ns(clock.now_ms()))
 
-    def event(self, event: Any, clock: Any) -> None:
+    def event(self, ev: Any, clock: Any) -> None:
         """An event of the component (parsed)."""
-        ev = _Ev.parse(event)
-        if ev is None:
+        name = _event(ev)
+        if name is None:
             return
         inst = self.inst
-        name = ev.event
-        if name in ("attempt", "outcome", "fanout"):
-            return
         if name == "ok":
             self._end_attempt(None)
             return
         if name == "decision":
-            m = {"error.type": ev.code or ""}
-            if ev.action is not None:
-                m["agent_recovery.action"] = ev.action
+            m = {"error.type": ev.get("code") or ""}
+            if ev.get("action") is not None:
+                m["agent_recovery.action"] = ev["action"]
             inst.decisions.add(1, m)
             if self.attempt is not None:
                 self._end_attempt(ev)
                 return
         elif name == "sleep":
-            inst.retry_delay.record(ev.delay_ms or 0, {"agent_recovery.target": ev.target or ""})
+            inst.retry_delay.record(ev.get("delay_ms") or 0, {"agent_recovery.target": ev.get("target") or ""})
         elif name == "breaker":
             inst.breaker.add(
-                1, {"agent_recovery.target": ev.target or "", "agent_recovery.breaker.state": ev.state or ""}
+                1,
+                {"agent_recovery.target": ev.get("target") or "", "agent_recovery.breaker.state": ev.get("state") or ""},
             )
         elif name == "short_circuit":
-            inst.short_circuits.add(1, {"agent_recovery.target": ev.target or ""})
+            inst.short_circuits.add(1, {"agent_recovery.target": ev.get("target") or ""})
         elif name == "dead_letter":
-            inst.dead_letters.add(1, {"error.type": ev.code or ""})
+            inst.dead_letters.add(1, {"error.type": ev.get("code") or ""})
             return
         elif name == "compensate":
             self._compensate(ev, clock.now_ms())
             return
-        span = self._current()
+        span = self._current() if self.recording else None
         if span is not None:
-            span.add_event("agent_recovery." + name, ev.attributes(), timestamp=_ns(clock.now_ms()))
+            span.add_event("agent_recovery." + name, _event_attributes(ev), timestamp=_ns(clock.now_ms()))
 
     def _current(self) -> Any:
         """Where span events go: the open compensation chain, else the lane's span."""
         span = self.chain.span if self.chain is not None else self.span
         return span if span is not None and span.is_recording() else None
 
-    def _compensate(self, ev: _Ev, now: int) -> None:
-        failed = ev.state == "failed"
+    def _compensate(self, ev: Dict[str, Any], now: int) -> None:
+        failed = ev.get("state") == "failed"
         self.inst.compensations.add(1, {"agent_recovery.compensation.state": "failed" if failed else "started"})
         if not self.recording:
             return
@@ -584,13 +594,12 @@ class _Lane:
             chain.failed += 1
         else:
             chain.started += 1
-            undone = ev.step or ""
-            with self.run.lock:
-                linked = self.run.done.get(undone)
+            undone = ev.get("step") or ""
+            linked = self.run.done.get(undone)
             if linked is not None:
                 span.add_link(linked, {"agent_recovery.step.id": undone})
         if span.is_recording():
-            span.add_event("agent_recovery.compensate", ev.attributes(), timestamp=_ns(now))
+            span.add_event("agent_recovery.compensate", _event_attributes(ev), timestamp=_ns(now))
 
     def finish(self, fx: Dict[str, Any], clock: Any) -> None:
         """The lane's `finish` effect: ends the open spans."""
@@ -614,6 +623,8 @@ class _Lane:
             return  # a cancellation between steps: no step of its own to count or end
         self.span = None
         self.inst.steps.add(1, {"agent_recovery.step.outcome": outcome})
+        if not self.recording:
+            return  # the no-op providers, or sampled out: nothing to annotate or end
         env = fx.get("envelope")
         code = env.get("code") if isinstance(env, dict) else None
         code = code if isinstance(code, str) else None
@@ -623,8 +634,7 @@ class _Lane:
         if _is_error(outcome):
             span.set_status(self.inst.status(self.inst.error, code if code is not None else outcome))
         if outcome == "ok" and self.step_id is not None:
-            with self.run.lock:
-                self.run.done[self.step_id] = span.get_span_context()
+            self.run.done[self.step_id] = span.get_span_context()
         span.end(end_time=_ns(now))
 
     def abandon(self, clock: Any) -> None:
