@@ -327,6 +327,36 @@ def test_fanout_breaker_and_short_circuit() -> None:
     check_against_the_doc(spans, m)
 
 
+def test_fanout_branches_on_threads_and_tasks() -> None:
+    """On the system clock the branches run on threads (`fanout`) or as tasks
+    (`fanout_async`); each branch's step span is a child of the fan-out span."""
+    import asyncio
+
+    from agent_recovery import SystemClock
+
+    sdk = Sdk()
+    runtime = Runtime(clock=SystemClock(), seed=7, telemetry=sdk.telemetry())
+    branches = [dict(id=f"b{i}", tool="quote", target=f"t{i}", operation=lambda c: 1) for i in range(3)]
+    assert runtime.run("r-threads").fanout("f", 3, branches).outcome == "ok"
+
+    async def as_tasks() -> None:
+        async def op(c: Any) -> int:
+            await asyncio.sleep(0)
+            return 2
+
+        bs = [dict(id=f"c{i}", tool="quote", operation=op) for i in range(3)]
+        assert (await runtime.run("r-tasks").fanout_async("g", 3, bs)).outcome == "ok"
+
+    asyncio.run(as_tasks())
+    spans = sdk.spans()
+    for fan_id, prefix in (("f", "b"), ("g", "c")):
+        (fan,) = [s for s in named(spans, "agent_recovery.fanout") if s.attributes["agent_recovery.step.id"] == fan_id]
+        kids = children(spans, fan, "agent_recovery.step")
+        assert sorted(k.attributes["agent_recovery.step.id"] for k in kids) == [f"{prefix}{i}" for i in range(3)]
+        assert all(len(children(spans, k)) == 1 for k in kids), "one attempt span under each branch"
+        assert fan.attributes["agent_recovery.step.outcome"] == "ok"
+
+
 def test_off_and_noop_global_give_the_same_events() -> None:
     """`Telemetry.off()` and the default (the API's no-op global providers: no
     test in this process installs one) change nothing in what the run does."""
@@ -457,6 +487,29 @@ def test_bad_input_never_breaks_a_run() -> None:
     lane.appended("agent-recovery/dead-letter", "{not json", clock)
     lane.finish({"outcome": 5, "envelope": "x"}, clock)
     assert sdk.spans() == []
+
+
+def test_a_store_failure_ends_the_open_spans_and_is_raised() -> None:
+    """The dead-letter append fails: the step raises `StoreError` (the
+    runtime's contract) and its spans still end, on the clock, without an
+    outcome (nothing is left open)."""
+    from agent_recovery import MemoryStore, StoreError
+
+    class Broken(MemoryStore):
+        def append(self, stream: str, record: str, now_ms: int) -> int:
+            raise StoreError("unavailable", "the disk is gone; retry later")
+
+    sdk = Sdk()
+    runtime = Runtime(clock=VirtualClock(T0), seed=7, breaker=(10, 30_000), store=Broken(), telemetry=sdk.telemetry())
+    run = runtime.run("r-broken")
+    with pytest.raises(StoreError):
+        run.step(id="ship", tool="shipping.create", call="tool", operation=lambda c: Response(UNAVAILABLE))
+    spans = sdk.spans()
+    step = by_step(spans, "ship")
+    assert "agent_recovery.step.outcome" not in step.attributes
+    assert step.end_time == at(T0 + 880)
+    assert len(children(spans, step)) == 5
+    assert not [e for e in step.events if e.name == "agent_recovery.dead_letter"]
 
 
 # -- the same spans as the Rust runtime -----------------------------------------------
@@ -690,3 +743,35 @@ def check_against_the_doc(spans: List[ReadableSpan], metrics: Dict[str, Any]) ->
         for dp in points:
             for k in dp.attributes:
                 assert k in attrs or k in ("agent_recovery.breaker.state", "agent_recovery.compensation.state"), k
+
+
+# -- the README quickstart ------------------------------------------------------------
+
+
+def test_the_readme_quickstart_runs_as_written() -> None:
+    """In a fresh interpreter: the console exporters bind `sys.stdout` when
+    their module is imported, which pytest's capture would hide."""
+    text = (repo_root() / "python" / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Telemetry\n"):text.index("\n## Retries\n")]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None, "the Telemetry section has a python block"
+    done = subprocess.run([sys.executable, "-c", block.group(1)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout
+    # What the console exporters printed: one JSON document per span, then the metrics.
+    docs, decoder, i = [], json.JSONDecoder(), 0
+    while (i := printed.find("{", i)) >= 0:
+        doc, i = decoder.raw_decode(printed, i)
+        docs.append(doc)
+    spans = [d for d in docs if "context" in d]
+    (step,) = [s for s in spans if s["name"] == "agent_recovery.step"]
+    attempts = sorted((s for s in spans if s["name"] == "agent_recovery.attempt"),
+                      key=lambda s: s["attributes"]["agent_recovery.attempt"])
+    assert [s["parent_id"] for s in attempts] == [step["context"]["span_id"]] * 2
+    first = attempts[0]["attributes"]
+    assert (first["error.type"], first["agent_recovery.action"], first["agent_recovery.delay_ms"]) == (
+        "tool.http.503_unavailable", "retry", 53)
+    assert step["attributes"]["agent_recovery.step.outcome"] == "ok"
+    (metrics,) = [d for d in docs if "resource_metrics" in d]
+    names = {m["name"] for rm in metrics["resource_metrics"] for sm in rm["scope_metrics"] for m in sm["metrics"]}
+    assert {"agent_recovery.attempts", "agent_recovery.decisions", "agent_recovery.steps"} <= names
