@@ -512,6 +512,22 @@ def test_a_store_failure_ends_the_open_spans_and_is_raised() -> None:
     assert not [e for e in step.events if e.name == "agent_recovery.dead_letter"]
 
 
+@pytest.mark.parametrize("min_results", ["two", -1, 2.5, None, True])
+def test_a_bad_fanout_fails_the_same_with_telemetry_on(min_results: Any) -> None:
+    """The loop refuses the fan-out; telemetry must neither raise first nor
+    change the error (and ends what it started)."""
+
+    def attempt(telemetry: Telemetry) -> str:
+        run = Runtime(clock=VirtualClock(T0), seed=7, telemetry=telemetry).run("r-bad")
+        with pytest.raises(Exception) as e:
+            run.fanout("f", min_results, [dict(id="a", tool="t", operation=lambda c: 1)])
+        return f"{type(e.value).__name__}: {e.value}"
+
+    sdk = Sdk()
+    assert attempt(sdk.telemetry()) == attempt(Telemetry.off())
+    assert [s.name for s in sdk.spans()] == ["agent_recovery.fanout"]
+
+
 # -- the same spans as the Rust runtime -----------------------------------------------
 
 CLI = repo_root() / "target" / "release" / "agent-recovery"

@@ -302,11 +302,11 @@ class _RunTel:
             return _Lane(self, parent, None, None, now)
         if getattr(step, "branches", None) is None:
             return _Lane(self, parent, "agent_recovery.step", _step_attrs(step.id, step.tool, step.target), now)
-        attrs = {
-            "agent_recovery.step.id": step.id,
-            "agent_recovery.fanout.min_results": _int(int(step.min_results)),
-            "agent_recovery.fanout.branches": len(step.branches),
-        }
+        attrs: Dict[str, Any] = {"agent_recovery.step.id": str(step.id)}
+        n = step.min_results
+        if type(n) is int and n >= 0:  # else the loop refuses the fan-out: telemetry must not raise first
+            attrs["agent_recovery.fanout.min_results"] = _int(n)
+        attrs["agent_recovery.fanout.branches"] = len(step.branches)
         return _Lane(self, parent, "agent_recovery.fanout", attrs, now)
 
 
