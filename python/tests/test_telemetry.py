@@ -512,6 +512,31 @@ def test_a_store_failure_ends_the_open_spans_and_is_raised() -> None:
     assert not [e for e in step.events if e.name == "agent_recovery.dead_letter"]
 
 
+def test_an_interrupted_fanout_ends_its_branches_spans() -> None:
+    """A branch's operation raises past the runtime (a `BaseException`, as
+    KeyboardInterrupt): it propagates, and the fan-out's, the branches' and
+    the pending attempt's spans all end."""
+
+    class Stop(BaseException):
+        pass
+
+    def stop(c: Any) -> Any:
+        raise Stop()
+
+    sdk = Sdk()
+    run = Runtime(clock=VirtualClock(T0), seed=7, telemetry=sdk.telemetry()).run("r-stop")
+    with pytest.raises(Stop):
+        run.fanout("f", 1, [dict(id="a", tool="t", operation=lambda c: 1), dict(id="b", tool="t", operation=stop)])
+    spans = sdk.spans()
+    assert sorted(s.name for s in spans) == sorted(
+        ["agent_recovery.fanout", "agent_recovery.step", "agent_recovery.step",
+         "agent_recovery.attempt", "agent_recovery.attempt"]
+    )
+    b = by_step(spans, "b")
+    assert "agent_recovery.step.outcome" not in b.attributes
+    assert by_step(spans, "a").attributes["agent_recovery.step.outcome"] == "ok"
+
+
 @pytest.mark.parametrize("min_results", ["two", -1, 2.5, None, True])
 def test_a_bad_fanout_fails_the_same_with_telemetry_on(min_results: Any) -> None:
     """The loop refuses the fan-out; telemetry must neither raise first nor

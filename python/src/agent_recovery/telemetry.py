@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .handle import PolicyHandle
 from .policy import Policy
@@ -394,7 +394,7 @@ class _Lane:
     chain, the attempt whose span waits for its `ok` or `decision` event, and
     the last decision's class and retryable (docs/telemetry.md, "The mapping")."""
 
-    __slots__ = ("run", "inst", "cx", "span", "recording", "step_id", "chain", "attempt", "verdict")
+    __slots__ = ("run", "inst", "cx", "span", "recording", "step_id", "chain", "attempt", "verdict", "branches")
 
     def __init__(self, run: _RunTel, parent: Any, name: Optional[str], attrs: Optional[Dict[str, Any]], now: int) -> None:
         self.run = run
@@ -408,6 +408,8 @@ class _Lane:
         self.chain: Optional[_Chain] = None
         self.attempt: Optional[_Pending] = None
         self.verdict: Optional[Tuple[str, Optional[bool]]] = None
+        #: A fan-out's branch lanes (abandoned with it).
+        self.branches: Optional[List["_Lane"]] = None
         if name is None or attrs is None:
             return
         full: Dict[str, Any] = {"agent_recovery.run.id": run.run_id}
@@ -428,6 +430,9 @@ class _Lane:
         else:
             attrs = {}
         lane = _Lane(self.run, self.cx, "agent_recovery.step", attrs, now)
+        if self.branches is None:
+            self.branches = []
+        self.branches.append(lane)  # branches on threads: list.append is atomic
         return lane
 
     def call_start(self, call: Any, clock: Any) -> None:
@@ -639,7 +644,9 @@ class _Lane:
 
     def abandon(self, clock: Any) -> None:
         """The step raised (the loop, the policy or the store failed): end the
-        open spans now, without an outcome."""
+        open spans now, without an outcome (a fan-out's branches first)."""
+        for branch in self.branches or ():
+            branch.abandon(clock)
         now = _ns(clock.now_ms())
         p, self.attempt = self.attempt, None
         if p is not None and p.span is not None:
