@@ -1,11 +1,13 @@
 """The Python twin of `agent-recovery simulate SCENARIO --trace-out FILE`.
 
-    python telemetry_twin.py SCENARIOS.json
+    python telemetry_twin.py GROUPS.json
 
 As the Rust CLI does, installs the OpenTelemetry SDK as the **global** tracer
 provider (resource `service.name` = `agent-recovery`), then runs each scenario
-of the JSON array with `run_scenario` (whose `Runtime` takes the default
-telemetry: the global providers) and prints one line per scenario:
+of the JSON array of groups (arrays of scenarios whose runs share one
+`MemoryStore`, as the CLI's `--store` file) with `run_scenario` (whose
+`Runtime` takes the default telemetry: the global providers) and prints one
+line per scenario:
 `{"outcome", "events", "spans"}`, the spans as the real SDK ended them (see
 `span_record`). Run in its own process by test_telemetry.py, because the
 global providers can be set once per process.
@@ -63,6 +65,7 @@ def span_record(s: ReadableSpan) -> Dict[str, Any]:
 def main() -> int:
     from agent_recovery import Runtime, VirtualClock
     from agent_recovery.scenario import run_scenario
+    from agent_recovery.store import MemoryStore
 
     early = Runtime(clock=VirtualClock(1_767_225_600_000), seed=7)
     early.run("before").step(id="s", tool="t", operation=lambda c: None)
@@ -76,10 +79,10 @@ def main() -> int:
     late = [before, len([s for s in spans.get_finished_spans() if s.name == "agent_recovery.step"])]
 
     with open(sys.argv[1], encoding="utf-8") as f:
-        scenarios = json.load(f)
-    for scenario in scenarios:
+        groups = json.load(f)
+    for scenario, store in ((s, store) for group in groups for store in [MemoryStore()] for s in group):
         spans.clear()
-        out = run_scenario(scenario)
+        out = run_scenario(scenario, store)
         provider.force_flush()
         print(
             json.dumps(

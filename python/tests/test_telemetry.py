@@ -13,7 +13,9 @@ Where the expectations come from, never from running this code:
   --trace-out FILE` writes its spans as OTLP JSON, and the same scenarios run
   by Python (`telemetry_twin.py`, through the global providers as the CLI)
   must give the same spans, span for span: names, parent/child structure,
-  traces, links, attributes, span events, status and virtual timestamps.
+  traces, links, attributes, span events, status and virtual timestamps; the
+  scenarios are three written for telemetry and every loop vector of
+  tests/loops/ (whose expectations were derived by hand, not recorded).
 """
 
 from __future__ import annotations
@@ -681,50 +683,72 @@ def canonical(spans: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return sorted(out, key=lambda c: c["id"])
 
 
+def _groups() -> Dict[str, List[Dict[str, Any]]]:
+    """The scenarios both runtimes run, in groups whose runs share a store:
+    the three above, and every loop vector of tests/loops/ (its runs)."""
+    groups = {name: [scenario] for name, scenario in SCENARIOS.items()}
+    for path in sorted((repo_root() / "tests" / "loops").glob("*.json")):
+        vector = json.loads(path.read_text(encoding="utf-8"))
+        groups["loops/" + path.stem] = [r["scenario"] for r in vector["runs"]]
+    return groups
+
+
+GROUPS = _groups()
+
+
 @pytest.fixture(scope="module")
-def both_runtimes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Tuple[Dict[str, Any], Dict[str, Any]]]:
-    """Each scenario through the Rust CLI (`simulate --json --trace-out`) and
-    through Python (`telemetry_twin.py`): name -> (rust, python) with the
-    outcome, the events and the spans."""
+def both_runtimes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, List[Tuple[Dict[str, Any], Dict[str, Any]]]]:
+    """Each group through the Rust CLI (`simulate --json --trace-out`, the
+    group's runs sharing a `--store` file) and through Python
+    (`telemetry_twin.py`, sharing a `MemoryStore`): name -> one (rust, python)
+    pair per run, each with the outcome, the events and the spans."""
     if not CLI.is_file():
         pytest.fail(f"{CLI} is missing; run `cargo build --release -p agent-recovery`", pytrace=False)
     tmp = tmp_path_factory.mktemp("twin")
-    rust = {}
-    for name, scenario in SCENARIOS.items():
-        path, trace_out = tmp / f"{name}.json", tmp / f"{name}.otlp.jsonl"
-        path.write_text(json.dumps(scenario), encoding="utf-8")
-        done = subprocess.run([str(CLI), "simulate", str(path), "--json", "--trace-out", str(trace_out)],
-                              capture_output=True, text=True, check=True)
-        out = json.loads(done.stdout)
-        rust[name] = {"outcome": out["outcome"], "events": out["events"], "spans": rust_spans(trace_out)}
-    batch = tmp / "scenarios.json"
-    batch.write_text(json.dumps(list(SCENARIOS.values())), encoding="utf-8")
+    rust: Dict[str, List[Dict[str, Any]]] = {}
+    for g, (name, scenarios) in enumerate(GROUPS.items()):
+        rust[name] = []
+        for i, scenario in enumerate(scenarios):
+            path, trace_out = tmp / f"{g}-{i}.json", tmp / f"{g}-{i}.otlp.jsonl"
+            path.write_text(json.dumps(scenario), encoding="utf-8")
+            done = subprocess.run(
+                [str(CLI), "simulate", str(path), "--json", "--trace-out", str(trace_out),
+                 "--store", str(tmp / f"{g}.sqlite")],
+                capture_output=True, text=True,
+            )
+            assert done.returncode == 0, f"{name} run {i}: {done.stderr}"
+            out = json.loads(done.stdout)
+            rust[name].append({"outcome": out["outcome"], "events": out["events"], "spans": rust_spans(trace_out)})
+    batch = tmp / "groups.json"
+    batch.write_text(json.dumps(list(GROUPS.values())), encoding="utf-8")
     twin = Path(__file__).with_name("telemetry_twin.py")
     done = subprocess.run([sys.executable, str(twin), str(batch)], capture_output=True, text=True, check=True)
     lines = done.stdout.splitlines()
-    assert len(lines) == len(SCENARIOS) + 1, done.stderr
+    runs = sum(len(scenarios) for scenarios in GROUPS.values())
+    assert len(lines) == runs + 1, done.stderr
     # A runtime built before the SDK was installed: nothing, then its next run's step span.
     assert json.loads(lines[-1]) == {"late": [0, 1]}
-    return {name: (rust[name], json.loads(line)) for name, line in zip(SCENARIOS, lines)}
+    python = iter(json.loads(line) for line in lines[:-1])
+    return {name: [(r, next(python)) for r in rust[name]] for name in GROUPS}
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", list(GROUPS))
 def test_the_same_spans_as_the_rust_runtime(name: str, both_runtimes: Dict[str, Any]) -> None:
-    rust, python = both_runtimes[name]
-    # The same run (the component's events, byte for byte as JSON values) ...
-    assert python["outcome"] == rust["outcome"]
-    assert python["events"] == rust["events"]
-    # ... gives the same spans, span for span.
-    r, p = canonical(rust["spans"]), canonical(python["spans"])
-    assert [s["id"] for s in p] == [s["id"] for s in r]
-    for rs, ps in zip(r, p):
-        assert ps == rs, f"span {rs['id']}: Rust (left) and Python differ"
-    assert len(r) >= 5
+    for i, (rust, python) in enumerate(both_runtimes[name]):
+        # The same run (the component's events, byte for byte as JSON values) ...
+        assert python["outcome"] == rust["outcome"], f"run {i}"
+        assert python["events"] == rust["events"], f"run {i}"
+        # ... gives the same spans, span for span.
+        r, p = canonical(rust["spans"]), canonical(python["spans"])
+        assert [s["id"] for s in p] == [s["id"] for s in r], f"run {i}"
+        for rs, ps in zip(r, p):
+            assert ps == rs, f"run {i}, span {rs['id']}: Rust (left) and Python differ"
+        assert r, f"run {i} has spans"
 
 
 def test_the_rust_comparison_covers_every_span_kind_and_a_failed_chain(both_runtimes: Dict[str, Any]) -> None:
     """What the twin scenarios exercise, read from the Rust file alone."""
-    spans = [s for rust, _ in both_runtimes.values() for s in rust["spans"]]
+    spans = [s for runs in both_runtimes.values() for rust, _ in runs for s in rust["spans"]]
     assert {s["name"] for s in spans} == {
         "agent_recovery.step", "agent_recovery.attempt", "agent_recovery.fanout", "agent_recovery.compensation"
     }
