@@ -8,7 +8,16 @@ The twin of `cargo run --release -p agent-recovery --example runtime_overhead`:
   (3 calls into the loop component + store reads and writes);
 - one failed attempt: the same step failing once with a 503 first
   (+1 policy decision, +2 loop calls, the breaker write);
-- cached: the step's key is already recorded as done (nothing is called).
+- cached: the step's key is already recorded as done (nothing is called);
+- telemetry: the failed-attempt step on two runtimes with `Telemetry.off()`
+  and one with the default (`Telemetry.global_()`, no SDK installed: the
+  OpenTelemetry API's no-op providers), interleaved step by step (3 x
+  iterations of each, the order rotating, distinct run ids), each step timed
+  on CPU. The no-op minus off difference is the cost of telemetry when nobody
+  configured an exporter; off minus off is what the machine cannot resolve.
+  With `opentelemetry-sdk` installed, then: an `off` runtime (B) and one
+  recording to the SDK's in-memory exporters, interleaved the same way (the
+  cost of recording).
 
 Each figure is per run (start a run, one step), memory store, after a warmup
 of a tenth of the iterations: wall time and this thread's CPU time
@@ -22,12 +31,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from agent_recovery import Call, Failed, Runtime, VirtualClock  # noqa: E402
 from agent_recovery.store import MemoryStore  # noqa: E402
+from agent_recovery.telemetry import Telemetry  # noqa: E402
 
 
 def per_iteration(name: str, n: int, f: Callable[[int], Any]) -> None:
@@ -40,6 +50,23 @@ def per_iteration(name: str, n: int, f: Callable[[int], Any]) -> None:
     wall = (time.perf_counter_ns() - start) / 1e3 / n
     on_cpu = (time.thread_time_ns() - cpu) / 1e3 / n
     print(f"{name:<28} {wall:>8.1f} µs wall, {on_cpu:>8.1f} µs on CPU per run")
+
+
+def _sdk_telemetry() -> Any:
+    """Telemetry to the OpenTelemetry SDK with in-memory exporters (spans kept,
+    metrics aggregated), when `opentelemetry-sdk` is installed (the `test` extra)."""
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
 
 
 def main() -> int:
@@ -61,15 +88,52 @@ def main() -> int:
 
     per_iteration("success, one step", n, success)
 
-    def one_failure(i: int) -> None:
-        run = runtime.run(f"fail-{i}")
+    def fail_step(rt: Runtime, tag: str, i: int) -> None:
+        run = rt.run(f"{tag}-{i}")
         r = run.step(
             id="search", tool="search", call="tool", target=f"t{i % 64}",
             operation=lambda c: Failed('{"source":"http","status":503}') if c.attempt == 1 else None,
         )
         assert r.outcome == "ok"
 
-    per_iteration("one failed attempt, then ok", n, one_failure)
+    per_iteration("one failed attempt, then ok", n, lambda i: fail_step(runtime, "fail", i))
+
+    # Telemetry off vs. the no-op global providers (the default).
+    def build(**telemetry: Any) -> Runtime:
+        return Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7, **telemetry)
+
+    def interleaved(sides: List[Tuple[str, Runtime]], tag: str) -> List[float]:
+        """Mean on-CPU µs per step of each runtime, stepped one by one in turn."""
+        for i in range(n // 10):
+            for k, (_, rt) in enumerate(sides):
+                fail_step(rt, f"{tag}warm{k}", i)
+        rounds, sums = 3 * n, [0] * len(sides)
+        for i in range(rounds):
+            for j in range(len(sides)):
+                k = (j + i) % len(sides)
+                t0 = time.thread_time_ns()
+                fail_step(sides[k][1], f"{tag}{k}", i)
+                sums[k] += time.thread_time_ns() - t0
+        mean = [s / 1e3 / rounds for s in sums]
+        for (name, _), m in zip(sides, mean):
+            print(f"{name:<28} {m:>8.1f} µs on CPU per run")
+        return mean
+
+    mean = interleaved(
+        [
+            ("telemetry off (A)", build(telemetry=Telemetry.off())),
+            ("telemetry off (A')", build(telemetry=Telemetry.off())),
+            ("no-op global (default)", build()),
+        ],
+        "n",
+    )
+    print(f"{'no-op global minus off':<28} {mean[2] - mean[0]:>+8.1f} µs per step (A/A: {mean[1] - mean[0]:+.1f} µs)")
+    sdk = _sdk_telemetry()
+    if sdk is not None:
+        # Apart: the SDK's garbage would slow whichever runtime steps after it.
+        mean = interleaved([("telemetry off (B)", build(telemetry=Telemetry.off())),
+                            ("SDK, in-memory exporters", build(telemetry=sdk))], "sdk")
+        print(f"{'SDK minus off':<28} {mean[1] - mean[0]:>+8.1f} µs per step (3 spans, 1 span event, 5 measurements)")
 
     first = runtime.run("cached")
     first.step(id="search", tool="search", operation=lambda c: None)

@@ -55,6 +55,7 @@ from .errors import PolicyError, PolicyRuntimeError
 from .limits import Limits
 from .observe import Failure, _response_text, from_response
 from .store import MemoryStore, StoreError, Written
+from .telemetry import OFF_LANE, Telemetry, bind as _bind_telemetry
 
 __all__ = [
     "Call",
@@ -529,12 +530,13 @@ class _Holder:
     (a branch's join the run's in branch order, as in Rust), and the Python
     value of its last successful call (when JSON could not carry it)."""
 
-    __slots__ = ("state", "value", "events")
+    __slots__ = ("state", "value", "events", "tel")
 
     def __init__(self, state: str, events: Optional[List[str]] = None) -> None:
         self.state = state
         self.value: Any = _UNSET
         self.events: List[str] = events if events is not None else []
+        self.tel: Any = OFF_LANE  # the lane's telemetry (telemetry.py)
 
 
 # -- the runtime -------------------------------------------------------------------
@@ -580,6 +582,7 @@ class Runtime:
     | `config` | None: the whole run configuration as a dict (docs/runtime.md); replaces the typed options above |
     | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments |
     | `limits` | `Limits()` for the loop component |
+    | `telemetry` | `Telemetry.global_()`: spans and metrics to the global OpenTelemetry providers (no-ops until an SDK is installed); `Telemetry(tracer_provider=, meter_provider=)`, `Telemetry.off()` (docs/telemetry.md) |
 
     Unknown options raise `PolicyError` (`invalid_argument`).
     """
@@ -601,6 +604,7 @@ class Runtime:
         config: Any = None,
         on_event: Optional[Callable[..., Any]] = None,
         limits: Optional[Limits] = None,
+        telemetry: Optional[Telemetry] = None,
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -652,6 +656,7 @@ class Runtime:
         self._limits = limits or Limits()
         self._looper = _default_loop(self._limits)
         self._decider = policy if policy is not None else _default_policy()
+        self._telemetry = _bind_telemetry(telemetry, self._decider)
         self._store = store if store is not None else MemoryStore()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._seed = seed
@@ -697,7 +702,7 @@ class Runtime:
         if not isinstance(run_id, str):
             raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
         state, _ = self._looper.advance("", self._run_input(run_id))
-        return Run(self, state, signal)
+        return Run(self, state, signal, run_id)
 
     def check_outcome(self, outcome: Any) -> Optional[Dict[str, Any]]:
         """Was this outcome (an observation-shaped dict or JSON text) a failure?
@@ -719,8 +724,9 @@ _Need = Tuple[Any, ...]
 class Run:
     """A run of steps under one run id. Create it with `Runtime.run`."""
 
-    def __init__(self, rt: Runtime, state: str, signal: Optional[threading.Event]) -> None:
+    def __init__(self, rt: Runtime, state: str, signal: Optional[threading.Event], run_id: str = "") -> None:
         self._rt = rt
+        self._tel = rt._telemetry.run(run_id)
         self._events: List[str] = []
         self._holder = _Holder(state, self._events)
         self._undo: Dict[str, Operation] = {}
@@ -879,6 +885,7 @@ class Run:
                             rt._on_event(fx["event"], text)
                         else:
                             rt._on_event(fx["event"])
+                    holder.tel.event(fx["event"], clock)
                 elif kind == "read":
                     now = clock.now_ms()
                     parts = []
@@ -912,11 +919,13 @@ class Run:
                     if not isinstance(stream, str) or record is None:
                         raise _malformed("append without stream or record")
                     store.append(stream, record, clock.now_ms())
+                    holder.tel.appended(stream, record, clock)
                 elif kind == "decide":
                     obs, ctx = fx.get("observation"), fx.get("context")
                     if not isinstance(obs, str) or not isinstance(ctx, str):
                         raise _malformed("decide without observation or context")
                     decision = rt._decider.decide_json(obs, ctx)
+                    holder.tel.decided(decision)
                     nxt = f'{{"input":"decision","now_ms":{clock.now_ms()},"decision":{decision}}}'
                 elif kind == "sleep":
                     nxt = yield ("sleep", int(fx.get("ms") or 0), fx.get("cancellable", True) is not False)
@@ -941,17 +950,20 @@ class Run:
                             continue
                         fn = step.operation if isinstance(step, Step) else None
                     holder.value = _UNSET
+                    holder.tel.call_start(call, clock)
                     if fn is None:
                         message = _jstr(f"no compensation registered for step {call.step}")
                         result = _MISSING_COMPENSATION % message
                         nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
                     else:
                         nxt = yield ("call", call, fn, holder)
+                    holder.tel.call_end(clock)
                 elif kind == "fork":
                     if not isinstance(step, _Fanout):
                         raise _malformed("fork outside a fan-out")
                     nxt = yield ("fork", fx, step, holder)
                 elif kind == "finish":
+                    holder.tel.finish(fx, clock)
                     value = fx.get("result")
                     if fx.get("outcome") == "ok" and holder.value is not _UNSET:
                         value = holder.value
@@ -1002,9 +1014,11 @@ class Run:
         if done is not None:
             return done
         try:
+            self._holder.tel = self._tel.lane(step, self._rt._clock)
             report = self._exec_sync(self._drive(self._holder, input, step))
         except BaseException:
             self._busy = False
+            self._holder.tel.abandon(self._rt._clock)
             raise
         return self._end(report, step)
 
@@ -1074,6 +1088,7 @@ class Run:
         def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
+            holder.tel = lane.tel.branch(spec, clock)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = self._exec_sync(self._drive(holder, input, branch))
             self._branch_done(branch, report)
@@ -1100,9 +1115,11 @@ class Run:
         if done is not None:
             return done
         try:
+            self._holder.tel = self._tel.lane(step, self._rt._clock)
             report = await self._exec_async(self._drive(self._holder, input, step))
         except BaseException:
             self._busy = False
+            self._holder.tel.abandon(self._rt._clock)
             raise
         return self._end(report, step)
 
@@ -1222,6 +1239,7 @@ class Run:
         async def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
+            holder.tel = lane.tel.branch(spec, clock)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = await self._exec_async(self._drive(holder, input, branch))
             self._branch_done(branch, report)
