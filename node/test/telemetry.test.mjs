@@ -629,5 +629,7 @@ test('a bad telemetry option is refused with invalid_config, naming the value', 
 });
 
 test("between them, the tests above saw every metric of docs/telemetry.md's table", () => {
-  assert.deepEqual([...seenMetrics].sort(), [...DOC_METRICS.keys()].sort());
+  // A policy handle's swap counter is the Policy's, not the runtime's: telemetry_swaps.test.mjs.
+  const runtime = [...DOC_METRICS.keys()].filter((m) => m !== 'agent_recovery.policy.swaps');
+  assert.deepEqual([...seenMetrics].sort(), runtime.sort());
 });
