@@ -25,7 +25,9 @@ use crate::active::{ActivePolicy, Answer};
 use crate::candidate;
 use crate::error::{Error, Result};
 use crate::events::{Counters, Event, Sink, Stats};
+use crate::runtime::Telemetry;
 use crate::swap_error::SwapError;
+use crate::swap_telemetry::SwapTelemetry;
 use crate::{FailurePolicy, Loader, Policy, PolicyId, SwapOptions};
 
 /// The policy every caller uses, swappable at runtime.
@@ -62,6 +64,7 @@ struct Shared {
     reference: OnceLock<Arc<ActivePolicy>>,
     counters: Counters,
     sink: Option<Sink>,
+    telemetry: SwapTelemetry,
 }
 
 /// Options for building a [`PolicyHandle`].
@@ -73,11 +76,13 @@ struct Shared {
 /// | [`loader`](Self::loader) | [`Loader::default()`]: default limits, pool, no cache |
 /// | [`failure_policy`](Self::failure_policy) | [`FailurePolicy::FailClosed`] |
 /// | [`on_event`](Self::on_event) | none: events are only counted |
+/// | [`telemetry`](Self::telemetry) | [`Telemetry::global()`], read when the builder is made |
 #[derive(Default)]
 pub struct HandleBuilder {
     loader: Loader,
     failure_policy: FailurePolicy,
     sink: Option<Sink>,
+    telemetry: SwapTelemetry,
 }
 
 impl HandleBuilder {
@@ -98,6 +103,15 @@ impl HandleBuilder {
     /// thread, or the caller whose call failed). Keep it quick.
     pub fn on_event(mut self, sink: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         self.sink = Some(Arc::new(sink));
+        self
+    }
+
+    /// Where swaps, refusals and failed calls are reported as OpenTelemetry
+    /// span events (on the caller's current span) and the
+    /// `agent_recovery.policy.swaps` counter (this telemetry's meter);
+    /// `docs/telemetry.md`, "Policy swaps". [`Telemetry::off`]: neither.
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = SwapTelemetry::new(&telemetry);
         self
     }
 
@@ -139,6 +153,7 @@ impl HandleBuilder {
                 reference: OnceLock::new(),
                 counters: Counters::default(),
                 sink: self.sink,
+                telemetry: self.telemetry,
             }),
         };
         if handle.shared.failure_policy == FailurePolicy::FallbackToReference {
@@ -264,6 +279,7 @@ impl PolicyHandle {
 
     fn emit(&self, event: Event) {
         self.shared.counters.count(&event);
+        self.shared.telemetry.record(&event);
         if let Some(sink) = &self.shared.sink {
             sink(&event);
         }

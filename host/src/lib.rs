@@ -59,6 +59,7 @@ mod sandbox;
 pub mod store;
 mod swap_error;
 mod swap_options;
+mod swap_telemetry;
 pub mod types;
 mod verify;
 mod watch;

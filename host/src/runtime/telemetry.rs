@@ -88,6 +88,7 @@ impl Telemetry {
         Telemetry {
             inner: Some(Arc::new(Instruments {
                 tracer,
+                meter: meter.clone(),
                 attempts: meter
                     .u64_counter("agent_recovery.attempts")
                     .with_unit("{attempt}")
@@ -132,6 +133,11 @@ impl Telemetry {
         }
     }
 
+    /// The meter, unless [`Telemetry::off`] (a policy handle's swap counter).
+    pub(crate) fn meter(&self) -> Option<&Meter> {
+        self.inner.as_deref().map(|i| &i.meter)
+    }
+
     /// Does it record anything (not [`Telemetry::off`])?
     pub(super) fn is_on(&self) -> bool {
         self.inner.is_some()
@@ -154,6 +160,8 @@ fn scope() -> InstrumentationScope {
 
 struct Instruments {
     tracer: BoxedTracer,
+    /// For instruments made elsewhere (a policy handle's swap counter).
+    meter: Meter,
     attempts: Counter<u64>,
     decisions: Counter<u64>,
     retry_delay: Histogram<u64>,
