@@ -218,6 +218,13 @@ export interface LoadOptions {
   verify?: boolean;
   /** Inputs over this many UTF-8 bytes are refused with code `input-too-large`. Default 16 MiB. */
   maxInputBytes?: number;
+  /**
+   * `Policy.load` only: where swaps and refusals are reported (span events on the span active
+   * when `swap()` is called, and the `agent_recovery.policy.swaps` counter; docs/telemetry.md,
+   * "Policy swaps"). Default `Telemetry.global()`, read by `Policy.load`; ignored by `swap()`
+   * and by an IsolatedPolicy (it has no swap).
+   */
+  telemetry?: Telemetry;
 }
 
 export interface IsolateOptions extends LoadOptions {

@@ -6,6 +6,7 @@
 
 import { PolicyError, PolicyLoadError, PolicyRuntimeError } from './errors.js';
 import { PolicyInstance } from './instance.js';
+import { policyTelemetry } from './telemetry.js';
 import { describe, seedText, stringify } from './json.js';
 import { verify } from './verify.js';
 
@@ -67,11 +68,14 @@ function fits(active, value, what) {
 export class Policy {
   #active;
   #swaps = Promise.resolve();
+  /** Swaps and refusals as OpenTelemetry span events and a counter, or null (off). */
+  #tel;
 
   /** Use `Policy.load()`. */
-  constructor(key, instance) {
+  constructor(key, instance, tel = null) {
     if (key !== token) throw new TypeError('use `await Policy.load(source?)` to create a Policy');
     this.#active = instance;
+    this.#tel = tel;
   }
 
   /**
@@ -87,18 +91,25 @@ export class Policy {
    * `timeoutMs` (default 1000) per call and `loadTimeoutMs` (default 30 000)
    * for the load: the result is an IsolatedPolicy whose methods return
    * promises (see README, "Untrusted policies").
+   * `telemetry` (default `Telemetry.global()`, read now; `Telemetry.off()`;
+   * `new Telemetry({meterProvider})`): each swap and refusal is a span event on
+   * the span active when `swap()` is called and counts in
+   * `agent_recovery.policy.swaps` (docs/telemetry.md, "Policy swaps"); an
+   * IsolatedPolicy has no swap and ignores it.
    * @param {string | URL | Uint8Array | ArrayBuffer} [source]
-   * @param {{sha256?: string, smokeTests?: object[] | string, verify?: boolean, maxInputBytes?: number, isolate?: 'worker', timeoutMs?: number, loadTimeoutMs?: number}} [options]
+   * @param {{sha256?: string, smokeTests?: object[] | string, verify?: boolean, maxInputBytes?: number, isolate?: 'worker', timeoutMs?: number, loadTimeoutMs?: number, telemetry?: object}} [options]
    */
   static async load(source, options) {
-    if (options?.isolate !== undefined && options.isolate !== 'in-process') {
-      if (options.isolate !== 'worker') {
-        throw new PolicyError('invalid_argument', `isolate must be 'worker' or 'in-process', got ${describe(options.isolate)}`);
+    const { telemetry, ...rest } = options ?? {};
+    const tel = policyTelemetry(telemetry);
+    if (rest.isolate !== undefined && rest.isolate !== 'in-process') {
+      if (rest.isolate !== 'worker') {
+        throw new PolicyError('invalid_argument', `isolate must be 'worker' or 'in-process', got ${describe(rest.isolate)}`);
       }
       const { IsolatedPolicy } = await import('./isolated.js');
-      return IsolatedPolicy.load(source, options);
+      return IsolatedPolicy.load(source, rest);
     }
-    return new Policy(token, await prepare(source, options));
+    return new Policy(token, await prepare(source, rest), tel);
   }
 
   /**
@@ -109,9 +120,19 @@ export class Policy {
    * @returns {Promise<object>} `describe()` of the new policy
    */
   swap(source, options) {
+    const tel = this.#tel;
+    const cx = tel?.context();
     const run = this.#swaps.then(async () => {
-      const candidate = await prepare(source, options);
+      let candidate;
+      try {
+        candidate = await prepare(source, options);
+      } catch (e) {
+        tel?.refused(cx, this.#active.identity, e);
+        throw e;
+      }
+      const previous = this.#active.identity;
       this.#active = candidate;
+      tel?.swapped(cx, previous, candidate.identity);
       return this.describe();
     });
     this.#swaps = run.catch(() => {});

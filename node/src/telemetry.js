@@ -83,6 +83,7 @@ function instruments(tracer, meter) {
   const counter = (name, unit, description) => meter.createCounter(name, { unit, description, valueType: ValueType.INT });
   return {
     tracer,
+    meter,
     attempts: counter('agent_recovery.attempts', '{attempt}', 'Calls made: operation, fallback and compensation attempts'),
     decisions: counter('agent_recovery.decisions', '{decision}', 'Decisions on failures, by code and action'),
     retryDelay: meter.createHistogram('agent_recovery.retry.delay', { unit: 'ms', description: 'Waits before the next call', valueType: ValueType.INT }),
@@ -92,6 +93,59 @@ function instruments(tracer, meter) {
     compensations: counter('agent_recovery.compensations', '{compensation}', 'Compensations started, and those that still failed'),
     steps: counter('agent_recovery.steps', '{step}', 'Steps and fan-outs ended, by outcome'),
   };
+}
+
+/**
+ * A Policy's swap telemetry (docs/telemetry.md, "Policy swaps"): the
+ * `telemetry` option of `Policy.load` (default the global providers, read
+ * then), or null when off. Each swap and refusal is a span event on the span
+ * that was active when `swap()` was called (none when there is none or it is
+ * not recording), and is counted in `agent_recovery.policy.swaps` with the
+ * option's meter.
+ */
+export function policyTelemetry(option) {
+  const tel = option === undefined || option === null ? Telemetry.global() : option;
+  if (!(tel instanceof Telemetry)) {
+    throw invalidConfig(`telemetry must be Telemetry.global(), Telemetry.off() or new Telemetry({tracerProvider, meterProvider}), got ${describe(option)}`);
+  }
+  if (tel.instruments === null) return null;
+  const { meter } = tel.instruments;
+  let swaps;
+  const count = (attributes) => {
+    swaps ??= meter.createCounter('agent_recovery.policy.swaps', {
+      unit: '{swap}',
+      description: 'Policy candidates a handle activated or refused',
+      valueType: ValueType.INT,
+    });
+    swaps.add(1, attributes);
+  };
+  const event = (cx, name, attributes) => {
+    const span = trace.getSpan(cx);
+    if (span !== undefined && span.isRecording()) span.addEvent(name, attributes);
+  };
+  return {
+    /** The caller's context, taken when `swap()` is called. */
+    context: () => context.active(),
+    /** A candidate is now active: `from` and `to` are identities ({name, version, sha256}). */
+    swapped(cx, from, to) {
+      count({ 'agent_recovery.swap.result': 'swapped' });
+      event(cx, 'agent_recovery.policy.swapped', { ...identityAttrs('agent_recovery.policy', to), ...identityAttrs('agent_recovery.swap.from', from) });
+    },
+    /** A candidate was refused with `error`; `active` keeps answering. */
+    refused(cx, active, error) {
+      const code = typeof error?.code === 'string' ? error.code : 'load';
+      count({ 'agent_recovery.swap.result': 'refused', 'error.type': code });
+      event(cx, 'agent_recovery.policy.refused', {
+        ...identityAttrs('agent_recovery.policy', active),
+        'error.type': code,
+        'agent_recovery.policy.error.message': String(error?.message ?? error),
+      });
+    },
+  };
+}
+
+function identityAttrs(prefix, id) {
+  return { [`${prefix}.name`]: id.name, [`${prefix}.version`]: id.version, [`${prefix}.sha256`]: id.sha256 };
 }
 
 /**
