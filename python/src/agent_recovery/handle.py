@@ -11,19 +11,27 @@ then switches, so a bad file never answers a single call:
 Any failure raises `SwapError` saying why, and the old policy stays active.
 The switch is one reference assignment: a call already running finishes on the
 policy it started with; every later call sees the new one.
+
+Each swap and refusal is also reported through OpenTelemetry (the `telemetry`
+option, default the global providers): a span event on the caller's current
+span and the `agent_recovery.policy.swaps` counter (docs/telemetry.md,
+"Policy swaps").
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .limits import Limits
 from .policy import Policy, Source
 from .types import CodeInfo, Decision, Envelope, PolicyConfig, PolicyInfo
 from .verify import run_smoke_tests
+
+if TYPE_CHECKING:
+    from .telemetry import Telemetry
 
 
 def load_verified(source: Source, sha256: Optional[str], limits: Optional[Limits]) -> Policy:
@@ -44,8 +52,14 @@ class PolicyHandle:
     The call methods delegate to the active policy.
     """
 
-    def __init__(self, policy: Optional[Policy] = None) -> None:
-        """Wrap `policy`, or load and verify the packaged reference."""
+    def __init__(self, policy: Optional[Policy] = None, *, telemetry: "Optional[Telemetry]" = None) -> None:
+        """Wrap `policy`, or load and verify the packaged reference.
+
+        `telemetry`: where swaps and refusals are reported (`Telemetry.global_()`
+        when None, `Telemetry(meter_provider=...)`, `Telemetry.off()`)."""
+        from .telemetry import swap_telemetry
+
+        self._telemetry = swap_telemetry(telemetry)
         self._active = policy if policy is not None else load_verified(None, None, None)
         self._swap_lock = threading.Lock()
         self._activated_at = time.time()
@@ -53,10 +67,18 @@ class PolicyHandle:
 
     @classmethod
     def load(
-        cls, path: Source = None, *, sha256: Optional[str] = None, limits: Optional[Limits] = None
+        cls,
+        path: Source = None,
+        *,
+        sha256: Optional[str] = None,
+        limits: Optional[Limits] = None,
+        telemetry: "Optional[Telemetry]" = None,
     ) -> "PolicyHandle":
         """A handle on a verified component (None: the packaged reference)."""
-        return cls(load_verified(path, sha256, limits))
+        from .telemetry import swap_telemetry
+
+        swap_telemetry(telemetry)  # a bad option fails before the load
+        return cls(load_verified(path, sha256, limits), telemetry=telemetry)
 
     @property
     def policy(self) -> Policy:
@@ -74,10 +96,18 @@ class PolicyHandle:
         differs from `sha256`.
         """
         with self._swap_lock:
-            candidate = load_verified(path, sha256, limits or self._active.limits)
+            previous = self._active
+            try:
+                candidate = load_verified(path, sha256, limits or previous.limits)
+            except SwapError as e:
+                if self._telemetry is not None:
+                    self._telemetry.refused(previous, e)
+                raise
             self._active = candidate
             self._activated_at = time.time()
             self._swaps += 1
+            if self._telemetry is not None:
+                self._telemetry.swapped(previous, candidate)
             return self.describe()
 
     def describe(self) -> Dict[str, Any]:

@@ -259,3 +259,79 @@ class Bound:
 def bind(telemetry: Optional[Telemetry], decider: Any) -> Bound:
     """The runtime option, checked and bound to the runtime's decider."""
     return Bound(telemetry, decider)
+
+
+# -- a PolicyHandle's swaps (docs/telemetry.md, "Policy swaps") -------------------------
+
+
+class SwapTelemetry:
+    """A `PolicyHandle`'s swaps and refusals: a span event on the caller's
+    current span (none when there is none or it is not recording) and the
+    `agent_recovery.policy.swaps` counter of the option's meter provider (the
+    global one, a proxy, by default)."""
+
+    __slots__ = ("_meter_provider", "_counter")
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self._meter_provider = telemetry._meter_provider
+        self._counter: Any = None
+
+    def _count(self, attributes: Dict[str, str]) -> None:
+        if self._counter is None:
+            from opentelemetry import metrics
+
+            mp = self._meter_provider if self._meter_provider is not None else metrics.get_meter_provider()
+            self._counter = mp.get_meter(SCOPE_NAME, _version()).create_counter(
+                "agent_recovery.policy.swaps",
+                unit="{swap}",
+                description="Policy candidates a handle activated or refused",
+            )
+        self._counter.add(1, attributes)
+
+    @staticmethod
+    def _event(name: str, attributes: Dict[str, str]) -> None:
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.add_event(name, attributes)
+
+    def swapped(self, previous: Policy, active: Policy) -> None:
+        """`active` passed its checks and replaced `previous`."""
+        self._count({"agent_recovery.swap.result": "swapped"})
+        self._event(
+            "agent_recovery.policy.swapped",
+            {**_prefixed("agent_recovery.policy", active), **_prefixed("agent_recovery.swap.from", previous)},
+        )
+
+    def refused(self, active: Policy, error: Any) -> None:
+        """A candidate was refused with `error` (a `SwapError`); `active` stays."""
+        code = getattr(error, "code", None)
+        code = code if isinstance(code, str) else "load"
+        self._count({"agent_recovery.swap.result": "refused", "error.type": code})
+        message = getattr(error, "message", None)
+        self._event(
+            "agent_recovery.policy.refused",
+            {
+                **_prefixed("agent_recovery.policy", active),
+                "error.type": code,
+                "agent_recovery.policy.error.message": message if isinstance(message, str) else str(error),
+            },
+        )
+
+
+def _prefixed(prefix: str, policy: Policy) -> Dict[str, str]:
+    return {f"{prefix}.name": policy.name, f"{prefix}.version": policy.version, f"{prefix}.sha256": policy.sha256}
+
+
+def swap_telemetry(telemetry: Optional[Telemetry]) -> Optional[SwapTelemetry]:
+    """A handle's `telemetry` option, checked (None: the global providers);
+    None when off."""
+    if telemetry is None:
+        telemetry = Telemetry.global_()
+    elif not isinstance(telemetry, Telemetry):
+        raise _bad(
+            f"telemetry must be a Telemetry (Telemetry.global_(), Telemetry(tracer_provider=, "
+            f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
+        )
+    return SwapTelemetry(telemetry) if telemetry.is_on else None
