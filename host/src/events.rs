@@ -7,6 +7,11 @@
 //! passes one `Fn(&Event)` (see [`HandleBuilder::on_event`](crate::HandleBuilder::on_event))
 //! and forwards events to whatever it logs with. `Display` gives one line per
 //! event, which is what the CLI prints on stderr.
+//!
+//! Each event is also an OpenTelemetry span event on the caller's current
+//! span, and swaps and refusals are counted, through the OpenTelemetry API
+//! only (no-ops unless your program installs an SDK); see
+//! [`HandleBuilder::telemetry`](crate::HandleBuilder::telemetry).
 
 use std::fmt;
 use std::sync::Arc;
