@@ -10,10 +10,13 @@
 //! docs/telemetry.md, "Policy swaps", which the Node and Python suites read too.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use agent_recovery::runtime::Telemetry;
-use agent_recovery::{FailurePolicy, Policy, PolicyHandle, SwapOptions};
+use agent_recovery::{Event, FailurePolicy, Policy, PolicyHandle, SwapOptions, WatchOptions};
 use opentelemetry::trace::{Tracer as _, TracerProvider as _};
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
@@ -270,6 +273,61 @@ fn a_swap_with_no_span_is_counted_only() {
     assert_eq!(
         swaps(sdk.metrics().as_ref()),
         vec![point(&[("agent_recovery.swap.result", "swapped")], 1)]
+    );
+}
+
+#[test]
+fn a_file_watchers_swap_and_refusal_are_counted_but_not_on_the_callers_span() {
+    // The watcher swaps on its own thread, which has no span: the span open on
+    // this thread meanwhile gets no event, the counter sees both.
+    let sdk = Sdk::new();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("telemetry-swaps-watch");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("policy.wasm");
+    std::fs::write(&path, std::fs::read(REFERENCE).unwrap()).unwrap();
+    let replace = |bytes: &[u8]| {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    };
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let handle = PolicyHandle::builder()
+        .telemetry(sdk.telemetry())
+        .on_event(move |e| {
+            let _ = tx.lock().map(|tx| tx.send(e.clone()));
+        })
+        .file(&path, &SwapOptions::default())
+        .unwrap();
+    let interval = WatchOptions::default()
+        .interval(Duration::from_millis(20))
+        .unwrap();
+    let watcher = handle.watch(&path, interval).unwrap();
+    // Waits are for the handle's events (sent after they are counted), with a deadline.
+    let next = || rx.recv_timeout(Duration::from_secs(60)).expect("an event");
+    sdk.in_span(|| {
+        replace(&std::fs::read(PAYMENTS).unwrap());
+        assert!(matches!(next(), Event::Swapped { .. }));
+        replace(JUNK);
+        assert!(matches!(next(), Event::Refused { .. }));
+    });
+    drop(watcher);
+    let spans = sdk.spans();
+    assert_eq!(spans.len(), 1);
+    assert!(spans[0].events.is_empty(), "{:?}", spans[0].events);
+    assert_eq!(
+        swaps(sdk.metrics().as_ref()),
+        vec![
+            point(
+                &[
+                    ("agent_recovery.swap.result", "refused"),
+                    ("error.type", "load")
+                ],
+                1
+            ),
+            point(&[("agent_recovery.swap.result", "swapped")], 1),
+        ]
     );
 }
 

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ValueType, context } from '@opentelemetry/api';
+import { ValueType, context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -36,6 +36,7 @@ function sdk() {
   const meterProvider = new MeterProvider({ readers: [reader] });
   return {
     telemetry: () => new Telemetry({ tracerProvider, meterProvider }),
+    tracer: () => tracerProvider.getTracer('caller'),
     spans: () => spans.getFinishedSpans(),
     /** Runs `f` inside an active span named `request`. */
     inSpan: (f) =>
@@ -135,6 +136,20 @@ test('a swap and two refusals inside a span are its events, with the documented 
     ['agent_recovery.swap.result=refused error.type=load', 1],
     ['agent_recovery.swap.result=swapped', 1],
   ]);
+});
+
+test('swaps run one at a time, each reports on the span active when swap() was called', async () => {
+  const otel = sdk();
+  const policy = await Policy.load(REFERENCE, { telemetry: otel.telemetry() });
+  const [a, b] = [otel.tracer().startSpan('a'), otel.tracer().startSpan('b')];
+  const first = context.with(trace.setSpan(context.active(), a), () => policy.swap(PAYMENTS));
+  const second = context.with(trace.setSpan(context.active(), b), () => policy.swap(JUNK));
+  await first;
+  await assert.rejects(second, (e) => e.code === 'load');
+  a.end();
+  b.end();
+  const events = Object.fromEntries(otel.spans().map((s) => [s.name, s.events.map((e) => e.name)]));
+  assert.deepEqual(events, { a: ['agent_recovery.policy.swapped'], b: ['agent_recovery.policy.refused'] });
 });
 
 test('a swap with no active span is counted only', async () => {

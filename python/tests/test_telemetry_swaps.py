@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -148,6 +149,21 @@ def test_a_swap_with_no_current_span_is_counted_only() -> None:
     handle = PolicyHandle.load(artifact("agent-recovery-policy"), telemetry=sdk.telemetry())
     handle.swap(artifact("payments-policy"))
     assert sdk.spans() == []
+    assert sdk.swaps() == [([("agent_recovery.swap.result", "swapped")], 1)]
+
+
+def test_a_swap_on_another_thread_is_not_on_this_threads_span() -> None:
+    """The current span is per thread (contextvars): a swap run by a worker
+    thread while this one has a span open is counted, with no span event."""
+    sdk = Sdk()
+    handle = PolicyHandle.load(artifact("agent-recovery-policy"), telemetry=sdk.telemetry())
+    with sdk.span():
+        worker = threading.Thread(target=handle.swap, args=(artifact("payments-policy"),))
+        worker.start()
+        worker.join()
+    assert handle.policy.name == "payments-strict"
+    (span,) = sdk.spans()
+    assert list(span.events) == []
     assert sdk.swaps() == [([("agent_recovery.swap.result", "swapped")], 1)]
 
 
