@@ -79,6 +79,8 @@ fn list_show_replay_purge_and_depth_as_json() {
     assert_eq!(ticket["run_id"], "d1/replay/1");
     assert_eq!(ticket["outcome"], Value::Null);
     assert_eq!(ticket["key"].as_str().unwrap().len(), 64);
+    let again = fails(&run(&["dlq", "replay", "1", "--store", s], b""), 2);
+    assert!(again.contains("a replay request is pending"), "{again}");
     let pending = json_lines(&ok(&run(&["recover", "--store", s, "--json"], b"")));
     assert_eq!(pending.len(), 1);
     assert_eq!(

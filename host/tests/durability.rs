@@ -364,8 +364,12 @@ fn the_dead_letter_api_lists_shows_purges_and_counts() {
         sha(&format!(r#"["agent-recovery/replay","{original}",1]"#))
     );
     assert_eq!(dl.show("1").unwrap().status, "replay_requested");
-    // Asking again returns the pending request.
-    assert_eq!(dl.request_replay("1").unwrap(), t);
+    // Asking again while it is pending is a conflict.
+    assert!(matches!(
+        dl.request_replay("1"),
+        Err(DeadLetterError::Conflict { .. })
+    ));
+    assert_eq!(dl.show("1").unwrap().replays.len(), 1);
 
     // Errors: typed, never a panic.
     for bad in [
@@ -400,7 +404,7 @@ fn two_threads_purging_and_requesting_at_once_lose_nothing() {
         writer
             .append(
                 STREAM,
-                &json!({"run_id": format!("r{seq}"), "key": "k"}).to_string(),
+                &json!({"run_id": format!("r{seq}"), "key": "k", "input": {"id": "s", "tool": "t"}}).to_string(),
                 T0,
             )
             .unwrap();
@@ -417,23 +421,37 @@ fn two_threads_purging_and_requesting_at_once_lose_nothing() {
         })
         .collect();
     let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
-        for rt in &rts {
-            let barrier = &barrier;
-            s.spawn(move || {
-                barrier.wait();
-                let dl = rt.dead_letters();
-                // Both purge every record 1..=20 (each counted once), both
-                // request a replay of 21..=40 (one request each).
-                for id in 1..=20 {
-                    dl.purge(&id.to_string()).unwrap();
-                }
-                for id in 21..=40 {
-                    assert_eq!(dl.request_replay(&id.to_string()).unwrap().n, 1);
-                }
-            });
-        }
+    let granted: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = rts
+            .iter()
+            .map(|rt| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    let dl = rt.dead_letters();
+                    // Both purge every record 1..=20 (each counted once), both
+                    // request a replay of 21..=40 (one of them gets it).
+                    for id in 1..=20 {
+                        dl.purge(&id.to_string()).unwrap();
+                    }
+                    let mut granted = 0;
+                    for id in 21..=40 {
+                        match dl.request_replay(&id.to_string()) {
+                            Ok(t) => {
+                                assert_eq!(t.n, 1);
+                                granted += 1;
+                            }
+                            Err(DeadLetterError::Conflict { .. }) => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    granted
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    assert_eq!(granted.iter().sum::<usize>(), 20);
     let closed: Value =
         serde_json::from_str(&writer.get(CLOSED_KEY, T0).unwrap().unwrap().value).unwrap();
     assert_eq!(closed["count"], 20);
@@ -646,4 +664,82 @@ fn replay_runs_the_record_again_under_the_replay_key() {
     assert_eq!(recs[3]["replay_of"], json!({"id": "3", "n": 1}));
     assert_eq!(recs[3]["run_id"], "d3/replay/1");
     assert_eq!(dl.depth().unwrap(), 3);
+}
+
+#[test]
+fn replay_carries_out_a_pending_request_and_refuses_records_it_cannot_run() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let rt = runtime(
+        Arc::clone(&store),
+        Arc::new(VirtualClock::new(T0)),
+        config(),
+    );
+    three_records(&rt);
+    let dl = rt.dead_letters();
+    let requested = dl.request_replay("1").unwrap();
+    let ops = Operations::new().with(ok_step("sync"));
+    let done = dl.replay("1", &ops).unwrap();
+    assert_eq!((done.n, &done.key), (1, &requested.key));
+    let item = dl.show("1").unwrap();
+    assert_eq!(item.replays.len(), 1);
+    assert_eq!(item.replays[0]["outcome"], "ok");
+    assert!(
+        rt.recover(&ops, RecoverOptions::older_than_ms(0))
+            .unwrap()
+            .is_empty()
+    );
+
+    // A record without `input` (written before format 1) is not guessed at.
+    store
+        .append(
+            STREAM,
+            r#"{"run_id":"old","step_id":"s","tool":"t","key":"k"}"#,
+            T0,
+        )
+        .unwrap();
+    assert!(matches!(
+        dl.replay("4", &ops),
+        Err(DeadLetterError::InvalidRecord { .. })
+    ));
+    assert!(matches!(
+        dl.request_replay("4"),
+        Err(DeadLetterError::InvalidRecord { .. })
+    ));
+}
+
+#[test]
+fn a_journal_entry_the_loop_refuses_is_reported_and_the_others_recovered() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let rt = runtime(
+        Arc::clone(&store),
+        Arc::new(VirtualClock::new(T0)),
+        config(),
+    );
+    die_in_third_step(&rt, "good", &Arc::new(Mutex::new(Vec::new())));
+    store
+        .compare_and_set(
+            "agent-recovery/journal/alien",
+            None,
+            r#"{"run_id":"alien","state":{"v":99},"v":1,"written_ms":0}"#,
+            None,
+            T0,
+        )
+        .unwrap();
+    let ops = Operations::new().with(ok_step("c"));
+    let reports = rt.recover(&ops, RecoverOptions::older_than_ms(0)).unwrap();
+    let outcomes: Vec<(&str, &str)> = reports
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("alien", "error"), ("good", "interrupted")]);
+    assert!(reports[0].error.is_some());
+    assert!(reports[0].to_json().contains(r#""error":"#));
+    assert!(!reports[1].to_json().contains(r#""error":"#));
+    assert_eq!(journal(&*store), ["agent-recovery/journal/alien"]);
+    assert!(
+        store
+            .keys("agent-recovery/recovering/", T0)
+            .unwrap()
+            .is_empty()
+    );
 }

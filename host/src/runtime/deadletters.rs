@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Runtime;
-use super::driver::json_str;
+use super::driver::{json_str, missing_compensation};
 use super::durable::{Operations, RecoverReport, drop_lease, take_lease};
 use super::run::RuntimeError;
 use super::scenario::DEAD_LETTER_STREAM;
@@ -42,6 +42,22 @@ pub enum DeadLetterError {
         /// Its status.
         status: String,
     },
+    /// Another operator or worker got there first: a replay request is
+    /// pending, another worker runs this replay, or the record was replayed.
+    Conflict {
+        /// The record id.
+        id: String,
+        /// What is in the way.
+        reason: String,
+    },
+    /// The record cannot be replayed: it has no `input` (written before
+    /// record format 1) or its input is a fan-out, not a step.
+    InvalidRecord {
+        /// The record id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
     /// The store or the loop failed.
     Runtime(RuntimeError),
 }
@@ -60,6 +76,13 @@ impl fmt::Display for DeadLetterError {
             DeadLetterError::Closed { id, status } => write!(
                 f,
                 "dead-letter record {id} is {status}; only open records are replayed or purged"
+            ),
+            DeadLetterError::Conflict { id, reason } => {
+                write!(f, "dead-letter record {id}: {reason}")
+            }
+            DeadLetterError::InvalidRecord { id, reason } => write!(
+                f,
+                "dead-letter record {id} cannot be replayed: {reason}; replay its step by hand"
             ),
             DeadLetterError::Runtime(e) => write!(f, "{e}"),
         }
@@ -276,7 +299,7 @@ fn close_one(store: &dyn Store, now: u64) -> Result<(), DeadLetterError> {
 /// when the depth crossed the configured threshold.
 pub(super) fn depth_event(
     rt: &Runtime,
-    started_ms: u64,
+    t_ms: u64,
     seq: u64,
     record: &str,
 ) -> Result<Option<String>, StoreError> {
@@ -293,8 +316,7 @@ pub(super) fn depth_event(
         .and_then(|r| r.get("step_id").and_then(Value::as_str).map(json_str))
         .unwrap_or_else(|| "null".to_owned());
     Ok(Some(format!(
-        r#"{{"t_ms":{},"event":"dead_letter_depth","step":{step},"target":null,"depth":{depth},"threshold":{threshold},"id":"{seq}"}}"#,
-        now.saturating_sub(started_ms)
+        r#"{{"t_ms":{t_ms},"event":"dead_letter_depth","step":{step},"target":null,"depth":{depth},"threshold":{threshold},"id":"{seq}"}}"#
     )))
 }
 
@@ -405,13 +427,19 @@ impl<'r> DeadLetters<'r> {
         let key = format!("{ITEM_PREFIX}{seq}");
         let newly_closed = update(&*self.rt.store, &key, now, |cur| {
             let mut st = Status::parse(cur);
-            if st.status == "purged" {
-                return Ok(None);
+            match st.status.as_str() {
+                "purged" => return Ok(None),
+                "replayed" => {
+                    return Err(DeadLetterError::Conflict {
+                        id: seq.to_string(),
+                        reason: "it was replayed successfully (closed); nothing to purge".into(),
+                    });
+                }
+                _ => {}
             }
-            let was_closed = st.closed();
             st.status = "purged".into();
             st.purged_ms = Some(now);
-            Ok(Some((st.text(), !was_closed)))
+            Ok(Some((st.text(), true)))
         })?;
         if newly_closed == Some(true) {
             close_one(&*self.rt.store, now)?;
@@ -421,9 +449,10 @@ impl<'r> DeadLetters<'r> {
 
     /// Records a replay request for any worker's `recover` to carry out:
     /// status `replay_requested` and a `replays` entry without an outcome.
-    /// A record whose request is pending returns that request.
+    /// A record whose request is pending is a [`DeadLetterError::Conflict`].
     pub fn request_replay(&self, id: &str) -> Result<ReplayTicket, DeadLetterError> {
         let (seq, record) = self.open_record(id)?;
+        replay_input(id, &record)?;
         let now = self.now();
         self.add_replay(seq, &record, now, true)
     }
@@ -432,13 +461,21 @@ impl<'r> DeadLetters<'r> {
     /// `<run_id>/replay/<n>` with the replay key, with these operations; the
     /// item records the replay (status `replayed` when the step ended `ok`,
     /// else `open`, and the failed replay is a new record with `replay_of`).
+    /// A pending request is carried out (same `n`, same key) rather than
+    /// adding another.
     pub fn replay(&self, id: &str, ops: &Operations<'_>) -> Result<ReplayTicket, DeadLetterError> {
         let (seq, record) = self.open_record(id)?;
+        replay_input(id, &record)?;
         let now = self.now();
         let mut ticket = self.add_replay(seq, &record, now, false)?;
         if !take_lease(self.rt, &ticket.run_id, now)? {
-            // Another worker's recover carries this replay out.
-            return Ok(ticket);
+            return Err(DeadLetterError::Conflict {
+                id: id.to_owned(),
+                reason: format!(
+                    "another worker is running its replay {} (lease agent-recovery/recovering/{})",
+                    ticket.n, ticket.run_id
+                ),
+            });
         }
         let result = run_replay(self.rt, ops, &ticket, &record);
         drop_lease(self.rt, &ticket.run_id)?;
@@ -462,7 +499,8 @@ impl<'r> DeadLetters<'r> {
         Ok((seq, record))
     }
 
-    /// Appends the next replay entry (or, for a request, returns the pending one).
+    /// Appends the next replay entry; a pending request is a conflict for
+    /// `request_replay` and is the replay to run for `replay`.
     fn add_replay(
         &self,
         seq: u64,
@@ -490,9 +528,17 @@ impl<'r> DeadLetters<'r> {
                     status: st.status.clone(),
                 });
             }
-            if request && st.status == "replay_requested" {
+            if st.status == "replay_requested" {
                 pending = st.replays.last().and_then(ticket_of);
                 if pending.is_some() {
+                    if request {
+                        return Err(DeadLetterError::Conflict {
+                            id: seq.to_string(),
+                            reason:
+                                "a replay request is pending; a worker's recover carries it out"
+                                    .into(),
+                        });
+                    }
                     return Ok(None);
                 }
             }
@@ -520,6 +566,35 @@ impl<'r> DeadLetters<'r> {
     }
 }
 
+/// The record's `input` when it is a step a replay can run.
+fn replay_input<'v>(id: &str, record: &'v Value) -> Result<&'v Value, DeadLetterError> {
+    let invalid = |reason: &str| DeadLetterError::InvalidRecord {
+        id: id.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let input = record
+        .get("input")
+        .filter(|i| i.is_object())
+        .ok_or_else(|| invalid("it has no `input` (written before record format 1)"))?;
+    if input.get("tool").and_then(Value::as_str) == Some("fanout")
+        && input.pointer("/args/branches").is_some()
+    {
+        return Err(invalid("its `input` is a fan-out, not a step"));
+    }
+    if input
+        .get("id")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        || input
+            .get("tool")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        return Err(invalid("its `input` has no step id or tool"));
+    }
+    Ok(input)
+}
+
 fn ticket_of(entry: &Value) -> Option<ReplayTicket> {
     if entry.get("outcome").is_some() {
         return None;
@@ -540,10 +615,7 @@ fn run_replay(
     ticket: &ReplayTicket,
     record: &Value,
 ) -> Result<RecoverReport, DeadLetterError> {
-    let input = record.get("input").cloned().unwrap_or_else(|| {
-        json!({"id": record.get("step_id"), "tool": record.get("tool"),
-               "args": record.get("args"), "target": record.get("target")})
-    });
+    let input = replay_input(&ticket.id, record)?.clone();
     let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_owned);
     let id = s("id").unwrap_or_default();
     let tool = s("tool").unwrap_or_default();
@@ -569,8 +641,15 @@ fn run_replay(
     if let Some(i) = input.get("idempotent").and_then(Value::as_bool) {
         step = step.idempotent(i);
     }
-    if input.get("compensation").and_then(Value::as_bool) != Some(true) {
-        step.compensate = None;
+    // The step as recorded: a compensation the operations lack is answered
+    // `MissingCompensation` (so the replay's own record has the same input).
+    match input.get("compensation").and_then(Value::as_bool) {
+        Some(true) if step.compensate.is_none() => {
+            let id = id.clone();
+            step.compensate = Some(Box::new(move |_: &super::Call| missing_compensation(&id)));
+        }
+        Some(true) => {}
+        _ => step.compensate = None,
     }
     if input.get("checkpoint").and_then(Value::as_bool) != Some(true) {
         step.checkpoint = None;
@@ -622,6 +701,7 @@ fn run_replay(
         step_outcome: Some(report.outcome),
         dead_letter_id: dead_letter.map(|s| s.to_string()),
         events,
+        error: None,
     })
 }
 

@@ -249,9 +249,17 @@ fn effect<'a>(
             lane.tel.appended(stream, record.get(), rt.clock.now_ms());
             if stream == super::scenario::DEAD_LETTER_STREAM {
                 lane.dead_letter = Some(seq);
-                if let Some(event) =
-                    super::deadletters::depth_event(rt, ctx.started_ms, seq, record.get())?
-                {
+                // `t_ms`: the loop's, from the `dead_letter` event it emitted
+                // with this append (the runtime never reads the state).
+                let t_ms = lane
+                    .events
+                    .iter()
+                    .rev()
+                    .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+                    .find(|e| e.get("event").and_then(Value::as_str) == Some("dead_letter"))
+                    .and_then(|e| e.get("t_ms").and_then(Value::as_u64))
+                    .unwrap_or_else(|| rt.clock.now_ms().saturating_sub(ctx.started_ms));
+                if let Some(event) = super::deadletters::depth_event(rt, t_ms, seq, record.get())? {
                     if let Some(f) = &rt.on_event {
                         f(&event);
                     }
@@ -326,13 +334,7 @@ fn effect<'a>(
                 (_, Work::Tools(answer)) => answer(&call, tool),
                 (true, _) => match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
                     Some(undo) => undo(&call),
-                    None => Outcome::Failed(format!(
-                        r#"{{"source":"exception","type":"agent_recovery.MissingCompensation","message":{}}}"#,
-                        json_str(&format!(
-                            "no compensation registered for step {}",
-                            call.step
-                        ))
-                    )),
+                    None => missing_compensation(&call.step),
                 },
                 (false, Work::Step(step)) => (step.operation)(&call),
                 (false, Work::Branches(_)) => {
@@ -479,6 +481,14 @@ fn branch<'a>(
     };
     let report = drive(ctx, &mut lane, input, Work::Step(step))?;
     Ok((state, events, report))
+}
+
+/// The answer to a compensation call for a step without one.
+pub(super) fn missing_compensation(step: &str) -> Outcome {
+    Outcome::Failed(format!(
+        r#"{{"source":"exception","type":"agent_recovery.MissingCompensation","message":{}}}"#,
+        json_str(&format!("no compensation registered for step {step}"))
+    ))
 }
 
 /// An observation that is not JSON text is reported as an exception rather

@@ -16,7 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Runtime;
-use super::driver::json_str;
+use super::driver::{json_str, missing_compensation};
 use super::run::{Run, RuntimeError};
 use super::step::{Call, Outcome, Step};
 use crate::store::{Cas, Store, StoreError};
@@ -131,16 +131,16 @@ impl<'a> Operations<'a> {
     }
 
     /// Calls `tool`'s operation, or its compensation for a `compensation`
-    /// call (a tool without one is answered `runtime.recover.unknown_tool`).
+    /// call: an unknown tool is answered `runtime.recover.unknown_tool`, a
+    /// known one without a compensation `MissingCompensation` (as in a run).
     pub(crate) fn call(&self, tool: &str, call: &Call) -> Outcome {
-        let f = match self.tools.get(tool) {
-            Some(t) if call.kind == "compensation" => t.compensate.as_ref(),
-            Some(t) => Some(&t.operation),
-            None => None,
-        };
-        match f {
-            Some(f) => call_shared(f, call),
+        match self.tools.get(tool) {
             None => unknown_tool(tool),
+            Some(t) if call.kind == "compensation" => match &t.compensate {
+                Some(f) => call_shared(f, call),
+                None => missing_compensation(&call.step),
+            },
+            Some(t) => call_shared(&t.operation, call),
         }
     }
 }
@@ -184,14 +184,21 @@ pub struct RecoverReport {
     pub dead_letter_id: Option<String>,
     /// Every event of the recovery, the component's JSON text.
     pub events: Vec<String>,
+    /// Outcome `error`: why the loop refused the journaled state (the entry
+    /// stays in the journal; the other runs are recovered).
+    pub error: Option<String>,
 }
 
 impl RecoverReport {
     /// `{"run_id","outcome","step","step_outcome","dead_letter_id","events":[..]}`.
     pub fn to_json(&self) -> String {
         let s = |v: &Option<String>| v.as_deref().map_or_else(|| "null".to_owned(), json_str);
+        let error = self
+            .error
+            .as_deref()
+            .map_or_else(String::new, |e| format!(r#","error":{}"#, json_str(e)));
         format!(
-            r#"{{"run_id":{},"outcome":{},"step":{},"step_outcome":{},"dead_letter_id":{},"events":[{}]}}"#,
+            r#"{{"run_id":{},"outcome":{},"step":{},"step_outcome":{},"dead_letter_id":{},"events":[{}]{error}}}"#,
             json_str(&self.run_id),
             json_str(&self.outcome),
             s(&self.step),
@@ -309,8 +316,20 @@ pub(super) fn recover(
             Err(e) => Err(e.into()),
         };
         drop_lease(rt, &entry.run_id)?;
-        if let Some(report) = result? {
-            reports.push(report);
+        match result {
+            Ok(Some(report)) => reports.push(report),
+            Ok(None) => {}
+            // The loop refused the state (e.g. one from a newer loop): say so, go on.
+            Err(RuntimeError::Policy(e)) => reports.push(RecoverReport {
+                run_id: entry.run_id.clone(),
+                outcome: "error".into(),
+                step: None,
+                step_outcome: None,
+                dead_letter_id: None,
+                events: Vec::new(),
+                error: Some(e.to_string()),
+            }),
+            Err(e) => return Err(e),
         }
     }
     reports.extend(super::deadletters::carry_out_requests(rt, ops)?);
@@ -358,5 +377,6 @@ fn recover_one(
         step_outcome,
         dead_letter_id: dead_letter_id.map(|s| s.to_string()),
         events,
+        error: None,
     })
 }
