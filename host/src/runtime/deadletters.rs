@@ -75,7 +75,7 @@ impl fmt::Display for DeadLetterError {
             ),
             DeadLetterError::Closed { id, status } => write!(
                 f,
-                "dead-letter record {id} is {status}; only open records are replayed or purged"
+                "dead-letter record {id} is {status}; only open records are replayed"
             ),
             DeadLetterError::Conflict { id, reason } => {
                 write!(f, "dead-letter record {id}: {reason}")
