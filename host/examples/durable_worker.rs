@@ -84,7 +84,30 @@ struct Ledger {
 }
 
 impl Ledger {
+    /// Opens (and on first use creates) the ledger. Workers start together
+    /// on a new file: switching it to WAL can answer "database is locked"
+    /// at once, without waiting out the busy timeout, so that is retried
+    /// (every 20 ms, for at most 10 s).
     fn open(path: &str) -> rusqlite::Result<Ledger> {
+        let mut tries = 0;
+        loop {
+            match Ledger::try_open(path) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if tries < 500
+                        && matches!(
+                            e.code,
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        ) =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn try_open(path: &str) -> rusqlite::Result<Ledger> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;

@@ -124,6 +124,19 @@ class Files:
         self.store = directory / "store.db"
         self.ledger = directory / "ledger.db"
         self.env = dict(os.environ, AGENT_RECOVERY_CACHE_DIR=str(cache))
+        # The ledger's tables, as §5 gives them, created before workers start
+        # together on it (switching a new file to WAL can fail at once with
+        # "database is locked" in a worker that races another).
+        conn = sqlite3.connect(self.ledger, timeout=10)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(
+                "CREATE TABLE IF NOT EXISTS applied(key TEXT PRIMARY KEY, step TEXT, kind TEXT, seq INTEGER);"
+                "CREATE TABLE IF NOT EXISTS calls(n INTEGER PRIMARY KEY AUTOINCREMENT, step TEXT, kind TEXT,"
+                " key TEXT, attempt INTEGER, pid INTEGER, applied INTEGER);"
+            )
+        finally:
+            conn.close()
 
     def work(self, language: str, job: Dict[str, Any]) -> Tuple[int, Optional[Dict[str, Any]]]:
         """Runs one worker; (exit status, its JSON line or None when killed)."""
