@@ -682,3 +682,35 @@ fn a_bad_dead_letter_configuration_is_an_invalid_config_error() {
         assert!(e.message.contains("see docs/runtime.md"), "{}", e.message);
     }
 }
+
+#[test]
+fn a_recovery_killed_during_its_rollback_is_recovered_again() {
+    let (s, _) = killed_in_third_step(json!({}));
+    let (s, _, _) = recover(&s, T0);
+    let (s, _, _) = adv(&s, json!({"input":"read","now_ms":T0,"values":{}}));
+    // The resumed step succeeds; the rollback starts with book's compensation,
+    // and the recovering worker dies there too: its journal holds this state.
+    let (s, fx, _) = ok(&s);
+    let journaled = fx.last().unwrap().clone();
+    assert_eq!(label(&journaled), "call:compensation:book:1");
+    let (s, fx, _) = recover(&s, T0 + 10);
+    assert_eq!(
+        labels(&fx),
+        ["emit:recover", "write:journal", "call:compensation:book:1"]
+    );
+    assert_eq!(fx[2], journaled);
+    let (s, _, _) = ok(&s);
+    let (_, fx, _) = ok(&s);
+    let r = record(&fx);
+    // The outcome the resumed step reached survives the second recovery.
+    assert_eq!(r["outcome"], "interrupted");
+    assert_eq!(r["step_outcome"], "ok");
+    assert_eq!(r["recovered"], true);
+    let comps: Vec<&str> = r["compensations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(comps, ["book", "charge"]);
+}
