@@ -747,13 +747,20 @@ pub(super) fn carry_out_requests(
         match result {
             Ok(Some(r)) => reports.push(r),
             Ok(None) => {}
-            Err(DeadLetterError::Runtime(e)) => return Err(e),
-            Err(e) => {
-                return Err(RuntimeError::Store(StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    e.to_string(),
-                )));
+            Err(DeadLetterError::Runtime(RuntimeError::Store(e))) => {
+                return Err(RuntimeError::Store(e));
             }
+            // The loop refused the replay, or the record cannot be replayed:
+            // say so (the request stays pending) and go on, as for a journal entry.
+            Err(e) => reports.push(RecoverReport {
+                run_id: ticket.run_id.clone(),
+                outcome: "error".into(),
+                step: None,
+                step_outcome: None,
+                dead_letter_id: None,
+                events: Vec::new(),
+                error: Some(e.to_string()),
+            }),
         }
     }
     Ok(reports)
