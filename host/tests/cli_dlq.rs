@@ -228,6 +228,30 @@ fn recover_lists_a_killed_run_from_the_journal() {
             .take(4)
             .eq(["run", "k1", "b", "calling"])
     );
+
+    // A recovery scenario (no run_id: it recovers what the journal holds)
+    // finishes it: b is called again, a compensated, the run dead-lettered.
+    let recovery = scratch(
+        "dlq-recovery.json",
+        br#"{"now_ms": 1767225700000, "recover": true,
+             "steps": [{"id": "a", "tool": "t.a", "compensation": {"outcomes": ["ok"]}},
+                       {"id": "b", "tool": "t.b", "outcomes": ["ok"]}]}"#,
+    );
+    let out: Value = serde_json::from_str(&ok(&run(
+        &["simulate", path_str(&recovery), "--store", s, "--json"],
+        b"",
+    )))
+    .unwrap();
+    assert_eq!(out["outcome"], "interrupted");
+    assert_eq!(out["dead_letters"][0]["recovered"], true);
+    let none = run(
+        &["recover", "--store", s, "--json", "--older-than-ms", "0"],
+        b"",
+    );
+    assert!(none.stdout.is_empty() && none.status.code() == Some(0));
+    let items = json_lines(&ok(&run(&["dlq", "list", "--store", s], b"")));
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["record"]["outcome"], "interrupted");
 }
 
 #[test]

@@ -82,6 +82,7 @@ impl ScenarioOutput {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Scenario {
+    #[serde(default)]
     run_id: String,
     #[serde(default)]
     seed: Option<u64>,
