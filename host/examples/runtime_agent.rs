@@ -107,6 +107,7 @@ pub fn book_trips(dir: &Path) -> Result<Trips, Box<dyn Error>> {
     let hotel_2 = run.step(hotel(&log, &hotel_calls_2, true))?;
     summary(&log, "trip-2", second.iter().chain([&hotel_2]));
     let events_2 = parsed(run.events());
+    run.end()?; // a completed run leaves no journal entry (a dead-lettered one has none)
 
     let store = SqliteStore::open(&db)?;
     let dead_letters: Vec<Value> = store

@@ -464,7 +464,11 @@ impl Retry {
         parts::with_runtime(settings, current, |runtime| {
             let mut run = runtime.run(&self.run_id)?;
             let report = run.step(step)?;
-            Ok((report, run.events().to_vec()))
+            let events = run.events().to_vec();
+            if report.outcome == "ok" {
+                run.end()?; // the one step is the whole run (docs/durability.md)
+            }
+            Ok((report, events))
         })
     }
 }
