@@ -4,7 +4,8 @@ twin of host/examples/durable_worker.rs and node/test/durable_worker.mjs:
     python durable_worker.py STORE LEDGER JOB
 
 opens the runtime on `SqliteStore(STORE)` with the system clock, and runs the
-job's steps (`mode: "run"`) or recovers the store (`mode: "recover"`) with
+job's steps (`mode: "run"`), recovers the store (`mode: "recover"`) or
+replays dead-letter record `id` (`mode: "replay"`, as the Rust worker) with
 operations that write to the ledger, an SQLite file standing for the external
 system: `applied` (one row per key an idempotent API applied) and `calls` (one
 row per call). At each point of interest (before a call does anything, after it
@@ -54,7 +55,7 @@ class Worker:
         """The operation (or the compensation) of step `s`."""
         fail_times = int(s.get("fail_times" if kind == "operation" else "comp_fail_times") or 0)
         fail_always = kind == "operation" and bool(s.get("fail_always"))
-        status = 400 if kind == "operation" and s.get("permanent") else 503
+        status = 400 if s.get("permanent") else 503
 
         def call(c: Call) -> Any:
             self.point()
@@ -135,8 +136,12 @@ def main(argv: List[str]) -> int:
     elif mode == "recover":
         reports = runtime.recover(worker.operations(), older_than_ms=0)
         print(json.dumps({"reports": [r.to_dict() for r in reports]}))
+    elif mode == "replay":
+        # the `replay` mode of the Rust worker: replay dead-letter record `id` now
+        ticket = runtime.dead_letters.replay(str(job["id"]), worker.operations())
+        print(json.dumps({"replay": ticket.to_dict()}))
     else:
-        print(f"durable_worker: unknown mode {mode!r}; use run or recover", file=sys.stderr)
+        print(f"durable_worker: unknown mode {mode!r}; use run, recover or replay", file=sys.stderr)
         return 2
     return 0
 

@@ -78,7 +78,7 @@ DEAD_LETTER_ERROR_KINDS = (
     "not_found",  # no record with this id in the stream
     "invalid_argument",  # a malformed id, status or option
     "conflict",  # the item's status does not allow it (purged, a replay already pending, ...)
-    "invalid_record",  # the record cannot be replayed (written before record format 1: no `input`)
+    "invalid_record",  # the record cannot be replayed (no key, run id or step: not written by the loop)
 )
 
 _PAGE = 256
@@ -162,7 +162,7 @@ def _id_of(id: Any) -> int:
         seq = None
     elif isinstance(id, int):
         seq = id
-    elif isinstance(id, str) and id.isascii() and id.isdigit() and len(id) <= 16:
+    elif isinstance(id, str) and id.isascii() and id.isdigit() and len(id) <= 16 and not id.startswith("0"):
         seq = int(id)
     else:
         seq = None
@@ -201,13 +201,20 @@ def _item_state(value: Any) -> Tuple[str, List[Dict[str, Any]], Optional[int]]:
     )
 
 
+#: Returned by an `update` change: write nothing.
+KEEP = object()
+
+
 def update(store: Any, key: str, change: Callable[[Any], Any], now_ms: int, ttl_ms: Optional[int] = None) -> Any:
     """Compare-and-set loop: `change(current parsed value or None)` returns the
-    new value (raising leaves the key as it was); retried on conflict. Returns
-    the value written."""
+    new value, or `KEEP` to write nothing (raising leaves the key as it was);
+    retried on conflict. Returns the value written (or kept)."""
     for _ in range(_CAS_TRIES):
         current = store.get(key, now_ms)
-        new = change(_loads(current.value) if current is not None else None)
+        parsed = _loads(current.value) if current is not None else None
+        new = change(parsed)
+        if new is KEEP:
+            return parsed
         version = current.version if current is not None else None
         if isinstance(store.compare_and_set(key, version, _dumps(new), ttl_ms, now_ms), Written):
             return new
@@ -350,8 +357,8 @@ class DeadLetters:
     def purge(self, id: Any) -> DeadLetter:
         """Give up on an item: status `purged` (+ `purged_ms`), `closed.count + 1`.
         The record stays in the stream (streams are append-only); `list` hides it.
-        Purging a purged item changes nothing; a `replayed` one is refused
-        (`conflict`: it is closed already)."""
+        Purging a purged item changes nothing; a `replayed` one becomes
+        `purged` without counting it closed again (it was)."""
         item = self.show(id)
         now = self._now()
         changed = []
@@ -360,12 +367,9 @@ class DeadLetters:
             status, replays, purged = _item_state(cur)
             changed.clear()
             if status == "purged":
-                return cur
-            if status == "replayed":
-                raise DeadLetterError(
-                    "conflict", f"dead-letter {item.id} was replayed ok; it is closed already, nothing to purge"
-                )
-            changed.append(True)
+                return KEEP
+            if status != "replayed":
+                changed.append(True)
             value = dict(cur) if isinstance(cur, dict) else {}
             value.update({"status": "purged", "replays": replays, "purged_ms": now})
             return value
@@ -378,22 +382,25 @@ class DeadLetters:
     def request_replay(self, id: Any) -> ReplayReport:
         """Record a replay request (status `replay_requested`, a `replays` entry
         without `outcome`) for any worker's `runtime.recover(...)` to carry out.
-        Returns the key and run id the replay will use. `conflict` when the item
-        is purged, replayed ok, or already has a request pending."""
-        item = self.show(id)
-        _replayable(item)
-        return self._request(item, self._now())
+        Returns the key and run id the replay will use; an item whose request is
+        pending returns that request. `conflict` when the item is purged or
+        replayed ok."""
+        return self._pending(id)[1]
 
     def _request(self, item: DeadLetter, now: int) -> ReplayReport:
         record = item.record
         entry: Dict[str, Any] = {}
+        # (a request is recorded under the item's CAS: two workers asking at once get one request)
 
         def change(cur: Any) -> Any:
             status, replays, _ = _item_state(cur)
-            if status != "open":
+            entry.clear()
+            if status == "replay_requested" and replays and "outcome" not in replays[-1]:
+                entry.update(replays[-1])  # a request is pending: that one
+                return KEEP
+            if status not in ("open", "replay_requested"):
                 raise DeadLetterError("conflict", _not_open(item.id, status))
             n = len(replays) + 1
-            entry.clear()
             entry.update(
                 {"n": n, "key": replay_key(record["key"], n), "run_id": f"{record['run_id']}/replay/{n}",
                  "requested_ms": now}
@@ -403,15 +410,12 @@ class DeadLetters:
             return value
 
         update(self._store, ITEM_PREFIX + item.id, change, now)
-        return ReplayReport(item.id, entry["n"], entry["key"], entry["run_id"])
+        return ReplayReport(item.id, int(entry["n"]), str(entry["key"]), str(entry["run_id"]))
 
     def _pending(self, id: Any) -> Tuple[DeadLetter, ReplayReport]:
-        """The item and its pending replay (requesting one when it is open)."""
+        """The item and its pending replay (requesting one when there is none)."""
         item = self.show(id)
         _replayable(item)
-        if item.status == "replay_requested" and item.replays and "outcome" not in item.replays[-1]:
-            last = item.replays[-1]
-            return item, ReplayReport(item.id, int(last["n"]), str(last["key"]), str(last["run_id"]))
         return item, self._request(item, self._now())
 
     def replay(self, id: Any, operations: Dict[str, Any]) -> ReplayReport:
@@ -419,12 +423,15 @@ class DeadLetters:
         `{"operation", "compensate"?, "checkpoint"?}` or a bare function); carries
         out a pending request, or requests one first. Returns `{id, n, key,
         run_id, outcome}`; the item becomes `replayed` when the step ended ok,
-        else `open` again (the replay's own failure is a new record with `replay_of`)."""
+        else `open` again (the replay's own failure is a new record with
+        `replay_of`). `outcome` is None when another worker holds the replay's
+        lease (its `recover` is carrying it out)."""
         from .durable import Operations, run_replay
 
         ops = Operations.of(operations)
         item, pending = self._pending(id)
-        return run_replay(self._rt, item, pending, ops)
+        done = run_replay(self._rt, item, pending, ops)
+        return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
 
     async def replay_async(self, id: Any, operations: Dict[str, Any]) -> ReplayReport:
         """`replay` for asyncio (operations may be async)."""
@@ -432,7 +439,8 @@ class DeadLetters:
 
         ops = Operations.of(operations)
         item, pending = self._pending(id)
-        return await run_replay_async(self._rt, item, pending, ops)
+        done = await run_replay_async(self._rt, item, pending, ops)
+        return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
 
     def pending_replays(self) -> List[Tuple[DeadLetter, ReplayReport]]:
         """Items whose status is `replay_requested`, with their pending replay."""
@@ -471,28 +479,23 @@ def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -
 
 
 def _can_replay(item: DeadLetter) -> bool:
+    """A record with its key, run id and step: the `input` (record format 1),
+    or for an older record its `step_id` and `tool`."""
     r = item.record
-    return (
-        isinstance(r, dict)
-        and isinstance(r.get("input"), dict)
-        and isinstance(r.get("key"), str)
-        and isinstance(r.get("run_id"), str)
-    )
+    if not (isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("run_id"), str)):
+        return False
+    return isinstance(r.get("input"), dict) or (isinstance(r.get("step_id"), str) and isinstance(r.get("tool"), str))
 
 
 def _replayable(item: DeadLetter) -> None:
     if not _can_replay(item):
         raise DeadLetterError(
             "invalid_record",
-            f"dead-letter {item.id} has no `input` step (written before record format 1), so it cannot be "
-            "replayed; run the step again yourself and purge the item",
+            f"dead-letter {item.id} has no key, run id or step to replay (not a dead-letter record the loop "
+            "wrote); purge it",
         )
 
 
 def _not_open(id: str, status: str) -> str:
-    if status == "purged":
-        return f"dead-letter {id} is purged; it cannot be replayed"
-    if status == "replayed":
-        return f"dead-letter {id} was replayed ok already; it is closed"
-    return f"dead-letter {id} has a replay pending; a worker's recover() carries it out (or call replay)"
+    return f"dead-letter record {id} is {status}; only open records are replayed or purged"
 

@@ -41,10 +41,11 @@ also carries out the replay requests of the dead-letter queue
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from .deadletters import LEASE_PREFIX, DeadLetter, DeadLetterError, ReplayReport, finish_replay
+from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, finish_replay
 from .errors import PolicyError, PolicyRuntimeError
 from .store import Written
 
@@ -119,10 +120,11 @@ class Operations:
         t = self._tools.get(tool)
         return t.operation if t is not None else _unknown(tool)
 
-    def compensation(self, tool: str) -> Optional[Callable[..., Any]]:
-        """The compensation of `tool` (None: it has none; an unknown tool answers `unknown_tool`)."""
+    def compensation(self, tool: str) -> Callable[..., Any]:
+        """The compensation of `tool`, or one that answers `unknown_tool` (no
+        such tool, or a tool registered without a compensation; as in Rust)."""
         t = self._tools.get(tool)
-        return t.compensate if t is not None else _unknown(tool)
+        return t.compensate if t is not None and t.compensate is not None else _unknown(tool)
 
     def checkpoint(self, tool: str) -> Optional[Callable[[], Any]]:
         """The checkpoint hook of `tool`, if any."""
@@ -150,7 +152,7 @@ def _unknown(tool: str) -> Callable[..., Any]:
     observation = {
         "error": {
             "code": UNKNOWN_TOOL,
-            "message": f"recover has no operation for tool {tool!r}; pass it in operations",
+            "message": f"no operation is registered for tool {tool}; pass it in the operations of recover or replay",
             "retryable": False,
         }
     }
@@ -182,15 +184,15 @@ class RecoverReport:
     error: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """`{run_id, outcome, step, step_outcome, dead_letter_id?, events}` (events as objects)."""
+        """`{run_id, outcome, step, step_outcome, dead_letter_id, events}` (events as
+        objects; `dead_letter_id` null when no record was written), + `error`."""
         out: Dict[str, Any] = {
             "run_id": self.run_id,
             "outcome": self.outcome,
             "step": self.step,
             "step_outcome": self.step_outcome,
         }
-        if self.dead_letter_id is not None:
-            out["dead_letter_id"] = self.dead_letter_id
+        out["dead_letter_id"] = self.dead_letter_id
         out["events"] = [json.loads(e) for e in self.events]
         if self.error is not None:
             out["error"] = self.error
@@ -203,8 +205,10 @@ def in_flight_ttl_ms(runtime: "Runtime") -> int:
     return ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else DEFAULT_IN_FLIGHT_TTL_MS
 
 
-def journaled(runtime: "Runtime", older_than_ms: Optional[int]) -> List[Tuple[str, str]]:
-    """(run id, journal key) of every entry old enough to recover, in key order."""
+def journaled(runtime: "Runtime", older_than_ms: Optional[int]) -> List[Tuple[str, str, int]]:
+    """(run id, journal key, version) of every entry old enough to recover, in
+    key order. An entry not in the journal's format (its `run_id` not the
+    key's, no `written_ms`) is skipped, as in Rust: recovered by nobody."""
     from .runtime import _uint
 
     older = in_flight_ttl_ms(runtime) if older_than_ms is None else _uint(older_than_ms, "older_than_ms")
@@ -214,10 +218,14 @@ def journaled(runtime: "Runtime", older_than_ms: Optional[int]) -> List[Tuple[st
     for key in store.keys(JOURNAL_PREFIX, now):
         got = store.get(key, now)
         entry = _loads(got.value) if got is not None else None
-        written = entry.get("written_ms") if isinstance(entry, dict) else None
-        if isinstance(written, int) and not isinstance(written, bool) and written + older > now:
+        if got is None or not isinstance(entry, dict) or entry.get("run_id") != key[len(JOURNAL_PREFIX):]:
+            continue
+        written = entry.get("written_ms")
+        if not isinstance(written, int) or isinstance(written, bool) or not isinstance(entry.get("state"), dict):
+            continue
+        if written + older > now:
             continue  # a live worker may still be on it
-        out.append((key[len(JOURNAL_PREFIX):], key))
+        out.append((entry["run_id"], key, got.version))
     return out
 
 
@@ -232,17 +240,18 @@ def _lease(runtime: "Runtime", run_id: str) -> Optional[str]:
     """Take the recovery lease of `run_id`; its key, or None when another worker holds it."""
     key = LEASE_PREFIX + run_id
     now = runtime.clock.now_ms()
-    value = json.dumps({"since_ms": now}, separators=(",", ":"))
+    value = json.dumps({"since_ms": now, "pid": os.getpid()}, separators=(",", ":"))
     cas = runtime.store.compare_and_set(key, None, value, in_flight_ttl_ms(runtime), now)
     return key if isinstance(cas, Written) else None
 
 
-def _state_text(runtime: "Runtime", key: str) -> Optional[str]:
-    """The journaled state's exact text (None: the entry is gone or unreadable)."""
+def _state_text(runtime: "Runtime", key: str, version: int) -> Optional[str]:
+    """The journaled state's exact text; None when the entry is gone or changed
+    since it was listed (another worker finished the run before our lease)."""
     from .runtime import _raw_member
 
     got = runtime.store.get(key, runtime.clock.now_ms())
-    if got is None:
+    if got is None or got.version != version:
         return None
     entry = _loads(got.value)
     if not isinstance(entry, dict) or not isinstance(entry.get("state"), dict):
@@ -262,11 +271,18 @@ def _report(run: "Run", run_id: str) -> RecoverReport:
             step = ev.get("step")
             break
     ids = run._dead_letter_ids
+    outcome = str(fin.get("outcome") or "")
+    step_outcome: Optional[str] = None
+    if ids:
+        page = run._rt.store.read(DEAD_LETTER_STREAM, ids[-1] - 1, 1)
+        record = _loads(page[0][1]) if page else None
+        got = record.get("step_outcome") if isinstance(record, dict) else None
+        step_outcome = got if isinstance(got, str) else None
     return RecoverReport(
         run_id=run_id,
-        outcome=str(fin.get("outcome") or ""),
+        outcome=outcome,
         step=step,
-        step_outcome=fin.get("step_outcome"),
+        step_outcome=step_outcome if step_outcome is not None else outcome,
         dead_letter_id=str(ids[-1]) if ids else None,
         events=run.events,
     )
@@ -296,12 +312,12 @@ def recover(runtime: "Runtime", operations: Any, older_than_ms: Optional[int] = 
     One report per run, in journal key order, then the replays in id order."""
     ops = Operations.of(operations)
     reports: List[RecoverReport] = []
-    for run_id, key in journaled(runtime, older_than_ms):
+    for run_id, key, version in journaled(runtime, older_than_ms):
         lease = _lease(runtime, run_id)
         if lease is None:
             continue
         try:
-            state = _state_text(runtime, key)
+            state = _state_text(runtime, key, version)
             if state is None:
                 continue
             run = _recovering_run(runtime, state, ops)
@@ -314,11 +330,9 @@ def recover(runtime: "Runtime", operations: Any, older_than_ms: Optional[int] = 
         finally:
             runtime.store.delete(lease)
     for item, pending in runtime.dead_letters.pending_replays():
-        try:
-            done = run_replay(runtime, item, pending, ops)
-        except DeadLetterError:
-            continue  # another worker took it
-        reports.append(done.report)  # type: ignore[attr-defined]
+        done = run_replay(runtime, item, pending, ops)
+        if done is not None and done.report is not None:
+            reports.append(done.report)
     return reports
 
 
@@ -328,12 +342,12 @@ async def recover_async(
     """`recover` for asyncio (operations may be async)."""
     ops = Operations.of(operations)
     reports: List[RecoverReport] = []
-    for run_id, key in journaled(runtime, older_than_ms):
+    for run_id, key, version in journaled(runtime, older_than_ms):
         lease = _lease(runtime, run_id)
         if lease is None:
             continue
         try:
-            state = _state_text(runtime, key)
+            state = _state_text(runtime, key, version)
             if state is None:
                 continue
             run = _recovering_run(runtime, state, ops)
@@ -346,11 +360,9 @@ async def recover_async(
         finally:
             runtime.store.delete(lease)
     for item, pending in runtime.dead_letters.pending_replays():
-        try:
-            done = await run_replay_async(runtime, item, pending, ops)
-        except DeadLetterError:
-            continue
-        reports.append(done.report)  # type: ignore[attr-defined]
+        done = await run_replay_async(runtime, item, pending, ops)
+        if done is not None and done.report is not None:
+            reports.append(done.report)
     return reports
 
 
@@ -365,28 +377,33 @@ class _Replayed(ReplayReport):
 
 
 def _replay_spec(item: DeadLetter, pending: ReplayReport) -> Dict[str, Any]:
+    """The record's `input` step (a record written before format 1 has none:
+    its `step_id`, `tool`, `args`, `target`, as in Rust) with `replay_of`."""
     record = item.record
-    spec = dict(record["input"])
-    spec["replay_of"] = {"key": record["key"], "n": pending.n, "id": item.id}
+    if isinstance(record.get("input"), dict):
+        spec = dict(record["input"])
+    else:
+        spec = {"id": record.get("step_id"), "tool": record.get("tool"), "args": record.get("args"),
+                "target": record.get("target")}
+    spec["replay_of"] = {"key": record.get("key"), "n": pending.n, "id": item.id}
     return spec
 
 
-def _replay_lease(runtime: "Runtime", pending: ReplayReport) -> str:
-    lease = _lease(runtime, pending.run_id)
-    if lease is None:
-        raise DeadLetterError(
-            "conflict", f"dead-letter {pending.id}: replay {pending.n} is being run by another worker; try later"
-        )
-    return lease
+def _still_pending(runtime: "Runtime", pending: ReplayReport) -> bool:
+    """Replay `pending.n` of its item has no outcome yet (another worker may
+    have carried it out between our read and our lease)."""
+    item = runtime.dead_letters.show(pending.id)
+    return any(r.get("n") == pending.n and "outcome" not in r for r in item.replays)
 
 
-def _replayed(runtime: "Runtime", run: "Run", pending: ReplayReport, outcome: str) -> "_Replayed":
+def _replayed(runtime: "Runtime", run: "Run", spec: Dict[str, Any], pending: ReplayReport,
+              outcome: str) -> "_Replayed":
     finish_replay(runtime.store, pending.id, pending.n, outcome, runtime.clock.now_ms())
     ids = run._dead_letter_ids
     report = RecoverReport(
         run_id=pending.run_id,
         outcome=outcome,
-        step=None,
+        step=str(spec.get("id")) if spec.get("id") is not None else None,
         step_outcome=outcome,
         dead_letter_id=str(ids[-1]) if ids else None,
         events=run.events,
@@ -394,34 +411,42 @@ def _replayed(runtime: "Runtime", run: "Run", pending: ReplayReport, outcome: st
     return _Replayed(pending.id, pending.n, pending.key, pending.run_id, outcome, report)
 
 
-def run_replay(runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations) -> ReplayReport:
-    """Carry out `pending` (a replay of `item`) now, blocking."""
-    lease = _replay_lease(runtime, pending)
+def run_replay(runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations) -> Optional[_Replayed]:
+    """Carry out `pending` (a replay of `item`) now, blocking; None when another
+    worker holds its lease or carried it out already."""
+    lease = _lease(runtime, pending.run_id)
+    if lease is None:
+        return None
     try:
+        if not _still_pending(runtime, pending):
+            return None
         spec = _replay_spec(item, pending)
         run = runtime.run(pending.run_id)
         run._ops = ops
         report = run._step_spec(spec, ops.step(spec))
         if report.outcome == "ok":
             run.end()
-        return _replayed(runtime, run, pending, report.outcome)
+        return _replayed(runtime, run, spec, pending, report.outcome)
     finally:
         runtime.store.delete(lease)
 
 
 async def run_replay_async(
     runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations
-) -> ReplayReport:
+) -> Optional[_Replayed]:
     """`run_replay` for asyncio."""
-    lease = _replay_lease(runtime, pending)
+    lease = _lease(runtime, pending.run_id)
+    if lease is None:
+        return None
     try:
+        if not _still_pending(runtime, pending):
+            return None
         spec = _replay_spec(item, pending)
         run = runtime.run(pending.run_id)
         run._ops = ops
         report = await run._step_spec_async(spec, ops.step(spec))
         if report.outcome == "ok":
             await run.end_async()
-        return _replayed(runtime, run, pending, report.outcome)
+        return _replayed(runtime, run, spec, pending, report.outcome)
     finally:
         runtime.store.delete(lease)
-

@@ -784,6 +784,9 @@ class Run:
         self._last_finish: Optional[Dict[str, Any]] = None
         self._dead_letter_ids: List[int] = []
         self._tools: Dict[str, str] = {}
+        #: A scenario's `kill_after_calls` (the calls so far, N).
+        self._calls = 0
+        self._kill_after: Optional[int] = None
 
     # -- public ---------------------------------------------------------------
 
@@ -1072,6 +1075,10 @@ class Run:
                         nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
                     else:
                         nxt = yield ("call", call, fn, holder)
+                    if self._kill_after is not None:
+                        self._calls += 1
+                        if self._calls == self._kill_after:
+                            raise _Killed()
                 elif kind == "fork":
                     if not isinstance(step, _Fanout):
                         raise _malformed("fork outside a fan-out")
@@ -1197,9 +1204,12 @@ class Run:
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
 
+        holders: List[_Holder] = []
+
         def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
+            holders.append(holder)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = self._exec_sync(self._drive(holder, input, branch))
             self._branch_done(branch, report)
@@ -1207,10 +1217,15 @@ class Run:
 
         if _is_virtual(clock):
             states, latest = [], start
-            for item in branches:
-                clock.set_ms(start)
-                states.append(one(item))
-                latest = max(latest, clock.now_ms())
+            try:
+                for item in branches:
+                    clock.set_ms(start)
+                    states.append(one(item))
+                    latest = max(latest, clock.now_ms())
+            except _Killed:  # a scenario's kill: the branches' events so far stay
+                for h in holders:
+                    lane.events.extend(h.events)
+                raise
             clock.set_ms(latest)
         elif len(branches) <= 1:
             states = [one(b) for b in branches]
@@ -1423,6 +1438,12 @@ def _joined_input(now: int, states: List[str]) -> str:
 
 #: The dead-letter stream (docs/runtime.md, "Store keys").
 _DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
+
+
+class _Killed(BaseException):
+    """A scenario's `kill_after_calls` was reached: the run stops as if its
+    process died (nothing fed back, never ended). A BaseException, so no
+    operation wrapper observes it as a failure."""
 
 
 def _after_the_end(outcome: str) -> StepReport:
