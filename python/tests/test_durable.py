@@ -466,3 +466,102 @@ def test_item_changes_are_compare_and_set(tmp_path: Path) -> None:
     assert json.loads(other.store.get("agent-recovery/dead-letter/closed", T0).value) == {"count": 2}
     assert [i.status for i in mine.dead_letters.list(status="all")] == ["purged", "purged"]
     assert mine.dead_letters.depth() == 0
+
+
+# -- across languages: the Rust CLI on the same store file -------------------------------
+
+
+def cli(*args: str) -> Any:
+    """`agent-recovery ARGS` (the Rust CLI, a second implementation)."""
+    import os
+    import subprocess
+
+    from .conftest import repo_root
+
+    target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
+    exe = target / "release" / "agent-recovery"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+
+
+TRIP_STEPS = [
+    {"id": "charge", "tool": "pay.charge", "side_effect": True, "outcomes": ["ok", "ok"],
+     "compensation": {"outcomes": ["ok"]}},
+    {"id": "hold", "tool": "seat.hold", "side_effect": True, "outcomes": [{"source": "http", "status": 503}, "ok", "ok"],
+     "compensation": {"outcomes": ["ok"]}},
+    {"id": "book", "tool": "flight.book", "side_effect": True, "outcomes": ["ok"]},
+]
+
+
+def test_a_killed_run_and_its_recovery_give_rusts_bytes(tmp_path: Path) -> None:
+    """The scenario members `kill_after_calls` and `recover` (docs/runtime.md,
+    "Scenarios"): the same text from `run_scenario` and `agent-recovery
+    simulate --json --store` on one file."""
+    from agent_recovery.scenario import run_scenario
+
+    killed = {"run_id": "k1", "seed": 7, "now_ms": T0, "kill_after_calls": 3, "steps": TRIP_STEPS}
+    recover = {"run_id": "unused", "seed": 7, "now_ms": T0 + 60_000, "recover": True, "steps": TRIP_STEPS}
+    store = MemoryStore()
+    ours = [run_scenario(s, store).to_json() for s in (killed, recover)]
+    first, second = (json.loads(o) for o in ours)
+    assert first["outcome"] == "killed" and first["dead_letters"] == []
+    assert second["outcome"] == "interrupted" and second["events"][0]["event"] == "recover"
+    assert second["events"][0]["step"] == "hold", "killed at hold's second call (the third call)"
+    assert [d["outcome"] for d in second["dead_letters"]] == ["interrupted"]
+    assert journal_ids(store) == []
+    db = tmp_path / "trip.db"
+    for i, (scenario, text) in enumerate(zip((killed, recover), ours)):
+        path = tmp_path / f"s{i}.json"
+        path.write_text(json.dumps(scenario), encoding="utf-8")
+        proc = cli("simulate", str(path), "--json", "--store", str(db))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.rstrip("\n") == text, f"scenario {i}"
+
+
+def test_a_record_written_by_rust_is_listed_and_replayed_by_python_and_shown_by_rust(tmp_path: Path) -> None:
+    from agent_recovery.scenario import run_scenario
+
+    scenario = {"run_id": "rs-1", "seed": 7, "now_ms": T0, "config": {"breaker": {"failure_threshold": 50, "open_ms": 1000}},
+                "steps": [{"id": "sync", "tool": "erp.sync", "args": {"batch": 3},
+                           "outcomes": [{"source": "http", "status": 503}] * 5}]}
+    db = tmp_path / "shared.db"
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scenario), encoding="utf-8")
+    proc = cli("simulate", str(path), "--json", "--store", str(db))
+    assert proc.returncode == 0, proc.stderr
+    expected = run_scenario(scenario).dead_letters  # the same scenario in Python, its own store
+    rt = Runtime(store=SqliteStore(db), clock=VirtualClock(T0 + 10_000), seed=7)
+    (item,) = rt.dead_letters.list()
+    assert item.id == "1" and item.status == "open"
+    assert item.record_json == expected[0], "the record's bytes are the same whoever wrote them"
+    seen: List[str] = []
+    done = rt.dead_letters.replay("1", {"erp.sync": lambda call: seen.append(call.key) or {"synced": 3}})
+    assert done.outcome == "ok" and seen == [sha256(f'["agent-recovery/replay","{item.record["key"]}",1]')]
+    shown = cli("dlq", "show", "1", "--store", str(db), "--json")
+    assert shown.returncode == 0, shown.stderr
+    item_rs = json.loads(shown.stdout)
+    assert item_rs["status"] == "replayed" and item_rs["replays"][0]["key"] == seen[0]
+    depth = cli("dlq", "depth", "--store", str(db), "--json")
+    assert json.loads(depth.stdout) == {"depth": 0}
+
+
+def test_a_record_written_by_python_is_replayed_through_the_rust_cli_request(tmp_path: Path) -> None:
+    """Python dead-letters; the CLI requests the replay (it prints the key);
+    a Python worker's recover carries it out."""
+    db = tmp_path / "shared.db"
+    tools = Tools()
+    rt = failing_runtime(SqliteStore(db), VirtualClock(T0))
+    dead_letter(rt, "py-1", tools)
+    listed = cli("dlq", "list", "--store", str(db), "--json")
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [json.loads(x) for x in listed.stdout.splitlines()]
+    assert (line["id"], line["status"], line["record"]["run_id"]) == ("1", "open", "py-1")
+    asked = cli("dlq", "replay", "1", "--store", str(db), "--json")
+    assert asked.returncode == 0, asked.stderr
+    ticket = json.loads(asked.stdout)
+    original = line["record"]["key"]
+    assert ticket["key"] == sha256(f'["agent-recovery/replay","{original}",1]') and ticket["outcome"] is None
+    assert rt.dead_letters.show("1").status == "replay_requested"
+    reports = rt.recover({"t": tools.op("s")}, older_than_ms=0)
+    assert [(r.run_id, r.outcome) for r in reports] == [("py-1/replay/1", "ok")]
+    assert tools.calls[-1][2] == ticket["key"]

@@ -270,28 +270,29 @@ class _Script:
             v = left.pop(0)
         return None if v == "ok" else Response(v)
 
-    def fill(self, st: Dict[str, Any], by: str) -> None:
-        """The queues of scenario step `st`, keyed by its `id` or (recover) its `tool`."""
-        name = st.get(by, "")
+    def fill(self, st: Dict[str, Any]) -> None:
+        """The queues of scenario step `st`, keyed by its `id`."""
+        name = st["id"]
         first: str = st["target"] if st.get("target") is not None else st.get("tool", "")
-        self.queues.setdefault((name, first), list(st.get("outcomes") or []))
+        self.queues[(name, first)] = list(st.get("outcomes") or [])
         for fb in st.get("fallbacks") or []:
-            self.queues.setdefault((name, fb["target"]), list(fb.get("outcomes") or []))
+            self.queues[(name, fb["target"])] = list(fb.get("outcomes") or [])
         if st.get("compensation") is not None:
-            self.queues.setdefault((name, _COMPENSATION), list(st["compensation"].get("outcomes") or []))
+            self.queues[(name, _COMPENSATION)] = list(st["compensation"].get("outcomes") or [])
 
 
-def _hooks(st: Dict[str, Any], script: _Script, by: str) -> Tuple[Any, Any, Any]:
+def _hooks(st: Dict[str, Any], script: _Script) -> Tuple[Any, Any, Any]:
     """(operation, compensate or None, checkpoint or None) of scenario step `st`,
-    answering from the queues of its `id` or (recover) its `tool`."""
-    name = st.get(by, "")
+    answering from its own queues (in recover mode too: a call found by tool
+    consumes the outcomes of the step that lists that tool)."""
+    name = st["id"]
 
     def operation(call: Call) -> Any:
         what = "fallback target" if call.kind == "fallback" else "target"
-        return script.next((name, call.target), call.step, call.target, what)
+        return script.next((name, call.target), name, call.target, what)
 
     def compensate(call: Call) -> Any:
-        return script.next((name, _COMPENSATION), call.step, call.step, "the compensation of")
+        return script.next((name, _COMPENSATION), name, name, "the compensation of")
 
     checkpoint = st.get("checkpoint")
 
@@ -306,7 +307,7 @@ def _hooks(st: Dict[str, Any], script: _Script, by: str) -> Tuple[Any, Any, Any]
 
 
 def _step(st: Dict[str, Any], script: _Script) -> Step:
-    operation, compensate, checkpoint = _hooks(st, script, "id")
+    operation, compensate, checkpoint = _hooks(st, script)
     return Step(
         st["id"],
         st.get("tool", ""),
@@ -360,12 +361,9 @@ def _recover(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str,
 
     operations: Dict[str, Any] = {}
     for st in _plain_steps(s["steps"]):
-        tool = st.get("tool", "")
-        if tool == "" or tool in operations:
-            continue
-        script.fill(st, "tool")
-        operation, compensate, checkpoint = _hooks(st, script, "tool")
-        operations[tool] = {"operation": operation, "compensate": compensate, "checkpoint": checkpoint}
+        # by tool; a later step of the same tool replaces an earlier one (as in Rust)
+        operation, compensate, checkpoint = _hooks(st, script)
+        operations[st.get("tool", "")] = {"operation": operation, "compensate": compensate, "checkpoint": checkpoint}
     reports = recover(runtime, operations, 0)
     if script.missing is not None:
         raise _invalid(script.missing)
@@ -394,11 +392,11 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
         before = store.read(DEAD_LETTER_STREAM, 0, 2**53 - 1)
         dead_before = before[-1][0] if before else 0
         script = _Script()
+        for st in _plain_steps(s["steps"]):
+            script.fill(st)
         if s.get("recover"):
             outcome, events = _recover(runtime, s, script)
         else:
-            for st in _plain_steps(s["steps"]):
-                script.fill(st, "id")
             outcome, events = _run_steps(runtime, s, script)
         dead = [r for _, r in store.read(DEAD_LETTER_STREAM, dead_before, 2**53 - 1)]
     except (PolicyError, PolicyRuntimeError, StoreError) as e:
