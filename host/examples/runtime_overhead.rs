@@ -5,6 +5,8 @@
 //! - one failed attempt: the same step failing once with a 503 first
 //!   (+1 policy decision, +2 loop calls, the breaker write);
 //! - cached: the step's key is already recorded as done (nothing is called);
+//! - the success and failed-attempt rows again with the journal off (run
+//!   configuration `journal: false`): the difference is the journal's cost;
 //! - telemetry: the failed-attempt step on two runtimes with `Telemetry::off()`
 //!   and one with the default `Telemetry::global()` and no provider installed
 //!   (the OpenTelemetry no-op providers), interleaved step by step (6 000 of
@@ -107,6 +109,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     per_iteration("one failed attempt, then ok", n, |i| {
         fail_step(&runtime, "fail", i)
+    });
+
+    // The same two rows with the journal off (run configuration `journal:
+    // false`): the difference is the journal's cost (its write before every
+    // call, and the state it carries).
+    let unjournaled = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(1_767_225_600_000)))
+        .store(Arc::new(MemoryStore::new()))
+        .seed(7)
+        .config_json(json!({"journal": false}))
+        .build()?;
+    per_iteration("success, journal off", n, |i| {
+        let mut run = unjournaled.run(&format!("ok-{i}")).expect("run");
+        let r = run
+            .step(
+                Step::new("search", "search", |_: &Call| {
+                    Outcome::Ok(json!({"hits": 1}))
+                })
+                .call("tool"),
+            )
+            .expect("step");
+        assert_eq!(r.outcome, "ok");
+    });
+    per_iteration("one failed, then ok, j. off", n, |i| {
+        fail_step(&unjournaled, "fail", i)
     });
 
     // Telemetry off vs. the no-op global providers (the default).
