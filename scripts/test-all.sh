@@ -22,7 +22,7 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker
+cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker --example durable_worker
 # The fixtures the Node and Python tests load (target/wasm-policies/artifacts.json);
 # already built as a dev-dependency of the host, named here so the order is explicit.
 cargo build --release --quiet -p agent-recovery -p agent-recovery-test-artifacts
@@ -53,6 +53,10 @@ python3 -m venv .venv
 .venv/bin/python -m pytest -q python/tests
 # Telemetry (issue 11): protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
 .venv/bin/pip install --quiet "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
+
+step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL, recovered across languages)"
+# AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
+.venv/bin/python -m pytest -q tests/durability/kill.py
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000

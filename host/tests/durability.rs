@@ -100,8 +100,7 @@ fn die_in_third_step(rt: &Runtime, run_id: &str, comps: &Arc<Mutex<Vec<String>>>
         .side_effect(true);
         let _ = run.step(dying);
     }));
-    let key = seen.lock().unwrap().clone();
-    key
+    seen.lock().unwrap().clone()
 }
 
 #[test]
@@ -616,7 +615,7 @@ fn replay_runs_the_record_again_under_the_replay_key() {
     three_records(&rt);
     let keys = Arc::new(Mutex::new(Vec::new()));
     let k = Arc::clone(&keys);
-    let ops = Operations::new().add(Step::new("_", "t.sync", move |call: &Call| {
+    let ops = Operations::new().with(Step::new("_", "t.sync", move |call: &Call| {
         k.lock().unwrap().push(call.key.clone());
         Outcome::Ok(json!({"synced": true}))
     }));
@@ -638,7 +637,7 @@ fn replay_runs_the_record_again_under_the_replay_key() {
     assert!(journal(&*store).is_empty());
 
     // A replay that fails again: back to open, and a new record with replay_of.
-    let failing = Operations::new().add(failing_step("sync"));
+    let failing = Operations::new().with(failing_step("sync"));
     let t = dl.replay("3", &failing).unwrap();
     assert_eq!(t.outcome.as_deref(), Some("dead_lettered"));
     assert_eq!(dl.show("3").unwrap().status, "open");

@@ -4,7 +4,8 @@
 //! deciding under the 0.2 loop, an in-flight key).
 //!
 //! A vector is `{"name", "spec", "runs": [{"scenario", "expect": {"outcome",
-//! "events", "dead_letters"}}]}`; the runs share one store, in order. Every
+//! "events", "dead_letters", "journal"?}}]}`; the runs share one store, in order
+//! (`journal`: the run ids with a journal entry after the run, in key order). Every
 //! expected event is matched against the event at the same position (same
 //! count), member by member (objects as subsets, arrays element by element);
 //! see docs/runtime.md, "Loop vectors".
@@ -86,7 +87,21 @@ fn loop_vectors() {
     for (file, v) in vectors() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         for (i, r) in v["runs"].as_array().expect("runs").iter().enumerate() {
-            let out = as_json(&run(&r["scenario"], Arc::clone(&store)));
+            let mut out = as_json(&run(&r["scenario"], Arc::clone(&store)));
+            // `expect.journal`: the run ids with a journal entry, in key order.
+            if let (Some(o), true) = (out.as_object_mut(), r["expect"].get("journal").is_some()) {
+                let journal: Vec<Value> = store
+                    .keys(
+                        "agent-recovery/journal/",
+                        agent_recovery::store::MAX_INTEGER,
+                    )
+                    .expect("keys")
+                    .iter()
+                    .filter_map(|k| k.strip_prefix("agent-recovery/journal/"))
+                    .map(|id| Value::from(id.to_owned()))
+                    .collect();
+                o.insert("journal".into(), Value::Array(journal));
+            }
             if let Err(e) = subset(&r["expect"], &out, &format!("{file} run {i}")) {
                 failures.push(format!("{e}\n  actual events: {}", out["events"]));
             }

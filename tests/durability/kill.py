@@ -175,10 +175,13 @@ def dead_letters(files: Files) -> List[Dict[str, Any]]:
     return [json.loads(r[0]) for r in rows]
 
 
-def check_invariants(files: Files, runs: Dict[str, Dict[str, Any]]) -> None:
+def check_invariants(
+    files: Files, runs: Dict[str, Dict[str, Any]], replays: Optional[Dict[str, Tuple[str, str, str]]] = None
+) -> None:
     """§5's invariants after the kills and one recovery. `runs`: run id ->
-    {"steps": job steps, "printed": the worker's line or None when killed}."""
-    expected: Dict[str, Tuple[str, str, str]] = {}
+    {"steps": job steps, "printed": the worker's line or None when killed};
+    `replays`: the keys of replays (key -> (run id, step, kind))."""
+    expected: Dict[str, Tuple[str, str, str]] = dict(replays or {})
     for run_id, r in runs.items():
         for s in r["steps"]:
             expected[op_key(run_id, s["id"])] = (run_id, s["id"], "operation")
@@ -365,7 +368,14 @@ def test_record_written_by_one_language_is_listed_by_the_cli_and_replayed_by_ano
     assert [s["status"] for s in shown] == ["replayed", "replayed"]
     assert [s["replays"][0]["outcome"] for s in shown] == ["ok", "ok"]
     assert files.cli("dlq", "depth") == [{"depth": 0}]
-    check_invariants(files, runs)
+    check_invariants(
+        files,
+        runs,
+        {
+            replay_key(original, 1): (f"{writer}-r1/replay/1", "sync", "operation"),
+            ticket["key"]: (f"{writer}-r2/replay/1", "sync", "operation"),
+        },
+    )
 
 
 # ---- randomized jobs and kill points ---------------------------------------------------------

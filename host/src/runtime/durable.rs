@@ -49,7 +49,7 @@ struct Tool<'a> {
 /// ```
 /// use agent_recovery::runtime::{Call, Operations, Outcome, Step};
 /// let ops = Operations::new()
-///     .add(Step::new("_", "payments.charge", |_: &Call| Outcome::Ok(serde_json::json!({})))
+///     .with(Step::new("_", "payments.charge", |_: &Call| Outcome::Ok(serde_json::json!({})))
 ///         .compensate(|_: &Call| Outcome::Ok(serde_json::Value::Null)));
 /// assert!(ops.has("payments.charge"));
 /// ```
@@ -90,12 +90,12 @@ impl<'a> Operations<'a> {
     /// Registers `step`'s operation (and compensation and checkpoint hook,
     /// when it has them) under its tool name; a second step of the same tool
     /// replaces the first.
-    pub fn add(mut self, step: Step<'a>) -> Self {
+    pub fn with(mut self, step: Step<'a>) -> Self {
         self.insert(step);
         self
     }
 
-    /// [`add`](Self::add) in place.
+    /// [`with`](Self::with) in place.
     pub fn insert(&mut self, step: Step<'a>) {
         let tool = Tool {
             operation: Arc::new(Mutex::new(step.operation)),
