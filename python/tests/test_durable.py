@@ -565,3 +565,20 @@ def test_a_record_written_by_python_is_replayed_through_the_rust_cli_request(tmp
     reports = rt.recover({"t": tools.op("s")}, older_than_ms=0)
     assert [(r.run_id, r.outcome) for r in reports] == [("py-1/replay/1", "ok")]
     assert tools.calls[-1][2] == ticket["key"]
+
+
+def test_a_fan_outs_record_is_not_replayable() -> None:
+    from agent_recovery.scenario import run_scenario
+
+    vector = json.loads((Path(__file__).resolve().parents[2] / "tests" / "loops" /
+                         "fanout-insufficient-compensates.json").read_text(encoding="utf-8"))
+    store = MemoryStore()
+    run_scenario(vector["runs"][0]["scenario"], store)
+    rt = Runtime(store=store, clock=VirtualClock(T0))
+    (fanout,) = [i for i in rt.dead_letters.list() if i.record["tool"] == "fanout"]
+    for attempt in (lambda: rt.dead_letters.request_replay(fanout.id),
+                    lambda: rt.dead_letters.replay(fanout.id, {"fanout": lambda call: "x"})):
+        with pytest.raises(DeadLetterError) as e:
+            attempt()
+        assert e.value.kind == "invalid_record"
+    assert rt.dead_letters.show(fanout.id).status == "open"

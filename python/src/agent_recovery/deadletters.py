@@ -78,7 +78,7 @@ DEAD_LETTER_ERROR_KINDS = (
     "not_found",  # no record with this id in the stream
     "invalid_argument",  # a malformed id, status or option
     "conflict",  # the item's status does not allow it (purged, a replay already pending, ...)
-    "invalid_record",  # the record cannot be replayed (no key, run id or step: not written by the loop)
+    "invalid_record",  # the record cannot be replayed (a fan-out's record; no key, run id or step)
 )
 
 _PAGE = 256
@@ -484,6 +484,10 @@ def _can_replay(item: DeadLetter) -> bool:
     r = item.record
     if not (isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("run_id"), str)):
         return False
+    step = r.get("input") if isinstance(r.get("input"), dict) else r
+    args = step.get("args")
+    if step.get("tool") == "fanout" and isinstance(args, dict) and isinstance(args.get("branches"), list):
+        return False  # a fan-out's record: its branches are not a step (each wrote its own record)
     return isinstance(r.get("input"), dict) or (isinstance(r.get("step_id"), str) and isinstance(r.get("tool"), str))
 
 
@@ -491,8 +495,8 @@ def _replayable(item: DeadLetter) -> None:
     if not _can_replay(item):
         raise DeadLetterError(
             "invalid_record",
-            f"dead-letter {item.id} has no key, run id or step to replay (not a dead-letter record the loop "
-            "wrote); purge it",
+            f"dead-letter {item.id} cannot be replayed: it is a fan-out's record (replay its branches' "
+            "records) or has no key, run id or step; purge it",
         )
 
 
