@@ -582,3 +582,35 @@ def test_a_fan_outs_record_is_not_replayable() -> None:
             attempt()
         assert e.value.kind == "invalid_record"
     assert rt.dead_letters.show(fanout.id).status == "open"
+
+
+def test_journal_off_writes_no_entry_and_bad_durability_options_are_refused() -> None:
+    from agent_recovery import PolicyError
+
+    tools = Tools()
+    rt = Runtime(store=MemoryStore(), clock=VirtualClock(T0), journal=False)
+    run = rt.run("r")
+    run.step(id="a", tool="t", operation=tools.op("a"), side_effect=True, compensate=tools.comp("a"))
+    assert journal_ids(rt.store) == [] and rt.recover({}, older_than_ms=0) == []
+    for options in ({"journal": "yes"}, {"dead_letter": "ops"}, {"dead_letter": {"owner": 3}},
+                    {"dead_letter": {"depth_threshold": 0}}, {"dead_letter": {"pager": "x"}}):
+        with pytest.raises(PolicyError):
+            Runtime(store=MemoryStore(), **options)
+    with pytest.raises(PolicyError):
+        rt.recover({}, older_than_ms=-1)
+
+
+def test_replay_async_takes_async_operations() -> None:
+    store, clock, tools = MemoryStore(), VirtualClock(T0), Tools()
+    rt = failing_runtime(store, clock)
+    dead_letter(rt, "r0", tools)
+    seen: List[str] = []
+
+    async def fixed(call: Call) -> Any:
+        await asyncio.sleep(0)
+        seen.append(call.key)
+        return {"ok": 1}
+
+    done = asyncio.run(rt.dead_letters.replay_async("1", {"t": {"operation": fixed}}))
+    assert done.outcome == "ok" and seen == [done.key]
+    assert rt.dead_letters.show("1").status == "replayed"
