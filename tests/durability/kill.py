@@ -9,7 +9,9 @@ Environment:
 
 - ``AR_KILL_LANGUAGES`` (default ``rust,node,python``): the workers to drive;
 - ``AR_KILL_BUDGET_S`` (default 45): time for the randomized kills;
-- ``AR_KILL_SEED`` (default: random, printed): reproduces a randomized run.
+- ``AR_KILL_SEED`` (default: random, printed): reproduces a randomized run
+  (the jobs, kill points and languages; not the interleaving of parallel workers);
+- ``AR_KILL_PARALLEL`` (default 3): workers of a randomized round running at once.
 
 Needs ``target/release/examples/durable_worker`` (``cargo build --release -p
 agent-recovery --example durable_worker``), ``target/release/agent-recovery``,
@@ -35,6 +37,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -48,6 +51,8 @@ LANGUAGES = tuple(
     if lang.strip()
 )
 BUDGET_S = float(os.environ.get("AR_KILL_BUDGET_S", "45"))
+#: Workers of a randomized round running at once (on the same store and ledger).
+PARALLEL = int(os.environ.get("AR_KILL_PARALLEL", "3"))
 SEED = int(os.environ.get("AR_KILL_SEED") or random.SystemRandom().randrange(2**32))
 #: A hung worker, not timing: a worker's whole run takes well under a second.
 WORKER_TIMEOUT_S = 120
@@ -413,16 +418,29 @@ def test_randomized_kills_within_the_budget(tmp_path: Path, cache: Path, capsys:
     while time.monotonic() < deadline or rounds == 0:
         rounds += 1
         files = Files(tmp_path / f"round-{rounds}", cache)
-        runs = {}
-        for j in range(rnd.randint(2, 6)):
-            run_id = f"r{rounds}-{j}"
+        # The round's jobs are drawn first (so the seed alone decides them),
+        # then run by up to PARALLEL workers at once on the shared files.
+        runs: Dict[str, Dict[str, Any]] = {}
+        for j in range(rnd.randint(3, 8)):
             steps = random_steps(rnd, f"j{j}")
             kill_at = None if rnd.random() < 0.1 else rnd.randint(1, max_points(steps) + 1)
-            writer = rnd.choice(LANGUAGES)
-            status, out = files.work(writer, job("run", run_id, steps, kill_at, seed=rnd.randrange(1000)))
-            kills += status == -9
-            runs_total += 1
-            runs[run_id] = {"steps": steps, "printed": out, "writer": writer, "kill_at": kill_at}
+            runs[f"r{rounds}-{j}"] = {
+                "steps": steps,
+                "kill_at": kill_at,
+                "writer": rnd.choice(LANGUAGES),
+                "seed": rnd.randrange(1000),
+            }
+        with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+            done = pool.map(
+                lambda item: files.work(
+                    item[1]["writer"], job("run", item[0], item[1]["steps"], item[1]["kill_at"], seed=item[1]["seed"])
+                ),
+                list(runs.items()),
+            )
+            for (run_id, r), (status, out) in zip(list(runs.items()), list(done)):
+                r["printed"] = out
+                kills += status == -9
+                runs_total += 1
         recoverer = rnd.choice(LANGUAGES)
         _, rec = files.work(recoverer, job("recover", "", [s for r in runs.values() for s in r["steps"]]))
         assert rec is not None
