@@ -361,7 +361,7 @@ class DeadLetters:
         `purged` without counting it closed again (it was)."""
         item = self.show(id)
         now = self._now()
-        changed = []
+        changed: List[bool] = []
 
         def change(cur: Any) -> Any:
             status, replays, purged = _item_state(cur)
@@ -455,7 +455,7 @@ class DeadLetters:
 def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -> None:
     """Record how replay `n` of item `item_id` ended: the entry gets `outcome`
     and `finished_ms`; status `replayed` (and `closed.count + 1`) when `ok`, else `open`."""
-    closed = []
+    closed: List[bool] = []
 
     def change(cur: Any) -> Any:
         status, replays, _ = _item_state(cur)
@@ -484,7 +484,8 @@ def _can_replay(item: DeadLetter) -> bool:
     r = item.record
     if not (isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("run_id"), str)):
         return False
-    step = r.get("input") if isinstance(r.get("input"), dict) else r
+    given = r.get("input")
+    step: Dict[str, Any] = given if isinstance(given, dict) else r
     args = step.get("args")
     if step.get("tool") == "fanout" and isinstance(args, dict) and isinstance(args.get("branches"), list):
         return False  # a fan-out's record: its branches are not a step (each wrote its own record)
