@@ -614,3 +614,14 @@ def test_replay_async_takes_async_operations() -> None:
     done = asyncio.run(rt.dead_letters.replay_async("1", {"t": {"operation": fixed}}))
     assert done.outcome == "ok" and seen == [done.key]
     assert rt.dead_letters.show("1").status == "replayed"
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, 100, 257])
+def test_depth_counts_every_record_of_the_stream(n: int) -> None:
+    """`depth()` finds the stream's last sequence number by bisection: it must
+    be the record count for any count (the expected value is `n`, appended here)."""
+    store = MemoryStore()
+    for i in range(n):
+        store.append(DLQ, '{"run_id":"r%d"}' % i, T0)
+    store.append("another/stream", "{}", T0)
+    assert Runtime(store=store, clock=VirtualClock(T0)).dead_letters.depth() == n
