@@ -1,6 +1,6 @@
 """The Python recovery runtime's overhead per step, on a virtual clock (no sleeping).
 
-    python python/bench/runtime_bench.py [--iterations 2000]
+    python python/bench/runtime_bench.py [--iterations 2000] [--journal on|off]
 
 The twin of `cargo run --release -p agent-recovery --example runtime_overhead`:
 
@@ -72,8 +72,12 @@ def _sdk_telemetry() -> Any:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000)
-    n = parser.parse_args().iterations
-    runtime = Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7)
+    parser.add_argument("--journal", choices=("on", "off"), default="on",
+                        help="the run configuration's journal (default on: a journal write before each call)")
+    args = parser.parse_args()
+    n = args.iterations
+    runtime = Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7,
+                      journal=args.journal == "on")
 
     def baseline(_: int) -> None:
         call = Call("operation", "s", "t", "", 1, None, None)  # type: ignore[arg-type]

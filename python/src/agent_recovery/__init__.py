@@ -21,6 +21,10 @@ assert envelope["code"] == "tool.http.503_unavailable"
   (retries, fallbacks, breakers, compensations, dead letters, fan-outs) with
   the loop written once in the component; `run_scenario` (module
   `agent_recovery.scenario`) runs a scripted run on a virtual clock.
+- `runtime.recover(operations)` (module `agent_recovery.durable`) finishes
+  the runs a killed worker left in the journal; `runtime.dead_letters`
+  (module `agent_recovery.deadletters`) lists, shows, replays and purges the
+  dead-letter queue on any store.
 """
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
