@@ -93,7 +93,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
     const again = store.get(key, rt.clock.nowMs());
     if (again === null || again.version !== cur.version) return undefined;
     const run = resumeRun(rt, runId, stateText);
-    const r = await run[RECOVER](operations, toolsOf(entry.state));
+    const r = await run[RECOVER](operations);
     const last = r.deadLetters.at(-1);
     let stepOutcome = null;
     if (last !== undefined) {
@@ -114,23 +114,6 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   } finally {
     store.delete(lease);
   }
-}
-
-/**
- * Step id -> tool, from a journaled state, for a `call` effect that does not
- * name its tool: the step in progress and the completed ones. The one place a
- * runtime looks into the loop's state (docs/runtime.md, "The state"), and only
- * to find which of the caller's tools a call is for.
- */
-function toolsOf(state) {
-  const tools = new Map();
-  if (state === null || typeof state !== 'object') return tools;
-  for (const d of Array.isArray(state.done) ? state.done : []) {
-    if (typeof d?.id === 'string' && typeof d.tool === 'string') tools.set(d.id, d.tool);
-  }
-  const spec = state.step?.spec;
-  if (typeof spec?.id === 'string' && typeof spec.tool === 'string') tools.set(spec.id, spec.tool);
-  return tools;
 }
 
 /**

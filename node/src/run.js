@@ -33,6 +33,17 @@ export function resumeRun(rt, runId, state) {
 
 /** @internal `run[RECOVER](operations, tools)`: feed the `recover` input (docs/durability.md §2). */
 export const RECOVER = Symbol('Run.recover');
+/** @internal `runtime.run(id, {[KILL_AFTER_CALLS]: n})`: the scenario member `kill_after_calls`. */
+export const KILL_AFTER_CALLS = Symbol('kill_after_calls');
+
+/** @internal What a run killed by KILL_AFTER_CALLS rejects with: it stopped as if its process died. */
+export class RunKilled extends Error {
+  constructor(calls) {
+    super(`the run was killed at its call ${calls} (scenario kill_after_calls)`);
+    this.name = 'RunKilled';
+  }
+}
+
 /** @internal `run[DEAD_LETTERS]`: [{id, record}] this run appended to the dead-letter stream. */
 export const DEAD_LETTERS = Symbol('Run.deadLetters');
 
@@ -48,6 +59,8 @@ export class Run {
   #finished;
   #busy = null;
   #ids = new Set();
+  #killAt;
+  #calls = 0;
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
   get events() {
     return this.#holder.events;
@@ -59,9 +72,10 @@ export class Run {
     return this.#holder.deadLetters;
   }
 
-  constructor(key, rt, runId, { signal, cancelAtMs } = {}, resumed = undefined) {
+  constructor(key, rt, runId, { signal, cancelAtMs, [KILL_AFTER_CALLS]: killAt } = {}, resumed = undefined) {
     if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
     this.#rt = rt;
+    this.#killAt = killAt;
     this.runId = runId;
     if (cancelAtMs !== undefined && cancelAtMs !== null) {
       checkMs('cancelAtMs', cancelAtMs);
@@ -181,13 +195,13 @@ export class Run {
 
   /**
    * @internal Drive the journaled state with the `recover` input; calls find
-   * their operations by tool in `operations` (`tools`: step id -> tool, for a
-   * call effect that does not name its tool). Resolves to the finish report
-   * plus `deadLetters` ([{id, record}] appended by the run).
+   * their operations by the tool the `call` effect names, in `operations`.
+   * Resolves to the finish report plus `deadLetters` ([{id, record}] appended
+   * by the run).
    */
-  [RECOVER](operations, tools) {
+  [RECOVER](operations) {
     return this.#exclusive(async () => {
-      const ctx = { step: null, operations, tools, last: undefined };
+      const ctx = { step: null, operations, tools: new Map(), last: undefined };
       const report = this.#end(await this.#drive(this.#holder, `{"input":"recover","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
       return { ...report, deadLetters: this.#holder.deadLetters };
     });
@@ -341,8 +355,12 @@ export class Run {
         }
         return `{"input":"restored","now_ms":${rt.clock.nowMs()},"ok":${ok}}`;
       }
-      case 'call':
-        return this.#callEffect(fx, ctx, holder);
+      case 'call': {
+        const answer = await this.#callEffect(fx, ctx, holder);
+        // A scenario's kill: the call was carried out, nothing more happens (no answer, no effect).
+        if (this.#killAt !== undefined && ++this.#calls >= this.#killAt) throw new RunKilled(this.#calls);
+        return answer;
+      }
       case 'fork':
         return this.#fork(fx, ctx, holder);
       case 'finish': {
@@ -364,8 +382,18 @@ export class Run {
 
   /** In a recovered run: the operations of the tool of the step an effect is about (undefined: none given). */
   #recovered(ctx, fx) {
-    const tool = typeof fx.tool === 'string' ? fx.tool : ctx.tools?.get(String(fx.step ?? ''));
+    const tool = this.#toolOf(ctx, fx);
     return tool === undefined ? undefined : operationsOf(ctx.operations, tool);
+  }
+
+  /** The tool of the step an effect is about: a `call` names it (and is remembered for a later `restore`). */
+  #toolOf(ctx, fx) {
+    const step = String(fx.step ?? '');
+    if (typeof fx.tool === 'string') {
+      ctx.tools.set(step, fx.tool);
+      return fx.tool;
+    }
+    return ctx.tools.get(step);
   }
 
   /** The step (with its hooks) a call or restore is about. */
@@ -393,8 +421,7 @@ export class Run {
     let fn;
     const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
     if (ctx.operations && recovered === undefined) {
-      const tool = typeof fx.tool === 'string' ? fx.tool : ctx.tools?.get(call.step);
-      return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${unknownToolFailure(tool ?? call.step)}}}`;
+      return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${unknownToolFailure(this.#toolOf(ctx, fx) ?? call.step)}}}`;
     }
     if (compensation) {
       fn = holder.branch ? undefined : (this.#undo.get(call.step) ?? recovered?.compensate);
