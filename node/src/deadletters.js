@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
 import { StoreError } from './store.js';
+import { Failed } from './outcome.js';
 import { DEAD_LETTERS } from './run.js';
 
 /** The dead-letter stream (docs/runtime.md, "Store keys"). */
@@ -34,11 +35,10 @@ export const DEAD_LETTER_STATUSES = Object.freeze(['open', 'replay_requested', '
 
 /** The kinds of DeadLetterError. */
 export const DEAD_LETTER_ERROR_KINDS = Object.freeze([
-  'invalid_argument', // a bad id, status, option or operations map: nothing changed
   'not_found', // no record with that id in the stream
-  'invalid_state', // the item cannot do that now (purge of a purged item, replay of a replayed one, a record without `input`)
-  'conflict', // the item changed under us too many times in a row (compare-and-set); retry
-  'busy', // another worker holds the replay's lease right now
+  'invalid_argument', // a bad id, status, option or operations map: nothing changed
+  'conflict', // the item's status does not allow it (replayed, purged, a replay pending), or another worker runs its replay
+  'invalid_record', // the record cannot be replayed (written before record format 1: no `input`)
 ]);
 
 /** A dead-letter operation could not be done. `kind` is one of DEAD_LETTER_ERROR_KINDS; the message ends with a hint. */
@@ -116,19 +116,23 @@ function safeParse(text) {
   }
 }
 
+/** What a `casUpdate` change returns to leave the value as it is (nothing written). */
+const UNCHANGED = Symbol('unchanged');
+
 /**
  * Change the JSON value of `key` by compare-and-set: `change(current)` (the
- * parsed value, or undefined when absent) returns the next value (or throws);
- * repeated on a conflict. Returns the value written.
+ * parsed value, or undefined when absent) returns the next value, UNCHANGED,
+ * or throws; repeated on a conflict. Returns the value written.
  */
 function casUpdate(store, key, nowMs, change) {
   for (let round = 0; round < CAS_ROUNDS; round++) {
     const cur = store.get(key, nowMs);
     const next = change(cur === null ? undefined : safeParse(cur.value));
+    if (next === UNCHANGED) return cur;
     const cas = store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
     if (cas.written) return next;
   }
-  throw new DeadLetterError('conflict', `${key} changed under us ${CAS_ROUNDS} times in a row; the store is contended, retry`);
+  throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
 }
 
 /** closed.count + 1, by compare-and-set. */
@@ -161,7 +165,7 @@ export function unknownToolFailure(tool) {
   return JSON.stringify({
     error: {
       code: 'runtime.recover.unknown_tool',
-      message: `no operation for tool ${tool} in recover's operations; pass every tool a journaled run may call`,
+      message: `recover has no operation for tool '${tool}'; pass it in operations`,
       retryable: false,
     },
   });
@@ -255,9 +259,10 @@ export class DeadLetters {
   }
 
   /**
-   * Purge item `id`: status `purged` (+ `purged_ms`), `closed.count + 1` (once:
-   * an item that was already replayed or purged was closed already). The
-   * record stays in the stream; `list` hides it. Returns the item.
+   * Give up on item `id`: status `purged` (+ `purged_ms`), `closed.count + 1`.
+   * The record stays in the stream (streams are append-only); `list` hides it.
+   * Purging a purged item changes nothing; a `replayed` one is refused
+   * (`conflict`: it is closed already). Returns the item.
    */
   purge(id) {
     const rid = recordId(id);
@@ -266,10 +271,12 @@ export class DeadLetters {
     let closes = false;
     casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
       const item = itemValue(cur);
-      if (item.status === 'purged') {
-        throw new DeadLetterError('invalid_state', `dead-letter record ${rid} was purged already (at ${item.purged_ms} ms); nothing to do`);
+      closes = false;
+      if (item.status === 'purged') return UNCHANGED;
+      if (item.status === 'replayed') {
+        throw new DeadLetterError('conflict', `dead-letter ${rid} was replayed ok; it is closed already, nothing to purge`);
       }
-      closes = item.status !== 'replayed';
+      closes = true;
       return { ...item, status: 'purged', purged_ms: now };
     });
     if (closes) closeOne(this.#store, now);
@@ -279,33 +286,32 @@ export class DeadLetters {
   /**
    * Record a replay request: status `replay_requested` and a `replays` entry
    * `{n, key, run_id, requested_ms}` without an outcome, for any worker's
-   * `runtime.recover(...)` to carry out. An item whose replay is already
-   * requested keeps that request (returned again). Returns `{id, n, key, runId}`.
+   * `runtime.recover(...)` to carry out. `conflict` when the item is purged,
+   * replayed ok, or already has a request pending. Returns `{id, n, key, runId}`:
+   * the key and run id the replay will use.
    */
   requestReplay(id) {
     const rid = recordId(id);
     const [record] = this.#record(rid);
-    const entry = this.#request(rid, record);
+    const entry = this.#request(rid, record, false);
     return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id };
   }
 
-  #request(rid, record) {
-    if (record.input === undefined || record.input === null || typeof record.key !== 'string' || typeof record.run_id !== 'string') {
+  /** A new replays entry (the item must be open), or with `takePending` the pending one. */
+  #request(rid, record, takePending) {
+    if (!replayable(record)) {
       throw new DeadLetterError(
-        'invalid_state',
-        `dead-letter record ${rid} has no \`input\` (it was written before record format v1), so its step cannot be run again; handle it by hand and purge it`,
+        'invalid_record',
+        `dead-letter ${rid} has no \`input\` step (written before record format 1), so it cannot be replayed; run the step again yourself and purge the item`,
       );
     }
     const now = this.#now();
     let entry;
     casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
       const item = itemValue(cur);
-      if (item.status === 'purged') throw new DeadLetterError('invalid_state', `dead-letter record ${rid} was purged; a purged record is not replayed`);
-      if (item.status === 'replayed') throw new DeadLetterError('invalid_state', `dead-letter record ${rid} was replayed successfully already; nothing to replay`);
-      if (item.status === 'replay_requested') {
-        entry = pending(item);
-        if (entry !== undefined) return item;
-      }
+      entry = takePending && item.status === 'replay_requested' ? pending(item) : undefined;
+      if (entry !== undefined) return UNCHANGED;
+      if (item.status !== 'open') throw new DeadLetterError('conflict', notOpen(rid, item.status));
       const n = item.replays.length + 1;
       entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
       return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
@@ -329,10 +335,10 @@ export class DeadLetters {
     if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
       throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
     }
-    const entry = this.#request(rid, record);
+    const entry = this.#request(rid, record, true);
     const done = await this.runPending(rid, record, entry, operations);
     if (done === undefined) {
-      throw new DeadLetterError('busy', `replay ${entry.n} of dead-letter record ${rid} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); show the item later`);
+      throw new DeadLetterError('conflict', `dead-letter ${rid}: replay ${entry.n} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); try later`);
     }
     return done;
   }
@@ -397,10 +403,30 @@ export class DeadLetters {
         if (e instanceof DeadLetterError) continue; // an item key without its record: nothing to run
         throw e;
       }
-      out.push({ rid, record, entry });
+      if (replayable(record)) out.push({ rid, record, entry });
     }
     return out.sort((a, b) => Number(a.rid) - Number(b.rid));
   }
+}
+
+function notOpen(rid, status) {
+  if (status === 'purged') return `dead-letter ${rid} is purged; it cannot be replayed`;
+  if (status === 'replayed') return `dead-letter ${rid} was replayed ok already; it is closed`;
+  return `dead-letter ${rid} has a replay pending; a worker's recover() carries it out (or call replay)`;
+}
+
+/** Can the record's step run again: it has its `input` step (record format 1) and its key and run id. */
+function replayable(record) {
+  const input = record?.input;
+  return (
+    input !== null &&
+    typeof input === 'object' &&
+    !Array.isArray(input) &&
+    typeof input.id === 'string' &&
+    typeof input.tool === 'string' &&
+    typeof record.key === 'string' &&
+    typeof record.run_id === 'string'
+  );
 }
 
 /** The last replays entry without an outcome. */
@@ -410,6 +436,10 @@ function pending(item) {
     if (r && typeof r === 'object' && r.outcome === undefined && Number.isSafeInteger(r.n) && typeof r.key === 'string' && typeof r.run_id === 'string') return r;
   }
   return undefined;
+}
+
+function missingCompensation(call) {
+  return new Failed({ source: 'exception', type: 'agent_recovery.MissingCompensation', message: `no compensation registered for step ${call.step}` });
 }
 
 /** Check an operations map: tool name -> {operation, compensate?, checkpoint?}. */
@@ -450,8 +480,11 @@ function replayStep(record, entry, rid, ops) {
   if (typeof input.call === 'string') step.call = input.call;
   if (typeof input.target === 'string') step.target = input.target;
   if (typeof input.idempotent === 'boolean') step.idempotent = input.idempotent;
-  if (typeof ops.compensate === 'function') step.compensate = ops.compensate;
-  if (typeof ops.checkpoint === 'function') step.checkpoint = ops.checkpoint;
+  // The flags as recorded (so the replay's step input is the record's): a
+  // compensation the operations lack answers as the runtime does for a step
+  // without one; a missing checkpoint hook restores nothing.
+  if (input.compensation === true) step.compensate = typeof ops.compensate === 'function' ? ops.compensate : missingCompensation;
+  if (input.checkpoint === true) step.checkpoint = typeof ops.checkpoint === 'function' ? ops.checkpoint : () => false;
   return step;
 }
 

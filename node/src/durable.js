@@ -13,7 +13,7 @@
 // with the same key, finish the compensations, write the dead-letter record
 // with outcome `interrupted`); this module only finds the runs and the tools.
 
-import { PolicyError } from './errors.js';
+import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { describe, parseLossless, rawMembers } from './json.js';
 import { Failed } from './outcome.js';
 import { RECOVER, resumeRun } from './run.js';
@@ -53,15 +53,8 @@ export async function recover(rt, operations, options = {}) {
     const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: () => new Failed(unknownToolFailure(tool)) };
     const done = await dlq.runPending(rid, record, entry, { [tool]: ops });
     if (done === undefined) continue; // another worker is replaying it
-    reports.push({
-      runId: done.runId,
-      outcome: done.outcome === 'ok' ? 'completed' : done.outcome,
-      step: typeof record.input?.id === 'string' ? record.input.id : null,
-      stepOutcome: done.outcome,
-      deadLetterId: done.deadLetterId,
-      events: done.events,
-      replayOf: rid,
-    });
+    // As Python's report of a replay: the outcome is the replayed step's.
+    reports.push({ runId: done.runId, outcome: done.outcome, step: null, stepOutcome: done.outcome, deadLetterId: done.deadLetterId, events: done.events, replayOf: rid });
   }
   return reports;
 }
@@ -82,7 +75,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   const runId = key.slice(JOURNAL_PREFIX.length);
   if (entry === null || typeof entry !== 'object' || stateText === undefined || !Number.isSafeInteger(entry.written_ms) || entry.run_id !== runId) {
     // Never silence: the entry stays, and the report says why nothing was done.
-    return { runId, outcome: 'unreadable', step: null, stepOutcome: null, deadLetterId: null, events: [], error: `${key} is not a journal entry {"v":1,"run_id","state","written_ms"}; inspect it, then delete it by hand` };
+    return failedReport(runId, [], `${key} is not a journal entry {"v":1,"run_id","state","written_ms"}; inspect it, then delete it by hand`);
   }
   if (entry.written_ms + olderThanMs > now) return undefined; // a live worker may be calling
   const lease = LEASE_PREFIX + runId;
@@ -93,7 +86,15 @@ async function recoverOne(rt, operations, key, olderThanMs) {
     const again = store.get(key, rt.clock.nowMs());
     if (again === null || again.version !== cur.version) return undefined;
     const run = resumeRun(rt, runId, stateText);
-    const r = await run[RECOVER](operations);
+    let r;
+    try {
+      r = await run[RECOVER](operations);
+    } catch (e) {
+      // The loop refused the journaled state: the entry stays, for an operator
+      // (`agent-recovery recover --store PATH` lists it).
+      if (e instanceof PolicyError || e instanceof PolicyRuntimeError) return failedReport(runId, run.events, e.message);
+      throw e;
+    }
     const last = r.deadLetters.at(-1);
     let stepOutcome = null;
     if (last !== undefined) {
@@ -106,7 +107,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
     return {
       runId,
       outcome: r.outcome,
-      step: r.step ?? null,
+      step: recoverEventStep(run.events),
       stepOutcome: stepOutcome ?? (r.outcome === 'interrupted' ? null : r.outcome),
       deadLetterId: last?.id ?? null,
       events: run.events,
@@ -114,6 +115,15 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   } finally {
     store.delete(lease);
   }
+}
+
+/** The `step` of the run's `recover` event: the step in progress when it was interrupted. */
+function recoverEventStep(events) {
+  for (const text of events) {
+    const ev = JSON.parse(text);
+    if (ev.event === 'recover') return ev.step ?? null;
+  }
+  return null;
 }
 
 /**
@@ -130,3 +140,8 @@ export async function withRun(rt, runId, fn, options) {
 }
 
 const invalid = (m) => new PolicyError('invalid_argument', m);
+
+/** The report of a run `recover` could not finish (outcome `error`; its journal entry stays). */
+function failedReport(runId, events, error) {
+  return { runId, outcome: 'error', step: null, stepOutcome: null, deadLetterId: null, events, error };
+}
