@@ -53,6 +53,58 @@ pub struct RunConfig {
     /// The policy configuration passed as `context.config` to every decision
     /// (`{"tool":{..},"llm":{..},"agent":{..},"retry_budget_ms":..}`); none by default.
     pub policy: Option<Value>,
+    /// Write the journal before every main-lane call and fork, delete it when
+    /// the run ends (docs/durability.md §1). Default true; `false` for a store
+    /// where nothing survives anyway.
+    #[serde(skip_serializing_if = "is_true")]
+    pub journal: bool,
+    /// The dead-letter queue's owner, runbook and depth threshold; none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<DeadLetterConfig>,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// The run configuration's `dead_letter`: who owns the queue, where its
+/// runbook is, and the depth at which the runtime reports `dead_letter_depth`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "DeadLetterFields")]
+pub struct DeadLetterConfig {
+    /// The queue's owner (a team, a person); copied into every record.
+    pub owner: Option<String>,
+    /// The runbook link; copied into every record.
+    pub runbook: Option<String>,
+    /// The depth (records not replayed nor purged) at which the runtime
+    /// reports `dead_letter_depth` when a write crosses it; at least 1.
+    pub depth_threshold: Option<u64>,
+}
+
+/// `dead_letter` as written, before its checks.
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct DeadLetterFields {
+    owner: Option<String>,
+    runbook: Option<String>,
+    depth_threshold: Option<u64>,
+}
+
+impl TryFrom<DeadLetterFields> for DeadLetterConfig {
+    type Error = String;
+    fn try_from(f: DeadLetterFields) -> Result<Self, String> {
+        if f.depth_threshold == Some(0) {
+            return Err(
+                "dead_letter.depth_threshold is 0; give a positive integer (e.g. 10) or null"
+                    .into(),
+            );
+        }
+        Ok(DeadLetterConfig {
+            owner: f.owner,
+            runbook: f.runbook,
+            depth_threshold: f.depth_threshold,
+        })
+    }
 }
 
 impl Default for RunConfig {
@@ -65,6 +117,8 @@ impl Default for RunConfig {
             attempt_timeout_ms: None,
             deadline_ms: None,
             policy: None,
+            journal: true,
+            dead_letter: None,
         }
     }
 }
@@ -134,6 +188,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown field `failures`"), "{e}");
+    }
+
+    #[test]
+    fn journal_and_dead_letter_defaults_and_checks() {
+        let none = run("{}").unwrap();
+        assert!(none.journal);
+        assert_eq!(none.dead_letter, None);
+        assert!(!run(r#"{"journal":false}"#).unwrap().journal);
+        let dl = run(
+            r#"{"dead_letter":{"owner":"payments","runbook":"https://r/1","depth_threshold":3}}"#,
+        )
+        .unwrap()
+        .dead_letter
+        .unwrap();
+        assert_eq!(dl.owner.as_deref(), Some("payments"));
+        assert_eq!(dl.runbook.as_deref(), Some("https://r/1"));
+        assert_eq!(dl.depth_threshold, Some(3));
+        let empty = run(r#"{"dead_letter":{}}"#).unwrap().dead_letter.unwrap();
+        assert_eq!(empty, DeadLetterConfig::default());
+        for (config, needle) in [
+            (r#"{"journal":"yes"}"#, "expected a boolean"),
+            (
+                r#"{"dead_letter":{"depth_threshold":0}}"#,
+                "positive integer",
+            ),
+            (r#"{"dead_letter":{"depth_threshold":-1}}"#, "invalid value"),
+            (r#"{"dead_letter":{"depth_threshold":1.5}}"#, "invalid type"),
+            (r#"{"dead_letter":{"owner":7}}"#, "invalid type"),
+            (r#"{"dead_letter":{"runbook":["a"]}}"#, "invalid type"),
+            (r#"{"dead_letter":{"team":"x"}}"#, "unknown field `team`"),
+            (r#"{"dead_letter":"ops"}"#, "invalid type"),
+        ] {
+            let e = run(config).unwrap_err().to_string();
+            assert!(e.contains(needle), "{config}: {e}");
+        }
     }
 
     #[test]

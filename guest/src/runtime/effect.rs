@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::input::StepSpec;
 
@@ -11,6 +12,8 @@ pub const BREAKER_PREFIX: &str = "agent-recovery/breaker/";
 pub const ATTEMPTS_PREFIX: &str = "agent-recovery/attempts/";
 /// Store key prefix of an idempotency cache entry.
 pub const IDEM_PREFIX: &str = "agent-recovery/idem/";
+/// Store key prefix of a run's journal entry (docs/durability.md §1).
+pub const JOURNAL_PREFIX: &str = "agent-recovery/journal/";
 /// The dead-letter stream.
 pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
 
@@ -21,7 +24,7 @@ pub struct Event {
     pub t_ms: u64,
     /// `attempt`, `ok`, `decision`, `sleep`, `breaker`, `short_circuit`,
     /// `fallback`, `restore`, `cached`, `in_flight`, `compensate`,
-    /// `dead_letter`, `cancelled`, `fanout`, `outcome`.
+    /// `dead_letter`, `cancelled`, `fanout`, `outcome`, `recover`.
     pub event: &'static str,
     /// Step id.
     pub step: Option<String>,
@@ -97,6 +100,9 @@ pub enum Effect {
         attempt: u32,
         /// Give up after this long (a `timeout` observation); null: no limit.
         timeout_ms: Option<u64>,
+        /// The step's tool (for a compensation, the compensated step's): how
+        /// `recover` finds the operation of a step it did not start.
+        tool: String,
     },
     /// Ask the active policy: `decide-json(observation, context)`; answer `decision`.
     Decide {
@@ -132,6 +138,17 @@ pub enum Effect {
         /// The event.
         event: Event,
     },
+    /// The journal entry, a `write` (`"effect":"write"` on the wire): `advance`
+    /// fills `value.state` with the state it returns, serialized once.
+    #[serde(rename = "write")]
+    Journal {
+        /// `agent-recovery/journal/<run_id>`.
+        key: String,
+        /// `{"run_id","state","v","written_ms"}`.
+        value: JournalEntry,
+        /// Always null: the entry lives until the run ends.
+        ttl_ms: Option<u64>,
+    },
     /// Append a record to a stream (the dead-letter record).
     Append {
         /// Stream.
@@ -144,7 +161,8 @@ pub enum Effect {
         /// Step id.
         step: String,
         /// `ok`, `failed`, `escalated`, `replan`, `awaiting_input`,
-        /// `dead_lettered`, `cancelled`, `in_flight`.
+        /// `dead_lettered`, `cancelled`, `in_flight`, `interrupted`; `completed`
+        /// for the `end` input.
         outcome: String,
         /// The run is over (no more steps).
         run_finished: bool,
@@ -166,4 +184,17 @@ pub struct Branch {
     pub state: String,
     /// Its step: send `{"input":"step","now_ms":..,"step":<this>}` with `state`.
     pub step: StepSpec,
+}
+
+/// The value of a journal entry (`agent-recovery/journal/<run_id>`).
+#[derive(Clone, Debug, Serialize)]
+pub struct JournalEntry {
+    /// The run id.
+    pub run_id: String,
+    /// The run's state, the same bytes `advance` returns (filled by `advance`).
+    pub state: Option<Box<RawValue>>,
+    /// Entry format version (1).
+    pub v: u32,
+    /// When it was written (the input's `now_ms`).
+    pub written_ms: u64,
 }

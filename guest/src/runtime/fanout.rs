@@ -45,6 +45,7 @@ impl Machine {
             compensation: false,
             checkpoint: false,
             idempotent: None,
+            replay_of: None,
         };
         self.s.step = Some(StepState::new(
             spec_of_fanout,
@@ -70,6 +71,7 @@ impl Machine {
             min_results: spec.min_results,
             branches: ids,
         });
+        self.journal();
         self.s.phase = Phase::Joining;
         self.fx.push(Effect::Fork {
             fanout: spec.id,

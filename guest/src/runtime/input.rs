@@ -38,6 +38,22 @@ pub struct StepSpec {
     /// Passed to decisions as `idempotent` when given.
     #[serde(default)]
     pub idempotent: Option<bool>,
+    /// The step replays a dead-letter record: its key derives from the original one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<ReplayOf>,
+}
+
+/// A step's `replay_of`: the `n`-th replay of dead-letter record `id`, whose
+/// step had the idempotency key `key` (docs/durability.md §3, Replay).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayOf {
+    /// The original step's idempotency key (64 lowercase hex digits).
+    pub key: String,
+    /// Which replay of the record this is, from 1.
+    pub n: u64,
+    /// The record's id (its sequence number in the dead-letter stream).
+    pub id: String,
 }
 
 /// A fan-out: steps run concurrently that succeed when at least
@@ -125,7 +141,14 @@ pub enum Input {
     Restored(bool),
     /// The caller cancels the run.
     Cancel,
+    /// The caller says the run is complete (between steps).
+    End,
+    /// Finish the interrupted run whose journaled state this is.
+    Recover,
 }
+
+/// The largest integer every language's JSON reads exactly (2^53 - 1).
+const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 
 fn bad(msg: impl Into<String>) -> PolicyError {
     PolicyError::new(ErrorKind::InvalidArgument, msg)
@@ -252,9 +275,11 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "slept" => Input::Slept,
         "restored" => Input::Restored(take("ok").and_then(|b| b.as_bool()).unwrap_or(true)),
         "cancel" => Input::Cancel,
+        "end" => Input::End,
+        "recover" => Input::Recover,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, fanout, read, claimed, attempt, decision, slept, restored, joined or cancel"
+                "unknown input {other:?}; use run, step, fanout, read, claimed, attempt, decision, slept, restored, joined, cancel, end or recover"
             )));
         }
     };
@@ -272,6 +297,29 @@ fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
         return Err(bad(format!(
             "`{what}.call` is {c:?}; use tool, llm or agent"
         )));
+    }
+    if let Some(r) = &spec.replay_of {
+        let hex = r.key.len() == 64
+            && r.key
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !hex {
+            return Err(bad(format!(
+                "`{what}.replay_of.key` is {:?}; pass the dead-letter record's `key` unchanged (64 lowercase hex digits)",
+                r.key
+            )));
+        }
+        if r.n == 0 || r.n > MAX_SAFE_INTEGER {
+            return Err(bad(format!(
+                "`{what}.replay_of.n` is {}; replays count from 1 (at most 2^53 - 1)",
+                r.n
+            )));
+        }
+        if r.id.is_empty() {
+            return Err(bad(format!(
+                "`{what}.replay_of.id` is empty; pass the dead-letter record's id"
+            )));
+        }
     }
     Ok(())
 }
@@ -295,6 +343,12 @@ fn check_fanout(spec: &FanoutSpec) -> Result<(), PolicyError> {
     seen.insert(spec.id.as_str());
     for b in &spec.branches {
         check_step(b, "fanout.branches[]")?;
+        if b.replay_of.is_some() {
+            return Err(bad(format!(
+                "fan-out {:?}: branch {:?} has `replay_of`; replay a record as a step of its own",
+                spec.id, b.id
+            )));
+        }
         if !seen.insert(b.id.as_str()) {
             return Err(bad(format!(
                 "fan-out {:?}: the id {:?} is used twice; give every branch its own id, distinct from the fan-out's",

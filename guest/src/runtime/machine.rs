@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use super::breaker::{Breaker, Gate};
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
+    JOURNAL_PREFIX, JournalEntry,
 };
 use super::input::{CallResult, Input, StepSpec};
 use super::state::{CompCurrent, CompState, DoneStep, Phase, State, StepState};
@@ -125,6 +126,9 @@ impl Machine {
     }
 
     fn input(&mut self, input: Input) -> Result<(), PolicyError> {
+        if matches!(input, Input::Recover) {
+            return self.recover();
+        }
         if self.s.phase == Phase::Finished {
             return Err(bad(format!(
                 "the run is over (outcome {:?}); start a new run for more steps",
@@ -147,7 +151,11 @@ impl Machine {
             }
             Input::Read(values) => {
                 self.phase_is(Phase::Reading, "read")?;
-                self.read(values)
+                if self.s.recovering {
+                    self.recover_read(&values)
+                } else {
+                    self.read(values)
+                }
             }
             Input::Claimed { ok, current } => {
                 self.phase_is(Phase::Claiming, "claimed")?;
@@ -192,7 +200,148 @@ impl Machine {
                 }
             }
             Input::Cancel => self.cancel(),
+            Input::End => {
+                self.phase_is(Phase::Idle, "end")?;
+                self.end()
+            }
+            Input::Recover => self.recover(),
         }
+    }
+
+    // ----- the journal, `end` and `recover` (docs/durability.md §1-2) -----
+
+    /// Whether this run journals: the configuration says so and it is the main lane.
+    fn journals(&self) -> bool {
+        self.s.config.journal && self.s.branch.is_none()
+    }
+
+    fn journal_key(&self) -> String {
+        format!("{JOURNAL_PREFIX}{}", self.s.run_id)
+    }
+
+    /// The journal entry, right before the batch's `call` or `fork`; `advance`
+    /// fills in the state it returns.
+    pub(super) fn journal(&mut self) {
+        if self.journals() {
+            let key = self.journal_key();
+            self.fx.push(Effect::Journal {
+                key,
+                value: JournalEntry {
+                    run_id: self.s.run_id.clone(),
+                    state: None,
+                    v: 1,
+                    written_ms: self.s.now_ms,
+                },
+                ttl_ms: None,
+            });
+        }
+    }
+
+    /// The run ends: its journal entry goes.
+    fn unjournal(&mut self) {
+        if self.journals() {
+            let key = self.journal_key();
+            self.fx.push(Effect::Delete { key });
+        }
+    }
+
+    /// `end`: the caller says the run is complete.
+    fn end(&mut self) -> Result<(), PolicyError> {
+        if self.s.branch.is_some() {
+            return Err(bad(
+                "`end` on a fan-out branch's state; end the run itself after the join",
+            ));
+        }
+        self.unjournal();
+        self.fx.push(Effect::Finish {
+            step: String::new(),
+            outcome: "completed".to_owned(),
+            run_finished: true,
+            result: None,
+            envelope: None,
+            rendered: None,
+            token: None,
+        });
+        self.s.phase = Phase::Finished;
+        self.s.outcome = Some("completed".to_owned());
+        Ok(())
+    }
+
+    /// `recover`: resume a run from its journaled state.
+    fn recover(&mut self) -> Result<(), PolicyError> {
+        let journaled = self.s.branch.is_none()
+            && match self.s.phase {
+                Phase::Calling => true,
+                Phase::Joining => self.s.fanout.is_some(),
+                _ => false,
+            };
+        if !journaled {
+            let phase = serde_json::to_string(&self.s.phase).unwrap_or_default();
+            let lane = if self.s.branch.is_some() {
+                "a fan-out branch"
+            } else {
+                "the main lane"
+            };
+            return Err(bad(format!(
+                "`recover` on a state that is not a journaled state (phase {phase} of {lane}); pass the `state` of an entry under {JOURNAL_PREFIX}"
+            )));
+        }
+        self.s.recovering = true;
+        let e = self.event("recover");
+        self.emit(e);
+        if self.s.phase == Phase::Joining {
+            // The branches' states died with the worker: roll back what completed.
+            self.s.fanout = None;
+            return self.begin_comp("interrupted");
+        }
+        if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+            // The same compensation again: same key, same attempt number.
+            return self.comp_call_effect(false);
+        }
+        let key = format!("{IDEM_PREFIX}{}", self.step()?.key);
+        self.s.phase = Phase::Reading;
+        self.fx.push(Effect::Read { keys: vec![key] });
+        Ok(())
+    }
+
+    /// The resumed step's idempotency entry: `done` answers from the cache;
+    /// otherwise the same call again (same target, key and attempt number).
+    fn recover_read(&mut self, values: &Map<String, Value>) -> Result<(), PolicyError> {
+        let key = self.step()?.key.clone();
+        let entry = values
+            .get(&format!("{IDEM_PREFIX}{key}"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if entry.get("status").and_then(Value::as_str) == Some("done") {
+            self.cache_entry(&entry)?;
+            return Ok(());
+        }
+        if self.deadline_left() == Some(0) {
+            return self.deadline_exceeded();
+        }
+        let timeout_ms = self.call_timeout();
+        let st = self.step()?;
+        let target = match &st.calling {
+            Some(t) => t.clone(),
+            None => st.targets.get(st.index).cloned().unwrap_or_default(),
+        };
+        let effect = Effect::Call {
+            call: if st.index == 0 {
+                "operation"
+            } else {
+                "fallback"
+            },
+            step: st.spec.id.clone(),
+            target,
+            key,
+            attempt: st.attempts,
+            timeout_ms,
+            tool: st.spec.tool.clone(),
+        };
+        self.journal();
+        self.s.phase = Phase::Calling;
+        self.fx.push(effect);
+        Ok(())
     }
 
     // ----- events -----
@@ -460,11 +609,14 @@ impl Machine {
         let target = st.targets.get(st.index).cloned().unwrap_or_default();
         st.calling = Some(target.clone());
         let (attempt, index, id) = (st.attempts, st.index, st.spec.id.clone());
+        let tool = st.spec.tool.clone();
         self.fx.push(Effect::Write {
             key: format!("{ATTEMPTS_PREFIX}{key}"),
             value: json!({"count": attempt}),
             ttl_ms: Some(ttl),
         });
+        let timeout_ms = self.call_timeout();
+        self.journal();
         self.s.phase = Phase::Calling;
         self.fx.push(Effect::Call {
             call: if index == 0 { "operation" } else { "fallback" },
@@ -472,7 +624,8 @@ impl Machine {
             target,
             key,
             attempt,
-            timeout_ms: self.call_timeout(),
+            timeout_ms,
+            tool,
         });
         Ok(())
     }
@@ -830,9 +983,17 @@ impl Machine {
     }
 
     fn comp_call(&mut self) -> Result<(), PolicyError> {
+        self.comp_call_effect(true)
+    }
+
+    /// Call the running compensation: the next attempt, or (`recover`) the
+    /// journaled one again.
+    fn comp_call_effect(&mut self, next_attempt: bool) -> Result<(), PolicyError> {
         let timeout = self.s.config.attempt_timeout_ms;
         let c = self.current()?;
-        c.attempts = c.attempts.saturating_add(1);
+        if next_attempt {
+            c.attempts = c.attempts.saturating_add(1);
+        }
         let effect = Effect::Call {
             call: "compensation",
             step: c.step.id.clone(),
@@ -840,7 +1001,9 @@ impl Machine {
             key: c.key.clone(),
             attempt: c.attempts,
             timeout_ms: timeout,
+            tool: c.step.tool.clone(),
         };
+        self.journal();
         self.s.phase = Phase::Calling;
         self.fx.push(effect);
         Ok(())
@@ -950,6 +1113,16 @@ impl Machine {
             .results
             .iter()
             .any(|r| r.get("outcome").and_then(Value::as_str) == Some("failed"));
+        if comp.then == "interrupted" {
+            return self.dead_letter(comp.results, "interrupted");
+        }
+        if comp.then == "cancelled" && self.s.recovering {
+            // A recovered run never ends in silence.
+            if self.s.step_outcome.is_none() {
+                self.s.step_outcome = Some("cancelled".to_owned());
+            }
+            return self.dead_letter(comp.results, "interrupted");
+        }
         if comp.then == "cancelled" {
             if failed {
                 return self.dead_letter(comp.results, "cancelled");
@@ -989,6 +1162,34 @@ impl Machine {
             json!(st.map_or(now, |st| st.started_ms)),
         );
         record.insert("dead_lettered_ms".into(), json!(now));
+        // Issue 9 (docs/durability.md §3): added, never removed.
+        record.insert("v".into(), json!(1));
+        let input = match st {
+            Some(st) => {
+                let mut input =
+                    serde_json::to_value(&st.spec).map_err(|e| internal(e.to_string()))?;
+                if let Some(o) = input.as_object_mut() {
+                    o.remove("replay_of");
+                }
+                input
+            }
+            None => Value::Null,
+        };
+        record.insert("input".into(), input);
+        let dl = self.s.config.dead_letter.as_ref();
+        record.insert("owner".into(), json!(dl.and_then(|d| d.owner.as_ref())));
+        record.insert("runbook".into(), json!(dl.and_then(|d| d.runbook.as_ref())));
+        let step_outcome = if outcome == "interrupted" {
+            self.s.step_outcome.clone()
+        } else {
+            None
+        };
+        record.insert("step_outcome".into(), json!(step_outcome));
+        record.insert("recovered".into(), json!(self.s.recovering));
+        let replay_of = st
+            .and_then(|st| st.spec.replay_of.as_ref())
+            .map(|r| json!({"id": r.id, "n": r.n}));
+        record.insert("replay_of".into(), replay_of.unwrap_or(Value::Null));
         let env = trail.last().cloned();
         let mut e = self.event("dead_letter");
         e.code = env
@@ -1024,6 +1225,18 @@ impl Machine {
                 key: format!("{IDEM_PREFIX}{key}"),
             });
         }
+        if self.s.recovering
+            && self.s.branch.is_none()
+            && !matches!(outcome, "dead_lettered" | "interrupted")
+        {
+            // The resumed step ended, but the run cannot go on (its next steps
+            // lived in the dead worker): roll back, then dead-letter.
+            if let Some(st) = self.s.step.as_mut() {
+                st.claimed = false;
+            }
+            self.s.step_outcome = Some(outcome.to_owned());
+            return self.begin_comp("interrupted");
+        }
         let rendered = match (outcome, &envelope) {
             ("replan", Some(env)) => {
                 let text = crate::render::render_json(
@@ -1043,6 +1256,9 @@ impl Machine {
         self.emit(e);
         if self.s.branch.is_some() {
             self.s.last = Some(json!({"outcome": outcome, "result": result, "envelope": envelope}));
+        }
+        if !ok {
+            self.unjournal();
         }
         self.fx.push(Effect::Finish {
             step: id,

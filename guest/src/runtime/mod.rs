@@ -52,9 +52,23 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
             )
         })?)
     };
-    let (state, effects) = machine::advance(state, input, now)?;
+    let (state, mut effects) = machine::advance(state, input, now)?;
+    let state = crate::api::to_json(&state)?;
+    // The journal holds the state this batch returns: serialized once, the same bytes.
+    for fx in &mut effects {
+        if let effect::Effect::Journal { value, .. } = fx {
+            value.state = Some(
+                serde_json::value::RawValue::from_string(state.clone()).map_err(|e| {
+                    PolicyError::new(
+                        ErrorKind::Internal,
+                        format!("the state is not JSON ({e}); please report this"),
+                    )
+                })?,
+            );
+        }
+    }
     Ok(Advanced {
-        state: crate::api::to_json(&state)?,
+        state,
         effects: crate::api::to_json(&effects)?,
     })
 }

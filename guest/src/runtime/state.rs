@@ -76,6 +76,13 @@ pub struct State {
     /// an id names one step in events, keys and dead letters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
+    /// The run was resumed from its journal by `recover` (docs/durability.md §2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovering: bool,
+    /// In a recovering run: the outcome its resumed step reached, once it
+    /// did (the record's `step_outcome`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_outcome: Option<String>,
 }
 
 impl State {
@@ -99,6 +106,8 @@ impl State {
             last: None,
             fanout: None,
             ids: Vec::new(),
+            recovering: false,
+            step_outcome: None,
         }
     }
 
@@ -207,7 +216,7 @@ pub struct CompState {
     pub current: Option<CompCurrent>,
     /// One result per compensation run: `{"step","key","attempts","outcome","envelope"?}`.
     pub results: Vec<Value>,
-    /// The run's outcome afterwards: `dead_lettered` or `cancelled`.
+    /// The run's outcome afterwards: `dead_lettered`, `cancelled` or `interrupted`.
     pub then: String,
 }
 
