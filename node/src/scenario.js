@@ -275,7 +275,7 @@ async function drive(s, store, policy) {
       }
     }
     // A completed run is ended, so it leaves no journal entry (docs/runtime.md, "Scenarios").
-    // END-AFTER-GUEST if (outcome === 'completed') await run.end();
+    if (outcome === 'completed') await run.end();
   } catch (e) {
     if (!(e instanceof RunKilled)) throw e;
     checkScript(script);
