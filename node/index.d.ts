@@ -738,7 +738,7 @@ export interface RecoverReport {
   runId: string;
   /** `interrupted`, `dead_lettered`, `cancelled`; a replay's: the replayed step's outcome; `error`: the loop refused the journaled state (see `error`). */
   outcome: string;
-  /** The step in progress when the run was interrupted (null between steps, and for a replay). */
+  /** The step in progress when the run was interrupted (null between steps); a replay's: the replayed step. */
   step: string | null;
   /** The outcome the resumed step reached (the record's `step_outcome`). */
   stepOutcome: string | null;

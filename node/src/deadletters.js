@@ -165,7 +165,8 @@ export function unknownToolFailure(tool) {
   return JSON.stringify({
     error: {
       code: 'runtime.recover.unknown_tool',
-      message: `recover has no operation for tool '${tool}'; pass it in operations`,
+      // The words of Rust's runtime (host/src/runtime/durable.rs), so records match byte for byte.
+      message: `no operation is registered for tool ${tool}; pass it in the operations of recover or replay`,
       retryable: false,
     },
   });
@@ -354,12 +355,16 @@ export class DeadLetters {
     const lease = LEASE_PREFIX + entry.run_id;
     const start = this.#now();
     const ttl = rt.inFlightTtlMs;
-    const claimed = store.compareAndSet(lease, null, `{"since_ms":${start}}`, ttl, start);
-    if (!claimed.written) return undefined;
+    if (!takeLease(store, lease, start, ttl)) return undefined;
     let outcome;
     let events = [];
     let deadLetterId = null;
     try {
+      // Another worker may have carried it out between our read and the lease.
+      const now0 = this.#now();
+      const cur = store.get(ITEM_PREFIX + rid, now0);
+      const still = pending(itemValue(cur === null ? undefined : safeParse(cur.value)));
+      if (still?.n !== entry.n) return undefined;
       const ops = operationsOf(operations, record.input.tool);
       const step = replayStep(record, entry, rid, ops);
       const run = rt.run(entry.run_id);
@@ -427,6 +432,11 @@ function replayable(record) {
     typeof record.key === 'string' &&
     typeof record.run_id === 'string'
   );
+}
+
+/** Take a recovery lease (a claim: created only when absent or expired); false when another worker holds it. */
+export function takeLease(store, key, nowMs, ttlMs) {
+  return store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs).written;
 }
 
 /** The last replays entry without an outcome. */

@@ -18,7 +18,7 @@ import { describe, parseLossless, rawMembers } from './json.js';
 import { Failed } from './outcome.js';
 import { RECOVER, resumeRun } from './run.js';
 import { checkMs } from './step.js';
-import { LEASE_PREFIX, checkOperations, operationsOf, unknownToolFailure } from './deadletters.js';
+import { LEASE_PREFIX, checkOperations, operationsOf, takeLease, unknownToolFailure } from './deadletters.js';
 
 /** The journal key prefix: `agent-recovery/journal/<run_id>`. */
 export const JOURNAL_PREFIX = 'agent-recovery/journal/';
@@ -53,8 +53,8 @@ export async function recover(rt, operations, options = {}) {
     const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: () => new Failed(unknownToolFailure(tool)) };
     const done = await dlq.runPending(rid, record, entry, { [tool]: ops });
     if (done === undefined) continue; // another worker is replaying it
-    // As Python's report of a replay: the outcome is the replayed step's.
-    reports.push({ runId: done.runId, outcome: done.outcome, step: null, stepOutcome: done.outcome, deadLetterId: done.deadLetterId, events: done.events, replayOf: rid });
+    // As Rust's report of a replay: the outcome is the replayed step's.
+    reports.push({ runId: done.runId, outcome: done.outcome, step: record.input.id, stepOutcome: done.outcome, deadLetterId: done.deadLetterId, events: done.events, replayOf: rid });
   }
   return reports;
 }
@@ -79,8 +79,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   }
   if (entry.written_ms + olderThanMs > now) return undefined; // a live worker may be calling
   const lease = LEASE_PREFIX + runId;
-  const claimed = store.compareAndSet(lease, null, `{"since_ms":${now}}`, rt.inFlightTtlMs, now);
-  if (!claimed.written) return undefined; // another worker is recovering it
+  if (!takeLease(store, lease, now, rt.inFlightTtlMs)) return undefined; // another worker is recovering it
   try {
     // The journal may have gone while we took the lease (its run ended): look again.
     const again = store.get(key, rt.clock.nowMs());
@@ -108,7 +107,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
       runId,
       outcome: r.outcome,
       step: recoverEventStep(run.events),
-      stepOutcome: stepOutcome ?? (r.outcome === 'interrupted' ? null : r.outcome),
+      stepOutcome: stepOutcome ?? r.outcome,
       deadLetterId: last?.id ?? null,
       events: run.events,
     };

@@ -79,13 +79,12 @@ const store = new SqliteStore(storePath);
 const runtime = await Runtime.create({ store, clock: new SystemClock(), seed: job.seed ?? undefined, config: job.config ?? {} });
 
 /**
- * A recover report as the workers of every language print it (Python's
- * RecoverReport.to_dict): `{run_id, outcome, step, step_outcome, dead_letter_id?, events, error?}`,
- * the events as the component's bytes.
+ * A recover report as Rust's RecoverReport::to_json prints it:
+ * `{run_id, outcome, step, step_outcome, dead_letter_id, events, error?}`, the
+ * events as the component's bytes.
  */
 function reportJson(r) {
-  const head = { run_id: r.runId, outcome: r.outcome, step: r.step, step_outcome: r.stepOutcome };
-  if (r.deadLetterId !== null && r.deadLetterId !== undefined) head.dead_letter_id = r.deadLetterId;
+  const head = { run_id: r.runId, outcome: r.outcome, step: r.step, step_outcome: r.stepOutcome, dead_letter_id: r.deadLetterId ?? null };
   const tail = r.error === undefined ? '' : `,"error":${JSON.stringify(r.error)}`;
   return `${JSON.stringify(head).slice(0, -1)},"events":[${r.events.join(',')}]${tail}}`;
 }
