@@ -53,6 +53,28 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
+/// The key of the `n`-th replay of a dead-letter record whose step had the
+/// key `original`: `hex(sha256(canonical_json(["agent-recovery/replay", original, n])))`
+/// (docs/durability.md §3, Replay): fresh, so the tool runs again, and derived,
+/// so every runtime replaying the same record the same time uses the same one.
+pub fn replay_key(original: &str, n: u64) -> String {
+    let material = Value::Array(vec![
+        Value::String("agent-recovery/replay".to_owned()),
+        Value::String(original.to_owned()),
+        Value::from(n),
+    ]);
+    hex_sha256(&canonical_json(&material))
+}
+
+fn hex_sha256(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
 /// The idempotency key of one logical action.
 pub fn key(
     run_id: &str,
@@ -71,12 +93,7 @@ pub fn key(
         Value::String(tool.to_owned()),
         args,
     ]);
-    let digest = Sha256::digest(canonical_json(&material).as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    Ok(hex)
+    Ok(hex_sha256(&canonical_json(&material)))
 }
 
 #[cfg(test)]
@@ -102,6 +119,19 @@ mod tests {
         assert_ne!(
             key("ab", "c", "t", "{}").unwrap(),
             key("a", "bc", "t", "{}").unwrap()
+        );
+    }
+
+    #[test]
+    fn replay_keys_match_sha256sum_of_the_documented_text() {
+        // `printf '%s' '["agent-recovery/replay","abc",1]' | sha256sum` (coreutils).
+        assert_eq!(
+            replay_key("abc", 1),
+            "092037d1642e98534d5638f2988ca5004d2ff1ab64f48feacec92c9b855965e5"
+        );
+        assert_eq!(
+            replay_key("abc", 2),
+            "d7dcb3e0f7f9390eb696d4b6d57eebdf18e5e5a4d9c8136f269decd21e222752"
         );
     }
 

@@ -116,7 +116,7 @@ proptest! {
     /// Any text as the input, in two phases: an error or a new state, never a panic.
     #[test]
     fn any_input_never_panics(text in ".{0,200}", kind in prop::sample::select(vec![
-        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel"])) {
+        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel", "end", "recover"])) {
         let _ = advance(&started(), &text);
         let _ = advance(&reading(), &text);
         let framed = format!(r#"{{"input":"{kind}","now_ms":1,"x":{}}}"#, serde_json::to_string(&text).unwrap());

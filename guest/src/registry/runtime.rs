@@ -84,4 +84,15 @@ pub(super) const DEFS: &[CodeDef] = &[
         "Do not retry the fan-out as a whole: act on the failed branches' envelopes (their dead-letter records), or lower min_results if fewer answers are acceptable.",
         related = ["budget.attempts_exhausted", "circuit.open"]
     ),
+    code_def!(
+        "recover.unknown_tool",
+        RUNTIME,
+        Permanent,
+        Error,
+        NotFound,
+        false,
+        "The recovering worker has no operation for the interrupted step's tool.",
+        "recover() resumed a journaled run whose next call is for a tool missing from the operations it was given (docs/durability.md §2): the call was not made.",
+        "Pass recover() an operation (and compensation) for every tool your runs use; the run was rolled back and dead-lettered, so replay its record once the tool is registered."
+    ),
 ];

@@ -397,8 +397,15 @@ impl Machine {
 
     fn start_step(&mut self, spec: StepSpec) -> Result<(), PolicyError> {
         self.claim_ids([spec.id.as_str()])?;
-        let key =
-            crate::idempotency::key(&self.s.run_id, &spec.id, &spec.tool, &spec.args.to_string())?;
+        let key = match &spec.replay_of {
+            Some(r) => crate::idempotency::replay_key(&r.key, r.n),
+            None => crate::idempotency::key(
+                &self.s.run_id,
+                &spec.id,
+                &spec.tool,
+                &spec.args.to_string(),
+            )?,
+        };
         let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];
         targets.extend(spec.fallbacks.iter().cloned());
         let mut keys: Vec<String> = Vec::new();
