@@ -366,8 +366,8 @@ test('replay: the record runs again under the replay key and run id; ok closes t
   );
   assert.equal(calls.length, 1);
   assert.notEqual(calls[0].key, original.key);
-  // KEY-AFTER-GUEST: the tool sees the replay key (the loop derives it from replay_of; replayKey is an independent copy).
-  // assert.equal(calls[0].key, r.key);
+  // The tool sees the replay key (the loop derives it from replay_of; replayKey is an independent copy).
+  assert.equal(calls[0].key, r.key);
   const item = dlq.show('1');
   assert.equal(item.status, 'replayed');
   assert.equal(item.replays.length, 1);
@@ -385,7 +385,7 @@ test('replay: the record runs again under the replay key and run id; ok closes t
   const again = dlq.show('3').record;
   assert.deepEqual(again.replay_of, { id: '2', n: 1 });
   assert.equal(again.run_id, 'r2/replay/1');
-  // KEY-AFTER-GUEST assert.equal(again.key, replayKey(dlq.show('2').record.key, 1));
+  assert.equal(again.key, replayKey(dlq.show('2').record.key, 1));
   assert.equal(dlq.depth(), 2);
   // The second replay of record 2 has n = 2 and another key.
   const req = dlq.requestReplay('2');
@@ -492,7 +492,7 @@ test('a record written by the Rust CLI (simulate --store) is listed, shown and r
   const r = await dlq.replay('1', { 'erp.sync': { operation: (call) => (keys.push(call.key), { ok: true }) } });
   assert.equal(r.outcome, 'ok');
   assert.equal(keys.length, 1);
-  // KEY-AFTER-GUEST assert.deepEqual(keys, [replayKey(item.record.key, 1)]);
+  assert.deepEqual(keys, [replayKey(item.record.key, 1)]);
   assert.equal(dlq.show('1').status, 'replayed');
   assert.equal(dlq.depth(), 0);
 });
