@@ -109,6 +109,11 @@ pub enum Command {
     /// Run a scripted scenario through the recovery runtime on a virtual clock
     /// and print the timeline (a table on a terminal, JSON otherwise or with --json).
     Simulate(Simulate),
+    /// List the interrupted runs and pending replays a worker's `recover`
+    /// would finish (docs/durability.md); a table on a terminal, JSON lines otherwise.
+    Recover(Recover),
+    /// The dead-letter queue of a store: list, show, replay, purge, depth.
+    Dlq(Dlq),
     /// Print the version of this program.
     Version,
 }
@@ -312,6 +317,82 @@ pub struct Simulate {
     /// ExportTraceServiceRequest per line (docs/telemetry.md).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<String>,
+}
+
+/// `--store`: where the store is. A path to a SQLite store file today; the
+/// argument is a string so that other forms (a `redis://` URL) can be added.
+#[derive(Debug, Args)]
+pub struct StoreArg {
+    /// The store: a SQLite store file written by any runtime (it must exist).
+    #[arg(long, value_name = "PATH")]
+    pub store: String,
+}
+
+/// `recover`.
+#[derive(Debug, Args)]
+pub struct Recover {
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// List journal entries written at least this long ago [default: 300000,
+    /// the runtime's in_flight_ttl_ms].
+    #[arg(long, value_name = "MS")]
+    pub older_than_ms: Option<u64>,
+}
+
+/// `dlq`.
+#[derive(Debug, Args)]
+pub struct Dlq {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: DlqAction,
+}
+
+/// `dlq` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DlqAction {
+    /// The records, oldest first (not the purged ones unless --all).
+    List {
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+        /// Purged records too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One record with its status and replays.
+    Show {
+        /// The record id (its sequence number, from `dlq list`).
+        #[arg(value_name = "ID")]
+        id: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Request a replay for a worker's `recover` to carry out; prints its key.
+    Replay {
+        /// The record id.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Mark a record purged (the stream keeps it; `list` hides it).
+    Purge {
+        /// The record id.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Records not replayed successfully nor purged: {"depth":N}.
+    Depth {
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
 }
 
 /// `serve --on-failure`.

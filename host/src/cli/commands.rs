@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::cli::args::{self, Cli, Command, Global};
 use crate::cli::style::Output;
-use crate::cli::{Usage, context, human, input, render, serve, simulate};
+use crate::cli::{Usage, context, dlq, human, input, render, serve, simulate};
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -37,6 +37,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             loader: loader(),
             trace_out: a.trace_out.map(PathBuf::from),
         })?),
+        Command::Recover(a) => dlq::recover(g, a, loader()),
+        Command::Dlq(a) => dlq::dlq(g, a, loader()),
         Command::Version => print(args::VERSION),
     }
 }
@@ -256,7 +258,7 @@ fn write_file(path: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Prints `text` and a newline; a closed stdout (e.g. `| head`) is not an error.
-pub fn print(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

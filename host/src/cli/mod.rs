@@ -8,6 +8,7 @@
 mod args;
 mod commands;
 mod context;
+mod dlq;
 mod human;
 mod input;
 mod render;

@@ -5,7 +5,7 @@
 //! is real). Nothing here decides anything: every choice is in the effects.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,6 +27,10 @@ pub(super) struct Ctx<'r> {
     pub(super) rt: &'r Runtime,
     pub(super) cancel: &'r AtomicBool,
     pub(super) cancel_at_ms: Option<u64>,
+    /// When the run started (Unix ms): `t_ms` of the runtime's own events.
+    pub(super) started_ms: u64,
+    /// A scenario's `kill_after_calls`: the calls so far and N.
+    pub(super) kill: Option<(&'r AtomicU64, u64)>,
 }
 
 impl Ctx<'_> {
@@ -53,12 +57,33 @@ pub(super) struct Lane<'l, 'a> {
     pub(super) undo: Option<&'l mut BTreeMap<String, Undo<'a>>>,
     /// The lane's spans (telemetry observes; it never decides).
     pub(super) tel: &'l mut LaneTel,
+    /// The sequence number of the last dead-letter record this lane appended.
+    pub(super) dead_letter: Option<u64>,
 }
 
-/// What the lane runs: one step, or the branches of a fan-out.
+/// Answers a call by the tool the `call` effect names (`recover`).
+pub(super) type ToolCall<'s> = &'s (dyn Fn(&Call, &str) -> Outcome + Sync + 's);
+
+/// What the lane runs: one step, the branches of a fan-out, or a recovered
+/// run's calls (by tool).
 pub(super) enum Work<'s, 'a> {
     Step(&'s mut Step<'a>),
     Branches(&'s mut [Step<'a>]),
+    Tools(ToolCall<'s>),
+}
+
+/// The report of a run a scenario killed (`kill_after_calls`).
+pub(super) const KILLED: &str = "killed";
+
+fn killed() -> StepReport {
+    StepReport {
+        outcome: KILLED.to_owned(),
+        run_finished: true,
+        result: None,
+        envelope: None,
+        rendered: None,
+        token: None,
+    }
 }
 
 /// One effect of the loop (docs/runtime.md, "Effects").
@@ -72,6 +97,7 @@ struct Fx<'a> {
     value: Option<&'a RawValue>,
     ttl_ms: Option<u64>,
     call: Option<String>,
+    tool: Option<String>,
     step: Option<String>,
     target: Option<String>,
     attempt: Option<u32>,
@@ -219,8 +245,20 @@ fn effect<'a>(
             let record = fx
                 .record
                 .ok_or_else(|| bad_effect("append without record"))?;
-            store.append(stream, record.get(), rt.clock.now_ms())?;
+            let seq = store.append(stream, record.get(), rt.clock.now_ms())?;
             lane.tel.appended(stream, record.get(), rt.clock.now_ms());
+            if stream == super::scenario::DEAD_LETTER_STREAM {
+                lane.dead_letter = Some(seq);
+                if let Some(event) =
+                    super::deadletters::depth_event(rt, ctx.started_ms, seq, record.get())?
+                {
+                    if let Some(f) = &rt.on_event {
+                        f(&event);
+                    }
+                    lane.tel.event(&event, rt.clock.now_ms());
+                    lane.events.push(event);
+                }
+            }
         }
         "decide" => {
             let obs = fx
@@ -260,7 +298,7 @@ fn effect<'a>(
         "restore" => {
             let ok = match work {
                 Work::Step(step) => step.checkpoint.as_mut().is_some_and(|hook| hook()),
-                Work::Branches(_) => false,
+                Work::Branches(_) | Work::Tools(_) => false,
             };
             *next = Some(format!(
                 r#"{{"input":"restored","now_ms":{},"ok":{ok}}}"#,
@@ -283,7 +321,9 @@ fn effect<'a>(
             }
             let started = rt.clock.now_ms();
             lane.tel.call_start(&call, started);
+            let tool = fx.tool.as_deref().unwrap_or_default();
             let outcome = match (compensation, work) {
+                (_, Work::Tools(answer)) => answer(&call, tool),
                 (true, _) => match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
                     Some(undo) => undo(&call),
                     None => Outcome::Failed(format!(
@@ -300,6 +340,11 @@ fn effect<'a>(
                 }
             };
             lane.tel.call_end(rt.clock.now_ms());
+            if let Some((calls, n)) = ctx.kill
+                && calls.fetch_add(1, Ordering::SeqCst).saturating_add(1) == n
+            {
+                return Ok(Some(killed()));
+            }
             let took = rt.clock.now_ms().saturating_sub(started);
             let outcome = match call.timeout_ms {
                 Some(limit) if took > limit => Outcome::Failed(format!(
@@ -325,6 +370,12 @@ fn effect<'a>(
                 return Err(bad_effect("fork with a different number of branches"));
             }
             let lanes = run_branches(ctx, &fx.branches, branches, lane.tel)?;
+            if lanes.iter().any(|l| l.2.outcome == KILLED) {
+                for (_, events, _) in lanes {
+                    lane.events.extend(events);
+                }
+                return Ok(Some(killed()));
+            }
             let mut states = Vec::with_capacity(lanes.len());
             for ((state, events, report), step) in lanes.into_iter().zip(branches.iter_mut()) {
                 lane.events.extend(events);
@@ -381,8 +432,13 @@ fn run_branches<'a>(
         let mut out = Vec::with_capacity(forks.len());
         for (fork, step) in forks.iter().zip(branches.iter_mut()) {
             clock.set_ms(t0);
-            out.push(branch(ctx, fork, step, tel)?);
+            let lane = branch(ctx, fork, step, tel)?;
+            let killed = lane.2.outcome == KILLED;
+            out.push(lane);
             end = end.max(clock.now_ms());
+            if killed {
+                break;
+            }
         }
         clock.set_ms(end);
         return Ok(out);
@@ -419,6 +475,7 @@ fn branch<'a>(
         events: &mut events,
         undo: None,
         tel: &mut tel,
+        dead_letter: None,
     };
     let report = drive(ctx, &mut lane, input, Work::Step(step))?;
     Ok((state, events, report))

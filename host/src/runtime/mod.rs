@@ -36,7 +36,9 @@
 
 mod clock;
 mod component;
+pub mod deadletters;
 mod driver;
+mod durable;
 mod run;
 pub mod scenario;
 mod step;
@@ -47,6 +49,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use deadletters::{DeadLetterError, DeadLetters, Item, ListOptions, ReplayTicket};
+pub use durable::{
+    JOURNAL_PREFIX, JournalEntry, Operations, RECOVERING_PREFIX, RecoverOptions, RecoverReport,
+    journal_entries,
+};
 pub use run::{Run, RuntimeError, StepReport};
 pub use step::{Call, Outcome, Step};
 pub use telemetry::{SCOPE_NAME, Telemetry};
@@ -69,6 +76,11 @@ pub struct Runtime {
     config: String,
     on_event: Option<OnEvent>,
     telemetry: telemetry::Bound,
+    /// The run configuration's `in_flight_ttl_ms` (the recovery lease's TTL
+    /// and the default age of a journal entry `recover` takes).
+    in_flight_ttl_ms: u64,
+    /// The run configuration's `dead_letter.depth_threshold`.
+    depth_threshold: Option<u64>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -99,6 +111,22 @@ impl Runtime {
     pub fn check_outcome(&self, outcome: &str) -> Result<Option<String>, RuntimeError> {
         Ok(self.looper.check_outcome(outcome)?)
     }
+
+    /// The dead-letter queue of this runtime's store (`docs/durability.md` §3):
+    /// list, show, replay, request a replay, purge, depth.
+    pub fn dead_letters(&self) -> DeadLetters<'_> {
+        DeadLetters::new(self)
+    }
+
+    /// Finishes the interrupted runs in the journal and carries out pending
+    /// replay requests (`docs/durability.md` §2); one report per run.
+    pub fn recover(
+        &self,
+        operations: &Operations<'_>,
+        options: RecoverOptions,
+    ) -> Result<Vec<RecoverReport>, RuntimeError> {
+        durable::recover(self, operations, options)
+    }
 }
 
 /// Options of a [`Runtime`].
@@ -120,6 +148,7 @@ impl Runtime {
 /// | [`policy_config`](Self::policy_config) | none: the policy's defaults (run retry budget 60 000 ms) |
 /// | [`limits`](Self::limits) | [`Limits::default()`] for the loop component |
 /// | [`loader`](Self::loader) | [`Loader::default()`] (no compile cache) |
+/// | [`dead_letter`](Self::dead_letter) | owner, runbook and depth threshold all unset |
 /// | [`telemetry`](Self::telemetry) | [`Telemetry::global()`]: the global OpenTelemetry providers when built (no-ops unless installed) |
 #[derive(Default)]
 pub struct RuntimeBuilder {
@@ -215,6 +244,21 @@ impl RuntimeBuilder {
         self.config.insert("policy".into(), config);
         self
     }
+    /// The dead-letter queue's owner and runbook link (written into every
+    /// record) and the depth at which the runtime emits `dead_letter_depth`
+    /// (`docs/durability.md` §3).
+    pub fn dead_letter(
+        mut self,
+        owner: Option<&str>,
+        runbook: Option<&str>,
+        depth_threshold: Option<u64>,
+    ) -> Self {
+        self.config.insert(
+            "dead_letter".into(),
+            json!({"owner": owner, "runbook": runbook, "depth_threshold": depth_threshold}),
+        );
+        self
+    }
     /// The whole run configuration as JSON (`docs/runtime.md`, "The run
     /// configuration"); replaces the typed options above.
     pub fn config_json(mut self, config: Value) -> Self {
@@ -269,6 +313,13 @@ impl RuntimeBuilder {
             (None, None) => telemetry::PolicySource::Unknown,
         };
         let config = self.raw_config.unwrap_or(Value::Object(self.config));
+        let in_flight_ttl_ms = config
+            .get("in_flight_ttl_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(durable::IN_FLIGHT_TTL_MS);
+        let depth_threshold = config
+            .pointer("/dead_letter/depth_threshold")
+            .and_then(Value::as_u64);
         Ok(Runtime {
             looper: LoopComponent::reference(&loader, limits)?,
             decider,
@@ -278,6 +329,8 @@ impl RuntimeBuilder {
             config: config.to_string(),
             on_event: self.on_event,
             telemetry: telemetry.bind(source),
+            in_flight_ttl_ms,
+            depth_threshold,
         })
     }
 }

@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
 use super::Runtime;
-use super::driver::{Ctx, Lane, Undo, Work, drive, json_str};
+use super::driver::{Ctx, Lane, ToolCall, Undo, Work, drive, json_str};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
@@ -90,6 +90,10 @@ pub struct Run<'r, 'a> {
     cancel_at_ms: Option<u64>,
     finished: Option<String>,
     tel: RunTel,
+    started_ms: u64,
+    dead_letter: Option<u64>,
+    calls: AtomicU64,
+    kill_after_calls: Option<u64>,
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -102,17 +106,74 @@ impl<'r, 'a> Run<'r, 'a> {
             seed,
             rt.config
         );
+        let started_ms = rt.clock.now_ms();
         let adv = rt.looper.advance("", &input)?;
-        Ok(Run {
+        Ok(Run::with_state(rt, run_id, adv.state, started_ms))
+    }
+
+    /// A run carried on from `state` (a journal entry's), started at `started_ms`.
+    pub(crate) fn with_state(
+        rt: &'r Runtime,
+        run_id: &str,
+        state: String,
+        started_ms: u64,
+    ) -> Self {
+        Run {
             rt,
-            state: adv.state,
+            state,
             undo: BTreeMap::new(),
             events: Vec::new(),
             cancel: Arc::new(AtomicBool::new(false)),
             cancel_at_ms: None,
             finished: None,
             tel: RunTel::new(&rt.telemetry, run_id),
-        })
+            started_ms,
+            dead_letter: None,
+            calls: AtomicU64::new(0),
+            kill_after_calls: None,
+        }
+    }
+
+    /// A scenario's `kill_after_calls`: after its `n`-th call the run stops
+    /// as if the process died (nothing fed back, never ended).
+    pub(crate) fn kill_after_calls(&mut self, n: u64) {
+        self.kill_after_calls = Some(n);
+    }
+
+    /// The sequence number of the last dead-letter record this run appended.
+    pub(crate) fn dead_letter_seq(&self) -> Option<u64> {
+        self.dead_letter
+    }
+
+    /// Feeds the `recover` input to a run carried on from a journal entry
+    /// and drives it to its end; `step` answers the resumed operation's calls.
+    pub(crate) fn recover(&mut self, answer: ToolCall<'_>) -> Result<StepReport, RuntimeError> {
+        let input = format!(
+            r#"{{"input":"recover","now_ms":{}}}"#,
+            self.rt.clock.now_ms()
+        );
+        let tel = self.tel.lane(None, self.rt.clock.now_ms());
+        self.drive(input, Work::Tools(answer), tel)
+    }
+
+    /// Says the run is complete: the loop deletes its journal entry
+    /// (`docs/durability.md`, "The `end` input"). A run that is never ended
+    /// stays in the journal and `recover` rolls it back; dropping a `Run`
+    /// ends it too (unless the thread is panicking). Ending a run that a step
+    /// already finished (any outcome but `ok`) does nothing.
+    pub fn end(mut self) -> Result<(), RuntimeError> {
+        self.end_now()
+    }
+
+    fn end_now(&mut self) -> Result<(), RuntimeError> {
+        if self.finished.is_some() {
+            return Ok(());
+        }
+        self.finished = Some("completed".to_owned());
+        let input = format!(r#"{{"input":"end","now_ms":{}}}"#, self.rt.clock.now_ms());
+        let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
+        let tel = self.tel.lane(None, self.rt.clock.now_ms());
+        self.drive(input, Work::Step(&mut noop), tel).map(|_| ())
     }
 
     /// Every event so far, as the component's JSON text (docs/runtime.md, "Events").
@@ -142,6 +203,8 @@ impl<'r, 'a> Run<'r, 'a> {
             rt: self.rt,
             cancel: &self.cancel,
             cancel_at_ms: self.cancel_at_ms,
+            started_ms: self.started_ms,
+            kill: self.kill_after_calls.map(|n| (&self.calls, n)),
         }
     }
 
@@ -207,14 +270,21 @@ impl<'r, 'a> Run<'r, 'a> {
             rt: self.rt,
             cancel: &self.cancel,
             cancel_at_ms: self.cancel_at_ms,
+            started_ms: self.started_ms,
+            kill: self.kill_after_calls.map(|n| (&self.calls, n)),
         };
         let mut lane = Lane {
             state: &mut self.state,
             events: &mut self.events,
             undo: Some(&mut self.undo),
             tel: &mut tel,
+            dead_letter: None,
         };
-        let report = drive(ctx, &mut lane, input, work)?;
+        let report = drive(ctx, &mut lane, input, work);
+        if let Some(seq) = lane.dead_letter {
+            self.dead_letter = Some(seq);
+        }
+        let report = report?;
         if report.run_finished {
             self.finished = Some(report.outcome.clone());
         }
@@ -232,5 +302,16 @@ impl<'r, 'a> Run<'r, 'a> {
         let input = self.ctx().cancel_input();
         let tel = self.tel.lane(None, self.rt.clock.now_ms());
         self.drive(input, Work::Step(&mut noop), tel)
+    }
+}
+
+impl Drop for Run<'_, '_> {
+    /// Ends the run (see [`Run::end`]) unless the thread is panicking: a
+    /// panic mid-run leaves it in the journal for `recover`. An error here
+    /// is dropped with it (call [`Run::end`] to see it).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = self.end_now();
+        }
     }
 }

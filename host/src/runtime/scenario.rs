@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Call, Outcome, Runtime, RuntimeError, Step, VirtualClock};
+use super::{Call, Operations, Outcome, RecoverOptions, Runtime, RuntimeError, Step, VirtualClock};
 use crate::Loader;
 use crate::retry::Decide;
 use crate::store::Store;
@@ -90,6 +90,10 @@ struct Scenario {
     config: Option<Value>,
     #[serde(default)]
     cancel_at_ms: Option<u64>,
+    #[serde(default)]
+    kill_after_calls: Option<u64>,
+    #[serde(default)]
+    recover: bool,
     steps: Vec<ScenarioStep>,
 }
 
@@ -119,6 +123,8 @@ struct ScenarioStep {
     compensation: Option<ScenarioOutcomes>,
     #[serde(default)]
     fanout: Option<ScenarioFanout>,
+    #[serde(default)]
+    replay_of: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -233,7 +239,37 @@ pub fn run(
         }
     }
 
+    if scenario.recover {
+        let mut ops = Operations::new();
+        for step in scenario.steps.iter().flat_map(with_branches) {
+            ops.insert(scripted(step, &script, true));
+        }
+        let reports = runtime.recover(&ops, RecoverOptions::older_than_ms(0))?;
+        if let Some(missing) = script
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .missing
+            .take()
+        {
+            return Err(ScenarioError::Invalid(missing));
+        }
+        return Ok(ScenarioOutput {
+            outcome: reports
+                .last()
+                .map_or_else(|| "none".to_owned(), |r| r.outcome.clone()),
+            events: reports.iter().flat_map(|r| r.events.clone()).collect(),
+            dead_letters: store
+                .read(DEAD_LETTER_STREAM, dead_before, usize::MAX)?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect(),
+        });
+    }
+
     let mut run = runtime.run(&scenario.run_id)?;
+    if let Some(n) = scenario.kill_after_calls {
+        run.kill_after_calls(n);
+    }
     if let Some(at) = scenario.cancel_at_ms {
         run.cancel_at(scenario.now_ms.saturating_add(at));
     }
@@ -243,9 +279,12 @@ pub fn run(
             Some(f) => run.fanout(
                 &step.id,
                 f.min_results,
-                f.branches.iter().map(|b| scripted(b, &script)).collect(),
+                f.branches
+                    .iter()
+                    .map(|b| scripted(b, &script, false))
+                    .collect(),
             )?,
-            None => run.step(scripted(step, &script))?,
+            None => run.step(scripted(step, &script, false))?,
         };
         if let Some(missing) = script
             .lock()
@@ -260,6 +299,9 @@ pub fn run(
             break;
         }
     }
+    let events = run.events().to_vec();
+    // Dropping the run ends it (`end`) when every step ended `ok`.
+    drop(run);
     let dead: Vec<String> = store
         .read(DEAD_LETTER_STREAM, dead_before, usize::MAX)?
         .into_iter()
@@ -267,14 +309,18 @@ pub fn run(
         .collect();
     Ok(ScenarioOutput {
         outcome,
-        events: run.events().to_vec(),
+        events,
         dead_letters: dead,
     })
 }
 
-/// A step whose operation and compensation answer from the script.
-fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>) -> Step<'a> {
+/// A step whose operation and compensation answer from the script (by the
+/// scenario step's id when `own_id`, as in a recovery, where the call names
+/// the journaled step; else by the call's step id).
+fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>, own_id: bool) -> Step<'a> {
     let op_script = Arc::clone(script);
+    let id = own_id.then(|| step.id.clone());
+    let comp_id = id.clone();
     let mut s = Step::new(&step.id, &step.tool, move |call: &Call| {
         let what = if call.kind == "fallback" {
             "fallback target"
@@ -284,7 +330,7 @@ fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>) -> Step<'a> {
         op_script
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .next(&call.step, &call.target, what)
+            .next(id.as_deref().unwrap_or(&call.step), &call.target, what)
     })
     .args(step.args.clone())
     .side_effect(step.side_effect)
@@ -307,13 +353,18 @@ fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>) -> Step<'a> {
     if let Some(ok) = step.checkpoint {
         s = s.checkpoint(move || ok);
     }
+    s.replay_of = step.replay_of.clone();
     if step.compensation.is_some() {
         let comp_script = Arc::clone(script);
         s = s.compensate(move |call: &Call| {
             comp_script
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .next(&call.step, "\u{0}compensation", "the compensation of")
+                .next(
+                    comp_id.as_deref().unwrap_or(&call.step),
+                    "\u{0}compensation",
+                    "the compensation of",
+                )
         });
     }
     s
@@ -329,12 +380,17 @@ fn with_branches(step: &ScenarioStep) -> Vec<&ScenarioStep> {
 }
 
 fn validate(s: &Scenario) -> Result<(), ScenarioError> {
-    if s.run_id.is_empty() {
+    if s.kill_after_calls == Some(0) {
+        return Err(ScenarioError::Invalid(
+            "scenario: `kill_after_calls` is 0; give the call number to kill at, from 1".into(),
+        ));
+    }
+    if s.run_id.is_empty() && !s.recover {
         return Err(ScenarioError::Invalid(
             "scenario: `run_id` is empty; name the run".into(),
         ));
     }
-    if s.steps.is_empty() {
+    if s.steps.is_empty() && !s.recover {
         return Err(ScenarioError::Invalid(
             "scenario: `steps` is empty; give at least one step".into(),
         ));

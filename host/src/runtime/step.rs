@@ -62,6 +62,8 @@ pub struct Step<'a> {
     pub(crate) operation: Operation<'a>,
     pub(crate) compensate: Option<Operation<'a>>,
     pub(crate) checkpoint: Option<Hook<'a>>,
+    /// `{"key","n","id"}` for a replay of a dead-letter record.
+    pub(crate) replay_of: Option<Value>,
 }
 
 impl<'a> Step<'a> {
@@ -79,6 +81,7 @@ impl<'a> Step<'a> {
             operation: Box::new(operation),
             compensate: None,
             checkpoint: None,
+            replay_of: None,
         }
     }
     /// `tool`, `llm` or `agent`: selects the backoff parameters.
@@ -125,7 +128,7 @@ impl<'a> Step<'a> {
 
     /// The `step` member of the loop's `step` input.
     pub(crate) fn spec(&self) -> Value {
-        json!({
+        let mut spec = json!({
             "id": self.id,
             "tool": self.tool,
             "call": self.call,
@@ -136,6 +139,10 @@ impl<'a> Step<'a> {
             "compensation": self.compensate.is_some(),
             "checkpoint": self.checkpoint.is_some(),
             "idempotent": self.idempotent,
-        })
+        });
+        if let (Some(r), Some(o)) = (&self.replay_of, spec.as_object_mut()) {
+            o.insert("replay_of".into(), r.clone());
+        }
+        spec
     }
 }
