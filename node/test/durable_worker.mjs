@@ -36,9 +36,16 @@ const insertCall = ledger.prepare('INSERT INTO calls(step, kind, key, attempt, p
 const apply = ledger.prepare(
   'INSERT OR IGNORE INTO applied(key, step, kind, seq) VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM applied))',
 );
-const applyOnce = ledger.transaction((key, step, kind, attempt) => {
-  const added = apply.run(key, step, kind).changes;
-  insertCall.run(step, kind, key, attempt, process.pid, added);
+/** One call of step `s` (§5 steps 2-3), in one IMMEDIATE transaction as the Rust worker: true when it succeeded. */
+const callOnce = ledger.transaction((s, kind, call, failTimes) => {
+  const k = countCalls.get(call.key, kind);
+  if ((kind === 'operation' && s.fail_always) || k < failTimes) {
+    insertCall.run(s.id, kind, call.key, call.attempt, process.pid, 0);
+    return false;
+  }
+  const added = apply.run(call.key, s.id, kind).changes;
+  insertCall.run(s.id, kind, call.key, call.attempt, process.pid, added === 1 ? 1 : 0);
+  return true;
 });
 
 // ------------------------------------------------------------------ points of interest
@@ -54,12 +61,9 @@ function tool(s, kind) {
   const failTimes = (kind === 'operation' ? s.fail_times : s.comp_fail_times) ?? 0;
   return async (call) => {
     point();
-    const k = countCalls.get(call.key, kind);
-    if ((kind === 'operation' && s.fail_always) || k < failTimes) {
-      insertCall.run(s.id, kind, call.key, call.attempt, process.pid, 0);
-      return new Failed({ source: 'http', status: s.permanent && kind === 'operation' ? 400 : 503 });
+    if (!callOnce.immediate(s, kind, call, failTimes)) {
+      return new Failed({ source: 'http', status: s.permanent ? 400 : 503 });
     }
-    applyOnce(call.key, s.id, kind, call.attempt);
     point();
     return { step: s.id };
   };
@@ -115,7 +119,7 @@ if (job.mode === 'run') {
   line = `{"reports":[${reports.map(reportJson).join(',')}]}`;
 } else if (job.mode === 'replay') {
   const r = await runtime.deadLetters.replay(String(job.id), operations());
-  line = JSON.stringify({ id: r.id, n: r.n, key: r.key, run_id: r.runId, outcome: r.outcome, points });
+  line = JSON.stringify({ replay: { id: r.id, n: r.n, key: r.key, run_id: r.runId, outcome: r.outcome ?? null } });
 } else {
   process.stderr.write(`durable_worker: unknown mode ${JSON.stringify(job.mode)}; use run, recover or replay\n`);
   process.exit(2);
