@@ -300,12 +300,7 @@ export class DeadLetters {
 
   /** A new replays entry (the item must be open), or with `takePending` the pending one. */
   #request(rid, record, takePending) {
-    if (!replayable(record)) {
-      throw new DeadLetterError(
-        'invalid_record',
-        `dead-letter ${rid} has no \`input\` step (written before record format 1), so it cannot be replayed; run the step again yourself and purge the item`,
-      );
-    }
+    mustReplay(rid, record);
     const now = this.#now();
     let entry;
     casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
@@ -332,6 +327,7 @@ export class DeadLetters {
     const rid = recordId(id);
     const [record] = this.#record(rid);
     checkOperations(operations);
+    mustReplay(rid, record);
     const tool = record.input?.tool;
     if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
       throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
@@ -420,7 +416,21 @@ function notOpen(rid, status) {
   return `dead-letter ${rid} has a replay pending; a worker's recover() carries it out (or call replay)`;
 }
 
-/** Can the record's step run again: it has its `input` step (record format 1) and its key and run id. */
+function mustReplay(rid, record) {
+  if (!replayable(record)) {
+    throw new DeadLetterError(
+      'invalid_record',
+      `dead-letter ${rid} has no \`input\` step to run again (written before record format 1, or a fan-out's record), so it cannot be replayed; run the steps again yourself and purge the item`,
+    );
+  }
+}
+
+/**
+ * Can the record's step run again: it has its `input` step (record format 1)
+ * and its key and run id, and it is not a fan-out's record (whose `input` is
+ * the fan-out itself, tool `fanout` with `args.branches`: not a step;
+ * docs/durability.md §3).
+ */
 function replayable(record) {
   const input = record?.input;
   return (
@@ -429,6 +439,7 @@ function replayable(record) {
     !Array.isArray(input) &&
     typeof input.id === 'string' &&
     typeof input.tool === 'string' &&
+    !(input.tool === 'fanout' && Array.isArray(input.args?.branches)) &&
     typeof record.key === 'string' &&
     typeof record.run_id === 'string'
   );

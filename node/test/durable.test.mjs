@@ -551,3 +551,22 @@ test('scenarios: kill_after_calls leaves the run in the journal; recover: true f
   // Nothing left: a second recovery finds no run.
   assert.equal((await runScenario({ run_id: 'u', now_ms: T0 + 2000, recover: true, steps: [{ id: 'x', tool: 'pay.charge' }] }, store)).outcome, 'none');
 });
+
+test("a fan-out's record is listed but not replayable (invalid_record): its input is the fan-out, not a step", async (t) => {
+  const store = new SqliteStore(tempStore(t));
+  t.after(() => store.close());
+  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7 });
+  const run = runtime.run('fan-1');
+  await run.step({ ...CHARGE, operation: () => ({ ok: 1 }), compensate: () => ({}) });
+  const quote = (id, ok) => ({ id, tool: 'quote', target: `q-${id}`, operation: () => (ok ? { price: 1 } : new Judged({ source: 'http', status: 400 })) });
+  const report = await run.fanout('quotes', 2, [quote('a', true), quote('b', false)]);
+  assert.equal(report.outcome, 'dead_lettered');
+  const dlq = runtime.deadLetters;
+  const [item] = dlq.list();
+  assert.equal(item.record.tool, 'fanout');
+  assert.equal(item.record.input.tool, 'fanout');
+  assert.throws(() => dlq.requestReplay(item.id), (e) => e instanceof DeadLetterError && e.kind === 'invalid_record');
+  await assert.rejects(dlq.replay(item.id, { quote: { operation: () => ({}) } }), (e) => e instanceof DeadLetterError && e.kind === 'invalid_record');
+  assert.equal(dlq.show(item.id).status, 'open');
+  assert.equal(dlq.purge(item.id).status, 'purged');
+});
