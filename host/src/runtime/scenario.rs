@@ -300,8 +300,9 @@ pub fn run(
         }
     }
     let events = run.events().to_vec();
-    // Dropping the run ends it (`end`) when every step ended `ok`.
-    drop(run);
+    if outcome == "completed" {
+        run.end()?;
+    }
     let dead: Vec<String> = store
         .read(DEAD_LETTER_STREAM, dead_before, usize::MAX)?
         .into_iter()

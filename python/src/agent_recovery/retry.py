@@ -262,6 +262,8 @@ async def retry(
     state = _Attempts(operation, policy, call, run_id, step_id, tool, args, seed, on_decision,
                       on_event, sleep, context, store, timeout_ms, runtime_options)
     report = await state.run.step_async(**state.step)
+    if report.outcome == "ok":
+        await state.run.end_async()  # the run is complete: no journal entry stays behind
     await state.decisions.flush()
     if report.outcome == "cancelled":
         raise asyncio.CancelledError()
@@ -289,4 +291,7 @@ def retry_sync(
     """The blocking twin of `retry` (same arguments, `sleep=time.sleep`)."""
     state = _Attempts(operation, policy, call, run_id, step_id, tool, args, seed, on_decision,
                       on_event, sleep, context, store, timeout_ms, runtime_options)
-    return state.outcome(state.run.step(**state.step))
+    report = state.run.step(**state.step)
+    if report.outcome == "ok":
+        state.run.end()  # the run is complete: no journal entry stays behind
+    return state.outcome(report)

@@ -577,6 +577,8 @@ class Runtime:
     | `attempt_timeout_ms` | None |
     | `deadline_ms` | None |
     | `policy_config` | None: the policy's defaults (run retry budget 60 000 ms) |
+    | `journal` | True: the loop journals each run before every side effect, so `recover` can finish it (docs/durability.md) |
+    | `dead_letter` | None: `{"owner", "runbook", "depth_threshold"}` (each default None): written into every dead-letter record; the `dead_letter_depth` event when the queue's depth crosses `depth_threshold` |
     | `config` | None: the whole run configuration as a dict (docs/runtime.md); replaces the typed options above |
     | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments |
     | `limits` | `Limits()` for the loop component |
@@ -598,6 +600,8 @@ class Runtime:
         attempt_timeout_ms: Optional[int] = None,
         deadline_ms: Optional[int] = None,
         policy_config: Any = None,
+        journal: Optional[bool] = None,
+        dead_letter: Any = None,
         config: Any = None,
         on_event: Optional[Callable[..., Any]] = None,
         limits: Optional[Limits] = None,
@@ -633,6 +637,16 @@ class Runtime:
             }
         if policy_config is not None:
             typed["policy"] = policy_config
+        if journal is not None:
+            if not isinstance(journal, bool):
+                raise _bad(f"journal must be True or False, got {journal!r}")
+            typed["journal"] = journal
+        if dead_letter is not None:
+            if not isinstance(dead_letter, dict):
+                raise _bad(
+                    f"dead_letter is a dict with owner, runbook and depth_threshold, got {type(dead_letter).__name__}"
+                )
+            typed["dead_letter"] = dead_letter
         if config is not None and not isinstance(config, (dict, str)):
             raise _bad(f"config is the run configuration as a dict (or JSON text), got {type(config).__name__}")
         if seed is not None:
@@ -649,6 +663,12 @@ class Runtime:
         except (TypeError, ValueError) as e:
             raise _bad(f"the run configuration cannot be written as JSON ({e})") from None
         self._config = raw
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        #: The run configuration, parsed (durability reads `in_flight_ttl_ms`, `dead_letter`).
+        self._config_dict: Dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         self._limits = limits or Limits()
         self._looper = _default_loop(self._limits)
         self._decider = policy if policy is not None else _default_policy()
@@ -699,6 +719,31 @@ class Runtime:
         state, _ = self._looper.advance("", self._run_input(run_id))
         return Run(self, state, signal)
 
+    @property
+    def dead_letters(self) -> Any:
+        """The dead-letter queue of this runtime's store
+        (`agent_recovery.deadletters.DeadLetters`): list, show, replay,
+        request_replay, purge, depth."""
+        from .deadletters import DeadLetters
+
+        return DeadLetters(self)
+
+    def recover(self, operations: Any, older_than_ms: Optional[int] = None) -> List[Any]:
+        """Finish the store's interrupted runs and carry out the pending replay
+        requests (`agent_recovery.durable.recover`): `operations` maps tool names
+        to `{"operation", "compensate"?, "checkpoint"?}`; entries younger than
+        `older_than_ms` (default `in_flight_ttl_ms`) are left to their worker.
+        Returns one `RecoverReport` per run."""
+        from .durable import recover
+
+        return recover(self, operations, older_than_ms)
+
+    async def recover_async(self, operations: Any, older_than_ms: Optional[int] = None) -> List[Any]:
+        """`recover` for asyncio (operations may be async)."""
+        from .durable import recover_async
+
+        return await recover_async(self, operations, older_than_ms)
+
     def check_outcome(self, outcome: Any) -> Optional[Dict[str, Any]]:
         """Was this outcome (an observation-shaped dict or JSON text) a failure?
         The failure's envelope, or None for a success. The component decides: a
@@ -732,6 +777,16 @@ class Run:
         self._finished: Optional[str] = None
         self._busy = False
         self._async_wake: Optional[Tuple[asyncio.AbstractEventLoop, asyncio.Event]] = None
+        #: Durability (agent_recovery.durable): the operations by tool of a
+        #: recovered or replayed run, the last `finish` effect, the ids of the
+        #: dead-letter records this run appended.
+        self._ops: Any = None
+        self._last_finish: Optional[Dict[str, Any]] = None
+        self._dead_letter_ids: List[int] = []
+        self._tools: Dict[str, str] = {}
+        #: A scenario's `kill_after_calls` (the calls so far, N).
+        self._calls = 0
+        self._kill_after: Optional[int] = None
 
     # -- public ---------------------------------------------------------------
 
@@ -803,6 +858,67 @@ class Run:
             return _after_the_end(self._finished)
         return await self._async(self._cancel_input(), None)
 
+    def end(self) -> None:
+        """Say the run is complete (between steps): the loop deletes its journal
+        entry, so `recover` will not roll it back. Ending a finished run does
+        nothing. `with runtime.run(id) as run:` ends it on a normal exit and
+        leaves it to `recover` on an exception."""
+        if self._finished is None:
+            self._sync(self._end_input(), None)
+
+    async def end_async(self) -> None:
+        """`end` for asyncio; `async with runtime.run(id) as run:` calls it."""
+        if self._finished is None:
+            await self._async(self._end_input(), None)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.end()
+
+    async def __aenter__(self) -> "Run":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            await self.end_async()
+
+    def _step_spec(self, spec: Dict[str, Any], step: Step) -> StepReport:
+        """A step whose loop input is `spec` as given (a replay's carries `replay_of`)."""
+        self._claim_ids([step.id])
+        return self._sync(self._step_input(spec), step)
+
+    async def _step_spec_async(self, spec: Dict[str, Any], step: Step) -> StepReport:
+        self._claim_ids([step.id])
+        return await self._async(self._step_input(spec), step)
+
+    def _dead_lettered(self, holder: _Holder, seq: int, record: Any) -> None:
+        """After the loop appended dead-letter record `seq`: remember its id, and
+        report `dead_letter_depth` when the depth crossed the threshold (the only
+        event a runtime makes: only the store knows the sequence number). Its
+        `t_ms` is the `dead_letter` event's, emitted just before the append."""
+        from .deadletters import depth_event
+
+        self._dead_letter_ids.append(seq)
+        rt = self._rt
+        t_ms = 0
+        if holder.events:
+            last = json.loads(holder.events[-1])
+            if isinstance(last, dict) and isinstance(last.get("t_ms"), int):
+                t_ms = last["t_ms"]
+        step = record.get("step_id") if isinstance(record, dict) else None
+        text = depth_event(rt._store, rt._config_dict, seq, step, t_ms, rt._clock.now_ms())
+        if text is None:
+            return
+        holder.events.append(text)
+        if rt._on_event is not None:
+            if rt._event_text:
+                rt._on_event(json.loads(text), text)
+            else:
+                rt._on_event(json.loads(text))
+
     def _claim_ids(self, ids: List[str]) -> None:
         """Step ids are unique in a run (docs/runtime.md, "Inputs"); the loop
         does not refuse a repeated one, so the runtime does, before anything runs."""
@@ -837,6 +953,9 @@ class Run:
 
     def _cancel_input(self) -> str:
         return f'{{"input":"cancel","now_ms":{self._now()}}}'
+
+    def _end_input(self) -> str:
+        return f'{{"input":"end","now_ms":{self._now()}}}'
 
     def _is_cancelled(self) -> bool:
         return self.cancelled.is_set() or (
@@ -911,7 +1030,9 @@ class Run:
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
                         raise _malformed("append without stream or record")
-                    store.append(stream, record, clock.now_ms())
+                    seq = store.append(stream, record, clock.now_ms())
+                    if stream == _DEAD_LETTER_STREAM:
+                        self._dead_lettered(holder, seq, fx.get("record"))
                 elif kind == "decide":
                     obs, ctx = fx.get("observation"), fx.get("context")
                     if not isinstance(obs, str) or not isinstance(ctx, str):
@@ -922,6 +1043,8 @@ class Run:
                     nxt = yield ("sleep", int(fx.get("ms") or 0), fx.get("cancellable", True) is not False)
                 elif kind == "restore":
                     hook = step.checkpoint if isinstance(step, Step) else None
+                    if hook is None and self._ops is not None:
+                        hook = self._ops.checkpoint(self._tools.get(str(fx.get("step")), ""))
                     nxt = yield ("restore", hook)
                 elif kind == "call":
                     call = Call(
@@ -933,13 +1056,18 @@ class Run:
                         timeout_ms=fx.get("timeout_ms"),
                         cancelled=self.cancelled,
                     )
+                    self._tools[call.step] = str(fx.get("tool") or "")
                     if call.kind == "compensation":
                         fn = self._undo.get(call.step)
+                        if fn is None and self._ops is not None:
+                            fn = self._ops.compensation(str(fx.get("tool") or ""))
                     else:
                         if self._is_cancelled():
                             nxt = self._cancel_input()
                             continue
                         fn = step.operation if isinstance(step, Step) else None
+                        if fn is None and self._ops is not None:
+                            fn = self._ops.operation(str(fx.get("tool") or ""))
                     holder.value = _UNSET
                     if fn is None:
                         message = _jstr(f"no compensation registered for step {call.step}")
@@ -947,11 +1075,16 @@ class Run:
                         nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
                     else:
                         nxt = yield ("call", call, fn, holder)
+                    if self._kill_after is not None:
+                        self._calls += 1
+                        if self._calls == self._kill_after:
+                            raise _Killed()
                 elif kind == "fork":
                     if not isinstance(step, _Fanout):
                         raise _malformed("fork outside a fan-out")
                     nxt = yield ("fork", fx, step, holder)
                 elif kind == "finish":
+                    self._last_finish = fx
                     value = fx.get("result")
                     if fx.get("outcome") == "ok" and holder.value is not _UNSET:
                         value = holder.value
@@ -1071,9 +1204,12 @@ class Run:
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
 
+        holders: List[_Holder] = []
+
         def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
+            holders.append(holder)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
             report = self._exec_sync(self._drive(holder, input, branch))
             self._branch_done(branch, report)
@@ -1081,10 +1217,15 @@ class Run:
 
         if _is_virtual(clock):
             states, latest = [], start
-            for item in branches:
-                clock.set_ms(start)
-                states.append(one(item))
-                latest = max(latest, clock.now_ms())
+            try:
+                for item in branches:
+                    clock.set_ms(start)
+                    states.append(one(item))
+                    latest = max(latest, clock.now_ms())
+            except _Killed:  # a scenario's kill: the branches' events so far stay
+                for h in holders:
+                    lane.events.extend(h.events)
+                raise
             clock.set_ms(latest)
         elif len(branches) <= 1:
             states = [one(b) for b in branches]
@@ -1293,6 +1434,16 @@ def _fork_branches(fx: Dict[str, Any], fanout: _Fanout) -> List[Tuple[str, Dict[
 
 def _joined_input(now: int, states: List[str]) -> str:
     return f'{{"input":"joined","now_ms":{now},"states":{json.dumps(states, ensure_ascii=False)}}}'
+
+
+#: The dead-letter stream (docs/runtime.md, "Store keys").
+_DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
+
+
+class _Killed(BaseException):
+    """A scenario's `kill_after_calls` was reached: the run stops as if its
+    process died (nothing fed back, never ended). A BaseException, so no
+    operation wrapper observes it as a failure."""
 
 
 def _after_the_end(outcome: str) -> StepReport:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PolicyError, PolicyRuntimeError
-from .runtime import Call, Failed, Response, Runtime, Step, VirtualClock
+from .runtime import Call, Failed, Response, Runtime, Step, VirtualClock, _Killed
 from .store import MemoryStore, StoreError
 
 __all__ = ["DEAD_LETTER_STREAM", "ScenarioError", "ScenarioOutput", "main", "run_scenario"]
@@ -123,7 +123,7 @@ def _typed(obj: Dict[str, Any], key: str, where: str, kind: str, nullable: bool 
 
 
 _STEP_FIELDS = ("id", "tool", "call", "target", "args", "side_effect", "idempotent", "checkpoint",
-                "outcomes", "fallbacks", "compensation", "fanout")
+                "outcomes", "fallbacks", "compensation", "fanout", "replay_of")
 _U32 = 2**32 - 1
 
 
@@ -147,6 +147,7 @@ def _parse_step(raw: Any, where: str) -> Dict[str, Any]:
     if s.get("compensation") is not None:
         c = _members(s["compensation"], f"{where}.compensation", ("outcomes",), ())
         _typed(c, "outcomes", f"{where}.compensation", "list", nullable=False)
+    _typed(s, "replay_of", where, "object")
     if s.get("fanout") is not None:
         f = _members(s["fanout"], f"{where}.fanout", ("min_results", "branches"), ("min_results", "branches"))
         _typed(f, "min_results", f"{where}.fanout", "u64", nullable=False)
@@ -163,12 +164,16 @@ def _parse(scenario: Any) -> Dict[str, Any]:
             scenario = json.loads(scenario)
         except ValueError as e:
             raise _invalid(f"scenario: {e}; {_HINT}") from None
-    s = _members(scenario, "scenario", ("run_id", "seed", "now_ms", "config", "cancel_at_ms", "steps"),
+    s = _members(scenario, "scenario", ("run_id", "seed", "now_ms", "config", "cancel_at_ms", "steps",
+                                        "kill_after_calls", "recover"),
                  ("run_id", "now_ms", "steps"))
     _typed(s, "run_id", "scenario", "str", nullable=False)
     _typed(s, "now_ms", "scenario", "u64", nullable=False)
-    for k in ("seed", "cancel_at_ms"):
+    for k in ("seed", "cancel_at_ms", "kill_after_calls"):
         _typed(s, k, "scenario", "u64")
+    _typed(s, "recover", "scenario", "bool")
+    if s.get("kill_after_calls") == 0:
+        raise _invalid(f"scenario: `kill_after_calls` must be at least 1, got 0; {_HINT}")
     _typed(s, "steps", "scenario", "list", nullable=False)
     s["steps"] = [_parse_step(st, f"scenario.steps[{i}]") for i, st in enumerate(s["steps"])]
     _validate(s)
@@ -198,6 +203,7 @@ def _is_bare(step: Dict[str, Any]) -> bool:
         and not step.get("outcomes")
         and not step.get("fallbacks")
         and step.get("compensation") is None
+        and step.get("replay_of") is None
     )
 
 
@@ -243,41 +249,64 @@ def _validate(s: Dict[str, Any]) -> None:
 
 
 class _Script:
-    """Outcomes left per (step, target) and per compensated step, and the first
-    call that found none."""
+    """Outcomes left per (step or tool, target) and per compensated step, and
+    the first call that found no outcome left."""
 
     def __init__(self) -> None:
         self.queues: Dict[Tuple[str, str], List[Any]] = {}
         self.missing: Optional[str] = None
         self.lock = threading.Lock()
 
-    def next(self, step: str, target: str, what: str) -> Any:
+    def next(self, queue: Tuple[str, str], step: str, target: str, what: str) -> Any:
         with self.lock:
-            queue = self.queues.setdefault((step, target), [])
-            if not queue:
+            left = self.queues.setdefault(queue, [])
+            if not left:
                 if self.missing is None:
                     self.missing = (
                         f"scenario step {json.dumps(step)}: a call of {what} {json.dumps(target)} "
                         "found no outcome left; add one to its `outcomes`"
                     )
                 return Failed('{"source":"exception","type":"agent_recovery.simulate.NoOutcomeLeft"}')
-            v = queue.pop(0)
+            v = left.pop(0)
         return None if v == "ok" else Response(v)
 
+    def fill(self, st: Dict[str, Any], by: str) -> None:
+        """The queues of scenario step `st`, keyed by its `id` or (recover) its `tool`."""
+        name = st.get(by, "")
+        first: str = st["target"] if st.get("target") is not None else st.get("tool", "")
+        self.queues.setdefault((name, first), list(st.get("outcomes") or []))
+        for fb in st.get("fallbacks") or []:
+            self.queues.setdefault((name, fb["target"]), list(fb.get("outcomes") or []))
+        if st.get("compensation") is not None:
+            self.queues.setdefault((name, _COMPENSATION), list(st["compensation"].get("outcomes") or []))
 
-def _step(st: Dict[str, Any], script: _Script) -> Step:
+
+def _hooks(st: Dict[str, Any], script: _Script, by: str) -> Tuple[Any, Any, Any]:
+    """(operation, compensate or None, checkpoint or None) of scenario step `st`,
+    answering from the queues of its `id` or (recover) its `tool`."""
+    name = st.get(by, "")
+
     def operation(call: Call) -> Any:
         what = "fallback target" if call.kind == "fallback" else "target"
-        return script.next(call.step, call.target, what)
+        return script.next((name, call.target), call.step, call.target, what)
 
     def compensate(call: Call) -> Any:
-        return script.next(call.step, _COMPENSATION, "the compensation of")
+        return script.next((name, _COMPENSATION), call.step, call.step, "the compensation of")
 
     checkpoint = st.get("checkpoint")
 
     def restore() -> bool:
         return bool(checkpoint)
 
+    return (
+        operation,
+        compensate if st.get("compensation") is not None else None,
+        restore if checkpoint is not None else None,
+    )
+
+
+def _step(st: Dict[str, Any], script: _Script) -> Step:
+    operation, compensate, checkpoint = _hooks(st, script, "id")
     return Step(
         st["id"],
         st.get("tool", ""),
@@ -288,9 +317,62 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
         fallbacks=[fb["target"] for fb in st.get("fallbacks") or []],
         side_effect=bool(st.get("side_effect", False)),
         idempotent=st.get("idempotent"),
-        compensate=compensate if st.get("compensation") is not None else None,
-        checkpoint=restore if checkpoint is not None else None,
+        compensate=compensate,
+        checkpoint=checkpoint,
     )
+
+
+def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str, List[str]]:
+    """The scenario's steps as one run: (outcome, events)."""
+    run = runtime.run(s["run_id"])
+    run._kill_after = s.get("kill_after_calls")
+    if s.get("cancel_at_ms") is not None:
+        run.cancel_at(s["now_ms"] + s["cancel_at_ms"])
+    outcome = "completed"
+    try:
+        for st in s["steps"]:
+            if st.get("fanout") is not None:
+                f = st["fanout"]
+                report = run.fanout(st["id"], f["min_results"], [_step(b, script) for b in f["branches"]])
+            elif st.get("replay_of") is not None:
+                step = _step(st, script)
+                spec = step.spec()
+                spec["replay_of"] = st["replay_of"]
+                report = run._step_spec(spec, step)
+            else:
+                report = run.step(_step(st, script))
+            if script.missing is not None:
+                raise _invalid(script.missing)
+            if report.outcome != "ok":
+                outcome = report.outcome
+                break
+        if outcome == "completed":
+            run.end()
+    except _Killed:
+        outcome = "killed"
+    return outcome, run.events
+
+
+def _recover(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str, List[str]]:
+    """`recover: true`: what `runtime.recover(operations, older_than_ms=0)` does,
+    with the steps as the operations by tool: (outcome, events)."""
+    from .durable import recover
+
+    operations: Dict[str, Any] = {}
+    for st in _plain_steps(s["steps"]):
+        tool = st.get("tool", "")
+        if tool == "" or tool in operations:
+            continue
+        script.fill(st, "tool")
+        operation, compensate, checkpoint = _hooks(st, script, "tool")
+        operations[tool] = {"operation": operation, "compensate": compensate, "checkpoint": checkpoint}
+    reports = recover(runtime, operations, 0)
+    if script.missing is not None:
+        raise _invalid(script.missing)
+    for r in reports:
+        if r.outcome == "error":
+            raise ScenarioError("runtime", f"run {r.run_id}: {r.error}")
+    return (reports[-1].outcome if reports else "none"), [e for r in reports for e in r.events]
 
 
 def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> ScenarioOutput:
@@ -312,32 +394,16 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
         before = store.read(DEAD_LETTER_STREAM, 0, 2**53 - 1)
         dead_before = before[-1][0] if before else 0
         script = _Script()
-        for st in _plain_steps(s["steps"]):
-            first: str = st["target"] if st.get("target") is not None else st.get("tool", "")
-            script.queues[(st["id"], first)] = list(st.get("outcomes") or [])
-            for fb in st.get("fallbacks") or []:
-                script.queues[(st["id"], fb["target"])] = list(fb.get("outcomes") or [])
-            if st.get("compensation") is not None:
-                script.queues[(st["id"], _COMPENSATION)] = list(st["compensation"].get("outcomes") or [])
-        run = runtime.run(s["run_id"])
-        if s.get("cancel_at_ms") is not None:
-            run.cancel_at(s["now_ms"] + s["cancel_at_ms"])
-        outcome = "completed"
-        for st in s["steps"]:
-            if st.get("fanout") is not None:
-                f = st["fanout"]
-                report = run.fanout(st["id"], f["min_results"], [_step(b, script) for b in f["branches"]])
-            else:
-                report = run.step(_step(st, script))
-            if script.missing is not None:
-                raise _invalid(script.missing)
-            if report.outcome != "ok":
-                outcome = report.outcome
-                break
+        if s.get("recover"):
+            outcome, events = _recover(runtime, s, script)
+        else:
+            for st in _plain_steps(s["steps"]):
+                script.fill(st, "id")
+            outcome, events = _run_steps(runtime, s, script)
         dead = [r for _, r in store.read(DEAD_LETTER_STREAM, dead_before, 2**53 - 1)]
     except (PolicyError, PolicyRuntimeError, StoreError) as e:
         raise ScenarioError("runtime", str(e)) from e
-    return ScenarioOutput(outcome=outcome, events=run.events, dead_letters=dead)
+    return ScenarioOutput(outcome=outcome, events=events, dead_letters=dead)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

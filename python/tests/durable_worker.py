@@ -1,0 +1,150 @@
+"""The Python kill-test worker (docs/durability.md §5, "The worker protocol"),
+twin of host/examples/durable_worker.rs and node/test/durable_worker.mjs:
+
+    python durable_worker.py STORE LEDGER JOB
+
+opens the runtime on `SqliteStore(STORE)` with the system clock, and runs the
+job's steps (`mode: "run"`), recovers the store (`mode: "recover"`) or
+replays dead-letter record `id` (`mode: "replay"`, as the Rust worker) with
+operations that write to the ledger, an SQLite file standing for the external
+system: `applied` (one row per key an idempotent API applied) and `calls` (one
+row per call). At each point of interest (before a call does anything, after it
+applied its effect) it counts; when the count equals `kill_at` it sends itself
+SIGKILL. It prints one JSON line and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+from typing import Any, Dict, List, Optional
+
+from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock
+from agent_recovery.store import SqliteStore
+
+_LEDGER_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS applied(key TEXT PRIMARY KEY, step TEXT, kind TEXT, seq INTEGER)",
+    "CREATE TABLE IF NOT EXISTS calls(n INTEGER PRIMARY KEY AUTOINCREMENT, step TEXT, kind TEXT, "
+    "key TEXT, attempt INTEGER, pid INTEGER, applied INTEGER)",
+)
+
+
+class Worker:
+    """One job: its ledger connection and its points of interest."""
+
+    def __init__(self, ledger: str, job: Dict[str, Any]) -> None:
+        self.job = job
+        self.kill_at: Optional[int] = job.get("kill_at")
+        self.points = 0
+        self.db = sqlite3.connect(ledger, timeout=10, isolation_level=None)
+        self.db.execute("PRAGMA busy_timeout = 10000")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        for sql in _LEDGER_SCHEMA:
+            self.db.execute(sql)
+
+    def point(self) -> None:
+        """A point of interest: die here when it is the `kill_at`-th."""
+        self.points += 1
+        if self.kill_at is not None and self.points == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def tool(self, s: Dict[str, Any], kind: str) -> Any:
+        """The operation (or the compensation) of step `s`."""
+        fail_times = int(s.get("fail_times" if kind == "operation" else "comp_fail_times") or 0)
+        fail_always = kind == "operation" and bool(s.get("fail_always"))
+        status = 400 if s.get("permanent") else 503
+
+        def call(c: Call) -> Any:
+            self.point()
+            (k,) = self.db.execute(
+                "SELECT COUNT(*) FROM calls WHERE key = ? AND kind = ?", (c.key, kind)
+            ).fetchone()
+            if fail_always or k < fail_times:
+                self.db.execute(
+                    "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, 0)",
+                    (s["id"], kind, c.key, c.attempt, os.getpid()),
+                )
+                return Failed({"source": "http", "status": status})
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self.db.execute(
+                    "INSERT OR IGNORE INTO applied(key, step, kind, seq) "
+                    "VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM applied))",
+                    (c.key, s["id"], kind),
+                )
+                self.db.execute(
+                    "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, ?)",
+                    (s["id"], kind, c.key, c.attempt, os.getpid(), 1 if cur.rowcount == 1 else 0),
+                )
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.point()
+            return {"step": s["id"]}
+
+        return call
+
+    def step(self, s: Dict[str, Any]) -> Step:
+        return Step(
+            s["id"],
+            "t." + s["id"],
+            self.tool(s, "operation"),
+            args={"step": s["id"]},
+            side_effect=True,
+            compensate=self.tool(s, "compensation") if s.get("compensation") else None,
+        )
+
+    def operations(self) -> Dict[str, Any]:
+        ops: Dict[str, Any] = {}
+        for s in self.job["steps"]:
+            entry: Dict[str, Any] = {"operation": self.tool(s, "operation")}
+            if s.get("compensation"):
+                entry["compensate"] = self.tool(s, "compensation")
+            ops["t." + s["id"]] = entry
+        return ops
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 4:
+        print("usage: durable_worker.py STORE LEDGER JOB", file=sys.stderr)
+        return 2
+    _, store_path, ledger, job_text = argv
+    job = json.loads(job_text)
+    worker = Worker(ledger, job)
+    runtime = Runtime(
+        store=SqliteStore(store_path, busy_timeout_s=10.0),
+        clock=SystemClock(),
+        seed=job.get("seed"),
+        config=job.get("config") or {},
+    )
+    mode = job.get("mode")
+    if mode == "run":
+        run = runtime.run(job["run_id"])
+        outcome = "completed"
+        for s in job["steps"]:
+            report = run.step(worker.step(s))
+            if report.outcome != "ok":
+                outcome = report.outcome
+                break
+        if outcome == "completed":
+            run.end()
+        print(json.dumps({"outcome": outcome, "points": worker.points}))
+    elif mode == "recover":
+        reports = runtime.recover(worker.operations(), older_than_ms=0)
+        print(json.dumps({"reports": [r.to_dict() for r in reports]}))
+    elif mode == "replay":
+        # the `replay` mode of the Rust worker: replay dead-letter record `id` now
+        ticket = runtime.dead_letters.replay(str(job["id"]), worker.operations())
+        print(json.dumps({"replay": ticket.to_dict()}))
+    else:
+        print(f"durable_worker: unknown mode {mode!r}; use run, recover or replay", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
