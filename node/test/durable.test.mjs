@@ -570,3 +570,24 @@ test("a fan-out's record is listed but not replayable (invalid_record): its inpu
   assert.equal(dlq.show(item.id).status, 'open');
   assert.equal(dlq.purge(item.id).status, 'purged');
 });
+
+test('recover skips a run whose lease another worker holds, and takes it once the lease expired', async (t) => {
+  const store = new SqliteStore(tempStore(t));
+  t.after(() => store.close());
+  const clock = new VirtualClock(T0);
+  const runtime = await Runtime.create({ store, clock, seed: 7, inFlightTtlMs: 10_000 });
+  const ledger = [];
+  const run = runtime.run('leased');
+  await run.step({ ...CHARGE, ...tools(ledger)['pay.charge'] });
+  // Another worker is recovering it right now.
+  assert.ok(store.compareAndSet('agent-recovery/recovering/leased', null, '{"since_ms":0,"pid":1}', 10_000, clock.nowMs()).written);
+  assert.deepEqual(await runtime.recover(tools([]), { olderThanMs: 0 }), []);
+  assert.deepEqual(journalOf(store), ['leased']);
+  // That worker died: its lease expires after inFlightTtlMs.
+  clock.advance(10_000);
+  const [r] = await runtime.recover(tools([]), { olderThanMs: 0 });
+  assert.equal(r.runId, 'leased');
+  assert.equal(r.outcome, 'interrupted');
+  assert.deepEqual(journalOf(store), []);
+  assert.deepEqual(store.keys('agent-recovery/recovering/', clock.nowMs()), []);
+});
