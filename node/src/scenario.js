@@ -84,8 +84,9 @@ function parse(scenario) {
   need(s.recover === undefined || typeof s.recover === 'boolean', '`recover` must be a boolean');
   need(Array.isArray(s.steps), 'missing field `steps` (an array)');
   const steps = s.steps.map((st) => checkStep(st, 'a step'));
-  if (s.run_id === '') throw invalid('scenario: `run_id` is empty; name the run');
-  if (steps.length === 0) throw invalid('scenario: `steps` is empty; give at least one step');
+  // A recovery runs no steps of its own: `steps` only lists the operations, `run_id` is not used.
+  if (s.run_id === '' && s.recover !== true) throw invalid('scenario: `run_id` is empty; name the run');
+  if (steps.length === 0 && s.recover !== true) throw invalid('scenario: `steps` is empty; give at least one step');
   const seen = new Set();
   for (const st of steps) {
     if (st.fanout) {
@@ -203,6 +204,11 @@ class Script {
     );
   }
 
+  /** Forget every queue of `step` (a later scenario step of the same tool replaces it). */
+  clear(step) {
+    for (const k of [...this.queues.keys()]) if (k.startsWith(`${step}\u0001`)) this.queues.delete(k);
+  }
+
   next(step, target, what) {
     const queue = this.queues.get(`${step}\u0001${target}`) ?? [];
     if (queue.length === 0) {
@@ -302,9 +308,11 @@ function checkScript(script) {
 async function driveRecover(s, store, runtime, deadBefore) {
   const script = new Script();
   const operations = {};
-  for (const step of s.steps) {
-    if (step.fanout || step.tool === '' || Object.hasOwn(operations, step.tool)) continue;
+  // Every step and fan-out branch, in order; a later step of a tool replaces an earlier one (as in Rust).
+  for (const step of s.steps.flatMap((st) => (st.fanout ? st.fanout.branches : [st]))) {
+    if (step.tool === '') continue;
     const tool = step.tool;
+    script.clear(tool);
     script.set(tool, step.target ?? tool, step.outcomes);
     for (const fb of step.fallbacks) script.set(tool, fb.target, fb.outcomes);
     const ops = { operation: (call) => script.next(tool, call.target, call.kind === 'fallback' ? 'fallback target' : 'target') };

@@ -591,3 +591,28 @@ test('recover skips a run whose lease another worker holds, and takes it once th
   assert.deepEqual(journalOf(store), []);
   assert.deepEqual(store.keys('agent-recovery/recovering/', clock.nowMs()), []);
 });
+
+test('scenarios: recover: true needs no run_id and no steps ("none"); a later step of a tool replaces an earlier one', async () => {
+  const store = new MemoryStore();
+  assert.equal((await runScenario({ run_id: '', now_ms: T0, recover: true, steps: [] }, store)).outcome, 'none');
+  await assert.rejects(runScenario({ run_id: '', now_ms: T0, steps: [{ id: 'a', tool: 't', outcomes: ['ok'] }] }, store), (e) => e.kind === 'invalid');
+  await assert.rejects(runScenario({ run_id: 'r', now_ms: T0, kill_after_calls: 0, steps: [{ id: 'a', tool: 't' }] }, store), (e) => e.kind === 'invalid');
+  const killed = await runScenario({ run_id: 'r1', seed: 7, now_ms: T0, kill_after_calls: 1, steps: [{ id: 'a', tool: 't', side_effect: true, outcomes: ['ok'] }] }, store);
+  assert.equal(killed.outcome, 'killed');
+  // Two steps list tool t: the second one answers (its outcome "ok"; the first has none left).
+  const out = await runScenario(
+    {
+      run_id: '',
+      seed: 7,
+      now_ms: T0,
+      recover: true,
+      steps: [
+        { id: 'x', tool: 't', outcomes: [] },
+        { id: 'y', tool: 't', outcomes: ['ok'] },
+      ],
+    },
+    store,
+  );
+  assert.equal(out.outcome, 'interrupted');
+  assert.equal(JSON.parse(out.deadLetters[0]).step_outcome, 'ok');
+});
