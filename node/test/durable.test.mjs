@@ -616,3 +616,28 @@ test('scenarios: recover: true needs no run_id and no steps ("none"); a later st
   assert.equal(out.outcome, 'interrupted');
   assert.equal(JSON.parse(out.deadLetters[0]).step_outcome, 'ok');
 });
+
+test('recover reports a journal entry it cannot drive (outcome error) and leaves it for an operator; the others still run', async (t) => {
+  const store = new SqliteStore(tempStore(t));
+  t.after(() => store.close());
+  const clock = new VirtualClock(T0);
+  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  // A state the loop never returned, and an entry that is not a journal entry at all.
+  assert.ok(store.compareAndSet(`${JOURNAL}a-forged`, null, '{"run_id":"a-forged","state":{"v":1,"phase":"calling"},"v":1,"written_ms":0}', null, T0).written);
+  assert.ok(store.compareAndSet(`${JOURNAL}b-junk`, null, '[1,2,3]', null, T0).written);
+  const run = runtime.run('c-real');
+  await run.step({ ...CHARGE, ...tools([])['pay.charge'] });
+  const reports = await runtime.recover(tools([]), { olderThanMs: 0 });
+  assert.deepEqual(
+    reports.map((r) => [r.runId, r.outcome]),
+    [
+      ['a-forged', 'error'],
+      ['b-junk', 'error'],
+      ['c-real', 'interrupted'],
+    ],
+  );
+  assert.match(reports[0].error, /recovery loop refused/);
+  assert.match(reports[1].error, /not a journal entry/);
+  assert.deepEqual(journalOf(store), ['a-forged', 'b-junk']);
+  assert.deepEqual(store.keys('agent-recovery/recovering/', clock.nowMs()), []);
+});
