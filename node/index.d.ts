@@ -644,6 +644,8 @@ export interface StepOptions<T = unknown> {
   compensate?: (call: Call) => unknown;
   /** Restore the checkpoint; return false (or throw) when it could not. */
   checkpoint?: () => boolean | void | Promise<boolean | void>;
+  /** This step replays dead-letter record `id` for the `n`-th time (its key is derived from `key` and `n`); set by `deadLetters.replay`. */
+  replayOf?: { key: string; n: number; id: string };
 }
 
 export interface StepReport<T = unknown> {
@@ -684,6 +686,10 @@ export interface RuntimeOptions {
   attemptTimeoutMs?: number | null;
   deadlineMs?: number | null;
   policyConfig?: PolicyConfig | null;
+  /** Write the journal before every side effect (default true; docs/durability.md). */
+  journal?: boolean;
+  /** The dead-letter queue's owner and runbook (in every record) and the depth that raises `dead_letter_depth` (all default null). */
+  deadLetter?: { owner?: string | null; runbook?: string | null; depthThreshold?: number | null } | null;
   /** The raw run configuration (docs/runtime.md); replaces the typed options above. */
   config?: Record<string, Json>;
   onEvent?: (event: RuntimeEvent, text: string) => void;
@@ -714,6 +720,8 @@ export declare const RUNTIME_DEFAULTS: Readonly<{
   attemptTimeoutMs: null;
   deadlineMs: null;
   policyConfig: null;
+  journal: true;
+  deadLetter: Readonly<{ owner: null; runbook: null; depthThreshold: null }>;
 }>;
 
 export declare class Runtime {
@@ -721,6 +729,12 @@ export declare class Runtime {
   readonly store: Store;
   readonly clock: Clock;
   run(runId: string, options?: { signal?: AbortSignal; cancelAtMs?: number }): Run;
+  /** Run `fn(run)`, then end the run; when `fn` throws, the run is left in the journal for `recover`. */
+  withRun<T>(runId: string, fn: (run: Run) => Promise<T> | T, options?: { signal?: AbortSignal; cancelAtMs?: number }): Promise<T>;
+  /** Finish the runs a dead worker left in the journal, then the requested replays (docs/durability.md §2). */
+  recover(operations: Operations, options?: { olderThanMs?: number }): Promise<RecoverReport[]>;
+  /** The dead-letter queue of this runtime's store. */
+  readonly deadLetters: DeadLetters;
   /** The failure's envelope, or undefined for a success. */
   checkOutcome(outcome: Observation | string): Envelope | undefined;
   checkOutcomeJson(text: string): string | undefined;
@@ -736,6 +750,78 @@ export declare class Run {
   fanout(id: string, minResults: number, steps: StepOptions[]): Promise<StepReport<unknown[]>>;
   cancel(): Promise<StepReport>;
   cancelAt(nowMs: number): void;
+  /** The run is complete: its journal entry is deleted (outcome `completed`). A run never ended is rolled back by `recover`. */
+  end(): Promise<StepReport>;
+}
+
+/** Tool name -> the callables of its steps, as `recover` and `deadLetters.replay` take them. */
+export type Operations = Record<string, { operation: StepOptions['operation']; compensate?: StepOptions['compensate']; checkpoint?: StepOptions['checkpoint'] }>;
+
+export interface RecoverReport {
+  runId: string;
+  /** `interrupted`, `dead_lettered`, `cancelled`; a replay's: the replayed step's outcome; `error`: the loop refused the journaled state (see `error`). */
+  outcome: string;
+  /** The step in progress when the run was interrupted (null between steps); a replay's: the replayed step. */
+  step: string | null;
+  /** The outcome the resumed step reached (the record's `step_outcome`). */
+  stepOutcome: string | null;
+  /** The dead-letter record the run wrote, if any. */
+  deadLetterId: string | null;
+  /** The run's events, the component's JSON text. */
+  events: string[];
+  /** For a replay: the record replayed. */
+  replayOf?: string;
+  /** For outcome `error`: why (the journal entry stays). */
+  error?: string;
+}
+
+export type DeadLetterStatus = 'open' | 'replay_requested' | 'replayed' | 'purged';
+export declare const DEAD_LETTER_STATUSES: readonly DeadLetterStatus[];
+export type DeadLetterErrorKind = 'not_found' | 'invalid_argument' | 'conflict' | 'invalid_record';
+export declare const DEAD_LETTER_ERROR_KINDS: readonly DeadLetterErrorKind[];
+export declare class DeadLetterError extends Error {
+  kind: DeadLetterErrorKind;
+}
+export declare const ITEM_PREFIX: string;
+export declare const CLOSED_KEY: string;
+export declare const LEASE_PREFIX: string;
+export declare const JOURNAL_PREFIX: string;
+/** `hex(sha256(canonical_json(["agent-recovery/replay", key, n])))`. */
+export declare function replayKey(key: string, n: number): string;
+
+export interface DeadLetterReplay {
+  n: number;
+  key: string;
+  run_id: string;
+  requested_ms: number;
+  outcome?: string;
+  finished_ms?: number;
+}
+export interface DeadLetterItem {
+  /** The record's sequence number in the stream, a decimal string. */
+  id: string;
+  status: DeadLetterStatus;
+  /** The record (docs/durability.md §3; fields may be added, never removed). */
+  record: Record<string, Json>;
+  replays: DeadLetterReplay[];
+  purgedMs?: number;
+}
+export interface ReplayReport {
+  id: string;
+  n: number;
+  key: string;
+  runId: string;
+  outcome?: string;
+  deadLetterId?: string | null;
+  events?: string[];
+}
+export declare class DeadLetters {
+  list(options?: { status?: DeadLetterStatus | 'all'; after?: string | number; limit?: number }): DeadLetterItem[];
+  show(id: string | number): DeadLetterItem;
+  depth(): number;
+  purge(id: string | number): DeadLetterItem;
+  requestReplay(id: string | number): ReplayReport;
+  replay(id: string | number, operations: Operations): Promise<ReplayReport>;
 }
 
 export type ScenarioErrorKind = 'invalid' | 'runtime';

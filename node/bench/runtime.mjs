@@ -2,9 +2,11 @@
 // Benchmark: the Node Runtime's overhead per run of one step, the twin of
 // `cargo run --release -p agent-recovery --example runtime_overhead`.
 //
-//   node bench/runtime.mjs [--quick]      (after `npm run build`)
+//   node bench/runtime.mjs [--quick] [--no-journal]      (after `npm run build`)
 //
-// Virtual clock (nothing sleeps), MemoryStore, seed 7, the reference policy.
+// Virtual clock (nothing sleeps), MemoryStore, seed 7, the reference policy;
+// each run is ended (`run.end()`), so the journal entry the loop writes before
+// each call is deleted, as in a worker.
 // Three cases: the operation succeeds at once; one failed attempt (503) then
 // success; a duplicate key answered by the idempotency cache (nothing called).
 // Each case runs ROUNDS rounds of N runs after a warmup; the figure per round
@@ -25,23 +27,29 @@ import { MemoryStore, Response as Judged, Runtime, Telemetry, VirtualClock } fro
 import { AlwaysOffSampler, BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 const quick = process.argv.includes('--quick');
+// --no-journal: the run configuration's `journal: false` (no journal writes), to see what the journal costs.
+const journal = !process.argv.includes('--no-journal');
 const N = quick ? 300 : 2_000;
 const ROUNDS = 3;
 const WARMUP = quick ? 100 : 500;
 
 const clock = new VirtualClock(1_767_225_600_000);
-const runtime = await Runtime.create({ clock, store: new MemoryStore(), seed: 7 });
+const runtime = await Runtime.create({ clock, store: new MemoryStore(), seed: 7, journal });
 const FAILED = new Judged({ source: 'http', status: 503 });
 
+/** One run of one step, ended (its journal entry deleted), as a worker runs it (docs/durability.md §1). */
+async function oneStep(runId, step) {
+  const run = runtime.run(runId);
+  const report = await run.step(step);
+  await run.end();
+  return report;
+}
+
 const cases = {
-  'the operation succeeds at once': (i) =>
-    runtime.run(`ok-${i}`).step({ id: 's', tool: 'search', call: 'tool', operation: () => ({ hits: 1 }) }),
+  'the operation succeeds at once': (i) => oneStep(`ok-${i}`, { id: 's', tool: 'search', call: 'tool', operation: () => ({ hits: 1 }) }),
   'one failed attempt (503), then success': (i) =>
-    runtime
-      .run(`fail-${i}`)
-      .step({ id: 's', tool: 'search', call: 'tool', target: `t-${i}`, operation: (call) => (call.attempt === 1 ? FAILED : { hits: 1 }) }),
-  'duplicate key answered by the idempotency cache': (i) =>
-    runtime.run(`cache-${i}`).step({ id: 's', tool: 'search', call: 'tool', operation: () => ({ hits: 1 }) }),
+    oneStep(`fail-${i}`, { id: 's', tool: 'search', call: 'tool', target: `t-${i}`, operation: (call) => (call.attempt === 1 ? FAILED : { hits: 1 }) }),
+  'duplicate key answered by the idempotency cache': (i) => oneStep(`cache-${i}`, { id: 's', tool: 'search', call: 'tool', operation: () => ({ hits: 1 }) }),
 };
 
 let serial = 0;
@@ -63,7 +71,7 @@ async function round(name, fn, n, check) {
   return { cpu: (used.user + used.system) / n, wall };
 }
 
-console.log(`node ${process.version}, ${N} runs x ${ROUNDS} rounds per case (virtual clock, MemoryStore)`);
+console.log(`node ${process.version}, ${N} runs x ${ROUNDS} rounds per case (virtual clock, MemoryStore, journal ${journal ? 'on' : 'off'})`);
 console.log('per run of one step                               CPU µs      wall µs');
 for (const [name, fn] of Object.entries(cases)) {
   await round(name, fn, WARMUP, true);

@@ -25,3 +25,14 @@ export {
 } from './store.js';
 export { Runtime, Run, SystemClock, VirtualClock, Failed, Response, RUNTIME_DEFAULTS, Telemetry } from './runtime.js';
 export { runScenario, runBatch, outputJson, ScenarioError, SCENARIO_ERROR_KINDS, DEAD_LETTER_STREAM } from './scenario.js';
+export {
+  DeadLetters,
+  DeadLetterError,
+  DEAD_LETTER_ERROR_KINDS,
+  DEAD_LETTER_STATUSES,
+  ITEM_PREFIX,
+  CLOSED_KEY,
+  LEASE_PREFIX,
+  replayKey,
+} from './deadletters.js';
+export { JOURNAL_PREFIX } from './durable.js';

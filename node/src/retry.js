@@ -188,7 +188,11 @@ export async function retry(operation, options = {}) {
       }
     },
   });
-  if (report.outcome === 'ok') return report.value !== undefined ? report.value : result !== undefined ? result : report.result;
+  if (report.outcome === 'ok') {
+    // One step is the whole run: end it, so it leaves no journal entry (docs/durability.md §1).
+    await run.end();
+    return report.value !== undefined ? report.value : result !== undefined ? result : report.result;
+  }
   if (report.outcome === 'cancelled' && signal?.aborted) throw signal.reason;
   if (last?.decision === undefined) {
     throw new PolicyRuntimeError(`retry() ended ${report.outcome} without a decision; report this with the options you passed`);

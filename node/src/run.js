@@ -9,6 +9,7 @@ import { describe } from './json.js';
 import { checkMs, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError } from './store.js';
 import { runTelemetry } from './telemetry.js';
+import { DEAD_LETTER_STREAM, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -26,12 +27,33 @@ export function startRun(rt, runId, options) {
   return new Run(token, rt, runId, options);
 }
 
+/** @internal A run resumed from its journaled state (`runtime.recover`): no `run` input. */
+export function resumeRun(rt, runId, state) {
+  return new Run(token, rt, runId, {}, state);
+}
+
+/** @internal `run[RECOVER](operations, tools)`: feed the `recover` input (docs/durability.md §2). */
+export const RECOVER = Symbol('Run.recover');
+/** @internal `runtime.run(id, {[KILL_AFTER_CALLS]: n})`: the scenario member `kill_after_calls`. */
+export const KILL_AFTER_CALLS = Symbol('kill_after_calls');
+
+/** @internal What a run killed by KILL_AFTER_CALLS rejects with: it stopped as if its process died. */
+export class RunKilled extends Error {
+  constructor(calls) {
+    super(`the run was killed at its call ${calls} (scenario kill_after_calls)`);
+    this.name = 'RunKilled';
+  }
+}
+
+/** @internal `run[DEAD_LETTERS]`: [{id, record}] this run appended to the dead-letter stream. */
+export const DEAD_LETTERS = Symbol('Run.deadLetters');
+
 const NO_REPORT = Object.freeze({});
 
 /** A run of steps under one run id (`runtime.run(runId)`). */
 export class Run {
   #rt;
-  #holder = { state: '', events: [], branch: false };
+  #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
   #undo = new Map();
   #cancel = new AbortController();
   #cancelAtMs;
@@ -40,16 +62,23 @@ export class Run {
   #ids = new Set();
   /** Spans and metrics (docs/telemetry.md): observes, never decides. */
   #tel;
+  #killAt;
+  #calls = 0;
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
   get events() {
     return this.#holder.events;
   }
   /** The run id. */
   runId;
+  /** @internal */
+  get [DEAD_LETTERS]() {
+    return this.#holder.deadLetters;
+  }
 
-  constructor(key, rt, runId, { signal, cancelAtMs } = {}) {
+  constructor(key, rt, runId, { signal, cancelAtMs, [KILL_AFTER_CALLS]: killAt } = {}, resumed = undefined) {
     if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
     this.#rt = rt;
+    this.#killAt = killAt;
     this.runId = runId;
     this.#tel = runTelemetry(rt.telemetry, runId);
     if (cancelAtMs !== undefined && cancelAtMs !== null) {
@@ -60,6 +89,10 @@ export class Run {
       if (typeof signal.aborted !== 'boolean') throw invalidArg(`signal must be an AbortSignal, got ${describe(signal)}`);
       if (signal.aborted) this.#cancel.abort();
       else signal.addEventListener('abort', () => this.#cancel.abort(), { once: true });
+    }
+    if (resumed !== undefined) {
+      this.#holder.state = resumed;
+      return;
     }
     const input = `{"input":"run","now_ms":${rt.clock.nowMs()},"run_id":${q(runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}}`;
     this.#holder.state = rt.loop.advance('', input).state;
@@ -151,6 +184,35 @@ export class Run {
     });
   }
 
+  /**
+   * End the run: the caller says it is complete (docs/durability.md §1). Its
+   * journal entry is deleted, so `recover` leaves it alone. A run that is
+   * never ended stays in the journal and a later `recover` rolls it back.
+   * Between steps only; a run that already ended resolves with its outcome.
+   * Resolves to a report with outcome `completed`.
+   */
+  end() {
+    return this.#exclusive(async () => {
+      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
+      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+      return this.#end(await this.#drive(this.#holder, `{"input":"end","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
+    });
+  }
+
+  /**
+   * @internal Drive the journaled state with the `recover` input; calls find
+   * their operations by the tool the `call` effect names, in `operations`.
+   * Resolves to the finish report plus `deadLetters` ([{id, record}] appended
+   * by the run).
+   */
+  [RECOVER](operations) {
+    return this.#exclusive(async () => {
+      const ctx = { step: null, operations, tools: new Map(), last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+      const report = this.#end(await this.#drive(this.#holder, `{"input":"recover","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
+      return { ...report, deadLetters: this.#holder.deadLetters };
+    });
+  }
+
   /** Step ids are unique in a run (docs/runtime.md, "Inputs"). */
   #claimIds(ids) {
     const seen = new Set();
@@ -225,6 +287,7 @@ export class Run {
       case 'emit': {
         if (raw.event === undefined) throw badEffect('emit without event');
         holder.events.push(raw.event);
+        if (Number.isSafeInteger(fx.event?.t_ms)) holder.lastTms = fx.event.t_ms;
         if (rt.onEvent) rt.onEvent(fx.event, raw.event);
         ctx.tel.event(fx.event, rt.clock.nowMs());
         return NO_REPORT;
@@ -254,8 +317,19 @@ export class Run {
       }
       case 'append': {
         if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
-        rt.store.append(fx.stream, raw.record, rt.clock.nowMs());
-        ctx.tel.appended(fx.stream, raw.record, rt.clock.nowMs());
+        const now = rt.clock.nowMs();
+        const seq = rt.store.append(fx.stream, raw.record, now);
+        ctx.tel.appended(fx.stream, raw.record, now);
+        if (fx.stream === DEAD_LETTER_STREAM) {
+          holder.deadLetters.push({ id: String(seq), record: raw.record });
+          // The only event a runtime makes itself: only the store knows the sequence number.
+          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now);
+          if (ev !== undefined) {
+            holder.events.push(ev.text);
+            if (rt.onEvent) rt.onEvent(ev.event, ev.text);
+            ctx.tel.event(ev.event, now);
+          }
+        }
         return NO_REPORT;
       }
       case 'decide': {
@@ -279,7 +353,7 @@ export class Run {
         return `{"input":"slept","now_ms":${rt.clock.nowMs()}}`;
       }
       case 'restore': {
-        const hook = this.#stepOf(ctx, fx.step)?.checkpoint;
+        const hook = (ctx.operations ? this.#recovered(ctx, fx) : this.#stepOf(ctx, fx.step))?.checkpoint;
         let ok = false;
         if (typeof hook === 'function') {
           try {
@@ -291,8 +365,12 @@ export class Run {
         }
         return `{"input":"restored","now_ms":${rt.clock.nowMs()},"ok":${ok}}`;
       }
-      case 'call':
-        return this.#callEffect(fx, ctx, holder);
+      case 'call': {
+        const answer = await this.#callEffect(fx, ctx, holder);
+        // A scenario's kill: the call was carried out, nothing more happens (no answer, no effect).
+        if (this.#killAt !== undefined && ++this.#calls >= this.#killAt) throw new RunKilled(this.#calls);
+        return answer;
+      }
       case 'fork':
         return this.#fork(fx, ctx, holder);
       case 'finish': {
@@ -311,6 +389,22 @@ export class Run {
       default:
         throw badEffect(String(fx.effect));
     }
+  }
+
+  /** In a recovered run: the operations of the tool of the step an effect is about (undefined: none given). */
+  #recovered(ctx, fx) {
+    const tool = this.#toolOf(ctx, fx);
+    return tool === undefined ? undefined : operationsOf(ctx.operations, tool);
+  }
+
+  /** The tool of the step an effect is about: a `call` names it (and is remembered for a later `restore`). */
+  #toolOf(ctx, fx) {
+    const step = String(fx.step ?? '');
+    if (typeof fx.tool === 'string') {
+      ctx.tools.set(step, fx.tool);
+      return fx.tool;
+    }
+    return ctx.tools.get(step);
   }
 
   /** The step (with its hooks) a call or restore is about. */
@@ -337,8 +431,12 @@ export class Run {
     };
     ctx.tel.callStart(call, rt.clock.nowMs());
     let fn;
+    const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
+    if (ctx.operations && recovered === undefined) {
+      return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${unknownToolFailure(this.#toolOf(ctx, fx) ?? call.step)}}}`;
+    }
     if (compensation) {
-      fn = holder.branch ? undefined : this.#undo.get(call.step);
+      fn = holder.branch ? undefined : (this.#undo.get(call.step) ?? recovered?.compensate);
       if (fn === undefined) {
         return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${stringify({
           source: 'exception',
@@ -347,7 +445,7 @@ export class Run {
         })}}}`;
       }
     } else {
-      fn = this.#stepOf(ctx, call.step)?.operation;
+      fn = (recovered ?? this.#stepOf(ctx, call.step))?.operation;
       if (typeof fn !== 'function') throw badEffect(`a call of step ${call.step}, which has no operation here`);
     }
     const started = rt.clock.nowMs();
@@ -424,7 +522,7 @@ export class Run {
     // run's in branch order once all are done, as Rust does), no compensations
     // of its own (the run compensates after the join).
     const runBranch = async (b, now) => {
-      const lane = { state: b.state, events: [], branch: true };
+      const lane = { state: b.state, events: [], branch: true, deadLetters: holder.deadLetters, lastTms: holder.lastTms };
       const step = ctx.branches?.get(b.id);
       const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, now) };
       const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);

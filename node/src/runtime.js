@@ -20,7 +20,9 @@ import { Policy } from './policy.js';
 import { MemoryStore } from './store.js';
 import { SystemClock, VirtualClock, integerClock } from './clock.js';
 import { Run, startRun } from './run.js';
-import { configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+import { configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+import { DeadLetters } from './deadletters.js';
+import { recover, withRun } from './durable.js';
 import { bindTelemetry } from './telemetry.js';
 
 export { SystemClock, VirtualClock } from './clock.js';
@@ -64,6 +66,9 @@ export class Runtime {
   /** @internal */ config;
   /** @internal */ onEvent;
   /** @internal Spans and metrics (docs/telemetry.md), or null when off. */ telemetry;
+  /** @internal the run configuration's in_flight_ttl_ms (the recovery lease's TTL) */ inFlightTtlMs;
+  /** @internal the run configuration's dead_letter.depth_threshold, or null */ depthThreshold;
+  #deadLetters;
 
   /** Use `await Runtime.create(options)`. */
   constructor(key, fields) {
@@ -102,7 +107,7 @@ export class Runtime {
     const loop = await sharedLoop();
     // The configuration is checked by the loop now, not at the first run.
     loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);
-    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry });
+    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry, ...configFacts(config) });
   }
 
   /**
@@ -113,6 +118,32 @@ export class Runtime {
   run(runId, { signal, cancelAtMs } = {}) {
     if (typeof runId !== 'string' || runId === '') throw invalidArg(`runId must be a non-empty string, got ${describe(runId)}`);
     return startRun(this, runId, { signal, cancelAtMs });
+  }
+
+  /**
+   * Run `fn(run)` in a new run and end the run when `fn` returns (resolving
+   * with its value). When `fn` throws, the run is left in the journal for
+   * `recover` (docs/durability.md §1).
+   */
+  withRun(runId, fn, options) {
+    return withRun(this, runId, fn, options);
+  }
+
+  /**
+   * Finish the runs a dead worker left in the journal, and carry out requested
+   * replays. `operations`: tool name -> `{operation, compensate?, checkpoint?}`;
+   * `olderThanMs` (default the run configuration's `in_flight_ttl_ms`, 300 000):
+   * only entries written at least this long ago. One report per run:
+   * `{runId, outcome, step, stepOutcome, deadLetterId, events}`.
+   */
+  recover(operations, options = {}) {
+    return recover(this, operations, options);
+  }
+
+  /** The dead-letter queue of this runtime's store: list, show, replay, requestReplay, purge, depth. */
+  get deadLetters() {
+    this.#deadLetters ??= new DeadLetters(this);
+    return this.#deadLetters;
   }
 
   /**

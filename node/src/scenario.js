@@ -12,6 +12,8 @@ import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { RAW, RawJson, elementSpans, parseLossless } from './json.js';
 import { Failed, Response, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
+import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
+import { streamLength } from './deadletters.js';
 
 /** The dead-letter stream (docs/runtime.md, "Store keys"). */
 export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
@@ -35,8 +37,8 @@ export class ScenarioError extends Error {
 
 const invalid = (m) => new ScenarioError('invalid', m);
 
-const SCENARIO_MEMBERS = ['run_id', 'seed', 'now_ms', 'config', 'cancel_at_ms', 'steps'];
-const STEP_MEMBERS = ['id', 'tool', 'call', 'target', 'args', 'side_effect', 'idempotent', 'checkpoint', 'outcomes', 'fallbacks', 'compensation', 'fanout'];
+const SCENARIO_MEMBERS = ['run_id', 'seed', 'now_ms', 'config', 'cancel_at_ms', 'kill_after_calls', 'recover', 'steps'];
+const STEP_MEMBERS = ['id', 'tool', 'call', 'target', 'args', 'side_effect', 'idempotent', 'checkpoint', 'outcomes', 'fallbacks', 'compensation', 'fanout', 'replay_of'];
 const FANOUT_MEMBERS = ['min_results', 'branches'];
 const TARGET_MEMBERS = ['target', 'outcomes'];
 const OUTCOMES_MEMBERS = ['outcomes'];
@@ -75,10 +77,16 @@ function parse(scenario) {
   need(isU64(s.now_ms) && typeof s.now_ms === 'number', '`now_ms` must be a non-negative integer (Unix ms)');
   need(s.seed === undefined || s.seed === null || isU64(s.seed), '`seed` must be an unsigned 64-bit integer');
   need(s.cancel_at_ms === undefined || s.cancel_at_ms === null || (isU64(s.cancel_at_ms) && typeof s.cancel_at_ms === 'number'), '`cancel_at_ms` must be a non-negative integer');
+  need(
+    s.kill_after_calls === undefined || s.kill_after_calls === null || (typeof s.kill_after_calls === 'number' && Number.isSafeInteger(s.kill_after_calls) && s.kill_after_calls >= 1),
+    '`kill_after_calls` must be an integer >= 1',
+  );
+  need(s.recover === undefined || typeof s.recover === 'boolean', '`recover` must be a boolean');
   need(Array.isArray(s.steps), 'missing field `steps` (an array)');
   const steps = s.steps.map((st) => checkStep(st, 'a step'));
-  if (s.run_id === '') throw invalid('scenario: `run_id` is empty; name the run');
-  if (steps.length === 0) throw invalid('scenario: `steps` is empty; give at least one step');
+  // A recovery runs no steps of its own: `steps` only lists the operations, `run_id` is not used.
+  if (s.run_id === '' && s.recover !== true) throw invalid('scenario: `run_id` is empty; name the run');
+  if (steps.length === 0 && s.recover !== true) throw invalid('scenario: `steps` is empty; give at least one step');
   const seen = new Set();
   for (const st of steps) {
     if (st.fanout) {
@@ -127,6 +135,7 @@ function checkStep(st, where) {
       (st.compensation ?? null) === null;
     return { id: st.id, onlyFanout, fanout: { min_results: st.fanout.min_results, branches } };
   }
+  need(st.replay_of === undefined || st.replay_of === null || isObj(st.replay_of), '`replay_of` must be an object {"key", "n", "id"}');
   for (const f of ['call', 'target']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'string', `\`${f}\` must be a string`);
   for (const f of ['side_effect']) need(st[f] === undefined || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
   for (const f of ['idempotent', 'checkpoint']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
@@ -195,6 +204,11 @@ class Script {
     );
   }
 
+  /** Forget every queue of `step` (a later scenario step of the same tool replaces it). */
+  clear(step) {
+    for (const k of [...this.queues.keys()]) if (k.startsWith(`${step}\u0001`)) this.queues.delete(k);
+  }
+
   next(step, target, what) {
     const queue = this.queues.get(`${step}\u0001${target}`) ?? [];
     if (queue.length === 0) {
@@ -237,8 +251,8 @@ async function drive(s, store, policy) {
   if (s.seed !== undefined && s.seed !== null) options.seed = s.seed;
   if (policy !== undefined) options.policy = policy;
   const runtime = await Runtime.create(options);
-  const last = store.read(DEAD_LETTER_STREAM, 0, Number.MAX_SAFE_INTEGER);
-  const deadBefore = last.length > 0 ? last[last.length - 1][0] : 0;
+  const deadBefore = streamLength(store);
+  if (s.recover === true) return driveRecover(s, store, runtime, deadBefore);
 
   const script = new Script();
   const load = (step) => {
@@ -251,25 +265,72 @@ async function drive(s, store, policy) {
     else load(step);
   }
 
-  const run = runtime.run(s.run_id);
+  const kill = s.kill_after_calls ?? undefined;
+  const run = startRun(runtime, s.run_id, kill === undefined ? {} : { [KILL_AFTER_CALLS]: kill });
   if (s.cancel_at_ms !== undefined && s.cancel_at_ms !== null) run.cancelAt(s.now_ms + s.cancel_at_ms);
   let outcome = 'completed';
-  for (const step of s.steps) {
-    const report = step.fanout
-      ? await run.fanout(step.id, step.fanout.min_results, step.fanout.branches.map((b) => scriptedStep(b, script)))
-      : await run.step(scriptedStep(step, script));
-    if (script.missing !== undefined) {
-      const m = script.missing;
-      script.missing = undefined;
-      throw invalid(m);
+  try {
+    for (const step of s.steps) {
+      const report = step.fanout
+        ? await run.fanout(step.id, step.fanout.min_results, step.fanout.branches.map((b) => scriptedStep(b, script)))
+        : await run.step(scriptedStep(step, script));
+      checkScript(script);
+      if (report.outcome !== 'ok') {
+        outcome = report.outcome;
+        break;
+      }
     }
-    if (report.outcome !== 'ok') {
-      outcome = report.outcome;
-      break;
-    }
+    // A completed run is ended, so it leaves no journal entry (docs/runtime.md, "Scenarios").
+    if (outcome === 'completed') await run.end();
+  } catch (e) {
+    if (!(e instanceof RunKilled)) throw e;
+    checkScript(script);
+    outcome = 'killed';
   }
   const deadLetters = store.read(DEAD_LETTER_STREAM, deadBefore, Number.MAX_SAFE_INTEGER).map(([, r]) => r);
   const out = { outcome, events: run.events, deadLetters };
+  return { ...out, json: outputJson(out) };
+}
+
+function checkScript(script) {
+  if (script.missing !== undefined) {
+    const m = script.missing;
+    script.missing = undefined;
+    throw invalid(m);
+  }
+}
+
+/**
+ * `"recover": true`: what `runtime.recover(operations, {olderThanMs: 0})`
+ * does on this store; `steps` are the operations, found by the `call`
+ * effect's tool.
+ */
+async function driveRecover(s, store, runtime, deadBefore) {
+  const script = new Script();
+  const operations = {};
+  // Every step and fan-out branch, in order; a later step of a tool replaces an earlier one (as in Rust).
+  for (const step of s.steps.flatMap((st) => (st.fanout ? st.fanout.branches : [st]))) {
+    if (step.tool === '') continue;
+    const tool = step.tool;
+    script.clear(tool);
+    script.set(tool, step.target ?? tool, step.outcomes);
+    for (const fb of step.fallbacks) script.set(tool, fb.target, fb.outcomes);
+    const ops = { operation: (call) => script.next(tool, call.target, call.kind === 'fallback' ? 'fallback target' : 'target') };
+    if (step.compensation) {
+      script.set(tool, COMPENSATION, step.compensation.outcomes);
+      ops.compensate = () => script.next(tool, COMPENSATION, 'the compensation of');
+    }
+    if (step.checkpoint !== undefined && step.checkpoint !== null) {
+      const ok = step.checkpoint;
+      ops.checkpoint = () => ok;
+    }
+    operations[tool] = ops;
+  }
+  const reports = await runtime.recover(operations, { olderThanMs: 0 });
+  checkScript(script);
+  const events = reports.flatMap((r) => r.events);
+  const deadLetters = store.read(DEAD_LETTER_STREAM, deadBefore, Number.MAX_SAFE_INTEGER).map(([, r]) => r);
+  const out = { outcome: reports.length === 0 ? 'none' : reports[reports.length - 1].outcome, events, deadLetters };
   return { ...out, json: outputJson(out) };
 }
 
@@ -292,6 +353,7 @@ function scriptedStep(step, script) {
   if (step.compensation) {
     s.compensate = (call) => script.next(call.step, COMPENSATION, 'the compensation of');
   }
+  if (step.replay_of !== undefined && step.replay_of !== null) s.replayOf = step.replay_of;
   return s;
 }
 

@@ -16,6 +16,8 @@ export const RUNTIME_DEFAULTS = Object.freeze({
   attemptTimeoutMs: null,
   deadlineMs: null,
   policyConfig: null,
+  journal: true,
+  deadLetter: Object.freeze({ owner: null, runbook: null, depthThreshold: null }),
 });
 
 export const RUNTIME_OPTIONS = [
@@ -30,6 +32,8 @@ export const RUNTIME_OPTIONS = [
   'attemptTimeoutMs',
   'deadlineMs',
   'policyConfig',
+  'journal',
+  'deadLetter',
   'config',
   'onEvent',
   'telemetry',
@@ -47,6 +51,7 @@ const STEP_OPTIONS = [
   'operation',
   'compensate',
   'checkpoint',
+  'replayOf',
 ];
 
 export const invalidConfig = (m) => new PolicyError('invalid_config', m);
@@ -105,7 +110,35 @@ export function configText(o) {
     }
     c.policy = o.policyConfig;
   }
+  if (o.journal !== undefined) {
+    if (typeof o.journal !== 'boolean') throw invalidConfig(`journal must be true or false, got ${describe(o.journal)}`);
+    c.journal = o.journal;
+  }
+  if (o.deadLetter !== undefined && o.deadLetter !== null) {
+    const d = o.deadLetter;
+    if (typeof d !== 'object' || Array.isArray(d)) throw invalidConfig(`deadLetter must be {owner, runbook, depthThreshold}, got ${describe(d)}`);
+    const bad = unknownKeys(d, ['owner', 'runbook', 'depthThreshold'], 'deadLetter');
+    if (bad) throw invalidConfig(bad);
+    c.dead_letter = {};
+    for (const f of ['owner', 'runbook']) {
+      if (d[f] === undefined || d[f] === null) continue;
+      if (typeof d[f] !== 'string') throw invalidConfig(`deadLetter.${f} must be a string, got ${describe(d[f])}`);
+      c.dead_letter[f] = d[f];
+    }
+    if (d.depthThreshold !== undefined && d.depthThreshold !== null) c.dead_letter.depth_threshold = uint(d.depthThreshold, 'deadLetter.depthThreshold');
+  }
   return stringify(c);
+}
+
+/** What the runtime itself needs from the run configuration text: the lease TTL and the depth threshold. */
+export function configFacts(text) {
+  const c = JSON.parse(text);
+  const ttl = c.in_flight_ttl_ms;
+  const threshold = c.dead_letter?.depth_threshold;
+  return {
+    inFlightTtlMs: Number.isSafeInteger(ttl) && ttl > 0 ? ttl : RUNTIME_DEFAULTS.inFlightTtlMs,
+    depthThreshold: Number.isSafeInteger(threshold) ? threshold : null,
+  };
 }
 
 export function prepareStep(step, what = 'step') {
@@ -123,6 +156,12 @@ export function prepareStep(step, what = 'step') {
   }
   if (step.fallbacks !== undefined && !(Array.isArray(step.fallbacks) && step.fallbacks.every((t) => typeof t === 'string'))) {
     throw invalidArg(`${what}.fallbacks must be an array of target names, got ${describe(step.fallbacks)}`);
+  }
+  const replayOf = step.replayOf;
+  if (replayOf !== undefined && replayOf !== null) {
+    if (typeof replayOf !== 'object' || typeof replayOf.key !== 'string' || !Number.isSafeInteger(replayOf.n) || replayOf.n < 1 || typeof replayOf.id !== 'string') {
+      throw invalidArg(`${what}.replayOf must be {key, n, id} (the original key, the replay number from 1, the record id), got ${describe(replayOf)}`);
+    }
   }
   if (step.args !== undefined) {
     let text;
@@ -145,6 +184,8 @@ export function prepareStep(step, what = 'step') {
     checkpoint: typeof step.checkpoint === 'function',
     idempotent: step.idempotent ?? null,
   };
+  // Only when given: a loop without durability refuses the member.
+  if (replayOf !== undefined && replayOf !== null) spec.replay_of = { key: replayOf.key, n: replayOf.n, id: replayOf.id };
   return { step, spec };
 }
 

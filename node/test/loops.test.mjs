@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { MemoryStore, runScenario } from '../src/index.js';
+import { JOURNAL_PREFIX, MemoryStore, runScenario } from '../src/index.js';
 import { REPO } from './helpers.mjs';
 
 const DIR = join(REPO, 'tests', 'loops');
@@ -38,7 +38,12 @@ function subset(expected, actual, path) {
 async function runVector(v) {
   const store = new MemoryStore();
   const out = [];
-  for (const r of v.runs) out.push(await runScenario(JSON.stringify(r.scenario), store));
+  for (const r of v.runs) {
+    const o = await runScenario(JSON.stringify(r.scenario), store);
+    // The run ids with a journal entry after the run, in key order (`expect.journal`).
+    o.journal = store.keys(JOURNAL_PREFIX, Number.MAX_SAFE_INTEGER).map((k) => k.slice(JOURNAL_PREFIX.length));
+    out.push(o);
+  }
   return out;
 }
 
@@ -52,6 +57,7 @@ for (const { file, v } of VECTORS) {
     const failures = [];
     v.runs.forEach((r, i) => {
       const actual = JSON.parse(outs[i].json);
+      if (r.expect.journal !== undefined) actual.journal = outs[i].journal;
       failures.push(...subset(r.expect, actual, `${file} run ${i}`));
       // Every attempt of a step carries one key; a compensation its own.
       const keys = new Map();

@@ -1,0 +1,512 @@
+// The dead-letter queue as an operable thing (docs/durability.md §3): list,
+// show, replay, request a replay, purge, depth, on any store, whoever wrote
+// the records (a Rust, Python or Node runtime, or the CLI). The twin of Rust's
+// `runtime.dead_letters()` and Python's `runtime.dead_letters`.
+//
+//   const dlq = runtime.deadLetters;
+//   for (const item of dlq.list()) console.log(item.id, item.status, item.record.tool);
+//   await dlq.replay('3', { 'payments.charge': { operation: charge } });
+//   dlq.purge('4');
+//
+// The records stay in the append-only stream `agent-recovery/dead-letter`; a
+// record's id is its sequence number there (a decimal string). What happened to
+// a record since lives beside it, in the item key
+// `agent-recovery/dead-letter/item/<id>`, changed only by compare-and-set, so
+// two operators or workers never lose each other's change. Depth = records in
+// the stream - `agent-recovery/dead-letter/closed`.count.
+
+import { createHash } from 'node:crypto';
+import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
+import { StoreError } from './store.js';
+import { Failed } from './outcome.js';
+import { DEAD_LETTERS } from './run.js';
+
+/** The dead-letter stream (docs/runtime.md, "Store keys"). */
+export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
+/** The item key prefix: `agent-recovery/dead-letter/item/<id>`. */
+export const ITEM_PREFIX = 'agent-recovery/dead-letter/item/';
+/** `{"count": N}`: records replayed successfully or purged. */
+export const CLOSED_KEY = 'agent-recovery/dead-letter/closed';
+/** The recovery lease of a run (and of a replay run): `agent-recovery/recovering/<run_id>`. */
+export const LEASE_PREFIX = 'agent-recovery/recovering/';
+
+/** The statuses of an item (docs/durability.md §3, "Item status"). */
+export const DEAD_LETTER_STATUSES = Object.freeze(['open', 'replay_requested', 'replayed', 'purged']);
+
+/** The kinds of DeadLetterError. */
+export const DEAD_LETTER_ERROR_KINDS = Object.freeze([
+  'not_found', // no record with that id in the stream
+  'invalid_argument', // a bad id, status, option or operations map: nothing changed
+  'conflict', // the item's status does not allow it (replayed, purged, a replay pending), or another worker runs its replay
+  'invalid_record', // the record cannot be replayed (written before record format 1: no `input`)
+]);
+
+/** A dead-letter operation could not be done. `kind` is one of DEAD_LETTER_ERROR_KINDS; the message ends with a hint. */
+export class DeadLetterError extends Error {
+  constructor(kind, message, options) {
+    super(message, options);
+    this.name = 'DeadLetterError';
+    this.kind = kind;
+  }
+}
+
+const CAS_ROUNDS = 64;
+
+/**
+ * The idempotency key of the `n`-th replay of a record whose key was `key`:
+ * `hex(sha256(canonical_json(["agent-recovery/replay", key, n])))`
+ * (docs/durability.md §3, "Replay"). The loop derives the same key from the
+ * step's `replay_of`; this copy names it in the item before the run starts.
+ */
+export function replayKey(key, n) {
+  if (typeof key !== 'string') throw new DeadLetterError('invalid_argument', `a replay key needs the original key as a string, got ${describe(key)}`);
+  if (!Number.isSafeInteger(n) || n < 1) throw new DeadLetterError('invalid_argument', `a replay number is an integer from 1, got ${describe(n)}`);
+  // Canonical JSON of [string, string, integer]: no whitespace, JSON.stringify's
+  // string escapes (those of RFC 8785), the integer in decimal.
+  return createHash('sha256').update(JSON.stringify(['agent-recovery/replay', key, n]), 'utf8').digest('hex');
+}
+
+/** The run id of the `n`-th replay of a record of run `runId`. */
+export const replayRunId = (runId, n) => `${runId}/replay/${n}`;
+
+/** A record id as the decimal string the APIs use; throws on anything else. */
+export function recordId(id) {
+  const text = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : id;
+  if (typeof text !== 'string' || !/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new DeadLetterError(
+      'invalid_argument',
+      `a dead-letter id is the record's sequence number in the stream (a decimal string from "1"), got ${describe(id)}; list the queue to see the ids`,
+    );
+  }
+  return text;
+}
+
+/** The stream's record count: its last sequence number (1, 2, 3, ... with no gaps), found in O(log n) reads. */
+export function streamLength(store, stream = DEAD_LETTER_STREAM) {
+  const has = (seq) => store.read(stream, seq - 1, 1).length > 0;
+  if (!has(1)) return 0;
+  let lo = 1; // has(lo)
+  let hi = 2;
+  while (has(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  // has(lo), !has(hi)
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (has(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** `closed.count` (0 when the key is absent). */
+export function closedCount(store, nowMs) {
+  const v = store.get(CLOSED_KEY, nowMs);
+  if (v === null) return 0;
+  const count = safeParse(v.value)?.count;
+  return Number.isSafeInteger(count) && count >= 0 ? count : 0;
+}
+
+function safeParse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a `casUpdate` change returns to leave the value as it is (nothing written). */
+const UNCHANGED = Symbol('unchanged');
+
+/**
+ * Change the JSON value of `key` by compare-and-set: `change(current)` (the
+ * parsed value, or undefined when absent) returns the next value, UNCHANGED,
+ * or throws; repeated on a conflict. Returns the value written.
+ */
+function casUpdate(store, key, nowMs, change) {
+  for (let round = 0; round < CAS_ROUNDS; round++) {
+    const cur = store.get(key, nowMs);
+    const next = change(cur === null ? undefined : safeParse(cur.value));
+    if (next === UNCHANGED) return cur;
+    const cas = store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
+    if (cas.written) return next;
+  }
+  throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
+}
+
+/** closed.count + 1, by compare-and-set. */
+function closeOne(store, nowMs) {
+  casUpdate(store, CLOSED_KEY, nowMs, (cur) => {
+    const count = Number.isSafeInteger(cur?.count) && cur.count >= 0 ? cur.count : 0;
+    return { ...(cur ?? {}), count: count + 1 };
+  });
+}
+
+/**
+ * The `dead_letter_depth` event after record `seq` was appended, when the
+ * run configuration's `dead_letter.depth_threshold` is set and the depth
+ * crossed it with this append (before < threshold <= after); else undefined.
+ * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
+ * before the append, `step` the record's `step_id` (docs/durability.md §3).
+ */
+export function depthEvent(rt, seq, record, tMs, nowMs) {
+  const threshold = rt.depthThreshold;
+  if (threshold === null || threshold === undefined) return undefined;
+  const depth = Math.max(0, seq - closedCount(rt.store, nowMs));
+  if (!(depth >= threshold && depth - 1 < threshold)) return undefined;
+  const step = typeof record?.step_id === 'string' ? record.step_id : null;
+  const event = { t_ms: tMs, event: 'dead_letter_depth', step, target: null, depth, threshold, id: String(seq) };
+  return { event, text: JSON.stringify(event) };
+}
+
+/** The observation a recovered call gets when `recover` was given no operations for its tool. */
+export function unknownToolFailure(tool) {
+  return JSON.stringify({
+    error: {
+      code: 'runtime.recover.unknown_tool',
+      // The words of Rust's runtime (host/src/runtime/durable.rs), so records match byte for byte.
+      message: `no operation is registered for tool ${tool}; pass it in the operations of recover or replay`,
+      retryable: false,
+    },
+  });
+}
+
+/** An item value as stored, or the value an absent item stands for (`open`, no replays). */
+function itemValue(v) {
+  if (v === undefined || v === null || typeof v !== 'object' || Array.isArray(v)) return { status: 'open', replays: [] };
+  const status = DEAD_LETTER_STATUSES.includes(v.status) ? v.status : 'open';
+  return { ...v, status, replays: Array.isArray(v.replays) ? v.replays : [] };
+}
+
+/**
+ * The dead-letter queue of a runtime's store (`runtime.deadLetters`). Reads
+ * need only the store; `replay` runs the record's step again through the
+ * runtime (its clock, policy, configuration and events).
+ */
+export class DeadLetters {
+  #rt;
+
+  /** @internal use `runtime.deadLetters`. */
+  constructor(runtime) {
+    this.#rt = runtime;
+  }
+
+  get #store() {
+    return this.#rt.store;
+  }
+
+  #now() {
+    return this.#rt.clock.nowMs();
+  }
+
+  /** The record `id` as [parsed, raw text], or a not_found error. */
+  #record(id) {
+    const rows = this.#store.read(DEAD_LETTER_STREAM, Number(id) - 1, 1);
+    if (rows.length === 0 || rows[0][0] !== Number(id)) {
+      throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
+    }
+    return [parseLossless(rows[0][1]), rows[0][1]];
+  }
+
+  #item(id, recordText) {
+    const v = this.#store.get(ITEM_PREFIX + id, this.#now());
+    const item = itemValue(v === null ? undefined : safeParse(v.value));
+    return { id, status: item.status, record: parseLossless(recordText), replays: item.replays, ...(item.purged_ms === undefined ? {} : { purgedMs: item.purged_ms }) };
+  }
+
+  /**
+   * Items `{id, status, record, replays}` in id order. `status`: one of
+   * DEAD_LETTER_STATUSES or `'all'` (default: every item but the purged ones);
+   * `after`: the id to start after (default: from the first); `limit`: at most
+   * this many items (default: all).
+   */
+  list({ status, after, limit } = {}) {
+    if (status !== undefined && status !== 'all' && !DEAD_LETTER_STATUSES.includes(status)) {
+      throw new DeadLetterError('invalid_argument', `status must be one of ${DEAD_LETTER_STATUSES.join(', ')} or all, got ${describe(status)}`);
+    }
+    let from = 0;
+    if (after !== undefined && after !== null && after !== 0 && after !== '0') from = Number(recordId(after));
+    if (limit !== undefined && limit !== null && !(Number.isSafeInteger(limit) && limit >= 0)) {
+      throw new DeadLetterError('invalid_argument', `limit must be a non-negative integer, got ${describe(limit)}`);
+    }
+    const max = limit ?? Number.MAX_SAFE_INTEGER;
+    const out = [];
+    const PAGE = 256;
+    while (out.length < max) {
+      const rows = this.#store.read(DEAD_LETTER_STREAM, from, PAGE);
+      for (const [seq, text] of rows) {
+        const item = this.#item(String(seq), text);
+        const keep = status === 'all' || (status === undefined ? item.status !== 'purged' : item.status === status);
+        if (keep) out.push(item);
+        if (out.length >= max) break;
+      }
+      if (rows.length < PAGE) break;
+      from = rows[rows.length - 1][0];
+    }
+    return out;
+  }
+
+  /** One item `{id, status, record, replays}`; a DeadLetterError `not_found` when there is no such record. */
+  show(id) {
+    const rid = recordId(id);
+    const [, text] = this.#record(rid);
+    return this.#item(rid, text);
+  }
+
+  /** The depth: records in the stream - records closed (replayed successfully or purged). */
+  depth() {
+    return Math.max(0, streamLength(this.#store) - closedCount(this.#store, this.#now()));
+  }
+
+  /**
+   * Give up on item `id`: status `purged` (+ `purged_ms`), `closed.count + 1`.
+   * The record stays in the stream (streams are append-only); `list` hides it.
+   * Purging a purged item changes nothing; a `replayed` one is refused
+   * (`conflict`: it is closed already). Returns the item.
+   */
+  purge(id) {
+    const rid = recordId(id);
+    const [, text] = this.#record(rid);
+    const now = this.#now();
+    let closes = false;
+    casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
+      const item = itemValue(cur);
+      closes = false;
+      if (item.status === 'purged') return UNCHANGED;
+      if (item.status === 'replayed') {
+        throw new DeadLetterError('conflict', `dead-letter ${rid} was replayed ok; it is closed already, nothing to purge`);
+      }
+      closes = true;
+      return { ...item, status: 'purged', purged_ms: now };
+    });
+    if (closes) closeOne(this.#store, now);
+    return this.#item(rid, text);
+  }
+
+  /**
+   * Record a replay request: status `replay_requested` and a `replays` entry
+   * `{n, key, run_id, requested_ms}` without an outcome, for any worker's
+   * `runtime.recover(...)` to carry out. `conflict` when the item is purged,
+   * replayed ok, or already has a request pending. Returns `{id, n, key, runId}`:
+   * the key and run id the replay will use.
+   */
+  requestReplay(id) {
+    const rid = recordId(id);
+    const [record] = this.#record(rid);
+    const entry = this.#request(rid, record, false);
+    return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id };
+  }
+
+  /** A new replays entry (the item must be open), or with `takePending` the pending one. */
+  #request(rid, record, takePending) {
+    mustReplay(rid, record);
+    const now = this.#now();
+    let entry;
+    casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
+      const item = itemValue(cur);
+      entry = takePending && item.status === 'replay_requested' ? pending(item) : undefined;
+      if (entry !== undefined) return UNCHANGED;
+      if (item.status !== 'open') throw new DeadLetterError('conflict', notOpen(rid, item.status));
+      const n = item.replays.length + 1;
+      entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
+      return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
+    });
+    return entry;
+  }
+
+  /**
+   * Replay record `id` now with these operations (tool name ->
+   * `{operation, compensate?, checkpoint?}`): its `input` step runs again as
+   * run `<run_id>/replay/<n>` under the replay key, the outcome is recorded on
+   * the item (`replayed` and closed when the step ended ok, else back to
+   * `open`; a failure is a new record with `replay_of`). A pending request is
+   * carried out instead of a new one. Returns `{id, n, key, runId, outcome}`.
+   */
+  async replay(id, operations) {
+    const rid = recordId(id);
+    const [record] = this.#record(rid);
+    checkOperations(operations);
+    mustReplay(rid, record);
+    const tool = record.input?.tool;
+    if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
+      throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
+    }
+    const entry = this.#request(rid, record, true);
+    const done = await this.runPending(rid, record, entry, operations);
+    if (done === undefined) {
+      throw new DeadLetterError('conflict', `dead-letter ${rid}: replay ${entry.n} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); try later`);
+    }
+    return done;
+  }
+
+  /**
+   * @internal Run the pending replay `entry` of record `rid` under its lease;
+   * undefined when another worker holds the lease. Used by `replay` and by
+   * `runtime.recover` for requested replays.
+   */
+  async runPending(rid, record, entry, operations) {
+    const rt = this.#rt;
+    const store = this.#store;
+    const lease = LEASE_PREFIX + entry.run_id;
+    const start = this.#now();
+    const ttl = rt.inFlightTtlMs;
+    if (!takeLease(store, lease, start, ttl)) return undefined;
+    let outcome;
+    let events = [];
+    let deadLetterId = null;
+    try {
+      // Another worker may have carried it out between our read and the lease.
+      const now0 = this.#now();
+      const cur = store.get(ITEM_PREFIX + rid, now0);
+      const still = pending(itemValue(cur === null ? undefined : safeParse(cur.value)));
+      if (still?.n !== entry.n) return undefined;
+      const ops = operationsOf(operations, record.input.tool);
+      const step = replayStep(record, entry, rid, ops);
+      const run = rt.run(entry.run_id);
+      const report = await run.step(step);
+      outcome = report.outcome;
+      if (!report.runFinished) await run.end();
+      events = run.events;
+      deadLetterId = run[DEAD_LETTERS].at(-1)?.id ?? null;
+      const now = this.#now();
+      let closes = false;
+      casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
+        const item = itemValue(cur);
+        const replays = item.replays.map((r) => (r?.n === entry.n ? { ...r, outcome, finished_ms: now } : r));
+        const ok = outcome === 'ok';
+        // A purge while the replay ran wins: the item stays purged (and closed once).
+        const status = item.status === 'purged' || item.status === 'replayed' ? item.status : ok ? 'replayed' : 'open';
+        closes = ok && item.status !== 'purged' && item.status !== 'replayed';
+        return { ...item, status, replays };
+      });
+      if (closes) closeOne(store, now);
+    } finally {
+      store.delete(lease);
+    }
+    return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id, outcome, deadLetterId, events };
+  }
+
+  /** @internal The items with a pending replay request: [{rid, record, entry}], in id order. */
+  pendingReplays() {
+    const now = this.#now();
+    const out = [];
+    for (const key of this.#store.keys(ITEM_PREFIX, now)) {
+      const rid = key.slice(ITEM_PREFIX.length);
+      const v = this.#store.get(key, now);
+      const item = itemValue(v === null ? undefined : safeParse(v.value));
+      const entry = item.status === 'replay_requested' ? pending(item) : undefined;
+      if (entry === undefined) continue;
+      let record;
+      try {
+        [record] = this.#record(recordId(rid));
+      } catch (e) {
+        if (e instanceof DeadLetterError) continue; // an item key without its record: nothing to run
+        throw e;
+      }
+      if (replayable(record)) out.push({ rid, record, entry });
+    }
+    return out.sort((a, b) => Number(a.rid) - Number(b.rid));
+  }
+}
+
+function notOpen(rid, status) {
+  if (status === 'purged') return `dead-letter ${rid} is purged; it cannot be replayed`;
+  if (status === 'replayed') return `dead-letter ${rid} was replayed ok already; it is closed`;
+  return `dead-letter ${rid} has a replay pending; a worker's recover() carries it out (or call replay)`;
+}
+
+function mustReplay(rid, record) {
+  if (!replayable(record)) {
+    throw new DeadLetterError(
+      'invalid_record',
+      `dead-letter ${rid} has no \`input\` step to run again (written before record format 1, or a fan-out's record), so it cannot be replayed; run the steps again yourself and purge the item`,
+    );
+  }
+}
+
+/**
+ * Can the record's step run again: it has its `input` step (record format 1)
+ * and its key and run id, and it is not a fan-out's record (whose `input` is
+ * the fan-out itself, tool `fanout` with `args.branches`: not a step;
+ * docs/durability.md §3).
+ */
+function replayable(record) {
+  const input = record?.input;
+  return (
+    input !== null &&
+    typeof input === 'object' &&
+    !Array.isArray(input) &&
+    typeof input.id === 'string' &&
+    typeof input.tool === 'string' &&
+    !(input.tool === 'fanout' && Array.isArray(input.args?.branches)) &&
+    typeof record.key === 'string' &&
+    typeof record.run_id === 'string'
+  );
+}
+
+/** Take a recovery lease (a claim: created only when absent or expired); false when another worker holds it. */
+export function takeLease(store, key, nowMs, ttlMs) {
+  return store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs).written;
+}
+
+/** The last replays entry without an outcome. */
+function pending(item) {
+  for (let i = item.replays.length - 1; i >= 0; i--) {
+    const r = item.replays[i];
+    if (r && typeof r === 'object' && r.outcome === undefined && Number.isSafeInteger(r.n) && typeof r.key === 'string' && typeof r.run_id === 'string') return r;
+  }
+  return undefined;
+}
+
+function missingCompensation(call) {
+  return new Failed({ source: 'exception', type: 'agent_recovery.MissingCompensation', message: `no compensation registered for step ${call.step}` });
+}
+
+/** Check an operations map: tool name -> {operation, compensate?, checkpoint?}. */
+export function checkOperations(operations) {
+  if (operations === null || typeof operations !== 'object' || Array.isArray(operations)) {
+    throw new DeadLetterError('invalid_argument', `operations must map each tool name to {operation, compensate?, checkpoint?}, got ${describe(operations)}`);
+  }
+  for (const [tool, ops] of Object.entries(operations)) {
+    if (ops === null || typeof ops !== 'object' || typeof ops.operation !== 'function') {
+      throw new DeadLetterError('invalid_argument', `operations[${JSON.stringify(tool)}] must be {operation, compensate?, checkpoint?} with operation a function, got ${describe(ops)}`);
+    }
+    for (const f of ['compensate', 'checkpoint']) {
+      if (ops[f] !== undefined && ops[f] !== null && typeof ops[f] !== 'function') {
+        throw new DeadLetterError('invalid_argument', `operations[${JSON.stringify(tool)}].${f} must be a function, got ${describe(ops[f])}`);
+      }
+    }
+  }
+}
+
+/** The operations of `tool` (own members only: a tool named "constructor" is not Object's). */
+export function operationsOf(operations, tool) {
+  return Object.hasOwn(operations, tool) ? operations[tool] : undefined;
+}
+
+/** The step of a replay: the record's `input` as given (args byte for byte), plus `replayOf`. */
+function replayStep(record, entry, rid, ops) {
+  const input = record.input;
+  const argsText = input[RAW]?.args;
+  const step = {
+    id: input.id,
+    tool: input.tool,
+    args: argsText !== undefined ? new RawJson(argsText) : (input.args ?? null),
+    sideEffect: input.side_effect ?? false,
+    fallbacks: Array.isArray(input.fallbacks) ? input.fallbacks : [],
+    operation: ops.operation,
+    replayOf: { key: record.key, n: entry.n, id: rid },
+  };
+  if (typeof input.call === 'string') step.call = input.call;
+  if (typeof input.target === 'string') step.target = input.target;
+  if (typeof input.idempotent === 'boolean') step.idempotent = input.idempotent;
+  // The flags as recorded (so the replay's step input is the record's): a
+  // compensation the operations lack answers as the runtime does for a step
+  // without one; a missing checkpoint hook restores nothing.
+  if (input.compensation === true) step.compensate = typeof ops.compensate === 'function' ? ops.compensate : missingCompensation;
+  if (input.checkpoint === true) step.checkpoint = typeof ops.checkpoint === 'function' ? ops.checkpoint : () => false;
+  return step;
+}
+
+export { StoreError };
