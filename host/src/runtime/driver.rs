@@ -146,6 +146,21 @@ fn bad_effect(what: &str) -> RuntimeError {
 pub(super) fn drive<'a>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, 'a>,
+    input: String,
+    work: Work<'_, 'a>,
+) -> Result<StepReport, RuntimeError> {
+    let out = drive_lane(ctx, lane, input, work);
+    // A lane that ended without its `finish` (an error, a scenario's kill)
+    // still ends its open spans, on the runtime's clock.
+    if !matches!(&out, Ok(report) if report.outcome != KILLED) {
+        lane.tel.abandon(ctx.rt.clock.now_ms());
+    }
+    out
+}
+
+fn drive_lane<'a>(
+    ctx: Ctx<'_>,
+    lane: &mut Lane<'_, 'a>,
     mut input: String,
     mut work: Work<'_, 'a>,
 ) -> Result<StepReport, RuntimeError> {

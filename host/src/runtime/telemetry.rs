@@ -736,6 +736,27 @@ impl LaneTel {
         }
     }
 
+    /// The lane ended without a `finish` (the loop, the policy or the store
+    /// failed, or a scenario killed the run): ends the open spans now, with
+    /// no outcome and no metric: the attempt at the end of its call, the
+    /// compensation chain and the lane's own span at `now_ms`.
+    pub(super) fn abandon(&mut self, now_ms: u64) {
+        if let Some(cx) = self
+            .attempt
+            .take()
+            .and_then(|p| p.cx.map(|cx| (cx, p.end_ms)))
+        {
+            cx.0.span().end_with_timestamp(at(cx.1));
+        }
+        if let Some(chain) = self.chain.take() {
+            chain.cx.span().end_with_timestamp(at(now_ms));
+        }
+        if self.own {
+            self.own = false;
+            self.cx.span().end_with_timestamp(at(now_ms));
+        }
+    }
+
     /// The lane's `finish` effect: ends the open spans.
     pub(super) fn finish(
         &mut self,
