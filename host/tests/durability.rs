@@ -393,6 +393,10 @@ fn the_dead_letter_api_lists_shows_purges_and_counts() {
         dl.request_replay("2"),
         Err(DeadLetterError::Closed { .. })
     ));
+    // The kinds Node's and Python's DeadLetterError carry for the same cases.
+    assert_eq!(dl.show("x").unwrap_err().kind(), "invalid_argument");
+    assert_eq!(dl.show("4").unwrap_err().kind(), "not_found");
+    assert_eq!(dl.request_replay("2").unwrap_err().kind(), "conflict");
 }
 
 #[test]

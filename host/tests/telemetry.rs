@@ -112,6 +112,24 @@ fn counter(rm: &ResourceMetrics, name: &str) -> Vec<(Vec<(String, String)>, u64)
     out
 }
 
+/// The values of a u64 gauge's data points (no attributes expected).
+fn gauge(rm: &ResourceMetrics, name: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for sm in rm.scope_metrics() {
+        for m in sm.metrics().filter(|m| m.name() == name) {
+            assert_eq!(m.unit(), "{record}");
+            let AggregatedMetrics::U64(MetricData::Gauge(g)) = m.data() else {
+                panic!("{name} is not a u64 gauge");
+            };
+            for dp in g.data_points() {
+                assert_eq!(dp.attributes().count(), 0, "{name} has no attributes");
+                out.push(dp.value());
+            }
+        }
+    }
+    out
+}
+
 fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = p
         .iter()
@@ -432,6 +450,17 @@ fn retries_fallback_compensation_dead_letter() {
     expected.sort();
     assert_eq!(counter(&rm, "agent_recovery.steps"), expected);
     assert_eq!(counter(&rm, "agent_recovery.breaker.transitions"), vec![]);
+    // One record written, none closed yet: the depth is 1.
+    assert_eq!(gauge(&rm, "agent_recovery.dead_letter.depth"), vec![1]);
+    // Purging it closes it: the gauge is recorded again, at 0.
+    let dl = runtime.dead_letters();
+    let items = dl.list(&Default::default()).unwrap();
+    assert_eq!(items.len(), 1);
+    dl.purge(&items[0].id).unwrap();
+    assert_eq!(
+        gauge(&sdk.metrics(), "agent_recovery.dead_letter.depth"),
+        vec![0]
+    );
     // The retry waits: 53 + 152 + 3 + 672 ms.
     let delay = rm
         .scope_metrics()

@@ -89,6 +89,24 @@ impl fmt::Display for DeadLetterError {
     }
 }
 
+impl DeadLetterError {
+    /// The kind, as Node's and Python's `DeadLetterError.kind` name it:
+    /// `invalid_argument` (a bad id), `not_found`, `conflict` (the record is
+    /// closed, a replay is pending or running elsewhere), `invalid_record`;
+    /// and `runtime` for [`DeadLetterError::Runtime`] (a store or loop error,
+    /// which Node and Python raise as the store's or the runtime's own error).
+    /// Stable: kinds are added, never renamed.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DeadLetterError::BadId(_) => "invalid_argument",
+            DeadLetterError::NotFound(_) => "not_found",
+            DeadLetterError::Closed { .. } | DeadLetterError::Conflict { .. } => "conflict",
+            DeadLetterError::InvalidRecord { .. } => "invalid_record",
+            DeadLetterError::Runtime(_) => "runtime",
+        }
+    }
+}
+
 impl std::error::Error for DeadLetterError {}
 
 impl From<RuntimeError> for DeadLetterError {
@@ -295,6 +313,26 @@ fn close_one(store: &dyn Store, now: u64) -> Result<(), DeadLetterError> {
     Ok(())
 }
 
+/// Records the `agent_recovery.dead_letter.depth` gauge, when telemetry is
+/// on: after the runtime appended record `seq` (`Some`: the depth is `seq`
+/// minus the closed count, one store read), or after an item closed (`None`:
+/// the depth is read as [`DeadLetters::depth`] does). Telemetry never fails
+/// the operation it observes: a store error here records nothing.
+pub(super) fn record_depth(rt: &Runtime, seq: Option<u64>) {
+    if !rt.telemetry.is_on() {
+        return;
+    }
+    let depth = match seq {
+        Some(seq) => closed_count(&*rt.store, rt.clock.now_ms())
+            .ok()
+            .map(|c| seq.saturating_sub(c)),
+        None => DeadLetters::new(rt).depth().ok(),
+    };
+    if let Some(depth) = depth {
+        rt.telemetry.dead_letter_depth(depth);
+    }
+}
+
 /// The runtime's `dead_letter_depth` event after it appended record `seq`,
 /// when the depth crossed the configured threshold.
 pub(super) fn depth_event(
@@ -443,6 +481,7 @@ impl<'r> DeadLetters<'r> {
         })?;
         if newly_closed == Some(true) {
             close_one(&*self.rt.store, now)?;
+            record_depth(self.rt, None);
         }
         self.show(id)
     }
@@ -693,6 +732,7 @@ fn run_replay(
     )?;
     if newly_closed == Some(true) {
         close_one(&*rt.store, now)?;
+        record_depth(rt, None);
     }
     Ok(RecoverReport {
         run_id: ticket.run_id.clone(),

@@ -274,6 +274,7 @@ fn effect<'a>(
                     .find(|e| e.get("event").and_then(Value::as_str) == Some("dead_letter"))
                     .and_then(|e| e.get("t_ms").and_then(Value::as_u64))
                     .unwrap_or_else(|| rt.clock.now_ms().saturating_sub(ctx.started_ms));
+                super::deadletters::record_depth(rt, Some(seq));
                 if let Some(event) = super::deadletters::depth_event(rt, t_ms, seq, record.get())? {
                     if let Some(f) = &rt.on_event {
                         f(&event);

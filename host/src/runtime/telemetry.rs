@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider};
+use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, MeterProvider};
 use opentelemetry::trace::{
     SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider,
 };
@@ -124,6 +124,13 @@ impl Telemetry {
                     .with_unit("{compensation}")
                     .with_description("Compensations started, and those that still failed")
                     .build(),
+                dead_letter_depth: meter
+                    .u64_gauge("agent_recovery.dead_letter.depth")
+                    .with_unit("{record}")
+                    .with_description(
+                        "Dead-letter records not yet closed (replayed successfully or purged)",
+                    )
+                    .build(),
                 steps: meter
                     .u64_counter("agent_recovery.steps")
                     .with_unit("{step}")
@@ -169,6 +176,7 @@ struct Instruments {
     short_circuits: Counter<u64>,
     dead_letters: Counter<u64>,
     compensations: Counter<u64>,
+    dead_letter_depth: Gauge<u64>,
     steps: Counter<u64>,
 }
 
@@ -206,6 +214,20 @@ impl PolicySource {
 pub(super) struct Bound {
     inner: Option<Arc<Instruments>>,
     policy: Arc<PolicySource>,
+}
+
+impl Bound {
+    /// Does it record anything (not [`Telemetry::off`])?
+    pub(super) fn is_on(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Records the dead-letter stream's depth (the `agent_recovery.dead_letter.depth` gauge).
+    pub(super) fn dead_letter_depth(&self, depth: u64) {
+        if let Some(tel) = &self.inner {
+            tel.dead_letter_depth.record(depth, &[]);
+        }
+    }
 }
 
 /// The run's telemetry: the span context of each step that ended `ok`, so a
