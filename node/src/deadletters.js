@@ -20,6 +20,7 @@ import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
 import { StoreError } from './store.js';
 import { Failed } from './outcome.js';
 import { DEAD_LETTERS } from './run.js';
+import { recordDeadLetterDepth } from './telemetry.js';
 
 /** The dead-letter stream (docs/runtime.md, "Store keys"). */
 export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
@@ -280,7 +281,10 @@ export class DeadLetters {
       closes = true;
       return { ...item, status: 'purged', purged_ms: now };
     });
-    if (closes) closeOne(this.#store, now);
+    if (closes) {
+      closeOne(this.#store, now);
+      recordDeadLetterDepth(this.#rt.telemetry, () => this.depth());
+    }
     return this.#item(rid, text);
   }
 
@@ -380,7 +384,10 @@ export class DeadLetters {
         closes = ok && item.status !== 'purged' && item.status !== 'replayed';
         return { ...item, status, replays };
       });
-      if (closes) closeOne(store, now);
+      if (closes) {
+        closeOne(store, now);
+        recordDeadLetterDepth(this.#rt.telemetry, () => this.depth());
+      }
     } finally {
       store.delete(lease);
     }

@@ -8,8 +8,8 @@ import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError } from './store.js';
-import { runTelemetry } from './telemetry.js';
-import { DEAD_LETTER_STREAM, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
+import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
+import { DEAD_LETTER_STREAM, closedCount, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -322,6 +322,7 @@ export class Run {
         ctx.tel.appended(fx.stream, raw.record, now);
         if (fx.stream === DEAD_LETTER_STREAM) {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
+          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, seq - closedCount(rt.store, now)));
           // The only event a runtime makes itself: only the store knows the sequence number.
           const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now);
           if (ev !== undefined) {

@@ -91,6 +91,11 @@ function instruments(tracer, meter) {
     shortCircuits: counter('agent_recovery.short_circuits', '{call}', "Calls not made because the target's breaker was open"),
     deadLetters: counter('agent_recovery.dead_letters', '{record}', 'Dead-letter records written, by code'),
     compensations: counter('agent_recovery.compensations', '{compensation}', 'Compensations started, and those that still failed'),
+    deadLetterDepth: meter.createGauge('agent_recovery.dead_letter.depth', {
+      unit: '{record}',
+      description: 'Dead-letter records not yet closed (replayed successfully or purged)',
+      valueType: ValueType.INT,
+    }),
     steps: counter('agent_recovery.steps', '{step}', 'Steps and fan-outs ended, by outcome'),
   };
 }
@@ -188,6 +193,22 @@ async function policySource(decider) {
   } catch {
     return () => null;
   }
+}
+
+/**
+ * Record the `agent_recovery.dead_letter.depth` gauge when the runtime's
+ * telemetry can record; `depth()` is only called then (it reads the store).
+ * Telemetry never fails what it observes: a store error records nothing.
+ */
+export function recordDeadLetterDepth(bound, depth) {
+  if (bound === null || bound === undefined || bound.tel.inert()) return;
+  let value;
+  try {
+    value = depth();
+  } catch {
+    return;
+  }
+  bound.tel.deadLetterDepth.record(value);
 }
 
 /** A run's telemetry: a no-op when off. */

@@ -131,7 +131,7 @@ function checkMetricsAgainstDoc(rm) {
       seenMetrics.add(m.descriptor.name);
       assert.equal(m.descriptor.unit, doc.unit, m.descriptor.name);
       assert.equal(m.descriptor.valueType, ValueType.INT, `${m.descriptor.name} is an integer instrument`);
-      const kind = { 'counter (u64)': DataPointType.SUM, 'histogram (u64)': DataPointType.HISTOGRAM }[doc.kind];
+      const kind = { 'counter (u64)': DataPointType.SUM, 'histogram (u64)': DataPointType.HISTOGRAM, 'gauge (u64)': DataPointType.GAUGE }[doc.kind];
       assert.equal(m.dataPointType, kind, m.descriptor.name);
       if (kind === DataPointType.SUM) assert.equal(m.isMonotonic, true, m.descriptor.name);
       for (const dp of m.dataPoints) {
@@ -446,6 +446,16 @@ test('retries, a fallback, a compensation and a dead-letter write: the documente
   const hist = rm.scopeMetrics.flatMap((sm) => sm.metrics).find((m) => m.descriptor.name === 'agent_recovery.retry.delay');
   assert.equal(hist.dataPoints.length, 1);
   assert.deepEqual(hist.dataPoints[0].attributes, { 'agent_recovery.target': 'ship' });
+  // One record written, none closed: the depth is 1; purging it records 0.
+  const depth = (m) => {
+    const g = m.scopeMetrics.flatMap((sm) => sm.metrics).find((x) => x.descriptor.name === 'agent_recovery.dead_letter.depth');
+    assert.equal(g.descriptor.unit, '{record}');
+    return g.dataPoints.map((p) => [p.attributes, p.value]);
+  };
+  assert.deepEqual(depth(rm), [[{}, 1]]);
+  const [item] = runtime.deadLetters.list();
+  runtime.deadLetters.purge(item.id);
+  assert.deepEqual(depth(await otel.metrics()), [[{}, 0]]);
   const { count, sum, min, max } = hist.dataPoints[0].value;
   assert.deepEqual({ count, sum, min, max }, { count: 4, sum: total, min: 3, max: 672 });
   await otel.shutdown();

@@ -69,6 +69,7 @@ class Sdk:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.runtime: Any = None
 
     def telemetry(self) -> Telemetry:
         return Telemetry(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider)
@@ -118,6 +119,7 @@ def answer_and_ship(sdk: Sdk) -> Tuple[Any, Any]:
     `openai`, fallback `anthropic` succeeds, has a compensation), then `ship`
     (503 five times: four retries, then compensate `answer`, then dead-letter)."""
     runtime = Runtime(clock=VirtualClock(T0), seed=7, breaker=(10, 30_000), telemetry=sdk.telemetry())
+    sdk.runtime = runtime
     run = runtime.run("r-otel")
     answer = run.step(
         id="answer",
@@ -279,6 +281,13 @@ def test_retries_fallback_compensation_dead_letter() -> None:
     assert (dp.count, dp.sum, dp.min, dp.max) == (4, 880, 3, 672)
     assert isinstance(dp.sum, int), "integer ms"
     check_against_the_doc(spans, m)
+    # One record written, none closed: the depth is 1; purging it records 0.
+    depth = m["agent_recovery.dead_letter.depth"]
+    assert [(dict(p.attributes), p.value) for p in depth.data.data_points] == [({}, 1)]
+    (item,) = sdk.runtime.dead_letters.list()
+    sdk.runtime.dead_letters.purge(item.id)
+    after = sdk.metrics()["agent_recovery.dead_letter.depth"]
+    assert [(dict(p.attributes), p.value) for p in after.data.data_points] == [({}, 0)]
 
 
 def test_fanout_breaker_and_short_circuit() -> None:
@@ -789,8 +798,8 @@ def _doc_tables() -> Tuple[Dict[str, str], Dict[str, Tuple[str, str, set]], set]
 
 def check_against_the_doc(spans: List[ReadableSpan], metrics: Dict[str, Any]) -> None:
     attrs, documented_metrics, events = _doc_tables()
-    # 8 runtime metrics and a handle's agent_recovery.policy.swaps (test_telemetry_swaps.py).
-    assert len(attrs) >= 24 and len(documented_metrics) == 9, "the doc's tables were read"
+    # 9 runtime metrics and a handle's agent_recovery.policy.swaps (test_telemetry_swaps.py).
+    assert len(attrs) >= 24 and len(documented_metrics) == 10, "the doc's tables were read"
     types = {"string": str, "int": int, "bool": bool}
     seen = [(k, v) for s in spans for k, v in s.attributes.items()]
     seen += [(k, v) for s in spans for e in s.events for k, v in e.attributes.items()]
@@ -806,7 +815,7 @@ def check_against_the_doc(spans: List[ReadableSpan], metrics: Dict[str, Any]) ->
         assert m.unit == unit, name
         points = list(m.data.data_points)
         assert points, name
-        if kind == "counter":
+        if kind in ("counter", "gauge"):
             assert all(isinstance(dp.value, int) for dp in points), name
         else:
             assert kind == "histogram" and all(isinstance(dp.sum, int) for dp in points), name

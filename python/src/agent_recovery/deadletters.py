@@ -377,6 +377,7 @@ class DeadLetters:
         update(self._store, ITEM_PREFIX + item.id, change, now)
         if changed:
             _bump_closed(self._store, now)
+            self._rt._telemetry.dead_letter_depth(self.depth)
         return self.show(item.id)
 
     def request_replay(self, id: Any) -> ReplayReport:
@@ -452,7 +453,7 @@ class DeadLetters:
         return out
 
 
-def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -> None:
+def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -> bool:
     """Record how replay `n` of item `item_id` ended: the entry gets `outcome`
     and `finished_ms`; status `replayed` (and `closed.count + 1`) when `ok`, else `open`."""
     closed: List[bool] = []
@@ -476,6 +477,7 @@ def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -
     update(store, ITEM_PREFIX + item_id, change, now_ms)
     if closed:
         _bump_closed(store, now_ms)
+    return bool(closed)
 
 
 def _can_replay(item: DeadLetter) -> bool:

@@ -398,7 +398,8 @@ def _still_pending(runtime: "Runtime", pending: ReplayReport) -> bool:
 
 def _replayed(runtime: "Runtime", run: "Run", spec: Dict[str, Any], pending: ReplayReport,
               outcome: str) -> "_Replayed":
-    finish_replay(runtime.store, pending.id, pending.n, outcome, runtime.clock.now_ms())
+    if finish_replay(runtime.store, pending.id, pending.n, outcome, runtime.clock.now_ms()):
+        runtime._telemetry.dead_letter_depth(runtime.dead_letters.depth)
     ids = run._dead_letter_ids
     report = RecoverReport(
         run_id=pending.run_id,

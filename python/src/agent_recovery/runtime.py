@@ -905,10 +905,11 @@ class Run:
         report `dead_letter_depth` when the depth crossed the threshold (the only
         event a runtime makes: only the store knows the sequence number). Its
         `t_ms` is the `dead_letter` event's, emitted just before the append."""
-        from .deadletters import depth_event
+        from .deadletters import closed_count, depth_event
 
         self._dead_letter_ids.append(seq)
         rt = self._rt
+        rt._telemetry.dead_letter_depth(lambda: max(0, seq - closed_count(rt._store, rt._clock.now_ms())))
         t_ms = 0
         if holder.events:
             last = json.loads(holder.events[-1])

@@ -23,7 +23,7 @@ imported when a runtime with telemetry on is built, not with this package.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from ._lanes import _ns, _RunTel, key_hash
 from .handle import PolicyHandle
@@ -152,6 +152,11 @@ class _Instruments:
             unit="{compensation}",
             description="Compensations started, and those that still failed",
         )
+        self.dead_letter_depth = meter.create_gauge(
+            "agent_recovery.dead_letter.depth",
+            unit="{record}",
+            description="Dead-letter records not yet closed (replayed successfully or purged)",
+        )
         self.steps = c("agent_recovery.steps", unit="{step}", description="Steps and fan-outs ended, by outcome")
 
     def unconfigured(self) -> bool:
@@ -248,6 +253,18 @@ class Bound:
             )
         self._inst = _Instruments(telemetry) if telemetry.is_on else None
         self._policy = _policy_attrs(decider)
+
+    def dead_letter_depth(self, depth: Callable[[], int]) -> None:
+        """Record the `agent_recovery.dead_letter.depth` gauge when anything
+        can record; `depth()` (a store read) is only called then. Telemetry
+        never fails what it observes: a store error records nothing."""
+        if self._inst is None or self._inst.unconfigured():
+            return
+        try:
+            value = depth()
+        except Exception:  # noqa: BLE001 - the observed operation already succeeded
+            return
+        self._inst.dead_letter_depth.set(value)
 
     def run(self, run_id: str) -> Any:
         """The telemetry of one run."""
