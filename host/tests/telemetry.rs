@@ -11,8 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use agent_recovery::runtime::{Outcome, Runtime, Step, Telemetry, VirtualClock};
+use opentelemetry::logs::{AnyValue, Severity};
 use opentelemetry::trace::{SpanId, Status};
 use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
@@ -23,8 +25,10 @@ const T0: u64 = 1_767_225_600_000;
 struct Sdk {
     spans: InMemorySpanExporter,
     metrics: InMemoryMetricExporter,
+    logs: InMemoryLogExporter,
     tracer: SdkTracerProvider,
     meter: SdkMeterProvider,
+    logger: SdkLoggerProvider,
 }
 
 impl Sdk {
@@ -37,16 +41,22 @@ impl Sdk {
         let meter = SdkMeterProvider::builder()
             .with_reader(PeriodicReader::builder(metrics.clone()).build())
             .build();
+        let logs = InMemoryLogExporter::default();
+        let logger = SdkLoggerProvider::builder()
+            .with_simple_exporter(logs.clone())
+            .build();
         Sdk {
             spans,
             metrics,
+            logs,
             tracer,
             meter,
+            logger,
         }
     }
 
     fn telemetry(&self) -> Telemetry {
-        Telemetry::new(&self.tracer, &self.meter)
+        Telemetry::with_logs(&self.tracer, &self.meter, &self.logger)
     }
 
     fn spans(&self) -> Vec<SpanData> {
@@ -378,6 +388,48 @@ fn retries_fallback_compensation_dead_letter() {
         Some("tool.http.503_unavailable")
     );
     assert_eq!(dl[0].timestamp, at(T0 + 880));
+
+    // And one log record for it, with the same record as its body, in the
+    // `ship` span's trace (docs/telemetry.md, "The dead-letter record").
+    let logs = sdk.logs.get_emitted_logs().unwrap();
+    assert_eq!(logs.len(), 1, "one log record per dead-letter write");
+    let log = &logs[0].record;
+    assert_eq!(logs[0].instrumentation.name(), "agent-recovery");
+    assert_eq!(log.event_name(), Some("agent_recovery.dead_letter"));
+    assert_eq!(log.severity_number(), Some(Severity::Warn));
+    assert_eq!(log.severity_text(), Some("WARN"));
+    assert_eq!(log.timestamp(), Some(at(T0 + 880)));
+    let Some(AnyValue::String(body)) = log.body() else {
+        panic!("the body is the record's JSON text, got {:?}", log.body());
+    };
+    let body: serde_json::Value = serde_json::from_str(body.as_str()).unwrap();
+    assert_eq!(
+        body, record,
+        "the body is the record the span event carries"
+    );
+    let log_attrs: Vec<(String, String)> = log
+        .attributes_iter()
+        .map(|(k, v)| match v {
+            AnyValue::String(s) => (k.to_string(), s.as_str().to_owned()),
+            other => panic!("{k}: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        log_attrs,
+        vec![
+            ("agent_recovery.run.id".into(), "r-otel".into()),
+            ("agent_recovery.step.id".into(), "ship".into()),
+            ("error.type".into(), "tool.http.503_unavailable".into()),
+        ]
+    );
+    let tc = log.trace_context().expect("in the step's trace");
+    assert_eq!(
+        (tc.trace_id, tc.span_id),
+        (
+            ship_span.span_context.trace_id(),
+            ship_span.span_context.span_id()
+        )
+    );
 
     // Metrics.
     let rm = sdk.metrics();

@@ -49,9 +49,12 @@ export class Telemetry {
     if (providers === null || typeof providers !== 'object') {
       throw invalidConfig(`new Telemetry() takes {tracerProvider, meterProvider}, got ${describe(providers)}`);
     }
-    const bad = unknownKeys(providers, ['tracerProvider', 'meterProvider'], 'new Telemetry()');
+    const bad = unknownKeys(providers, ['tracerProvider', 'meterProvider', 'loggerProvider'], 'new Telemetry()');
     if (bad) throw invalidConfig(bad);
-    const { tracerProvider = trace.getTracerProvider(), meterProvider = metrics.getMeterProvider() } = providers;
+    const { tracerProvider = trace.getTracerProvider(), meterProvider = metrics.getMeterProvider(), loggerProvider } = providers;
+    if (loggerProvider !== undefined && typeof loggerProvider?.getLogger !== 'function') {
+      throw invalidConfig(`loggerProvider must have getLogger(name, version) (e.g. a LoggerProvider of @opentelemetry/sdk-logs), got ${describe(loggerProvider)}`);
+    }
     if (typeof tracerProvider?.getTracer !== 'function') {
       throw invalidConfig(`tracerProvider must have getTracer(name, version) (e.g. a BasicTracerProvider), got ${describe(tracerProvider)}`);
     }
@@ -60,11 +63,15 @@ export class Telemetry {
     }
     const meter = meterProvider.getMeter(SCOPE_NAME, SCOPE_VERSION);
     this.instruments = instruments(tracerProvider.getTracer(SCOPE_NAME, SCOPE_VERSION), meter);
+    // A log record per dead-letter write, only with an explicit loggerProvider
+    // (as in Rust, whose API has no global one; docs/telemetry.md).
+    this.instruments.logger = loggerProvider === undefined ? null : loggerProvider.getLogger(SCOPE_NAME, SCOPE_VERSION);
     // Nothing can record while the meter is the API's no-op and the tracer
     // provider is (or proxies to) the no-op one: then a run skips every hook.
     // The global tracer is a proxy, so a provider registered later is seen.
     const noopMeter = meter instanceof NoopMeter;
     this.instruments.inert = () =>
+      loggerProvider === undefined &&
       noopMeter && (tracerProvider === NOOP_TRACER_PROVIDER || (tracerProvider instanceof ProxyTracerProvider && tracerProvider.getDelegate() === NOOP_TRACER_PROVIDER));
   }
 
@@ -246,6 +253,9 @@ class RunTel {
   }
 }
 
+/** SeverityNumber WARN of the OpenTelemetry log data model (api-logs' `SeverityNumber.WARN`). */
+const SEVERITY_WARN = 13;
+
 /** Unix ms as an HrTime: never mistaken for a performance.now() reading. */
 const hr = (ms) => [Math.floor(ms / 1000), (ms % 1000) * 1e6];
 
@@ -411,16 +421,31 @@ class LaneTel {
   /** An `append` effect: a dead-letter record (JSON text) becomes a span event. */
   appended(stream, record, nowMs) {
     if (stream !== DEAD_LETTER_STREAM) return;
-    // On the step's own span (the chain's when there is none: a cancellation).
-    const span = this.#span ?? this.#chain?.span;
-    if (!span?.isRecording()) return;
-    const attrs = { 'agent_recovery.dead_letter.record': record };
+    let code;
     try {
-      const code = JSON.parse(record)?.last_envelope?.code;
-      if (typeof code === 'string') attrs['error.type'] = code;
+      code = str(JSON.parse(record)?.last_envelope?.code);
     } catch {
       // the record is the component's bytes; without a code the event just lacks error.type
     }
+    // On the step's own span (the chain's when there is none: a cancellation).
+    const span = this.#span ?? this.#chain?.span;
+    if (this.#tel.logger !== null) {
+      const attributes = { 'agent_recovery.run.id': this.#run.runId };
+      if (this.#stepId !== undefined) attributes['agent_recovery.step.id'] = this.#stepId;
+      if (code !== undefined) attributes['error.type'] = code;
+      this.#tel.logger.emit({
+        eventName: 'agent_recovery.dead_letter',
+        timestamp: hr(nowMs),
+        severityNumber: SEVERITY_WARN,
+        severityText: 'WARN',
+        body: record,
+        attributes,
+        context: this.#span ? this.#cx : (this.#chain?.cx ?? this.#cx),
+      });
+    }
+    if (!span?.isRecording()) return;
+    const attrs = { 'agent_recovery.dead_letter.record': record };
+    if (code !== undefined) attrs['error.type'] = code;
     span.addEvent('agent_recovery.dead_letter', attrs, hr(nowMs));
   }
 

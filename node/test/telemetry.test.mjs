@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ValueType, context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Policy, PolicyError, Response as Judged, Runtime, Telemetry, VirtualClock, runScenario } from '../src/index.js';
@@ -44,10 +45,13 @@ function sdk() {
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
   const meterProvider = new MeterProvider({ readers: [reader] });
+  const logs = new InMemoryLogRecordExporter();
+  const loggerProvider = new LoggerProvider({ processors: [new SimpleLogRecordProcessor({ exporter: logs })] });
   return {
     tracerProvider,
     meterProvider,
-    telemetry: () => new Telemetry({ tracerProvider, meterProvider }),
+    telemetry: () => new Telemetry({ tracerProvider, meterProvider, loggerProvider }),
+    logs: () => logs.getFinishedLogRecords(),
     spans: () => spans.getFinishedSpans(),
     reset: () => spans.reset(),
     async metrics() {
@@ -55,6 +59,7 @@ function sdk() {
       return exporter.getMetrics().at(-1);
     },
     async shutdown() {
+      await loggerProvider.shutdown();
       await meterProvider.shutdown();
       await tracerProvider.shutdown();
     },
@@ -417,6 +422,20 @@ test('retries, a fallback, a compensation and a dead-letter write: the documente
   assert.equal(JSON.parse(record).attempts, 5);
   assert.equal(dl[0].attributes['error.type'], 'tool.http.503_unavailable');
   assert.deepEqual(dl[0].time, at(T0 + total));
+
+  // And one log record for it: the same bytes as its body, in `ship`'s trace (docs/telemetry.md).
+  const logs = otel.logs();
+  assert.equal(logs.length, 1, 'one log record per dead-letter write');
+  const [log] = logs;
+  assert.equal(log.instrumentationScope.name, 'agent-recovery');
+  assert.equal(log.eventName, 'agent_recovery.dead_letter');
+  assert.equal(log.severityNumber, 13, 'WARN in the log data model');
+  assert.equal(log.severityText, 'WARN');
+  assert.equal(log.body, record);
+  assert.deepEqual(log.hrTime, at(T0 + total));
+  assert.deepEqual(log.attributes, { 'agent_recovery.run.id': 'r-otel', 'agent_recovery.step.id': 'ship', 'error.type': 'tool.http.503_unavailable' });
+  assert.equal(log.spanContext.traceId, b.spanContext().traceId);
+  assert.equal(log.spanContext.spanId, b.spanContext().spanId);
 
   const rm = await otel.metrics();
   checkMetricsAgainstDoc(rm);

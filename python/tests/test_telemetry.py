@@ -30,6 +30,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -69,10 +72,17 @@ class Sdk:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.logs = InMemoryLogRecordExporter()
+        self.logger_provider = LoggerProvider()
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
         self.runtime: Any = None
 
     def telemetry(self) -> Telemetry:
-        return Telemetry(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider)
+        return Telemetry(
+            tracer_provider=self.tracer_provider,
+            meter_provider=self.meter_provider,
+            logger_provider=self.logger_provider,
+        )
 
     def spans(self) -> List[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
@@ -231,6 +241,20 @@ def test_retries_fallback_compensation_dead_letter() -> None:
     assert record["compensations"][0]["step"] == "answer"
     assert dl.attributes["error.type"] == "tool.http.503_unavailable"
     assert dl.timestamp == at(T0 + 880)
+    # And one log record for it: the same bytes as its body, in `ship`'s trace (docs/telemetry.md).
+    (log,) = sdk.logs.get_finished_logs()
+    assert log.instrumentation_scope.name == "agent-recovery"
+    lr = log.log_record
+    assert lr.event_name == "agent_recovery.dead_letter"
+    assert (lr.severity_number, lr.severity_text) == (SeverityNumber.WARN, "WARN")
+    assert lr.body == dl.attributes["agent_recovery.dead_letter.record"]
+    assert lr.timestamp == at(T0 + 880)
+    assert dict(lr.attributes) == {
+        "agent_recovery.run.id": "r-otel",
+        "agent_recovery.step.id": "ship",
+        "error.type": "tool.http.503_unavailable",
+    }
+    assert (lr.trace_id, lr.span_id) == (s_span.context.trace_id, s_span.context.span_id)
     assert [e.timestamp for e in s_span.events if e.name == "agent_recovery.sleep"] == [
         at(T0 + t) for t in (0, 53, 205, 208)
     ]

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use opentelemetry::global::{self, BoxedTracer};
+use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider, Severity};
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, MeterProvider};
 use opentelemetry::trace::{
     SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider,
@@ -79,6 +80,32 @@ impl Telemetry {
         Telemetry::from_parts(tracer, &meter)
     }
 
+    /// These providers, and a log record per dead-letter write through
+    /// `logger_provider` (e.g. an SDK `SdkLoggerProvider`): event name
+    /// `agent_recovery.dead_letter`, severity `WARN`, the full record as the
+    /// body, in the step span's trace (docs/telemetry.md, "The dead-letter
+    /// record"). The `opentelemetry` API has no global logger provider, so
+    /// [`Telemetry::global`] and [`Telemetry::new`] emit no log records.
+    pub fn with_logs<P, T, S, M, L>(
+        tracer_provider: &P,
+        meter_provider: &M,
+        logger_provider: &L,
+    ) -> Telemetry
+    where
+        P: TracerProvider<Tracer = T>,
+        T: opentelemetry::trace::Tracer<Span = S> + Send + Sync + 'static,
+        S: opentelemetry::trace::Span + Send + Sync + 'static,
+        M: MeterProvider,
+        L: LoggerProvider,
+        L::Logger: Send + Sync + 'static,
+    {
+        let mut t = Telemetry::new(tracer_provider, meter_provider);
+        if let Some(inner) = t.inner.as_mut().and_then(Arc::get_mut) {
+            inner.log = Some(dead_letter_logger(logger_provider));
+        }
+        t
+    }
+
     /// No spans, no metrics, no calls into OpenTelemetry at all.
     pub fn off() -> Telemetry {
         Telemetry { inner: None }
@@ -88,6 +115,7 @@ impl Telemetry {
         Telemetry {
             inner: Some(Arc::new(Instruments {
                 tracer,
+                log: None,
                 meter: meter.clone(),
                 attempts: meter
                     .u64_counter("agent_recovery.attempts")
@@ -159,6 +187,46 @@ impl Telemetry {
     }
 }
 
+/// Emits the log record of one dead-letter write.
+type DeadLetterLog = Box<dyn Fn(&DeadLetterLine<'_>) + Send + Sync>;
+
+/// What the log record of a dead-letter write says.
+struct DeadLetterLine<'a> {
+    record: &'a str,
+    code: Option<&'a str>,
+    run_id: &'a str,
+    step_id: Option<&'a str>,
+    now_ms: u64,
+    span: Option<SpanContext>,
+}
+
+fn dead_letter_logger<L>(provider: &L) -> DeadLetterLog
+where
+    L: LoggerProvider,
+    L::Logger: Send + Sync + 'static,
+{
+    let logger = provider.logger_with_scope(scope());
+    Box::new(move |l: &DeadLetterLine<'_>| {
+        let mut r = logger.create_log_record();
+        r.set_event_name("agent_recovery.dead_letter");
+        r.set_timestamp(at(l.now_ms));
+        r.set_severity_number(Severity::Warn);
+        r.set_severity_text("WARN");
+        r.set_body(AnyValue::String(l.record.to_owned().into()));
+        r.add_attribute("agent_recovery.run.id", l.run_id.to_owned());
+        if let Some(step) = l.step_id {
+            r.add_attribute("agent_recovery.step.id", step.to_owned());
+        }
+        if let Some(code) = l.code {
+            r.add_attribute("error.type", code.to_owned());
+        }
+        if let Some(sc) = l.span.as_ref().filter(|sc| sc.is_valid()) {
+            r.set_trace_context(sc.trace_id(), sc.span_id(), Some(sc.trace_flags()));
+        }
+        logger.emit(r);
+    })
+}
+
 fn scope() -> InstrumentationScope {
     InstrumentationScope::builder(SCOPE_NAME)
         .with_version(env!("CARGO_PKG_VERSION"))
@@ -167,6 +235,8 @@ fn scope() -> InstrumentationScope {
 
 struct Instruments {
     tracer: BoxedTracer,
+    /// A log record per dead-letter write, when a logger provider was given.
+    log: Option<DeadLetterLog>,
     /// For instruments made elsewhere (a policy handle's swap counter).
     meter: Meter,
     attempts: Counter<u64>,
@@ -597,17 +667,39 @@ impl LaneTel {
         tel.attempts.add(1, &metric);
     }
 
-    /// An `append` effect: a dead-letter record becomes a span event.
+    /// An `append` effect: a dead-letter record becomes a span event (and a
+    /// log record when a logger provider was given).
     pub(super) fn appended(&mut self, stream: &str, record: &str, now_ms: u64) {
-        if self.run.bound.inner.is_none() || stream != DEAD_LETTER_STREAM {
+        let Some(tel) = self.run.bound.inner.clone() else {
+            return;
+        };
+        if stream != DEAD_LETTER_STREAM {
             return;
         }
+        let code = serde_json::from_str::<Record>(record)
+            .ok()
+            .and_then(|r| r.last_envelope)
+            .and_then(|e| e.code);
         // On the step's own span (the chain's when there is none: a cancellation).
-        let span = match (&self.chain, self.own) {
-            (_, true) => self.cx.span(),
-            (Some(c), false) => c.cx.span(),
-            (None, false) => return,
+        let cx = match (&self.chain, self.own) {
+            (_, true) => Some(&self.cx),
+            (Some(c), false) => Some(&c.cx),
+            (None, false) => None,
         };
+        if let Some(log) = &tel.log {
+            log(&DeadLetterLine {
+                record,
+                code: code.as_deref(),
+                run_id: &self.run.run_id,
+                step_id: self.step_id.as_deref(),
+                now_ms,
+                span: cx.map(|cx| cx.span().span_context().clone()),
+            });
+        }
+        let Some(cx) = cx else {
+            return;
+        };
+        let span = cx.span();
         if !span.is_recording() {
             return;
         }
@@ -615,11 +707,7 @@ impl LaneTel {
             "agent_recovery.dead_letter.record",
             record.to_owned(),
         )];
-        if let Some(code) = serde_json::from_str::<Record>(record)
-            .ok()
-            .and_then(|r| r.last_envelope)
-            .and_then(|e| e.code)
-        {
+        if let Some(code) = code {
             attrs.push(KeyValue::new("error.type", code.into_owned()));
         }
         span.add_event_with_timestamp("agent_recovery.dead_letter", at(now_ms), attrs);

@@ -275,28 +275,48 @@ class _Lane:
         self.inst.attempts.add(1, metric)
 
     def appended(self, stream: Any, record: str, clock: Any) -> None:
-        """An `append` effect: a dead-letter record becomes a span event."""
+        """An `append` effect: a dead-letter record becomes a span event (and a
+        log record when a logger provider was given)."""
         if stream != _DEAD_LETTER_STREAM:
             return
-        # On the step's own span (the chain's when there is none: a cancellation).
-        if self.span is not None:
-            span = self.span
-        elif self.chain is not None:
-            span = self.chain.span
-        else:
-            return
-        if not span.is_recording():
-            return
-        attrs: Dict[str, Any] = {"agent_recovery.dead_letter.record": record}
         try:
             r = json.loads(record)
         except (TypeError, ValueError, RecursionError):
             r = None
         env = r.get("last_envelope") if isinstance(r, dict) else None
         code = env.get("code") if isinstance(env, dict) else None
+        # On the step's own span (the chain's when there is none: a cancellation).
+        if self.span is not None:
+            span, cx = self.span, self.cx
+        elif self.chain is not None:
+            span, cx = self.chain.span, self.chain.cx
+        else:
+            span, cx = None, self.cx
+        now = _ns(clock.now_ms())
+        inst = self.inst
+        if inst.logger is not None:
+            attributes: Dict[str, Any] = {"agent_recovery.run.id": self.run.run_id}
+            if self.step_id is not None:
+                attributes["agent_recovery.step.id"] = self.step_id
+            if isinstance(code, str):
+                attributes["error.type"] = code
+            inst.logger.emit(
+                inst.log_record(
+                    timestamp=now,
+                    context=cx,
+                    severity_text="WARN",
+                    severity_number=inst.warn,
+                    body=record,
+                    attributes=attributes,
+                    event_name="agent_recovery.dead_letter",
+                )
+            )
+        if span is None or not span.is_recording():
+            return
+        attrs: Dict[str, Any] = {"agent_recovery.dead_letter.record": record}
         if isinstance(code, str):
             attrs["error.type"] = code
-        span.add_event("agent_recovery.dead_letter", attrs, timestamp=_ns(clock.now_ms()))
+        span.add_event("agent_recovery.dead_letter", attrs, timestamp=now)
 
     def event(self, ev: Any, clock: Any) -> None:
         """An event of the component (parsed)."""

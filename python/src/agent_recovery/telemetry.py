@@ -38,20 +38,33 @@ SCOPE_NAME = "agent-recovery"
 class Telemetry:
     """Where a `Runtime` sends its spans and metrics (see the module docs).
 
-    `Telemetry(tracer_provider=None, meter_provider=None)`: these providers;
-    None is the global one, so `Telemetry()` is `Telemetry.global_()`.
+    `Telemetry(tracer_provider=None, meter_provider=None, logger_provider=None)`:
+    these providers; None is the global one, so `Telemetry()` is
+    `Telemetry.global_()`. `logger_provider` (e.g. the SDK's
+    `opentelemetry.sdk._logs.LoggerProvider`) adds a log record per dead-letter
+    write; there is no global default for it (as in Rust and Node), and it
+    needs opentelemetry-api >= 1.35 (log records with an event name).
     """
 
-    __slots__ = ("_tracer_provider", "_meter_provider", "_on")
+    __slots__ = ("_tracer_provider", "_meter_provider", "_logger_provider", "_on")
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
-        """These providers (None: the global one)."""
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, logger_provider: Any = None) -> None:
+        """These providers (None: the global one; for logs: none)."""
         if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
             raise _bad("tracer_provider must be an OpenTelemetry TracerProvider (with get_tracer)")
         if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
             raise _bad("meter_provider must be an OpenTelemetry MeterProvider (with get_meter)")
+        if logger_provider is not None:
+            if not callable(getattr(logger_provider, "get_logger", None)):
+                raise _bad("logger_provider must be an OpenTelemetry LoggerProvider (with get_logger)")
+            if not _logs_with_event_names():
+                raise _bad(
+                    "logger_provider needs opentelemetry-api >= 1.35 (log records with event_name); "
+                    "upgrade opentelemetry-api or leave logger_provider out"
+                )
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
+        self._logger_provider = logger_provider
         self._on = True
 
     @classmethod
@@ -75,9 +88,22 @@ class Telemetry:
     def __repr__(self) -> str:
         if not self._on:
             return "Telemetry.off()"
-        if self._tracer_provider is None and self._meter_provider is None:
+        if self._tracer_provider is None and self._meter_provider is None and self._logger_provider is None:
             return "Telemetry.global_()"
-        return f"Telemetry(tracer_provider={self._tracer_provider!r}, meter_provider={self._meter_provider!r})"
+        logs = "" if self._logger_provider is None else f", logger_provider={self._logger_provider!r}"
+        return f"Telemetry(tracer_provider={self._tracer_provider!r}, meter_provider={self._meter_provider!r}{logs})"
+
+
+def _logs_with_event_names() -> bool:
+    """Does the installed API's `LogRecord` take `event_name` and `context`?"""
+    import inspect
+
+    try:
+        from opentelemetry._logs import LogRecord
+    except ImportError:
+        return False
+    params = inspect.signature(LogRecord.__init__).parameters
+    return "event_name" in params and "context" in params
 
 
 def _bad(message: str) -> Exception:
@@ -158,6 +184,14 @@ class _Instruments:
             description="Dead-letter records not yet closed (replayed successfully or purged)",
         )
         self.steps = c("agent_recovery.steps", unit="{step}", description="Steps and fan-outs ended, by outcome")
+        #: A log record per dead-letter write: only with an explicit logger provider.
+        self.logger: Any = None
+        if t._logger_provider is not None:
+            from opentelemetry._logs import LogRecord, SeverityNumber
+
+            self.logger = t._logger_provider.get_logger(SCOPE_NAME, version)
+            self.log_record = LogRecord
+            self.warn = SeverityNumber.WARN
 
     def unconfigured(self) -> bool:
         """Global providers with nothing installed behind them yet (the API's
@@ -165,7 +199,12 @@ class _Instruments:
         makes none. Asked when a run starts: a provider installed later is
         used from the next run on."""
         g = self.globals
-        return g is not None and g[0]._TRACER_PROVIDER is None and g[1]._METER_PROVIDER is None
+        return (
+            self.logger is None
+            and g is not None
+            and g[0]._TRACER_PROVIDER is None
+            and g[1]._METER_PROVIDER is None
+        )
 
     def span(self, name: str, parent: Any, attrs: Dict[str, Any], now_ms: int) -> Any:
         return self.tracer.start_span(
