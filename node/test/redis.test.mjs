@@ -15,6 +15,8 @@ import { after, before, test } from 'node:test';
 import {
   FallbackStore,
   RedisStore,
+  Response as Judged,
+  ServerClock,
   Runtime,
   SqliteStore,
   StoreError,
@@ -23,6 +25,7 @@ import {
   openStore,
   parseRedisUrl,
 } from '../src/index.js';
+import { spawnSync } from 'node:child_process';
 import { REPO } from './helpers.mjs';
 import { rawCommand, startRedis } from './redis_server.mjs';
 import { apply } from './store_ops.mjs';
@@ -243,6 +246,11 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   assert.equal(events[0].at_ms, T + 10);
   assert.equal(events[0].store, url);
   assert.equal(typeof events[0].message, 'string');
+  // The server clock, first read while Redis is down: offset 0, the local time.
+  const before = Date.now();
+  const clockNow = timed(() => store.serverClock().nowMs());
+  assert.ok(clockNow >= before - 1 && clockNow <= Date.now() + 1, `${clockNow} vs ${before}`);
+  assert.equal(store.serverClock().offsetMs, 0);
   assert.equal(timed(() => store.append(DL, '{"n":1}', T + 20)), 1, 'the local sequence number');
   assert.equal(timed(() => store.append(DL, '{"n":2}', T + 1500)), 2); // a probe goes first (refused)
   assert.equal(timed(() => store.compareAndSet('agent-recovery/attempts/x', null, '1', 5000, T + 1600)).written, true); // local only
@@ -270,4 +278,116 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   assert.equal(direct.get('agent-recovery/attempts/x', T + 2600), null, 'counters stay local');
   direct.close();
   store.close();
+});
+
+test('openStore while Redis is down: a FallbackStore that starts degraded and serves from the spool', async () => {
+  const { createServer } = await import('node:net');
+  const port = await new Promise((r) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => r(p));
+    });
+  });
+  const events = [];
+  const url = `redis://127.0.0.1:${port}/0?spool=${join(dir, 'down.sqlite')}&connect_timeout_ms=300`;
+  const store = openStore(url, { onEvent: (t) => events.push(JSON.parse(t)) });
+  assert.ok(store instanceof FallbackStore);
+  assert.equal(store.healthy, false);
+  assert.deepEqual(events.map((e) => [e.event, e.kind]), [['store_degraded', 'unavailable']]);
+  assert.ok(events[0].message.includes(`127.0.0.1:${port}`));
+  assert.equal(store.append('agent-recovery/dead-letter', '{}', T), 1);
+  assert.equal(store.local.read('agent-recovery/spool', 0, 10).length, 1);
+  // fallback=none: the caller gets the error.
+  assert.throws(() => openStore(`redis://127.0.0.1:${port}/0?fallback=none&connect_timeout_ms=300`), (e) => e.kind === 'unavailable');
+  store.close();
+});
+
+test("the server clock: the server's TIME, never backwards, the last offset when Redis is unreachable", async () => {
+  const s = new RedisStore(redis.url(`prefix=${prefix()}`));
+  const clock = s.serverClock();
+  assert.ok(clock instanceof ServerClock);
+  assert.equal(s.serverClock(), clock, 'one clock per store');
+  const time = async () => {
+    const m = /\$\d+\r\n(\d+)\r\n\$\d+\r\n(\d+)\r\n/.exec(await rawCommand(redis.port, ['TIME']));
+    return Number(m[1]) * 1000 + Math.floor(Number(m[2]) / 1000);
+  };
+  const before = await time();
+  const now = clock.nowMs();
+  const afterT = await time();
+  assert.ok(Number.isSafeInteger(now));
+  // Within the bracket of two independent TIME reads (1 ms of rounding each side).
+  assert.ok(now >= before - 1 && now <= afterT + 1, `${before} <= ${now} <= ${afterT}`);
+  let last = now;
+  for (let i = 0; i < 1000; i++) {
+    const t = clock.nowMs();
+    assert.ok(t >= last);
+    last = t;
+  }
+  // A runtime on a Redis store without a clock of its own reads this clock.
+  const rt = await Runtime.create({ store: s });
+  assert.equal(rt.clock.inner, clock);
+  const rt2 = await Runtime.create({ store: s, clock: new VirtualClock(5) });
+  assert.equal(rt2.clock.nowMs(), 5, 'a clock given wins');
+  s.close();
+});
+
+const http = (status) => new Judged({ source: 'http', status });
+function jitter(seed, attempt, base, cap) {
+  const r = spawnSync('python3', [join(REPO, 'tests/vectors/tools/jitter.py'), String(seed), String(attempt), String(base), String(cap)], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return Number(r.stdout.trim());
+}
+
+test('a breaker one runtime opened on Redis short-circuits a second runtime on another connection', async () => {
+  const url = redis.url(`prefix=${prefix()}&spool=${join(dir, 'rt.sqlite')}`);
+  const clock = new VirtualClock(T);
+  const first = await Runtime.create({ store: openStore(url), clock, seed: 7, attemptBudget: 3 });
+  let calls = 0;
+  const failing = {
+    id: 'quote',
+    tool: 'pricing.quote',
+    call: 'tool',
+    target: 'api.price',
+    operation: () => {
+      calls += 1;
+      return http(503);
+    },
+  };
+  const r1 = await first.run('r1').step(failing);
+  assert.equal(calls, 3);
+  assert.equal(r1.outcome, 'dead_lettered');
+  const delay = (a) => jitter(7, a, 250, 30_000);
+  const openedAt = T + delay(1) + delay(2);
+  clock.advance(1);
+  const secondStart = clock.nowMs();
+  const events = [];
+  const otherConnection = openStore(url);
+  const second = await Runtime.create({ store: otherConnection, clock, seed: 7, onEvent: (e) => events.push(e) });
+  const r2 = await second.run('r2').step({ ...failing, operation: () => ({ price: 10 }) });
+  assert.equal(r2.outcome, 'ok');
+  assert.equal(events[0].event, 'short_circuit');
+  assert.equal(events[0].code, 'runtime.circuit.open');
+  assert.equal(events[0].delay_ms, 30_000 - (secondStart - openedAt));
+  // The dead letter of run r1 is in Redis, listed through the second runtime.
+  assert.equal(second.deadLetters.depth(), 1);
+});
+
+test('a runtime on a FallbackStore forwards store_degraded and store_restored to onEvent', async () => {
+  const url = redis.url(`prefix=${prefix()}&spool=${join(dir, 'fw.sqlite')}&probe_ms=1000`);
+  const clock = new VirtualClock(T);
+  const seen = [];
+  const rt = await Runtime.create({ store: openStore(url), clock, seed: 7, onEvent: (e, text) => seen.push([e.event, text]) });
+  assert.equal((await rt.run('a').step({ id: 's', tool: 't', operation: () => 1 })).outcome, 'ok');
+  await redis.kill();
+  try {
+    assert.equal((await rt.run('b').step({ id: 's', tool: 't', operation: () => 2 })).outcome, 'ok');
+    const degraded = seen.filter(([e]) => e === 'store_degraded');
+    assert.equal(degraded.length, 1);
+    assert.equal(JSON.parse(degraded[0][1]).store, url);
+  } finally {
+    await redis.restart();
+  }
+  clock.advance(5000);
+  assert.equal((await rt.run('c').step({ id: 's', tool: 't', operation: () => 3 })).outcome, 'ok');
+  assert.deepEqual(seen.map(([e]) => e).filter((e) => e.startsWith('store_')), ['store_degraded', 'store_restored']);
 });
