@@ -302,7 +302,7 @@ test('openStore while Redis is down: a FallbackStore that starts degraded and se
   store.close();
 });
 
-test("the server clock: the server's TIME, never backwards, the last offset when Redis is unreachable", async () => {
+test("the server clock: the server's TIME, never backwards; a runtime on the store reads it unless given a clock", async () => {
   const s = new RedisStore(redis.url(`prefix=${prefix()}`));
   const clock = s.serverClock();
   assert.ok(clock instanceof ServerClock);
@@ -390,4 +390,47 @@ test('a runtime on a FallbackStore forwards store_degraded and store_restored to
   clock.advance(5000);
   assert.equal((await rt.run('c').step({ id: 's', tool: 't', operation: () => 3 })).outcome, 'ok');
   assert.deepEqual(seen.map(([e]) => e).filter((e) => e.startsWith('store_')), ['store_degraded', 'store_restored']);
+});
+
+test('the kill-test worker on a Redis URL: killed mid-run, recovered by another process through Redis', async () => {
+  const url = redis.url(`prefix=${prefix()}&spool=${join(dir, 'kill.sqlite')}`);
+  const ledger = join(dir, 'ledger.db');
+  const WORKER = new URL('./durable_worker.mjs', import.meta.url).pathname;
+  const run = (job) => spawnSync(process.execPath, [WORKER, url, ledger, JSON.stringify(job)], { encoding: 'utf8', timeout: 120_000 });
+  const steps = [
+    { id: 'charge', fail_times: 1, compensation: true, comp_fail_times: 0 },
+    { id: 'book', fail_times: 0, compensation: true, comp_fail_times: 0 },
+  ];
+  const job = { run_id: 'k1', seed: 7, now_ms: T, config: { policy: { tool: { base_ms: 1, cap_ms: 2 } } }, steps };
+  const killed = run({ ...job, mode: 'run', kill_at: 5 });
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  const direct = new RedisStore(url);
+  assert.deepEqual(direct.keys('agent-recovery/journal/', Date.now()).length, 1, 'the dead worker left its run in Redis');
+  const rec = run({ ...job, mode: 'recover', kill_at: null });
+  assert.equal(rec.status, 0, rec.stderr);
+  const { reports } = JSON.parse(rec.stdout);
+  assert.deepEqual(reports.map((r) => [r.run_id, r.outcome, r.step]), [['k1', 'interrupted', 'book']]);
+  assert.deepEqual(direct.keys('agent-recovery/journal/', Date.now()), []);
+  const runtime = await Runtime.create({ store: direct });
+  assert.deepEqual(runtime.deadLetters.list().map((i) => [i.record.run_id, i.record.outcome]), [['k1', 'interrupted']]);
+  direct.close();
+});
+
+test('a server that stops answering: the call fails unavailable after timeout_ms, the next call reconnects', async () => {
+  const p = prefix();
+  const s = new RedisStore(redis.url(`prefix=${p}&timeout_ms=300&connect_timeout_ms=300`));
+  assert.equal(s.compareAndSet('k', null, '1', null, T).written, true);
+  redis.signal('SIGSTOP');
+  let elapsed;
+  try {
+    const t0 = performance.now();
+    assert.throws(() => s.get('k', T), (e) => e.kind === 'unavailable' && /300 ms/.test(e.message));
+    elapsed = performance.now() - t0;
+    // Not before the response timeout, and within timeout + connect timeout (+ the bridge on a busy machine).
+    assert.ok(elapsed >= 299 && elapsed <= 300 + 300 + 500, `${elapsed} ms`);
+  } finally {
+    redis.signal('SIGCONT');
+  }
+  assert.deepEqual(s.get('k', T), { value: '1', version: 1 });
+  s.close();
 });

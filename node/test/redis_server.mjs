@@ -68,6 +68,10 @@ export async function startRedis() {
       proc.kill('SIGKILL');
       await exited();
     },
+    /** Send a signal (SIGSTOP / SIGCONT: a server that accepts but never answers). */
+    signal(sig) {
+      proc.kill(sig);
+    },
     /** Start it again on the same port (empty: no persistence). */
     restart: launch,
     async stop() {
