@@ -34,7 +34,10 @@ function loadClient() {
   return redis;
 }
 
+let defined; // the scripts, defined once per worker
+
 function scripts() {
+  if (defined) return defined;
   const { defineScript } = loadClient();
   const out = {};
   for (const name of SCRIPT_NAMES) {
@@ -48,6 +51,7 @@ function scripts() {
       transformReply: (reply) => reply,
     });
   }
+  defined = out;
   return out;
 }
 
@@ -82,6 +86,9 @@ function classify(e) {
   }
   if (['LOADING', 'BUSY', 'OOM', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'READONLY'].includes(first)) {
     return new Failure('unavailable', `${msg}; the server cannot serve now, retry later`);
+  }
+  if (msg.includes('max number of clients reached')) {
+    return new Failure('unavailable', `${msg}; the server has no connection to spare, retry later or raise maxclients`);
   }
   if (first === 'WRONGTYPE') {
     return new Failure('corrupt', `${msg}; a key under the store's prefix was written by another program, use another prefix`);

@@ -155,6 +155,15 @@ export class RedisStore {
     this.#o = parseRedisUrl(url);
     this.#id = nextId++;
     this.#call('init', [{ clientUrl: this.#o.clientUrl, prefix: this.#o.prefix, timeoutMs: this.#o.timeoutMs, connectTimeoutMs: this.#o.connectTimeoutMs }]);
+    try {
+      this.#open();
+    } catch (e) {
+      this.close(); // the worker forgets the connection
+      throw e;
+    }
+  }
+
+  #open() {
     const r = this.#call('open', [SCHEMA_VERSION], 'opening');
     if (!Array.isArray(r) || r.length !== 3) throw this.#corrupt('opening', badShape('open', r));
     if (r[0] !== 1) {

@@ -82,6 +82,25 @@ test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is up',
   assert.deepEqual(events, []);
 });
 
+test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is down (served by the spool file)', async () => {
+  const { createServer } = await import('node:net');
+  const port = await new Promise((r) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => r(p));
+    });
+  });
+  const events = [];
+  runCases('fallback-degraded', () => {
+    const store = openStore(`redis://127.0.0.1:${port}/0?spool=${join(dir, `d-${n++}.sqlite`)}&probe_ms=${Number.MAX_SAFE_INTEGER}`, {
+      onEvent: (t) => events.push(JSON.parse(t).event),
+    });
+    assert.equal(store.healthy, false);
+    return store;
+  });
+  assert.deepEqual([...new Set(events)], ['store_degraded']);
+});
+
 test('the Redis layout is the one host/src/store/redis/README.md documents', async () => {
   const p = prefix();
   const s = new RedisStore(redis.url(`prefix=${p}`));
