@@ -1,13 +1,14 @@
 // The worker thread behind RedisStore: the official Redis client (@redis/client,
 // node-redis) is asynchronous, the store interface is synchronous, so RedisStore
-// calls into this worker through synckit (a worker thread and Atomics.wait).
+// calls into this worker through SyncBridge (src/sync-bridge.js: a worker thread
+// and Atomics.wait).
 // One worker serves every RedisStore of the process; each store has its own
 // connection here, keyed by an id. Replies are plain objects: {ok: value} or
 // {err: {kind, message}} (the kinds of STORE_ERROR_KINDS).
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { runAsWorker } from 'synckit';
+import { serveSync } from './sync-bridge.js';
 
 const SCRIPT_NAMES = ['get', 'cas', 'append', 'delete', 'keys', 'purge', 'open'];
 
@@ -164,7 +165,7 @@ const OPS = {
   },
 };
 
-runAsWorker(async (id, op, args) => {
+serveSync(async ({ id, op, args }) => {
   try {
     if (op === 'init') {
       const [options] = args;

@@ -6,16 +6,16 @@
 //   const store = openStore('state.db');                             // SqliteStore
 //
 // RedisStore has the synchronous interface of SqliteStore; the official client
-// (@redis/client, an optional dependency) runs in a worker thread that synckit
-// blocks on. Every state change is one of the Lua scripts of
-// host/src/store/redis/ (copied into src/redis/ by scripts/build.mjs; a test
+// (@redis/client, an optional dependency) runs in a worker thread this thread
+// blocks on (src/sync-bridge.js: Atomics.wait on the worker's reply). Every
+// state change is one of the Lua scripts of host/src/store/redis/ (copied into src/redis/ by scripts/build.mjs; a test
 // compares the copies), run with EVALSHA and EVAL on NOSCRIPT.
 
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createSyncFn } from 'synckit';
+import { SyncBridge } from './sync-bridge.js';
 import { SCHEMA_VERSION, SqliteStore, StoreError, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
 
 /** The options of a redis:// store URL and their defaults (the query string). */
@@ -118,18 +118,16 @@ export function defaultSpoolPath(spec) {
 
 // ------------------------------------------------------------------ RedisStore
 
-let bridge; // the synckit function, created on first use
+let bridge; // one worker thread for every RedisStore of the process, started on first use
 let nextId = 1;
 
-function callWorker(id, op, args) {
-  bridge ??= createSyncFn(new URL('./store-redis-worker.js', import.meta.url).pathname);
-  let reply;
+function callWorker(id, op, args, waitMs) {
+  bridge ??= new SyncBridge(new URL('./store-redis-worker.js', import.meta.url));
   try {
-    reply = bridge(id, op, args);
+    return bridge.call({ id, op, args }, waitMs);
   } catch (e) {
-    throw new StoreError('unavailable', `redis store: the worker thread failed (${e?.message ?? e}); retry, or report it`, { cause: e });
+    return { err: { kind: 'unavailable', message: `${e.message}; retry, or report it` } };
   }
-  return reply;
 }
 
 const badShape = (what, reply) =>
@@ -190,7 +188,9 @@ export class RedisStore {
 
   #call(op, args, what = op) {
     if (this.#closed) throw new StoreError('io', `redis store ${this.#o.display}: ${what} after close(); open a new RedisStore`);
-    const reply = callWorker(this.#id, op, args);
+    // The worker bounds each step itself; this is the backstop: connect, a command and
+    // (on open) SCRIPT LOAD, plus a second for the thread.
+    const reply = callWorker(this.#id, op, args, this.#o.connectTimeoutMs + 2 * this.#o.timeoutMs + 1000);
     if (reply && 'ok' in reply) return reply.ok;
     const err = reply?.err ?? { kind: 'unavailable', message: 'no reply from the worker thread' };
     const at = err.message.indexOf('; ');
