@@ -453,3 +453,15 @@ test('a server that stops answering: the call fails unavailable after timeout_ms
   assert.deepEqual(s.get('k', T), { value: '1', version: 1 });
   s.close();
 });
+
+test('a RedisStore works from `node -e` (CommonJS eval with a global __dirname), where synckit hung', () => {
+  const url = redis.url(`prefix=${prefix()}`);
+  const code = `import(${JSON.stringify(new URL('../src/index.js', import.meta.url).href)}).then((m) => {
+    const s = new m.RedisStore(${JSON.stringify(url)});
+    console.log(JSON.stringify(s.compareAndSet('k', null, '1', null, 5)));
+    s.close();
+  });`;
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), '{"written":true,"version":1}');
+});
