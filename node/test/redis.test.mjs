@@ -465,3 +465,31 @@ test('a RedisStore works from `node -e` (CommonJS eval with a global __dirname),
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), '{"written":true,"version":1}');
 });
+
+test('the spool lease: while another process flushes (holds the lease), a store stays degraded until its probe after the lease expired', async () => {
+  const spool = join(dir, 'lease.sqlite');
+  const url = redis.url(`prefix=${prefix()}&spool=${spool}&probe_ms=1000`);
+  const events = [];
+  const store = openStore(url, { onEvent: (t) => events.push(JSON.parse(t)) });
+  store.get('x', T); // healthy
+  await redis.kill();
+  try {
+    assert.equal(store.append('agent-recovery/dead-letter', '{"n":1}', T + 1), 1);
+  } finally {
+    await redis.restart();
+  }
+  // Another process on this machine holds the flush lease (30 s), taken at T + 1.
+  const other = new SqliteStore(spool);
+  assert.equal(other.compareAndSet('agent-recovery/spool/lease', null, '{"owner":"another-process"}', 30_000, T + 1).written, true);
+  other.close();
+  assert.equal(store.get('agent-recovery/dead-letter/x', T + 2000), null); // probe succeeds, the lease is taken: degraded
+  assert.equal(store.healthy, false);
+  assert.deepEqual(events.map((e) => e.event), ['store_degraded']);
+  store.get('agent-recovery/dead-letter/x', T + 30_001); // the lease expired: this store flushes
+  assert.equal(store.healthy, true);
+  assert.deepEqual(events.map((e) => [e.event, e.flushed]), [['store_degraded', undefined], ['store_restored', 1]]);
+  const direct = new RedisStore(url);
+  assert.deepEqual(direct.read('agent-recovery/dead-letter', 0, 10), [[1, '{"n":1}']]);
+  direct.close();
+  store.close();
+});
