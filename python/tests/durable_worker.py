@@ -3,7 +3,9 @@ twin of host/examples/durable_worker.rs and node/test/durable_worker.mjs:
 
     python durable_worker.py STORE LEDGER JOB
 
-opens the runtime on `SqliteStore(STORE)` with the system clock, and runs the
+opens the runtime on `open_store(STORE)` (a file path: `SqliteStore`; a
+redis:// URL: the Redis store) with the system clock (the job's `"clock":
+"virtual"` runs it on a `VirtualClock` from the job's `now_ms` instead), and runs the
 job's steps (`mode: "run"`), recovers the store (`mode: "recover"`) or
 replays dead-letter record `id` (`mode: "replay"`, as the Rust worker) with
 operations that write to the ledger, an SQLite file standing for the external
@@ -22,8 +24,8 @@ import sqlite3
 import sys
 from typing import Any, Dict, List, Optional
 
-from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock
-from agent_recovery.store import SqliteStore
+from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock, VirtualClock
+from agent_recovery.store import SqliteStore, open_store
 
 _LEDGER_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS applied(key TEXT PRIMARY KEY, step TEXT, kind TEXT, seq INTEGER)",
@@ -115,9 +117,14 @@ def main(argv: List[str]) -> int:
     _, store_path, ledger, job_text = argv
     job = json.loads(job_text)
     worker = Worker(ledger, job)
+    if store_path.startswith(("redis://", "rediss://")):
+        store = open_store(store_path)
+    else:
+        store = SqliteStore(store_path, busy_timeout_s=10.0)
+    clock = VirtualClock(int(job["now_ms"])) if job.get("clock") == "virtual" else SystemClock()
     runtime = Runtime(
-        store=SqliteStore(store_path, busy_timeout_s=10.0),
-        clock=SystemClock(),
+        store=store,
+        clock=clock,
         seed=job.get("seed"),
         config=job.get("config") or {},
     )
