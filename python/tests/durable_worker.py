@@ -13,6 +13,13 @@ system: `applied` (one row per key an idempotent API applied) and `calls` (one
 row per call). At each point of interest (before a call does anything, after it
 applied its effect) it counts; when the count equals `kill_at` it sends itself
 SIGKILL. It prints one JSON line and exits 0.
+
+The fleet harness (tests/fleet/fleet.py) adds optional job fields: `"clock":
+"virtual"` (above); `"events": true`: the line also carries `"events"` (every
+event the runtime and the store emitted, in order) and `"max_store_call_ms"`
+(the slowest store call, real time); `"hold_at": N, "hold_file": PATH`: at
+point N the worker creates PATH + ".reached" and waits until PATH exists (the
+harness does something, e.g. kills Redis, at a known point of the run).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import os
 import signal
 import sqlite3
 import sys
+import time
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock, VirtualClock
@@ -50,6 +59,11 @@ class Worker:
     def point(self) -> None:
         """A point of interest: die here when it is the `kill_at`-th."""
         self.points += 1
+        if self.job.get("hold_at") == self.points:
+            hold = Path(self.job["hold_file"])
+            Path(str(hold) + ".reached").touch()
+            while not hold.exists():  # waiting for the harness, not timing
+                time.sleep(0.01)
         if self.kill_at is not None and self.points == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -110,6 +124,28 @@ class Worker:
         return ops
 
 
+class TimedStore:
+    """The store, with the slowest call's real duration recorded (`"events": true`)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.max_ms = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if name not in ("get", "compare_and_set", "append", "read", "delete", "keys"):
+            return attr
+
+        def timed(*args: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return attr(*args)
+            finally:
+                self.max_ms = max(self.max_ms, (time.monotonic() - start) * 1000)
+
+        return timed
+
+
 def main(argv: List[str]) -> int:
     if len(argv) != 4:
         print("usage: durable_worker.py STORE LEDGER JOB", file=sys.stderr)
@@ -122,12 +158,16 @@ def main(argv: List[str]) -> int:
     else:
         store = SqliteStore(store_path, busy_timeout_s=10.0)
     clock = VirtualClock(int(job["now_ms"])) if job.get("clock") == "virtual" else SystemClock()
+    events: List[Any] = []
+    timed = TimedStore(store)
     runtime = Runtime(
-        store=store,
+        store=timed if job.get("events") else store,
         clock=clock,
         seed=job.get("seed"),
         config=job.get("config") or {},
+        on_event=events.append if job.get("events") else None,
     )
+    extra: Dict[str, Any] = {"events": events} if job.get("events") else {}
     mode = job.get("mode")
     if mode == "run":
         run = runtime.run(job["run_id"])
@@ -139,14 +179,20 @@ def main(argv: List[str]) -> int:
                 break
         if outcome == "completed":
             run.end()
-        print(json.dumps({"outcome": outcome, "points": worker.points}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"outcome": outcome, "points": worker.points, **extra}))
     elif mode == "recover":
         reports = runtime.recover(worker.operations(), older_than_ms=0)
-        print(json.dumps({"reports": [r.to_dict() for r in reports]}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"reports": [r.to_dict() for r in reports], **extra}))
     elif mode == "replay":
         # the `replay` mode of the Rust worker: replay dead-letter record `id` now
         ticket = runtime.dead_letters.replay(str(job["id"]), worker.operations())
-        print(json.dumps({"replay": ticket.to_dict()}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"replay": ticket.to_dict(), **extra}))
     else:
         print(f"durable_worker: unknown mode {mode!r}; use run, recover or replay", file=sys.stderr)
         return 2

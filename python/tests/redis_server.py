@@ -1,8 +1,9 @@
 """A real `redis-server` on 127.0.0.1 for the tests (never a fake).
 
 Redis has no `--port 0`: a free port is picked by binding port 0, then the
-server is started on it with no persistence (`--save '' --appendonly no`) and
-waited for with PING. `kill()` sends SIGKILL; `start()` again restarts it on
+server is started on it with no persistence (`--save '' --appendonly no`;
+`persist=True`: an append-only file fsynced at every write) and waited for
+with PING. `kill()` sends SIGKILL; `start()` again restarts it on
 the same port (empty: nothing was persisted).
 """
 
@@ -39,7 +40,10 @@ def redis_server_exe() -> str:
 class RedisServer:
     """One redis-server process on a free port of 127.0.0.1."""
 
-    def __init__(self, directory: Path, port: Optional[int] = None) -> None:
+    def __init__(self, directory: Path, port: Optional[int] = None, persist: bool = False) -> None:
+        #: `persist`: append-only file fsynced at every write, so a SIGKILLed
+        #: server restarts with everything it acknowledged.
+        self.persist = persist
         self.exe = redis_server_exe()
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -50,8 +54,9 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0" + (f"?{query}" if query else "")
 
     def start(self) -> "RedisServer":
-        args = [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")]
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else ["--appendonly", "no"]
+        args = [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *aof,
+                "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
