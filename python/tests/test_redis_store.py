@@ -390,3 +390,38 @@ def test_a_runtime_forwards_the_store_events(tmp_path: Path) -> None:
     kinds = [e["event"] for e in seen]
     assert kinds[0] == "store_degraded" and "ok" in kinds
     store.close()
+
+
+def test_without_the_redis_package_a_url_is_an_io_error_naming_the_extra(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # `import redis` now raises ImportError
+    with pytest.raises(StoreError) as e:
+        open_store(server.url("fallback=none"))
+    assert e.value.kind == "io" and "agent-recovery[redis]" in e.value.message
+
+
+def test_an_async_run_on_a_redis_url_uses_the_server_clock_and_shares_the_breaker(server: RedisServer) -> None:
+    import asyncio
+
+    url = fresh(server, "fallback=none")
+    calls: List[str] = []
+
+    async def failing(call: Any) -> Any:
+        calls.append(call.key)
+        return Response(UNAVAILABLE)
+
+    async def main() -> Tuple[Any, Any]:
+        # No clock given: the runtime reads Redis TIME (ServerClock); retries
+        # wait 1-4 ms for real.
+        rt = Runtime(store=open_store(url), seed=7, breaker=(2, 600_000),
+                     policy_config={"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 2}})
+        assert isinstance(rt.clock, ServerClock)
+        first = await rt.run("a").step_async(id="s", tool="t", target="api", operation=failing)
+        other = Runtime(store=open_store(url), seed=7, deadline_ms=1_000)
+        second = await other.run("b").step_async(id="s", tool="t", target="api", operation=failing)
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first.outcome == "dead_lettered" and second.outcome == "dead_lettered"
+    assert len(calls) == 2, "the second runtime's call was short-circuited by the shared breaker"
