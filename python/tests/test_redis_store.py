@@ -425,3 +425,17 @@ def test_an_async_run_on_a_redis_url_uses_the_server_clock_and_shares_the_breake
     first, second = asyncio.run(main())
     assert first.outcome == "dead_lettered" and second.outcome == "dead_lettered"
     assert len(calls) == 2, "the second runtime's call was short-circuited by the shared breaker"
+
+
+def test_a_spool_record_that_is_not_an_op_is_skipped_not_a_stall(server: RedisServer, tmp_path: Path) -> None:
+    spool = tmp_path / "spool.sqlite"
+    with SqliteStore(spool) as local:  # what another program might have written
+        local.append("agent-recovery/spool", '{"op":"explode"}', T0)
+        local.append("agent-recovery/spool", '[1,2]', T0)
+        local.append("agent-recovery/spool", '{"op":"append","stream":"s"}', T0)
+        local.append("agent-recovery/spool", '{"op":"append","stream":"s","record":"{}","now_ms":5}', T0)
+    events: List[str] = []
+    store = open_store(fresh(server, f"spool={spool}"), on_event=events.append)
+    assert store.read("s", 0, 10) == [(1, "{}")]
+    assert [json.loads(e)["flushed"] for e in events] == [1]
+    store.close()

@@ -667,13 +667,29 @@ class FallbackStore:
                 if not batch:
                     return flushed
                 for n, text in batch:
-                    self._apply(json.loads(text))
-                    flushed += 1
+                    if self._apply_text(text):
+                        flushed += 1
                     seq = n
                     cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
                     version = cas.version if isinstance(cas, Written) else self._cursor(t)[1]
         finally:
             self._local.delete(SPOOL_LEASE)
+
+    def _apply_text(self, text: str) -> bool:
+        """Apply one spool record; False (skipped) when it is not a spool op
+        (another program wrote it): the flush goes on rather than stall."""
+        try:
+            rec = json.loads(text)
+            if not isinstance(rec, dict):
+                return False
+            self._apply(rec)
+            return rec.get("op") in ("append", "set", "delete")
+        except (ValueError, KeyError, TypeError):
+            return False
+        except StoreError as e:
+            if e.kind == "invalid_argument":
+                return False
+            raise
 
     def _apply(self, rec: Dict[str, Any]) -> None:
         op = rec.get("op")
