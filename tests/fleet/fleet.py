@@ -156,6 +156,28 @@ def events_of(out: Dict[str, Any], kind: str) -> List[Dict[str, Any]]:
     return [e for e in out.get("events", []) if e.get("event") == kind]
 
 
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_each_worker_speaks_the_fleet_job_fields(server: RedisServer, tmp_path: Path, cache: Path, language: str) -> None:
+    """`clock: virtual` and `hold_at`/`hold_file` (the checks below rely on them)."""
+    fleet = Fleet(server, tmp_path, cache, f"proto-{language}")
+    hold = tmp_path / "proto.hold"
+    proc = fleet.start(language, fleet.job("run", "proto", [{"id": "p"}], NOW_MS, hold_at=1, hold_file=str(hold)))
+    reached = wait_all([(language, proc, hold)])
+    hold.touch()
+    out = fleet.finish(language, proc)
+    assert reached == [True], (
+        f"the {language} worker does not hold at hold_at/hold_file (the fleet job fields of "
+        "python/tests/durable_worker.py); run with AR_FLEET_LANGUAGES=python until it does"
+    )
+    assert out["outcome"] == "completed"
+    # The idempotency record the run left carries the job's virtual time.
+    idem = fleet.redis().hget("{" + fleet.prefix + "}:e:agent-recovery/idem/" + op_key("proto", "p"), "u")
+    assert idem is not None and int(idem) - NOW_MS < 60_000, (
+        f"the {language} worker does not run on the job's virtual clock (clock: virtual, now_ms {NOW_MS}); "
+        f"the store was written at {idem!r}"
+    )
+
+
 FAILING = [{"id": "pay", "fail_always": True}]
 WORKING = [{"id": "pay"}]
 
