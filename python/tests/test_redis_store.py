@@ -439,3 +439,39 @@ def test_a_spool_record_that_is_not_an_op_is_skipped_not_a_stall(server: RedisSe
     assert store.read("s", 0, 10) == [(1, "{}")]
     assert [json.loads(e)["flushed"] for e in events] == [1]
     store.close()
+
+
+@pytest.mark.parametrize("backend", ["redis", "sqlite"])
+def test_the_retry_quota_bounded_add_is_atomic_across_threads(backend: str, server: RedisServer, tmp_path: Path) -> None:
+    """Issue 10 C.2's runtime side: take/refund as a compare-and-set loop on {"tokens":N}."""
+    import threading
+
+    from agent_recovery import _quota
+
+    store: Any = RedisStore(fresh(server)) if backend == "redis" else SqliteStore(tmp_path / "q.db")
+    key, capacity, cost = "agent-recovery/quota/default", 100, 5
+    taken: List[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            ok, _ = _quota.take(store, key, cost, capacity, T0)
+            if not ok:
+                return
+            with lock:
+                taken.append(cost)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # An absent bucket is full: exactly capacity / cost takes succeed, fleet-wide.
+    assert sum(taken) == capacity and len(taken) == capacity // cost
+    assert _quota.take(store, key, cost, capacity, T0) == (False, 0)
+    assert _quota.refund(store, key, 7, capacity, T0) == 7
+    assert _quota.refund(store, key, 500, capacity, T0) == capacity  # clamped
+    assert json.loads(store.get(key, T0).value) == {"tokens": capacity}
+    store.compare_and_set(key, store.get(key, T0).version, '{"tokens":"lots"}', None, T0)
+    assert _quota.take(store, key, cost, capacity, T0) == (True, capacity - cost)  # a bad value counts as full
+    store.close()

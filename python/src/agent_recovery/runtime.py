@@ -49,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
+from . import _quota
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -1054,6 +1055,26 @@ class Run:
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
                     store.delete(key)
+                elif kind in ("take", "refund"):
+                    # The fleet retry quota (issue 10): a bounded add on the store.
+                    key, capacity = fx.get("key"), fx.get("capacity")
+                    amount = fx.get("cost" if kind == "take" else "amount")
+                    if (
+                        not isinstance(key, str)
+                        or not isinstance(capacity, int)
+                        or not isinstance(amount, int)
+                        or isinstance(capacity, bool)
+                        or isinstance(amount, bool)
+                        or capacity < 0
+                        or amount < 0
+                    ):
+                        raise _malformed(f"{kind} without key, capacity or a count")
+                    now = clock.now_ms()
+                    if kind == "take":
+                        ok, tokens = _quota.take(store, key, amount, capacity, now)
+                        nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
+                    else:
+                        _quota.refund(store, key, amount, capacity, now)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
