@@ -475,3 +475,30 @@ def test_the_retry_quota_bounded_add_is_atomic_across_threads(backend: str, serv
     store.compare_and_set(key, store.get(key, T0).version, '{"tokens":"lots"}', None, T0)
     assert _quota.take(store, key, cost, capacity, T0) == (True, capacity - cost)  # a bad value counts as full
     store.close()
+
+
+def test_a_server_that_stops_answering_fails_within_timeout_ms_and_the_next_call_reconnects(tmp_path: Path) -> None:
+    import signal
+
+    srv = RedisServer(tmp_path / "redis").start()
+    try:
+        timeout_ms = 300
+        store = RedisStore(srv.url(f"fallback=none&timeout_ms={timeout_ms}&connect_timeout_ms=300"))
+        assert store.append("s", "1", T0) == 1
+        assert srv.proc is not None
+        srv.proc.send_signal(signal.SIGSTOP)  # connected, but never answers
+        try:
+            start = time.monotonic()
+            with pytest.raises(StoreError) as e:
+                store.append("s", "2", T0)
+            took = time.monotonic() - start
+            assert e.value.kind == "unavailable"
+            assert timeout_ms / 1000 * 0.9 <= took < timeout_ms / 1000 + 0.25, took  # the response timeout, not more
+        finally:
+            srv.proc.send_signal(signal.SIGCONT)
+        # The timed-out connection was dropped; the next call reconnects.
+        got = store.read("s", 0, 10)
+        assert got[0] == (1, "1")
+        store.close()
+    finally:
+        srv.stop()
