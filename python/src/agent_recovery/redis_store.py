@@ -635,6 +635,14 @@ class FallbackStore:
             if self._degraded_at is None:
                 return
             self._degraded_at = None
+        # A thread that was still serving locally may have spooled a record
+        # during the flush: drain once more (it stays for the next flush if
+        # Redis went away again meanwhile).
+        try:
+            flushed += self._flush(t) or 0
+        except StoreError as e:
+            if e.kind != "unavailable":
+                raise
         self._emit(
             {"event": "store_restored", "store": self._name, "at_ms": t, "degraded_ms": max(0, t - since), "flushed": flushed}
         )
