@@ -502,3 +502,46 @@ def test_a_server_that_stops_answering_fails_within_timeout_ms_and_the_next_call
         store.close()
     finally:
         srv.stop()
+
+
+def test_two_processes_on_one_spool_flush_each_record_once(tmp_path: Path) -> None:
+    import threading
+
+    srv = RedisServer(tmp_path / "redis")  # down at first: both degrade
+    spool = tmp_path / "spool.sqlite"
+    url = srv.url(f"timeout_ms=300&connect_timeout_ms=300&probe_ms=1000&spool={spool}")
+    events: List[List[Dict[str, Any]]] = [[], []]
+    # Two stores with their own connections to one spool file: what two processes on one machine have.
+    stores = [open_store(url, on_event=lambda text, i=i: events[i].append(json.loads(text))) for i in range(2)]
+    for i, store in enumerate(stores):
+        for n in range(10):
+            store.append("agent-recovery/dead-letter", json.dumps({"w": i, "n": n}), T0 + n)
+    assert all(s.degraded for s in stores)
+    srv.start()
+    try:
+        barrier = threading.Barrier(2)
+
+        def probe(store: Any) -> None:
+            barrier.wait()
+            store.get("x", T0 + 5_000)
+
+        threads = [threading.Thread(target=probe, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for store in stores:  # a loser of the flush lease probes again later
+            store.get("x", T0 + 10_000)
+        assert not any(s.degraded for s in stores)
+        flushed = [e["flushed"] for evs in events for e in evs if e["event"] == "store_restored"]
+        assert sum(flushed) == 20
+        rows = raw(srv).xrange("{ar}:s:agent-recovery/dead-letter")
+        got = [json.loads(f[b"r"]) for _, f in rows]
+        assert sorted(got, key=lambda r: (r["w"], r["n"])) == [{"w": w, "n": n} for w in range(2) for n in range(10)]
+        # Each writer's records are in its order.
+        for w in range(2):
+            assert [r["n"] for r in got if r["w"] == w] == list(range(10))
+        for s in stores:
+            s.close()
+    finally:
+        srv.stop()
