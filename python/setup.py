@@ -12,7 +12,12 @@ from the first of:
 3. in a checkout without cargo: the component cargo built earlier, if any;
 4. a component already in `src/agent_recovery/_wasm/` (an sdist carries one).
 
-Otherwise the build stops and says what to install. The `.wasm` is never
+Otherwise the build stops and says what to install.
+
+It also copies the Redis backend's Lua scripts (`host/src/store/redis/*.lua`,
+the one source of the server-side logic) into `agent_recovery/_redis/`, as
+they are, when building from a checkout; an sdist carries the copies
+(python/tests/test_redis_store.py compares them with the originals). The `.wasm` is never
 committed (see .gitignore); `sdist` bundles it too, so an sdist installs
 without Rust.
 """
@@ -93,11 +98,28 @@ def ensure_component() -> Path:
     return PACKAGED
 
 
+LUA_SOURCE = REPO / "host" / "src" / "store" / "redis"
+LUA_PACKAGED = HERE / "src" / "agent_recovery" / "_redis"
+
+
+def ensure_scripts() -> None:
+    """Copy the Redis Lua scripts into the package (from a checkout)."""
+    if LUA_SOURCE.is_dir():
+        LUA_PACKAGED.mkdir(parents=True, exist_ok=True)
+        for lua in sorted(LUA_SOURCE.glob("*.lua")):
+            target = LUA_PACKAGED / lua.name
+            if not target.is_file() or target.read_bytes() != lua.read_bytes():
+                shutil.copyfile(lua, target)
+    elif not any(LUA_PACKAGED.glob("*.lua")):
+        raise SystemExit(f"agent-recovery: no Redis scripts in {LUA_SOURCE} or {LUA_PACKAGED}; build from a checkout")
+
+
 class BuildPyWithComponent(build_py):
     """`build_py` that first bundles the component."""
 
     def run(self) -> None:
         ensure_component()
+        ensure_scripts()
         super().run()
 
 
@@ -106,6 +128,7 @@ class SdistWithComponent(sdist):
 
     def run(self) -> None:
         ensure_component()
+        ensure_scripts()
         super().run()
 
 

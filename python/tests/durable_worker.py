@@ -3,7 +3,9 @@ twin of host/examples/durable_worker.rs and node/test/durable_worker.mjs:
 
     python durable_worker.py STORE LEDGER JOB
 
-opens the runtime on `SqliteStore(STORE)` with the system clock, and runs the
+opens the runtime on `open_store(STORE)` (a file path: `SqliteStore`; a
+redis:// URL: the Redis store) with the system clock (the job's `"clock":
+"virtual"` runs it on a `VirtualClock` from the job's `now_ms` instead), and runs the
 job's steps (`mode: "run"`), recovers the store (`mode: "recover"`) or
 replays dead-letter record `id` (`mode: "replay"`, as the Rust worker) with
 operations that write to the ledger, an SQLite file standing for the external
@@ -11,6 +13,13 @@ system: `applied` (one row per key an idempotent API applied) and `calls` (one
 row per call). At each point of interest (before a call does anything, after it
 applied its effect) it counts; when the count equals `kill_at` it sends itself
 SIGKILL. It prints one JSON line and exits 0.
+
+The fleet harness (tests/fleet/fleet.py) adds optional job fields: `"clock":
+"virtual"` (above); `"events": true`: the line also carries `"events"` (every
+event the runtime and the store emitted, in order) and `"max_store_call_ms"`
+(the slowest store call, real time); `"hold_at": N, "hold_file": PATH`: at
+point N the worker creates PATH + ".reached" and waits until PATH exists (the
+harness does something, e.g. kills Redis, at a known point of the run).
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ import os
 import signal
 import sqlite3
 import sys
+import time
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock
-from agent_recovery.store import SqliteStore
+from agent_recovery.runtime import Call, Failed, Runtime, Step, SystemClock, VirtualClock
+from agent_recovery.store import SqliteStore, open_store
 
 _LEDGER_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS applied(key TEXT PRIMARY KEY, step TEXT, kind TEXT, seq INTEGER)",
@@ -48,6 +59,11 @@ class Worker:
     def point(self) -> None:
         """A point of interest: die here when it is the `kill_at`-th."""
         self.points += 1
+        if self.job.get("hold_at") == self.points:
+            hold = Path(self.job["hold_file"])
+            Path(str(hold) + ".reached").touch()
+            while not hold.exists():  # waiting for the harness, not timing
+                time.sleep(0.01)
         if self.kill_at is not None and self.points == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -108,6 +124,28 @@ class Worker:
         return ops
 
 
+class TimedStore:
+    """The store, with the slowest call's real duration recorded (`"events": true`)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.max_ms = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if name not in ("get", "compare_and_set", "append", "read", "delete", "keys"):
+            return attr
+
+        def timed(*args: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return attr(*args)
+            finally:
+                self.max_ms = max(self.max_ms, (time.monotonic() - start) * 1000)
+
+        return timed
+
+
 def main(argv: List[str]) -> int:
     if len(argv) != 4:
         print("usage: durable_worker.py STORE LEDGER JOB", file=sys.stderr)
@@ -115,12 +153,21 @@ def main(argv: List[str]) -> int:
     _, store_path, ledger, job_text = argv
     job = json.loads(job_text)
     worker = Worker(ledger, job)
+    if store_path.startswith(("redis://", "rediss://")):
+        store = open_store(store_path)
+    else:
+        store = SqliteStore(store_path, busy_timeout_s=10.0)
+    clock = VirtualClock(int(job["now_ms"])) if job.get("clock") == "virtual" else SystemClock()
+    events: List[Any] = []
+    timed = TimedStore(store)
     runtime = Runtime(
-        store=SqliteStore(store_path, busy_timeout_s=10.0),
-        clock=SystemClock(),
+        store=timed if job.get("events") else store,
+        clock=clock,
         seed=job.get("seed"),
         config=job.get("config") or {},
+        on_event=events.append if job.get("events") else None,
     )
+    extra: Dict[str, Any] = {"events": events} if job.get("events") else {}
     mode = job.get("mode")
     if mode == "run":
         run = runtime.run(job["run_id"])
@@ -132,14 +179,20 @@ def main(argv: List[str]) -> int:
                 break
         if outcome == "completed":
             run.end()
-        print(json.dumps({"outcome": outcome, "points": worker.points}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"outcome": outcome, "points": worker.points, **extra}))
     elif mode == "recover":
         reports = runtime.recover(worker.operations(), older_than_ms=0)
-        print(json.dumps({"reports": [r.to_dict() for r in reports]}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"reports": [r.to_dict() for r in reports], **extra}))
     elif mode == "replay":
         # the `replay` mode of the Rust worker: replay dead-letter record `id` now
         ticket = runtime.dead_letters.replay(str(job["id"]), worker.operations())
-        print(json.dumps({"replay": ticket.to_dict()}))
+        if extra:
+            extra["max_store_call_ms"] = timed.max_ms
+        print(json.dumps({"replay": ticket.to_dict(), **extra}))
     else:
         print(f"durable_worker: unknown mode {mode!r}; use run, recover or replay", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """A store worker for the cross-process tests (same protocol as the Rust
-`store_worker` example and node/test/store_worker.mjs): opens `SqliteStore`
-at argv[1], prints {"ready":true}, then answers each JSON op read from stdin
+`store_worker` example and node/test/store_worker.mjs): opens the store
+argv[1] names (`open_store`: a file path, or a redis:// URL), prints {"ready":true}, then answers each JSON op read from stdin
 (the op format of tests/store/operations.json, plus `increment`) with one
 JSON line.
 """
@@ -15,7 +15,7 @@ from typing import Any, Dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agent_recovery.store import SqliteStore, StoreError, Written  # noqa: E402
+from agent_recovery.store import SqliteStore, StoreError, Written, open_store  # noqa: E402
 from store_ops import apply  # noqa: E402
 
 
@@ -53,7 +53,11 @@ def bench(store: SqliteStore, op: Dict[str, Any]) -> Any:
 
 def main() -> int:
     try:
-        store = SqliteStore(sys.argv[1], synchronous=sys.argv[2] if len(sys.argv) > 2 else "full")
+        spec = sys.argv[1]
+        if spec.startswith(("redis://", "rediss://")):
+            store = open_store(spec)
+        else:
+            store = SqliteStore(spec, synchronous=sys.argv[2] if len(sys.argv) > 2 else "full")
     except StoreError as e:
         print(json.dumps({"error": e.kind.replace("_", "-"), "message": e.message}), flush=True)
         return 1

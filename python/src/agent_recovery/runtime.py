@@ -49,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
+from . import _quota
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -569,8 +570,8 @@ class Runtime:
     | option | default |
     | --- | --- |
     | `policy` | the packaged reference decides; any `Policy`, a `PolicyHandle` (hot swap: the next decision uses the new policy) or any object with `decide_json(observation, context)` |
-    | `store` | a fresh `MemoryStore` |
-    | `clock` | `SystemClock()` (real time, real sleeps) |
+    | `store` | a fresh `MemoryStore`; any store, e.g. `open_store("state.db")` or `open_store("redis://host:6379/0")` |
+    | `clock` | `SystemClock()` (real time, real sleeps); on a store with `server_clock()` (opened from a redis:// URL), that clock: the Redis server's time |
     | `seed` | None: jitter drawn from WASI random |
     | `attempt_budget` | 5 calls per idempotency key, persisted |
     | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
@@ -582,7 +583,7 @@ class Runtime:
     | `journal` | True: the loop journals each run before every side effect, so `recover` can finish it (docs/durability.md) |
     | `dead_letter` | None: `{"owner", "runbook", "depth_threshold"}` (each default None): written into every dead-letter record; the `dead_letter_depth` event when the queue's depth crosses `depth_threshold` |
     | `config` | None: the whole run configuration as a dict (docs/runtime.md); replaces the typed options above |
-    | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments |
+    | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments; also gets the store's `store_degraded` / `store_restored` events when the store has `subscribe` (a `FallbackStore`) |
     | `limits` | `Limits()` for the loop component |
     | `telemetry` | `Telemetry.global_()`: spans and metrics to the global OpenTelemetry providers (no-ops until an SDK is installed); `Telemetry(tracer_provider=, meter_provider=)`, `Telemetry.off()` (docs/telemetry.md) |
 
@@ -678,6 +679,11 @@ class Runtime:
         self._decider = policy if policy is not None else _default_policy()
         self._telemetry = _bind_telemetry(telemetry, self._decider)
         self._store = store if store is not None else MemoryStore()
+        # A store opened from a redis:// URL brings the server's clock, so
+        # breaker times, leases and TTLs agree across workers (docs/store.md).
+        server_clock = getattr(self._store, "server_clock", None)
+        if clock is None and callable(server_clock):
+            clock = server_clock()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._seed = seed
         self._on_event = on_event
@@ -694,8 +700,23 @@ class Runtime:
                 self._event_text = len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
             except (TypeError, ValueError):
                 self._event_text = False
+        # A FallbackStore's store_degraded / store_restored events reach on_event too.
+        subscribe = getattr(self._store, "subscribe", None)
+        if on_event is not None and callable(subscribe):
+            from .redis_store import _weak_listener
+
+            subscribe(_weak_listener(self, "_store_event"))
         # Check the configuration now, not at the first step.
         self._looper.advance("", self._run_input("config-check"))
+
+    def _store_event(self, text: str) -> None:
+        """Forward one of the store's events (JSON text) to `on_event`."""
+        if self._on_event is None:
+            return
+        if self._event_text:
+            self._on_event(json.loads(text), text)
+        else:
+            self._on_event(json.loads(text))
 
     @property
     def store(self) -> Any:
@@ -1035,6 +1056,26 @@ class Run:
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
                     store.delete(key)
+                elif kind in ("take", "refund"):
+                    # The fleet retry quota (issue 10): a bounded add on the store.
+                    key, capacity = fx.get("key"), fx.get("capacity")
+                    amount = fx.get("cost" if kind == "take" else "amount")
+                    if (
+                        not isinstance(key, str)
+                        or not isinstance(capacity, int)
+                        or not isinstance(amount, int)
+                        or isinstance(capacity, bool)
+                        or isinstance(amount, bool)
+                        or capacity < 0
+                        or amount < 0
+                    ):
+                        raise _malformed(f"{kind} without key, capacity or a count")
+                    now = clock.now_ms()
+                    if kind == "take":
+                        ok, tokens = _quota.take(store, key, amount, capacity, now)
+                        nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
+                    else:
+                        _quota.refund(store, key, amount, capacity, now)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:

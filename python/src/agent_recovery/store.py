@@ -734,6 +734,35 @@ class SqliteStore:
         )
 
 
+# ---------------------------------------------------------------- open_store
+
+
+def open_store(spec: Union[str, Path], *, on_event: Any = None) -> Any:
+    """Open a store from a spec string, as every entry point that takes a store does.
+
+    - `redis://[user:pass@]host[:port][/db][?opts]` (`rediss://` for TLS): by
+      default a `FallbackStore` over a `RedisStore` and a local spool file;
+      with `fallback=none` a bare `RedisStore`. Options and defaults:
+      `prefix=ar`, `timeout_ms=1000`, `connect_timeout_ms=1000`,
+      `fallback=local`, `spool=` (default
+      `$XDG_STATE_HOME/agent-recovery/spool-<h>.sqlite`), `probe_ms=1000`,
+      `grace_ms=60000` (agent_recovery.redis_store). `on_event` gets the
+      `store_degraded` / `store_restored` events' JSON text.
+    - anything else: `SqliteStore(spec)`.
+
+    Needs the `redis` package for a URL (`pip install 'agent-recovery[redis]'`:
+    else `StoreError("io")` saying so).
+    """
+    text = str(spec) if isinstance(spec, Path) else spec
+    if not isinstance(text, str):
+        raise _invalid(f"the store spec is a {type(spec).__name__}; pass a file path or a redis:// URL")
+    if text.startswith(("redis://", "rediss://")):
+        from .redis_store import open_redis
+
+        return open_redis(text, on_event=on_event)
+    return SqliteStore(text)
+
+
 __all__ = [
     "APPLICATION_ID",
     "Cas",
@@ -750,4 +779,5 @@ __all__ = [
     "StoreError",
     "Versioned",
     "Written",
+    "open_store",
 ]

@@ -1,0 +1,866 @@
+"""The store on Redis, and the local spool that keeps a worker going when Redis is down.
+
+```python
+from agent_recovery.store import open_store
+
+store = open_store("redis://127.0.0.1:6379/0")        # FallbackStore(RedisStore, spool)
+store = open_store("redis://127.0.0.1:6379/0?fallback=none")  # a bare RedisStore
+store = open_store("state.db")                        # SqliteStore, as before
+```
+
+`RedisStore` is the store interface of `store.py` on Redis 7, with the same
+semantics (it passes tests/store/operations.json): every state change is one
+of the Lua scripts of host/src/store/redis/ (copied into the package at build
+time), run with `EVALSHA` (redis-py's `Script` helper falls back to `EVAL` on
+`NOSCRIPT`). It needs the `redis` package: `pip install 'agent-recovery[redis]'`.
+
+`FallbackStore(primary, local)` serves every call from the primary until one
+fails with `unavailable`, then serves entries from the local `SqliteStore`
+(fail-open), spools appends and journal / dead-letter writes to the local
+stream `agent-recovery/spool`, probes the primary every `probe_ms` and, once
+it answers, flushes the spool in order and serves from the primary again. See
+docs/store.md, "The Redis backend" and "When Redis is down".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import weakref
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Dict, Final, List, Optional, Tuple
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from .store import (
+    Cas,
+    Conflict,
+    SqliteStore,
+    StoreError,
+    Versioned,
+    Written,
+    _check_cas,
+    _check_int,
+    _check_json,
+    _check_name,
+    _invalid,
+)
+
+#: The options of a `redis://` URL's query string and their defaults.
+URL_OPTIONS: Final = {
+    "prefix": "ar",
+    "timeout_ms": 1000,
+    "connect_timeout_ms": 1000,
+    "fallback": "local",
+    "spool": None,
+    "probe_ms": 1000,
+    "grace_ms": 60000,
+}
+#: The schema version `open.lua` claims and checks.
+REDIS_SCHEMA: Final = "1"
+#: How many expired entries a write removes on its way (as SQLite).
+PURGE_BATCH: Final = 64
+#: How often `ServerClock` samples `TIME` (local monotonic ms).
+CLOCK_SAMPLE_MS: Final = 10_000
+#: The spool stream and the flush's entries in the local store.
+SPOOL_STREAM: Final = "agent-recovery/spool"
+SPOOL_LEASE: Final = "agent-recovery/spool/lease"
+SPOOL_CURSOR: Final = "agent-recovery/spool/cursor"
+#: The flush lease's time to live (ms).
+SPOOL_LEASE_TTL_MS: Final = 30_000
+#: Keys whose writes and deletes are spooled while degraded.
+SPOOLED_PREFIXES: Final = ("agent-recovery/journal/", "agent-recovery/dead-letter/")
+_SCRIPTS: Final = ("get", "cas", "append", "delete", "keys", "purge", "open")
+_PREFIX_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def script_text(name: str) -> str:
+    """The text of Lua script `name` (`get`, `cas`, ...) as packaged."""
+    return (resources.files("agent_recovery") / "_redis" / f"{name}.lua").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- the URL
+
+
+class RedisUrl:
+    """A parsed `redis://[user:pass@]host[:port][/db][?opts]` (see `URL_OPTIONS`)."""
+
+    def __init__(self, url: str) -> None:
+        if not isinstance(url, str):
+            raise _invalid(f"the store URL is a {type(url).__name__}, not a str; pass e.g. redis://127.0.0.1:6379/0")
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss"):
+            raise _invalid(f"{url!r} is not a redis:// or rediss:// URL; pass e.g. redis://127.0.0.1:6379/0")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        host = parts.hostname
+        if not host or port == -1:
+            raise _invalid(f"the store URL has no host or a bad port; pass e.g. {parts.scheme}://127.0.0.1:6379/0")
+        path = parts.path.strip("/")
+        if path and not path.isdigit():
+            raise _invalid(f"the database {path!r} of the store URL is not a number; pass e.g. /0")
+        self.scheme = parts.scheme
+        self.host = host
+        self.port = port or 6379
+        self.db = int(path or 0)
+        self.username = unquote(parts.username) if parts.username else None
+        self.password = unquote(parts.password) if parts.password is not None else None
+        opts: Dict[str, Any] = dict(URL_OPTIONS)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name not in URL_OPTIONS:
+                raise _invalid(
+                    f"unknown option {name!r} in the store URL; the options are {', '.join(URL_OPTIONS)}"
+                )
+            if name.endswith("_ms"):
+                if not value.isdigit() or not 1 <= int(value) <= 86_400_000:
+                    raise _invalid(f"option {name}={value!r} of the store URL is not a whole number of ms from 1 to 86400000; pass e.g. {name}={URL_OPTIONS[name]}")
+                opts[name] = int(value)
+            elif name == "fallback" and value not in ("local", "none"):
+                raise _invalid(f"option fallback={value!r} of the store URL is not local or none; pass one of them")
+            elif name == "prefix" and not _PREFIX_RE.match(value):
+                raise _invalid(f"option prefix={value!r} of the store URL is not 1 to 64 of A-Z a-z 0-9 _ . : -; pass e.g. prefix=ar")
+            elif name == "spool" and not value:
+                raise _invalid("option spool= of the store URL is empty; pass a file path")
+            else:
+                opts[name] = value
+        self.options = opts
+        # Without the password (messages, events, the spool's name).
+        user = f"{quote(self.username, safe='')}@" if self.username else ""
+        query = f"?{parts.query}" if parts.query else ""
+        netloc_host = f"[{host}]" if ":" in host else host
+        self.display = f"{self.scheme}://{user}{netloc_host}:{self.port}/{self.db}{query}"
+
+    @property
+    def hash_tag(self) -> str:
+        """The key prefix every script builds keys from: `{<prefix>}`."""
+        return "{" + str(self.options["prefix"]) + "}"
+
+    def spool_path(self) -> Path:
+        """`spool=` or `$XDG_STATE_HOME/agent-recovery/spool-<h>.sqlite` (else ~/.local/state/...)."""
+        if self.options["spool"]:
+            return Path(str(self.options["spool"]))
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        digest = hashlib.sha256(self.display.encode("utf-8")).hexdigest()[:16]
+        return Path(base) / "agent-recovery" / f"spool-{digest}.sqlite"
+
+
+# ---------------------------------------------------------------- RedisStore
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError:
+        raise StoreError(
+            "io",
+            "the Redis store needs the redis package, which is not installed; "
+            "pip install 'agent-recovery[redis]'",
+        ) from None
+    return redis
+
+
+class RedisStore:
+    """The store interface on Redis 7 (see the module docs).
+
+    `RedisStore(url)` takes a `redis://` URL (`rediss://` for TLS) with the
+    options `prefix` (default `ar`: keys are `{ar}:...`), `timeout_ms`
+    (1000: every command's response timeout), `connect_timeout_ms` (1000) and
+    `grace_ms` (60000: how long after its logical expiry Redis deletes an
+    entry by itself); `fallback`, `spool` and `probe_ms` are `open_store`'s.
+    With `connect=True` (default) it checks the store's metadata now
+    (`open.lua`), else at the first call. Errors: `unavailable` (refused,
+    timed out, connection lost, `LOADING`, `BUSY`, `OOM`), `io` (`NOAUTH`,
+    `WRONGPASS`, `NOPERM`, no `redis` package), `corrupt` (`WRONGTYPE`, a
+    reply of an unexpected shape), `incompatible` (another application's
+    keys or a newer schema). A call never waits longer than `timeout_ms`,
+    plus `connect_timeout_ms` when it must reconnect; the next call after a
+    lost connection reconnects. Thread-safe (redis-py's connection pool).
+    """
+
+    def __init__(self, url: str, *, connect: bool = True) -> None:
+        self._url = RedisUrl(url)
+        redis = _import_redis()
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        u = self._url
+        kwargs: Dict[str, Any] = {
+            "host": u.host,
+            "port": u.port,
+            "db": u.db,
+            "username": u.username,
+            "password": u.password,
+            "socket_timeout": int(u.options["timeout_ms"]) / 1000,
+            "socket_connect_timeout": int(u.options["connect_timeout_ms"]) / 1000,
+            # One try per call: the bound on a call's time is ours to keep.
+            "retry": Retry(NoBackoff(), 0),
+            "health_check_interval": 0,
+        }
+        if u.scheme == "rediss":
+            kwargs["ssl"] = True
+        self._redis = redis.Redis(**kwargs)
+        self._scripts = {name: self._redis.register_script(script_text(name)) for name in _SCRIPTS}
+        self._tag = u.hash_tag
+        self._grace = str(int(u.options["grace_ms"]))
+        self._opened = False
+        self._open_lock = threading.Lock()
+        self._clock: Optional["ServerClock"] = None
+        if connect:
+            self._ensure_open()
+
+    @property
+    def url(self) -> str:
+        """The URL without its password."""
+        return self._url.display
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The URL's options with their defaults filled in."""
+        return dict(self._url.options)
+
+    def close(self) -> None:
+        """Close the connections (the data stays in Redis)."""
+        self._redis.close()
+
+    def __enter__(self) -> "RedisStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- errors
+
+    def _error(self, what: str, e: BaseException) -> StoreError:
+        from redis import exceptions as rx
+
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        upper = text.upper()
+        where = f"redis store {self._url.display}: {what} failed ({text})"
+        if isinstance(e, (rx.AuthenticationError, rx.AuthenticationWrongNumberOfArgsError)) or any(
+            code in upper for code in ("NOAUTH", "WRONGPASS", "NOPERM")
+        ):
+            return StoreError("io", f"{where}; check the user name and password in the store URL and the user's ACL")
+        if isinstance(e, (rx.ConnectionError, rx.TimeoutError, OSError)) or any(
+            upper.startswith(code) or f" {code} " in f" {upper} " for code in ("LOADING", "BUSY", "OOM", "READONLY", "MASTERDOWN")
+        ):
+            return StoreError(
+                "unavailable",
+                f"{where}; check that Redis runs at {self._url.host}:{self._url.port} and answers within timeout_ms",
+            )
+        if "WRONGTYPE" in upper:
+            return StoreError("corrupt", f"{where}; another program wrote keys under {self._tag}: give the store another prefix")
+        return StoreError("io", f"{where}; check the Redis server's log")
+
+    def _corrupt(self, what: str, reply: Any) -> StoreError:
+        return StoreError(
+            "corrupt",
+            f"redis store {self._url.display}: {what} got an unexpected reply {reply!r:.200}; "
+            f"another program wrote keys under {self._tag}: give the store another prefix",
+        )
+
+    def _run(self, what: str, name: str, *args: Any) -> Any:
+        self._ensure_open()
+        return self._raw(what, name, *args)
+
+    def _raw(self, what: str, name: str, *args: Any) -> Any:
+        from redis import exceptions as rx
+
+        try:
+            return self._scripts[name](keys=[], args=[self._tag, *args])
+        except (rx.RedisError, OSError) as e:
+            raise self._error(what, e) from None
+
+    def _ensure_open(self) -> None:
+        if self._opened:
+            return
+        with self._open_lock:
+            if self._opened:
+                return
+            reply = self._raw("opening the store", "open", REDIS_SCHEMA)
+            if not isinstance(reply, list) or len(reply) != 3:
+                raise self._corrupt("opening the store", reply)
+            status, app, schema = reply[0], _text(reply[1]), _text(reply[2])
+            if status != 1:
+                raise StoreError(
+                    "incompatible",
+                    f"redis store {self._url.display}: the keys under {self._tag} belong to app {app!r} "
+                    f"with schema {schema!r}, not agent-recovery schema {REDIS_SCHEMA} or older; "
+                    "give the store another prefix, or upgrade agent-recovery",
+                )
+            self._opened = True
+
+    # -- the clock
+
+    def server_clock(self) -> "ServerClock":
+        """The server's clock (`TIME`), shared by every caller of this store."""
+        with self._open_lock:
+            if self._clock is None:
+                self._clock = ServerClock(self)
+            return self._clock
+
+    def time_ms(self) -> int:
+        """The server's `TIME`, in Unix ms (raises `StoreError` as the operations do)."""
+        from redis import exceptions as rx
+
+        try:
+            sec, usec = self._redis.time()
+        except (rx.RedisError, OSError) as e:
+            raise self._error("reading TIME", e) from None
+        except (TypeError, ValueError):
+            raise self._corrupt("reading TIME", None) from None
+        return int(sec) * 1000 + int(usec) // 1000
+
+    def ping(self) -> None:
+        """`PING` (then the metadata check once): the probe of `FallbackStore`."""
+        from redis import exceptions as rx
+
+        try:
+            self._redis.ping()
+        except (rx.RedisError, OSError) as e:
+            raise self._error("PING", e) from None
+        self._ensure_open()
+
+    # -- operations
+
+    def get(self, key: str, now_ms: int) -> Optional[Versioned]:
+        _check_name("key", key)
+        _check_int("now_ms", now_ms)
+        reply = self._run(f"reading {key!r}", "get", key, str(now_ms))
+        if reply == []:
+            return None
+        if not isinstance(reply, list) or len(reply) != 2 or not isinstance(reply[1], int):
+            raise self._corrupt(f"reading {key!r}", reply)
+        return Versioned(self._value(key, reply[0]), reply[1])
+
+    def _value(self, key: str, raw: Any) -> str:
+        try:
+            return _text(raw)
+        except (UnicodeDecodeError, TypeError):
+            raise self._corrupt(f"reading {key!r}", raw) from None
+
+    def compare_and_set(
+        self, key: str, expected: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int
+    ) -> Cas:
+        _check_cas(key, expected, value, ttl_ms, now_ms)
+        what = f"compare-and-set of {key!r}"
+        reply = self._run(
+            what,
+            "cas",
+            key,
+            "" if expected is None else str(expected),
+            value,
+            "" if ttl_ms is None else str(ttl_ms),
+            str(now_ms),
+            self._grace,
+            str(PURGE_BATCH),
+        )
+        if isinstance(reply, list) and reply and reply[0] == 1 and len(reply) == 2 and isinstance(reply[1], int):
+            return Written(reply[1])
+        if isinstance(reply, list) and reply == [0]:
+            return Conflict(None)
+        if isinstance(reply, list) and len(reply) == 3 and reply[0] == 0 and isinstance(reply[2], int):
+            return Conflict(Versioned(self._value(key, reply[1]), reply[2]))
+        raise self._corrupt(what, reply)
+
+    def append(self, stream: str, record: str, now_ms: int) -> int:
+        _check_name("stream", stream)
+        _check_int("now_ms", now_ms)
+        _check_json("record", stream, record)
+        reply = self._run(f"appending to {stream!r}", "append", stream, record, str(now_ms))
+        if not isinstance(reply, int) or reply < 1:
+            raise self._corrupt(f"appending to {stream!r}", reply)
+        return reply
+
+    def read(self, stream: str, after: int, limit: int) -> List[Tuple[int, str]]:
+        from redis import exceptions as rx
+
+        _check_name("stream", stream)
+        _check_int("after", after)
+        _check_int("limit", limit)
+        if limit == 0:
+            return []
+        self._ensure_open()
+        what = f"reading stream {stream!r}"
+        try:
+            rows = self._redis.xrange(f"{self._tag}:s:{stream}", f"({after}-0", "+", count=limit)
+        except (rx.RedisError, OSError) as e:
+            raise self._error(what, e) from None
+        out: List[Tuple[int, str]] = []
+        try:
+            for rid, fields in rows:
+                seq = int(_text(rid).split("-", 1)[0])
+                out.append((seq, _text(fields[b"r"])))
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError):
+            raise self._corrupt(what, rows) from None
+        return out
+
+    def delete(self, key: str) -> bool:
+        _check_name("key", key)
+        reply = self._run(f"deleting {key!r}", "delete", key)
+        if reply not in (0, 1):
+            raise self._corrupt(f"deleting {key!r}", reply)
+        return bool(reply)
+
+    def keys(self, prefix: str, now_ms: int) -> List[str]:
+        _check_name("prefix", prefix, empty_ok=True)
+        _check_int("now_ms", now_ms)
+        reply = self._run("listing keys", "keys", prefix, str(now_ms))
+        if not isinstance(reply, list):
+            raise self._corrupt("listing keys", reply)
+        try:
+            return [_text(k) for k in reply]
+        except (UnicodeDecodeError, TypeError):
+            raise self._corrupt("listing keys", reply) from None
+
+    def purge_expired(self, now_ms: int) -> int:
+        """Remove every entry expired at `now_ms`; returns how many were removed."""
+        _check_int("now_ms", now_ms)
+        reply = self._run("purging expired entries", "purge", str(now_ms))
+        if not isinstance(reply, int):
+            raise self._corrupt("purging expired entries", reply)
+        return reply
+
+
+def _text(raw: Any) -> str:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8")
+    if isinstance(raw, str):
+        return raw
+    raise TypeError(f"{type(raw).__name__} is not text")
+
+
+# ---------------------------------------------------------------- the server's clock
+
+
+def _runtime_clock() -> Any:
+    from .runtime import Clock
+
+    return Clock
+
+
+class ServerClock(_runtime_clock()):  # type: ignore[misc]
+    """The Redis server's clock, as a runtime `Clock`.
+
+    Samples `TIME` at the first `now_ms()` and every 10 s after (local
+    monotonic time): offset = server time - the local time at the middle of
+    the round trip; `now_ms()` = local monotonic-derived ms + offset, never
+    going backwards within the process. When Redis does not answer, the last
+    offset (0 at first) is kept, and it tries again 10 s later. Workers on
+    one Redis then agree on the time within half a round trip, whatever
+    their own clocks say. `sleep_ms` sleeps for real.
+    """
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._wall0 = time.time_ns() // 1_000_000
+        self._mono0 = time.monotonic_ns()
+        self._offset = 0
+        self._sampled_at: Optional[int] = None
+        self._last = 0
+
+    def _local_ms(self, mono_ns: int) -> int:
+        return self._wall0 + (mono_ns - self._mono0) // 1_000_000
+
+    @property
+    def offset_ms(self) -> int:
+        """The last measured offset (server - local), ms."""
+        return self._offset
+
+    def now_ms(self) -> int:
+        """The server's time now, Unix ms."""
+        mono = time.monotonic_ns()
+        with self._lock:
+            due = self._sampled_at is None or (mono - self._sampled_at) // 1_000_000 >= CLOCK_SAMPLE_MS
+            if due:
+                self._sampled_at = mono
+        if due:
+            t0 = time.monotonic_ns()
+            try:
+                server = self._store.time_ms()
+            except StoreError:
+                server = None
+            t1 = time.monotonic_ns()
+            if server is not None:
+                with self._lock:
+                    self._offset = server - self._local_ms((t0 + t1) // 2)
+            mono = time.monotonic_ns()
+        with self._lock:
+            now = max(self._last, self._local_ms(mono) + self._offset)
+            self._last = now
+            return now
+
+    def sleep_ms(self, ms: int) -> None:
+        """`time.sleep(ms / 1000)`."""
+        time.sleep(ms / 1000)
+
+
+# ---------------------------------------------------------------- FallbackStore
+
+
+class FallbackStore:
+    """A primary store (Redis) with a local `SqliteStore` for when it is down.
+
+    Healthy, every call goes to `primary`. A call failing with `unavailable`
+    makes it degraded (event `store_degraded`): that call and the next ones
+    are served by `local` (entries: fail-open local state, shared by this
+    machine's processes through the file), and appends plus writes and
+    deletes of keys under `agent-recovery/journal/` and
+    `agent-recovery/dead-letter/` are also recorded, in order, in the local
+    stream `agent-recovery/spool`. `append` then returns the local sequence
+    number. While degraded, a call whose `now_ms` (else the last one seen) is
+    at least `probe_ms` after the last probe first probes the primary (its
+    `ping()`, else `get("agent-recovery/ping")`); when it answers, the spool
+    is flushed to it in order under a local lease (at least once: a crash
+    mid-flush may append one record twice, never loses one), the store is
+    healthy again (event `store_restored` with `flushed` and `degraded_ms`),
+    and the call is served by the primary. A spool left by an earlier process
+    is flushed at the first healthy call. Other errors pass through.
+
+    `on_event` is called with each event's JSON text; `subscribe(fn)` adds
+    more listeners (a Runtime built on this store forwards them). `store` is
+    the name events carry (the URL without its password).
+    """
+
+    def __init__(
+        self,
+        primary: Any,
+        local: Any,
+        *,
+        probe_ms: int = 1000,
+        on_event: Optional[Callable[[str], Any]] = None,
+        store: Optional[str] = None,
+    ) -> None:
+        _check_int("probe_ms", probe_ms)
+        if on_event is not None and not callable(on_event):
+            raise _invalid("on_event must be callable (it gets each event's JSON text); pass a function")
+        self._primary = primary
+        self._local = local
+        self._probe_ms = probe_ms
+        self._name = store if store is not None else str(getattr(primary, "url", type(primary).__name__))
+        self._listeners: List[Callable[[str], Any]] = [on_event] if on_event is not None else []
+        self._lock = threading.RLock()
+        self._degraded_at: Optional[int] = None
+        self._last_probe = 0
+        self._last_now = 0
+        self._startup_done = False
+
+    @property
+    def primary(self) -> Any:
+        """The primary store."""
+        return self._primary
+
+    @property
+    def local(self) -> Any:
+        """The local store (the spool file)."""
+        return self._local
+
+    @property
+    def degraded(self) -> bool:
+        """True while calls are served locally."""
+        return self._degraded_at is not None
+
+    def subscribe(self, listener: Callable[[str], Any]) -> None:
+        """Call `listener` with the JSON text of every later event too."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def server_clock(self) -> Any:
+        """The primary's server clock (`RedisStore.server_clock`)."""
+        return self._primary.server_clock()
+
+    def close(self) -> None:
+        """Close both stores."""
+        for s in (self._primary, self._local):
+            close = getattr(s, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> "FallbackStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- events
+
+    def _emit(self, event: Dict[str, Any]) -> None:
+        text = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+        for listener in list(self._listeners):
+            try:
+                listener(text)
+            except Exception:  # a listener's bug never breaks a store call
+                pass
+
+    # -- the switch
+
+    def _degrade(self, t: int, e: StoreError) -> None:
+        with self._lock:
+            if self._degraded_at is not None:
+                return
+            self._degraded_at = t
+            self._last_probe = t
+        self._emit({"event": "store_degraded", "store": self._name, "at_ms": t, "kind": e.kind, "message": e.message})
+
+    def _probe(self) -> None:
+        ping = getattr(self._primary, "ping", None)
+        if callable(ping):
+            ping()
+        else:
+            self._primary.get("agent-recovery/ping", self._last_now)
+
+    def _restore(self, t: int) -> None:
+        """Probe, flush, and become healthy; stays degraded on `unavailable`."""
+        with self._lock:
+            if self._degraded_at is None or t < self._last_probe + self._probe_ms:
+                return
+            self._last_probe = t
+            since = self._degraded_at
+        try:
+            self._probe()
+            flushed = self._flush(t)
+        except StoreError as e:
+            if e.kind == "unavailable":
+                return
+            raise
+        if flushed is None:  # another process is flushing: stay degraded
+            return
+        with self._lock:
+            if self._degraded_at is None:
+                return
+            self._degraded_at = None
+        # A thread that was still serving locally may have spooled a record
+        # during the flush: drain once more (it stays for the next flush if
+        # Redis went away again meanwhile).
+        try:
+            flushed += self._flush(t) or 0
+        except StoreError as e:
+            if e.kind != "unavailable":
+                raise
+        self._emit(
+            {"event": "store_restored", "store": self._name, "at_ms": t, "degraded_ms": max(0, t - since), "flushed": flushed}
+        )
+
+    def _pending(self) -> bool:
+        cursor = self._cursor(self._last_now)[0]
+        return bool(self._local.read(SPOOL_STREAM, cursor, 1))
+
+    def _cursor(self, t: int) -> Tuple[int, Optional[int]]:
+        got = self._local.get(SPOOL_CURSOR, t)
+        if got is None:
+            return 0, None
+        try:
+            seq = json.loads(got.value)["seq"]
+        except (ValueError, KeyError, TypeError):
+            seq = 0
+        return (seq if isinstance(seq, int) and seq >= 0 else 0), got.version
+
+    def _flush(self, t: int) -> Optional[int]:
+        """Apply the spool after the cursor to the primary; how many records,
+        or None when another process holds the flush lease."""
+        lease = json.dumps({"pid": os.getpid()}, separators=(",", ":"))
+        if isinstance(self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, t), Conflict):
+            return None
+        flushed = 0
+        try:
+            seq, version = self._cursor(t)
+            while True:
+                batch = self._local.read(SPOOL_STREAM, seq, 64)
+                if not batch:
+                    return flushed
+                for n, text in batch:
+                    if self._apply_text(text):
+                        flushed += 1
+                    seq = n
+                    cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
+                    version = cas.version if isinstance(cas, Written) else self._cursor(t)[1]
+        finally:
+            self._local.delete(SPOOL_LEASE)
+
+    def _apply_text(self, text: str) -> bool:
+        """Apply one spool record; False (skipped) when it is not a spool op
+        (another program wrote it): the flush goes on rather than stall."""
+        try:
+            rec = json.loads(text)
+            if not isinstance(rec, dict):
+                return False
+            self._apply(rec)
+            return rec.get("op") in ("append", "set", "delete")
+        except (ValueError, KeyError, TypeError):
+            return False
+        except StoreError as e:
+            if e.kind == "invalid_argument":
+                return False
+            raise
+
+    def _apply(self, rec: Dict[str, Any]) -> None:
+        op = rec.get("op")
+        if op == "append":
+            self._primary.append(rec["stream"], rec["record"], rec["now_ms"])
+        elif op == "delete":
+            self._primary.delete(rec["key"])
+        elif op == "set":
+            # Last writer wins: write over whatever version is live.
+            key, now = rec["key"], rec["now_ms"]
+            for _ in range(1000):
+                cur = self._primary.get(key, now)
+                cas = self._primary.compare_and_set(key, cur.version if cur else None, rec["value"], rec["ttl_ms"], now)
+                if isinstance(cas, Written):
+                    return
+            raise StoreError("unavailable", f"flushing {key!r}: 1000 conflicts in a row; the flush resumes at the next probe")
+
+    def _spool(self, record: Dict[str, Any], t: int) -> None:
+        self._local.append(SPOOL_STREAM, json.dumps(record, separators=(",", ":"), ensure_ascii=False), t)
+
+    # -- the calls
+
+    def _call(self, now: Optional[int], on_primary: Callable[[], Any], on_local: Callable[[], Any]) -> Any:
+        with self._lock:
+            if now is not None and now > self._last_now:
+                self._last_now = now
+            t = now if now is not None else self._last_now
+        if self._degraded_at is not None:
+            self._restore(t)
+        if self._degraded_at is None:
+            if not self._startup_done:
+                self._startup(t)
+            if self._degraded_at is None:
+                try:
+                    return on_primary()
+                except StoreError as e:
+                    if e.kind != "unavailable":
+                        raise
+                    self._degrade(t, e)
+        return on_local()
+
+    def _startup(self, t: int) -> None:
+        """Flush a spool an earlier process left (at the first healthy call)."""
+        self._startup_done = True
+        if not self._pending():
+            return
+        try:
+            flushed = self._flush(t)
+        except StoreError as e:
+            if e.kind != "unavailable":
+                raise
+            self._degrade(t, e)
+            return
+        if flushed:
+            self._emit({"event": "store_restored", "store": self._name, "at_ms": t, "degraded_ms": 0, "flushed": flushed})
+
+    def get(self, key: str, now_ms: int) -> Optional[Versioned]:
+        _check_name("key", key)
+        _check_int("now_ms", now_ms)
+        return self._call(  # type: ignore[no-any-return]
+            now_ms, lambda: self._primary.get(key, now_ms), lambda: self._local.get(key, now_ms)
+        )
+
+    def compare_and_set(
+        self, key: str, expected: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int
+    ) -> Cas:
+        _check_cas(key, expected, value, ttl_ms, now_ms)
+
+        def local() -> Cas:
+            cas = self._local.compare_and_set(key, expected, value, ttl_ms, now_ms)
+            if isinstance(cas, Written) and key.startswith(SPOOLED_PREFIXES):
+                self._spool({"op": "set", "key": key, "value": value, "ttl_ms": ttl_ms, "now_ms": now_ms}, now_ms)
+            return cas  # type: ignore[no-any-return]
+
+        return self._call(  # type: ignore[no-any-return]
+            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local
+        )
+
+    def append(self, stream: str, record: str, now_ms: int) -> int:
+        _check_name("stream", stream)
+        _check_int("now_ms", now_ms)
+        _check_json("record", stream, record)
+
+        def local() -> int:
+            # Spooled first: a crash between the two loses nothing.
+            self._spool({"op": "append", "stream": stream, "record": record, "now_ms": now_ms}, now_ms)
+            return self._local.append(stream, record, now_ms)  # type: ignore[no-any-return]
+
+        return self._call(now_ms, lambda: self._primary.append(stream, record, now_ms), local)  # type: ignore[no-any-return]
+
+    def read(self, stream: str, after: int, limit: int) -> List[Tuple[int, str]]:
+        _check_name("stream", stream)
+        _check_int("after", after)
+        _check_int("limit", limit)
+        return self._call(  # type: ignore[no-any-return]
+            None, lambda: self._primary.read(stream, after, limit), lambda: self._local.read(stream, after, limit)
+        )
+
+    def delete(self, key: str) -> bool:
+        _check_name("key", key)
+
+        def local() -> bool:
+            if key.startswith(SPOOLED_PREFIXES):
+                self._spool({"op": "delete", "key": key}, self._last_now)
+            return self._local.delete(key)  # type: ignore[no-any-return]
+
+        return self._call(None, lambda: self._primary.delete(key), local)  # type: ignore[no-any-return]
+
+    def keys(self, prefix: str, now_ms: int) -> List[str]:
+        _check_name("prefix", prefix, empty_ok=True)
+        _check_int("now_ms", now_ms)
+        return self._call(  # type: ignore[no-any-return]
+            now_ms, lambda: self._primary.keys(prefix, now_ms), lambda: self._local.keys(prefix, now_ms)
+        )
+
+    def purge_expired(self, now_ms: int) -> int:
+        """The primary's (or, degraded, the local store's) `purge_expired`."""
+        _check_int("now_ms", now_ms)
+        return self._call(  # type: ignore[no-any-return]
+            now_ms, lambda: self._primary.purge_expired(now_ms), lambda: self._local.purge_expired(now_ms)
+        )
+
+
+# ---------------------------------------------------------------- open_store
+
+
+def open_redis(url: str, on_event: Optional[Callable[[str], Any]] = None) -> Any:
+    """`open_store` for a `redis://` URL (see `store.open_store`)."""
+    parsed = RedisUrl(url)
+    if parsed.options["fallback"] == "none":
+        return RedisStore(url)
+    spool = parsed.spool_path()
+    try:
+        spool.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError("io", f"cannot create the spool directory {spool.parent} ({e}); pass spool=<path> in the store URL") from None
+    return FallbackStore(
+        RedisStore(url, connect=False),
+        SqliteStore(spool),
+        probe_ms=int(parsed.options["probe_ms"]),
+        on_event=on_event,
+        store=parsed.display,
+    )
+
+
+def _weak_listener(target: Any, method: str) -> Callable[[str], None]:
+    """A listener that calls `target.<method>(text)` while `target` lives."""
+    ref = weakref.ref(target)
+
+    def listener(text: str) -> None:
+        obj = ref()
+        if obj is not None:
+            getattr(obj, method)(text)
+
+    return listener
+
+
+__all__ = [
+    "FallbackStore",
+    "RedisStore",
+    "RedisUrl",
+    "ServerClock",
+    "URL_OPTIONS",
+    "open_redis",
+    "script_text",
+]
