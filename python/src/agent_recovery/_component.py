@@ -24,7 +24,6 @@ import hashlib
 import os
 import stat
 import threading
-import tomllib
 import warnings
 from pathlib import Path
 from collections import OrderedDict
@@ -153,6 +152,8 @@ def default_cache_dir() -> Path:
 
 def configured_cache_dir(config_file: str) -> "Path | None":
     """The `[cache] directory` of a wasmtime cache configuration file, if set."""
+    import tomllib  # only for a configuration file: not on every import
+
     try:
         with open(config_file, "rb") as f:
             directory = tomllib.load(f).get("cache", {}).get("directory")
