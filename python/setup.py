@@ -20,10 +20,20 @@ they are, when building from a checkout; an sdist carries the copies
 (python/tests/test_redis_store.py compares them with the originals). The `.wasm` is never
 committed (see .gitignore); `sdist` bundles it too, so an sdist installs
 without Rust.
+
+`build_py` then precompiles it for this machine with the wasmtime the build
+environment has (`[build-system] requires`, the same major as the runtime
+dependency) and the engine configuration `agent_recovery._component` uses,
+writing `_wasm/<sha256 of the .wasm>.cwasm` (issue 14: a first load without a
+warm cache, e.g. a fresh container, deserializes it instead of compiling for
+1-2 s). At load, wasmtime refuses an artifact built by another wasmtime
+version, for another CPU or with another configuration, and the package then
+compiles as before; when wasmtime is not importable here, no artifact is made.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -114,11 +124,30 @@ def ensure_scripts() -> None:
         raise SystemExit(f"agent-recovery: no Redis scripts in {LUA_SOURCE} or {LUA_PACKAGED}; build from a checkout")
 
 
+def precompile(wasm: Path) -> None:
+    """Write `_wasm/<sha256>.cwasm`, the component compiled for this machine."""
+    for old in wasm.parent.glob("*.cwasm"):
+        old.unlink()
+    try:
+        from wasmtime import Config, Engine
+        from wasmtime.component import Component
+    except ImportError:
+        _log("wasmtime is not importable while building: no precompiled component (the first load compiles)")
+        return
+    data = wasm.read_bytes()
+    config = Config()
+    config.consume_fuel = True  # the configuration of agent_recovery._component.engine_and_linker
+    artifact = Component(Engine(config), data).serialize()
+    out = wasm.parent / f"{hashlib.sha256(data).hexdigest()}.cwasm"
+    out.write_bytes(bytes(artifact))
+    _log(f"precompiled {wasm.name} for this machine: {out.name} ({len(artifact)} bytes)")
+
+
 class BuildPyWithComponent(build_py):
-    """`build_py` that first bundles the component."""
+    """`build_py` that first bundles the component and precompiles it."""
 
     def run(self) -> None:
-        ensure_component()
+        precompile(ensure_component())
         ensure_scripts()
         super().run()
 

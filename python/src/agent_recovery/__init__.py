@@ -27,28 +27,96 @@ assert envelope["code"] == "tool.http.503_unavailable"
   dead-letter queue on any store.
 """
 
+import importlib as _importlib
+import sys as _sys
+from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING, Any
+
+# Imported with the package: what loading a policy and asking it needs.
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .handle import PolicyHandle
-from .adapters import observation_from
 from .limits import Limits
-from .observe import Failure, from_exception, from_response, from_rpc
 from .policy import Policy, reference_path
-from .retry import RecoveryError, retry, retry_sync
-from .runtime import (
-    Call,
-    Clock,
-    Failed,
-    Response,
-    Run,
-    Runtime,
-    Step,
-    StepReport,
-    SystemClock,
-    VirtualClock,
-)
-from .scenario import ScenarioError, ScenarioOutput, run_scenario
-from .store import MemoryStore, SqliteStore, StoreError
 from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
+
+# Imported on first use (PEP 562): the runtime, the stores, the adapters and
+# retry bring asyncio, sqlite3, socket, concurrent.futures..., about 75 ms and
+# 8 MiB of a process that only decides (issue 14, README "Benchmarks").
+_LAZY = {
+    "Call": "runtime",
+    "Clock": "runtime",
+    "Failed": "runtime",
+    "Response": "runtime",
+    "Run": "runtime",
+    "Runtime": "runtime",
+    "Step": "runtime",
+    "StepReport": "runtime",
+    "SystemClock": "runtime",
+    "VirtualClock": "runtime",
+    "ScenarioError": "scenario",
+    "ScenarioOutput": "scenario",
+    "run_scenario": "scenario",
+    "MemoryStore": "store",
+    "SqliteStore": "store",
+    "StoreError": "store",
+    "observation_from": "adapters",
+    "Failure": "observe",
+    "from_exception": "observe",
+    "from_response": "observe",
+    "from_rpc": "observe",
+    "RecoveryError": "retry",
+    "retry": "retry",
+    "retry_sync": "retry",
+}
+
+if TYPE_CHECKING:
+    from .adapters import observation_from
+    from .observe import Failure, from_exception, from_response, from_rpc
+    from .retry import RecoveryError, retry, retry_sync
+    from .runtime import (
+        Call,
+        Clock,
+        Failed,
+        Response,
+        Run,
+        Runtime,
+        Step,
+        StepReport,
+        SystemClock,
+        VirtualClock,
+    )
+    from .scenario import ScenarioError, ScenarioOutput, run_scenario
+    from .store import MemoryStore, SqliteStore, StoreError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = _importlib.import_module(f".{module}", __name__)
+    for lazy, source in _LAZY.items():
+        if source == module:
+            globals()[lazy] = getattr(loaded, lazy)
+    return globals()[name]
+
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(_ModuleType):
+    """The package's module type: importing the submodule `agent_recovery.retry`
+    (lazily, or by a caller) binds the package attribute `retry` to that module;
+    keep it the function, as it was when every name was imported eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "retry" and isinstance(value, _ModuleType):
+            value = value.retry
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "Call",

@@ -24,7 +24,6 @@ import hashlib
 import os
 import stat
 import threading
-import tomllib
 import warnings
 from pathlib import Path
 from collections import OrderedDict
@@ -153,6 +152,8 @@ def default_cache_dir() -> Path:
 
 def configured_cache_dir(config_file: str) -> "Path | None":
     """The `[cache] directory` of a wasmtime cache configuration file, if set."""
+    import tomllib  # only for a configuration file: not on every import
+
     try:
         with open(config_file, "rb") as f:
             directory = tomllib.load(f).get("cache", {}).get("directory")
@@ -192,6 +193,29 @@ def check_cache_dir(directory: Path) -> None:
         )
 
 
+#: Where `pip install` puts `<sha256>.cwasm`, the packaged reference compiled
+#: for the installing machine (python/setup.py).
+PRECOMPILED_DIR = Path(__file__).with_name("_wasm")
+
+
+def load_precompiled(engine: Engine, digest: str) -> Optional[Component]:
+    """The package's precompiled artifact for the component with this sha256,
+    or None. Only the package's own directory is read (as trusted as this
+    file), and only a name made of the digest of the bytes being loaded, so a
+    stale artifact never matches; wasmtime refuses one built by another
+    wasmtime version, for another CPU or with another engine configuration
+    (then the caller compiles). `AGENT_RECOVERY_PRECOMPILED=0` skips it."""
+    if os.environ.get("AGENT_RECOVERY_PRECOMPILED", "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    path = PRECOMPILED_DIR / f"{digest}.cwasm"
+    if not path.is_file():
+        return None
+    try:
+        return Component.deserialize_file(engine, str(path))
+    except WasmtimeError:
+        return None
+
+
 @dataclass
 class Compiled:
     """A compiled component, its digest and the indices of its exports."""
@@ -200,6 +224,8 @@ class Compiled:
     sha256: str
     size: int
     indices: Dict[str, ExportIndex] = field(default_factory=dict)
+    #: True when it came from the package's precompiled artifact, not the compiler.
+    precompiled: bool = False
     #: Set once the export shapes were checked against `EXPORTS`.
     checked: bool = False
 
@@ -227,8 +253,11 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
             "`cargo build --target wasm32-wasip2` writes",
         )
     engine, _ = engine_and_linker()
+    component = load_precompiled(engine, digest)
+    precompiled = component is not None
     try:
-        component = Component(engine, wasm)
+        if component is None:
+            component = Component(engine, wasm)
     except WasmtimeError as e:
         raise PolicyRuntimeError(
             "load",
@@ -237,7 +266,7 @@ def compile_component(wasm: bytes, digest: Optional[str] = None) -> Compiled:
             "`cargo build --target wasm32-wasip2`",
         ) from None
     check_imports(component, engine)
-    compiled = Compiled(component, digest, len(wasm))
+    compiled = Compiled(component, digest, len(wasm), precompiled=precompiled)
     for name, (interface, func, _, _) in EXPORTS.items():
         qualified = f"{PACKAGE}/{interface}@{CONTRACT}"
         iface = component.get_export_index(qualified)
