@@ -259,6 +259,17 @@ impl RuntimeBuilder {
         );
         self
     }
+    /// The fleet retry quota (`docs/runtime.md`, "Retry quota"): a token
+    /// bucket in the store, shared by every worker on it, that each retry
+    /// takes from and each success refills. `quota` is the run
+    /// configuration's `retry_quota` object (`{"name","capacity","retry_cost",
+    /// "timeout_cost","success_refund"}`, each optional: `default`, 500, 5,
+    /// 10, 1); off by default. Checked when the first run starts
+    /// (`invalid-config` with a hint).
+    pub fn retry_quota(mut self, quota: Value) -> Self {
+        self.config.insert("retry_quota".into(), quota);
+        self
+    }
     /// The whole run configuration as JSON (`docs/runtime.md`, "The run
     /// configuration"); replaces the typed options above.
     pub fn config_json(mut self, config: Value) -> Self {
