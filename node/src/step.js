@@ -29,6 +29,7 @@ export const RUNTIME_OPTIONS = [
   'breaker',
   'idempotencyTtlMs',
   'inFlightTtlMs',
+  'inFlightWaitMs',
   'attemptTimeoutMs',
   'deadlineMs',
   'policyConfig',
@@ -103,6 +104,7 @@ export function configText(o) {
   }
   if (o.idempotencyTtlMs !== undefined) c.idempotency_ttl_ms = uint(o.idempotencyTtlMs, 'idempotencyTtlMs');
   if (o.inFlightTtlMs !== undefined) c.in_flight_ttl_ms = uint(o.inFlightTtlMs, 'inFlightTtlMs');
+  if (o.inFlightWaitMs !== undefined) c.in_flight_wait_ms = uint(o.inFlightWaitMs, 'inFlightWaitMs');
   if (o.attemptTimeoutMs !== undefined && o.attemptTimeoutMs !== null) c.attempt_timeout_ms = uint(o.attemptTimeoutMs, 'attemptTimeoutMs');
   if (o.deadlineMs !== undefined && o.deadlineMs !== null) c.deadline_ms = uint(o.deadlineMs, 'deadlineMs');
   if (o.policyConfig !== undefined && o.policyConfig !== null) {

@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// mid-call blocks its key this long, not for the whole TTL. Default
     /// 300 000 ms (5 min); capped by `idempotency_ttl_ms`.
     pub in_flight_ttl_ms: u64,
+    /// How long a step whose key is in flight elsewhere waits for it (polling
+    /// the key every 250 ms at most) before ending `in_flight`. Default 0: no wait.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub in_flight_wait_ms: u64,
     /// Per-attempt timeout handed to the host with each call; none by default.
     pub attempt_timeout_ms: Option<u64>,
     /// Run deadline, ms after the run started; none by default. No call starts
@@ -169,6 +173,10 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The run configuration's `dead_letter`: who owns the queue, where its
 /// runbook is, and the depth at which the runtime reports `dead_letter_depth`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +224,7 @@ impl Default for RunConfig {
             breaker: None,
             idempotency_ttl_ms: 86_400_000,
             in_flight_ttl_ms: 300_000,
+            in_flight_wait_ms: 0,
             attempt_timeout_ms: None,
             deadline_ms: None,
             policy: None,
@@ -326,6 +335,36 @@ mod tests {
             let e = run(config).unwrap_err().to_string();
             assert!(e.contains(needle), "{config}: {e}");
         }
+    }
+
+    #[test]
+    fn in_flight_wait_is_off_by_default_and_not_in_the_state() {
+        let none = run("{}").unwrap();
+        assert_eq!(none.in_flight_wait_ms, 0);
+        assert!(
+            !serde_json::to_string(&none)
+                .unwrap()
+                .contains("in_flight_wait_ms")
+        );
+        let set = run(r#"{"in_flight_wait_ms":5000}"#).unwrap();
+        assert_eq!(set.in_flight_wait_ms, 5000);
+        let e = run(r#"{"in_flight_wait_ms":-1}"#).unwrap_err().to_string();
+        assert!(e.contains("invalid value"), "{e}");
+        // Above one week: the `run` input is refused with invalid-config and a hint.
+        let e = crate::runtime::advance(
+            "",
+            r#"{"input":"run","now_ms":0,"run_id":"r","config":{"in_flight_wait_ms":604800001}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::InvalidConfig);
+        assert!(e.message.contains("(e.g. 5000)"), "{}", e.message);
+        assert!(
+            crate::runtime::advance(
+                "",
+                r#"{"input":"run","now_ms":0,"run_id":"r","config":{"in_flight_wait_ms":604800000}}"#,
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -208,6 +208,16 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     )
                 })?,
             };
+            if config.in_flight_wait_ms > crate::config::MAX_MS {
+                return Err(PolicyError::new(
+                    ErrorKind::InvalidConfig,
+                    format!(
+                        "run `config`: in_flight_wait_ms is {}; give 0..{} ms (e.g. 5000), 0 to end a step whose key is in flight at once",
+                        config.in_flight_wait_ms,
+                        crate::config::MAX_MS
+                    ),
+                ));
+            }
             Input::Run {
                 run_id,
                 seed,

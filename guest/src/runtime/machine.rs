@@ -189,6 +189,9 @@ impl Machine {
                 self.phase_is(Phase::Sleeping, "slept")?;
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
                     self.comp_call()
+                } else if self.s.step.as_ref().is_some_and(|st| st.polling) {
+                    self.step_mut()?.polling = false;
+                    self.read_step()
                 } else {
                     self.next_call()
                 }
@@ -415,22 +418,48 @@ impl Machine {
         };
         let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];
         targets.extend(spec.fallbacks.iter().cloned());
+        self.s.step = Some(StepState::new(spec, key, targets, self.s.now_ms));
+        if self.s.cancelled {
+            return self.begin_comp("cancelled");
+        }
+        self.read_step()
+    }
+
+    /// Read what the step needs: its targets' breakers, its attempt count,
+    /// its idempotency entry.
+    fn read_step(&mut self) -> Result<(), PolicyError> {
+        let st = self.step()?;
         let mut keys: Vec<String> = Vec::new();
-        for t in &targets {
+        for t in &st.targets {
             let k = format!("{BREAKER_PREFIX}{t}");
             if !keys.contains(&k) {
                 keys.push(k);
             }
         }
-        keys.push(format!("{ATTEMPTS_PREFIX}{key}"));
-        keys.push(format!("{IDEM_PREFIX}{key}"));
-        self.s.step = Some(StepState::new(spec, key, targets, self.s.now_ms));
-        if self.s.cancelled {
-            return self.begin_comp("cancelled");
-        }
+        keys.push(format!("{ATTEMPTS_PREFIX}{}", st.key));
+        keys.push(format!("{IDEM_PREFIX}{}", st.key));
         self.s.phase = Phase::Reading;
         self.fx.push(Effect::Read { keys });
         Ok(())
+    }
+
+    /// The key is in flight elsewhere: with `in_flight_wait_ms`, sleep (a
+    /// cancellable poll of at most 250 ms) and read again; returns false
+    /// when there is no wait (left).
+    fn wait_in_flight(&mut self) -> Result<bool, PolicyError> {
+        let wait = self.s.config.in_flight_wait_ms;
+        if wait == 0 || self.s.recovering {
+            return Ok(false);
+        }
+        let now = self.s.now_ms;
+        let st = self.step_mut()?;
+        let until = *st.in_flight_until.get_or_insert(now.saturating_add(wait));
+        if now >= until {
+            return Ok(false);
+        }
+        st.polling = true;
+        self.sleep((until - now).min(250), true)?;
+        Ok(true)
     }
 
     fn read(&mut self, values: Map<String, Value>) -> Result<(), PolicyError> {
@@ -507,6 +536,9 @@ impl Machine {
                 Ok(true)
             }
             Some("in_flight") => {
+                if self.wait_in_flight()? {
+                    return Ok(true);
+                }
                 let mut e = self.event("in_flight");
                 e.key = Some(key);
                 self.emit(e);
@@ -523,7 +555,7 @@ impl Machine {
             return self.next_call();
         }
         // Someone else created the key between our read and our claim.
-        if self.cache_entry(current)? {
+        if self.cache_entry(current)? || self.wait_in_flight()? {
             return Ok(());
         }
         let mut e = self.event("in_flight");

@@ -199,6 +199,13 @@ pub struct StepState {
     /// its success gives back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_cost: Option<u64>,
+    /// Until when (Unix ms) the step waits for its key in flight elsewhere
+    /// (`in_flight_wait_ms`), once it found it so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_until: Option<u64>,
+    /// The pending sleep is a poll of the key in flight: `slept` reads again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub polling: bool,
 }
 
 /// The chain's scan, paused while a probe lease is claimed.
@@ -230,6 +237,8 @@ impl StepState {
             lease: None,
             retry_delay: None,
             retry_cost: None,
+            in_flight_until: None,
+            polling: false,
         }
     }
 }

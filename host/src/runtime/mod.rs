@@ -225,6 +225,14 @@ impl RuntimeBuilder {
         self.config.insert("in_flight_ttl_ms".into(), json!(ms));
         self
     }
+    /// How long a step whose key is in flight in another worker waits for it
+    /// (re-reading the key every 250 ms at most: `done` answers from the
+    /// cache, gone or expired claims it) before ending `in_flight`. Default 0:
+    /// end `in_flight` at once.
+    pub fn in_flight_wait_ms(mut self, ms: u64) -> Self {
+        self.config.insert("in_flight_wait_ms".into(), json!(ms));
+        self
+    }
     /// A call slower than this is reported as a `timeout` observation
     /// (measured on the clock; the operation itself is not interrupted).
     pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {

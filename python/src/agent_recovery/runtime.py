@@ -576,6 +576,7 @@ class Runtime:
     | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
     | `idempotency_ttl_ms` | 86 400 000 (24 h) |
     | `in_flight_ttl_ms` | 300 000 (5 min) |
+    | `in_flight_wait_ms` | 0: a step whose key is in flight elsewhere ends `in_flight` at once; > 0: it waits up to this long, re-reading the key every 250 ms at most |
     | `attempt_timeout_ms` | None |
     | `deadline_ms` | None |
     | `policy_config` | None: the policy's defaults (run retry budget 60 000 ms) |
@@ -601,6 +602,7 @@ class Runtime:
         breaker: Any = None,
         idempotency_ttl_ms: Optional[int] = None,
         in_flight_ttl_ms: Optional[int] = None,
+        in_flight_wait_ms: Optional[int] = None,
         attempt_timeout_ms: Optional[int] = None,
         deadline_ms: Optional[int] = None,
         policy_config: Any = None,
@@ -622,6 +624,7 @@ class Runtime:
             ("attempt_budget", attempt_budget),
             ("idempotency_ttl_ms", idempotency_ttl_ms),
             ("in_flight_ttl_ms", in_flight_ttl_ms),
+            ("in_flight_wait_ms", in_flight_wait_ms),
             ("attempt_timeout_ms", attempt_timeout_ms),
             ("deadline_ms", deadline_ms),
         ):
