@@ -116,7 +116,7 @@ proptest! {
     /// Any text as the input, in two phases: an error or a new state, never a panic.
     #[test]
     fn any_input_never_panics(text in ".{0,200}", kind in prop::sample::select(vec![
-        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel", "end", "recover"])) {
+        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel", "end", "recover", "taken"])) {
         let _ = advance(&started(), &text);
         let _ = advance(&reading(), &text);
         let framed = format!(r#"{{"input":"{kind}","now_ms":1,"x":{}}}"#, serde_json::to_string(&text).unwrap());
@@ -136,4 +136,59 @@ proptest! {
         let deciding = advance(&calling, r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#).unwrap().state;
         let _ = advance(&deciding, &format!(r#"{{"input":"decision","now_ms":0,"decision":{v}}}"#));
     }
+}
+
+/// Issue 10's `taken` input: refused outside the retry quota's phase and
+/// with a malformed `tokens`, each with a hint; the loop only asks it when
+/// the run configuration sets `retry_quota`.
+#[test]
+fn taken_is_checked() {
+    let e = advance(&reading(), r#"{"input":"taken","now_ms":0,"ok":true}"#).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(
+        e.message.contains("answer the last effect"),
+        "{}",
+        e.message
+    );
+    for (input, needle) in [
+        (r#"{"input":"taken","now_ms":0}"#, "boolean `ok`"),
+        (
+            r#"{"input":"taken","now_ms":0,"ok":true,"tokens":"5"}"#,
+            "non-negative integer",
+        ),
+    ] {
+        let e = advance(&reading(), input).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.message.contains(needle), "{input}: {}", e.message);
+    }
+    // With a quota, a retry asks for tokens before its sleep.
+    let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
+    let mut state = advance("", run).unwrap().state;
+    let mut effects = String::new();
+    for input in [
+        r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
+        r#"{"input":"read","now_ms":0,"values":{}}"#,
+        r#"{"input":"claimed","now_ms":0,"ok":true}"#,
+        r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
+        r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
+    ] {
+        let next = advance(&state, input).unwrap();
+        state = next.state;
+        effects = next.effects;
+    }
+    let fx: Vec<serde_json::Value> = serde_json::from_str(&effects).unwrap();
+    assert_eq!(
+        fx.last().unwrap(),
+        &serde_json::json!({"effect":"take","key":"agent-recovery/quota/q","cost":3,"capacity":20})
+    );
+    let next = advance(
+        &state,
+        r#"{"input":"taken","now_ms":0,"ok":true,"tokens":17}"#,
+    )
+    .unwrap();
+    let fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
+    assert_eq!(
+        fx.last().unwrap(),
+        &serde_json::json!({"effect":"sleep","ms":10,"cancellable":true})
+    );
 }

@@ -4,7 +4,7 @@
 //! deciding under the 0.2 loop, an in-flight key).
 //!
 //! A vector is `{"name", "spec", "runs": [{"scenario", "expect": {"outcome",
-//! "events", "dead_letters", "journal"?}}]}`; the runs share one store, in order
+//! "events", "dead_letters", "journal"?, "store"?}}]}`; the runs share one store, in order
 //! (`journal`: the run ids with a journal entry after the run, in key order). Every
 //! expected event is matched against the event at the same position (same
 //! count), member by member (objects as subsets, arrays element by element);
@@ -101,6 +101,24 @@ fn loop_vectors() {
                     .map(|id| Value::from(id.to_owned()))
                     .collect();
                 o.insert("journal".into(), Value::Array(journal));
+            }
+            // `expect.store`: the named keys' values (null: absent) when the
+            // run ended (its `now_ms` plus its last event's `t_ms`).
+            if let Some(keys) = r["expect"].get("store").and_then(Value::as_object) {
+                let end = r["scenario"]["now_ms"].as_u64().expect("now_ms")
+                    + out["events"]
+                        .as_array()
+                        .and_then(|e| e.last())
+                        .and_then(|e| e["t_ms"].as_u64())
+                        .unwrap_or(0);
+                let mut values = serde_json::Map::new();
+                for k in keys.keys() {
+                    let v = store.get(k, end).expect("get").map_or(Value::Null, |v| {
+                        serde_json::from_str(&v.value).expect("stored JSON")
+                    });
+                    values.insert(k.clone(), v);
+                }
+                out["store"] = Value::Object(values);
             }
             if let Err(e) = subset(&r["expect"], &out, &format!("{file} run {i}")) {
                 failures.push(format!("{e}\n  actual events: {}", out["events"]));

@@ -310,6 +310,21 @@ export class Run {
         if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
         return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
       }
+      case 'take': {
+        if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.cost)) {
+          throw badEffect('take without key, cost or capacity');
+        }
+        const now = rt.clock.nowMs();
+        const [ok, tokens] = quota(rt.store, fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null));
+        return `{"input":"taken","now_ms":${now},"ok":${ok},"tokens":${tokens}}`;
+      }
+      case 'refund': {
+        if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.amount)) {
+          throw badEffect('refund without key, amount or capacity');
+        }
+        quota(rt.store, fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
+        return NO_REPORT;
+      }
       case 'delete': {
         if (typeof fx.key !== 'string') throw badEffect('delete without key');
         rt.store.delete(fx.key);
@@ -578,6 +593,36 @@ function afterTheEnd(outcome) {
 }
 
 /** Last-writer-wins put on top of compare-and-set. */
+/**
+ * A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
+ * `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), clamped to
+ * 0..capacity. `change(tokens)` returns the new count, or null when the
+ * bucket holds too few (nothing is written). Returns [wrote, tokens left].
+ */
+function quota(store, key, capacity, now, change) {
+  for (let i = 0; i < 16; i++) {
+    const current = store.get(key, now);
+    let tokens = capacity;
+    if (current) {
+      try {
+        const t = JSON.parse(current.value)?.tokens;
+        if (Number.isSafeInteger(t) && t >= 0) tokens = Math.min(t, capacity);
+      } catch {
+        // an unreadable bucket counts as full, as an absent one
+      }
+    }
+    const changed = change(tokens);
+    if (changed === null) return [false, tokens];
+    const next = Math.min(changed, capacity);
+    const cas = store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now);
+    if (cas.written) return [true, next];
+  }
+  throw new StoreError(
+    'unavailable',
+    `could not update the retry quota ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+  );
+}
+
 function put(store, key, value, ttlMs, now) {
   for (let i = 0; i < 16; i++) {
     const current = store.get(key, now);

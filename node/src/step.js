@@ -29,11 +29,13 @@ export const RUNTIME_OPTIONS = [
   'breaker',
   'idempotencyTtlMs',
   'inFlightTtlMs',
+  'inFlightWaitMs',
   'attemptTimeoutMs',
   'deadlineMs',
   'policyConfig',
   'journal',
   'deadLetter',
+  'retryQuota',
   'config',
   'onEvent',
   'telemetry',
@@ -102,6 +104,7 @@ export function configText(o) {
   }
   if (o.idempotencyTtlMs !== undefined) c.idempotency_ttl_ms = uint(o.idempotencyTtlMs, 'idempotencyTtlMs');
   if (o.inFlightTtlMs !== undefined) c.in_flight_ttl_ms = uint(o.inFlightTtlMs, 'inFlightTtlMs');
+  if (o.inFlightWaitMs !== undefined) c.in_flight_wait_ms = uint(o.inFlightWaitMs, 'inFlightWaitMs');
   if (o.attemptTimeoutMs !== undefined && o.attemptTimeoutMs !== null) c.attempt_timeout_ms = uint(o.attemptTimeoutMs, 'attemptTimeoutMs');
   if (o.deadlineMs !== undefined && o.deadlineMs !== null) c.deadline_ms = uint(o.deadlineMs, 'deadlineMs');
   if (o.policyConfig !== undefined && o.policyConfig !== null) {
@@ -126,6 +129,26 @@ export function configText(o) {
       c.dead_letter[f] = d[f];
     }
     if (d.depthThreshold !== undefined && d.depthThreshold !== null) c.dead_letter.depth_threshold = uint(d.depthThreshold, 'deadLetter.depthThreshold');
+  }
+  if (o.retryQuota !== undefined && o.retryQuota !== null) {
+    const r = o.retryQuota;
+    if (typeof r !== 'object' || Array.isArray(r)) {
+      throw invalidConfig(`retryQuota must be {name, capacity, retryCost, timeoutCost, successRefund} (each optional), got ${describe(r)}`);
+    }
+    const names = { name: 'name', capacity: 'capacity', retryCost: 'retry_cost', timeoutCost: 'timeout_cost', successRefund: 'success_refund' };
+    const bad = unknownKeys(r, Object.keys(names), 'retryQuota');
+    if (bad) throw invalidConfig(bad);
+    // Only the members given; the loop applies the defaults and the checks.
+    c.retry_quota = {};
+    for (const [k, wire] of Object.entries(names)) {
+      if (r[k] === undefined || r[k] === null) continue;
+      if (k === 'name') {
+        if (typeof r.name !== 'string') throw invalidConfig(`retryQuota.name must be a string, got ${describe(r.name)}`);
+        c.retry_quota.name = r.name;
+      } else {
+        c.retry_quota[wire] = uint(r[k], `retryQuota.${k}`);
+      }
+    }
   }
   return stringify(c);
 }

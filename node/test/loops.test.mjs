@@ -42,6 +42,12 @@ async function runVector(v) {
     const o = await runScenario(JSON.stringify(r.scenario), store);
     // The run ids with a journal entry after the run, in key order (`expect.journal`).
     o.journal = store.keys(JOURNAL_PREFIX, Number.MAX_SAFE_INTEGER).map((k) => k.slice(JOURNAL_PREFIX.length));
+    // The named keys' values (null: absent) when the run ended: its now_ms plus its last event's t_ms (`expect.store`).
+    if (r.expect.store !== undefined) {
+      const events = JSON.parse(o.json).events;
+      const end = r.scenario.now_ms + (events.length ? events[events.length - 1].t_ms : 0);
+      o.store = Object.fromEntries(Object.keys(r.expect.store).map((k) => [k, JSON.parse(store.get(k, end)?.value ?? 'null')]));
+    }
     out.push(o);
   }
   return out;
@@ -58,6 +64,7 @@ for (const { file, v } of VECTORS) {
     v.runs.forEach((r, i) => {
       const actual = JSON.parse(outs[i].json);
       if (r.expect.journal !== undefined) actual.journal = outs[i].journal;
+      if (r.expect.store !== undefined) actual.store = outs[i].store;
       failures.push(...subset(r.expect, actual, `${file} run ${i}`));
       // Every attempt of a step carries one key; a compensation its own.
       const keys = new Map();

@@ -72,6 +72,12 @@ def test_loop_vector(name: str, vector: Dict[str, Any]) -> None:
         out = json.loads(run_scenario(r["scenario"], store).to_json())
         # `expect.journal`: the run ids with a journal entry after the run, in key order
         out["journal"] = [k[len(JOURNAL):] for k in store.keys(JOURNAL, 0)]
+        # `expect.store`: the named keys' values (None: absent) when the run ended
+        # (its now_ms plus its last event's t_ms)
+        if "store" in r["expect"]:
+            end = r["scenario"]["now_ms"] + (out["events"][-1]["t_ms"] if out["events"] else 0)
+            got = {k: store.get(k, end) for k in r["expect"]["store"]}
+            out["store"] = {k: (json.loads(v.value) if v is not None else None) for k, v in got.items()}
         failures += subset(r["expect"], out, f"{name} run {i}")
     assert not failures, "\n".join(failures)
 

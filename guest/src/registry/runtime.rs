@@ -95,4 +95,16 @@ pub(super) const DEFS: &[CodeDef] = &[
         "recover() resumed a journaled run whose next call is for a tool missing from the operations it was given (docs/durability.md §2): the call was not made.",
         "Pass recover() an operation (and compensation) for every tool your runs use; the run was rolled back and dead-lettered, so replay its record once the tool is registered."
     ),
+    code_def!(
+        "budget.retry_quota_exhausted",
+        RUNTIME,
+        Permanent,
+        Error,
+        Dependency,
+        false,
+        "The fleet's retry quota is spent: the retry was not made.",
+        "A retry decision found fewer tokens in the shared retry quota (run configuration retry_quota, a token bucket in the store) than the retry costs: the fleet is already retrying too much against failing targets (AWS SDK retry quota, gRPC retry throttling).",
+        "Stop retrying: run compensations if side effects were taken, then dead-letter the input; replay it once the targets recover (successes refill the quota).",
+        related = ["budget.attempts_exhausted", "budget.retry_exhausted"]
+    ),
 ];

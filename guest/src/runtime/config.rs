@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// mid-call blocks its key this long, not for the whole TTL. Default
     /// 300 000 ms (5 min); capped by `idempotency_ttl_ms`.
     pub in_flight_ttl_ms: u64,
+    /// How long a step whose key is in flight elsewhere waits for it (polling
+    /// the key every 250 ms at most) before ending `in_flight`. Default 0: no wait.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub in_flight_wait_ms: u64,
     /// Per-attempt timeout handed to the host with each call; none by default.
     pub attempt_timeout_ms: Option<u64>,
     /// Run deadline, ms after the run started; none by default. No call starts
@@ -61,10 +65,116 @@ pub struct RunConfig {
     /// The dead-letter queue's owner, runbook and depth threshold; none by default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_letter: Option<DeadLetterConfig>,
+    /// The fleet retry quota (a token bucket in the store shared by every
+    /// worker); none by default (off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_quota: Option<RetryQuota>,
+}
+
+/// The largest retry quota capacity (tokens).
+pub const MAX_QUOTA: u64 = 1_000_000;
+
+/// The run configuration's `retry_quota`: a token bucket under
+/// `agent-recovery/quota/<name>` that every retry takes from and every
+/// success refills (AWS SDK retry quota, gRPC retry throttling).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RetryQuotaFields")]
+pub struct RetryQuota {
+    /// The bucket's name (its store key). Default `default`.
+    pub name: String,
+    /// Tokens in a full bucket (an absent bucket is full). Default 500.
+    pub capacity: u64,
+    /// Tokens a retry takes. Default 5.
+    pub retry_cost: u64,
+    /// Tokens a retry after a timeout takes. Default 10.
+    pub timeout_cost: u64,
+    /// Tokens a success without a retry gives back. Default 1.
+    pub success_refund: u64,
+}
+
+/// `retry_quota` as written, before its checks.
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RetryQuotaFields {
+    name: String,
+    capacity: u64,
+    retry_cost: u64,
+    timeout_cost: u64,
+    success_refund: u64,
+}
+
+impl Default for RetryQuotaFields {
+    fn default() -> Self {
+        RetryQuotaFields {
+            name: "default".to_owned(),
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refund: 1,
+        }
+    }
+}
+
+impl TryFrom<RetryQuotaFields> for RetryQuota {
+    type Error = String;
+    fn try_from(f: RetryQuotaFields) -> Result<Self, String> {
+        let name_ok = !f.name.is_empty()
+            && f.name.len() <= 128
+            && f.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !name_ok {
+            return Err(format!(
+                "retry_quota.name is {:?}; use 1 to 128 letters, digits, '-', '_' or '.' (e.g. \"default\")",
+                f.name
+            ));
+        }
+        if f.capacity == 0 || f.capacity > MAX_QUOTA {
+            return Err(format!(
+                "retry_quota.capacity is {}; give 1..{MAX_QUOTA} tokens (e.g. 500)",
+                f.capacity
+            ));
+        }
+        for (what, cost) in [
+            ("retry_cost", f.retry_cost),
+            ("timeout_cost", f.timeout_cost),
+        ] {
+            if cost == 0 || cost > f.capacity {
+                return Err(format!(
+                    "retry_quota.{what} is {cost}; give 1..capacity ({}) tokens (e.g. 5 for retry_cost, 10 for timeout_cost)",
+                    f.capacity
+                ));
+            }
+        }
+        if f.success_refund > f.capacity {
+            return Err(format!(
+                "retry_quota.success_refund is {}; give 0..capacity ({}) tokens (e.g. 1)",
+                f.success_refund, f.capacity
+            ));
+        }
+        Ok(RetryQuota {
+            name: f.name,
+            capacity: f.capacity,
+            retry_cost: f.retry_cost,
+            timeout_cost: f.timeout_cost,
+            success_refund: f.success_refund,
+        })
+    }
+}
+
+impl RetryQuota {
+    /// The bucket's store key.
+    pub fn key(&self) -> String {
+        format!("{}{}", super::effect::QUOTA_PREFIX, self.name)
+    }
 }
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The run configuration's `dead_letter`: who owns the queue, where its
@@ -114,11 +224,13 @@ impl Default for RunConfig {
             breaker: None,
             idempotency_ttl_ms: 86_400_000,
             in_flight_ttl_ms: 300_000,
+            in_flight_wait_ms: 0,
             attempt_timeout_ms: None,
             deadline_ms: None,
             policy: None,
             journal: true,
             dead_letter: None,
+            retry_quota: None,
         }
     }
 }
@@ -219,6 +331,73 @@ mod tests {
             (r#"{"dead_letter":{"runbook":["a"]}}"#, "invalid type"),
             (r#"{"dead_letter":{"team":"x"}}"#, "unknown field `team`"),
             (r#"{"dead_letter":"ops"}"#, "invalid type"),
+        ] {
+            let e = run(config).unwrap_err().to_string();
+            assert!(e.contains(needle), "{config}: {e}");
+        }
+    }
+
+    #[test]
+    fn in_flight_wait_is_off_by_default_and_not_in_the_state() {
+        let none = run("{}").unwrap();
+        assert_eq!(none.in_flight_wait_ms, 0);
+        assert!(
+            !serde_json::to_string(&none)
+                .unwrap()
+                .contains("in_flight_wait_ms")
+        );
+        let set = run(r#"{"in_flight_wait_ms":5000}"#).unwrap();
+        assert_eq!(set.in_flight_wait_ms, 5000);
+        let e = run(r#"{"in_flight_wait_ms":-1}"#).unwrap_err().to_string();
+        assert!(e.contains("invalid value"), "{e}");
+        // Above one week: the `run` input is refused with invalid-config and a hint.
+        let e = crate::runtime::advance(
+            "",
+            r#"{"input":"run","now_ms":0,"run_id":"r","config":{"in_flight_wait_ms":604800001}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::InvalidConfig);
+        assert!(e.message.contains("(e.g. 5000)"), "{}", e.message);
+        assert!(
+            crate::runtime::advance(
+                "",
+                r#"{"input":"run","now_ms":0,"run_id":"r","config":{"in_flight_wait_ms":604800000}}"#,
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn retry_quota_defaults_and_checks() {
+        assert_eq!(run("{}").unwrap().retry_quota, None);
+        let q = run(r#"{"retry_quota":{}}"#).unwrap().retry_quota.unwrap();
+        assert_eq!(
+            (
+                q.name.as_str(),
+                q.capacity,
+                q.retry_cost,
+                q.timeout_cost,
+                q.success_refund
+            ),
+            ("default", 500, 5, 10, 1)
+        );
+        assert_eq!(q.key(), "agent-recovery/quota/default");
+        let q = run(r#"{"retry_quota":{"name":"erp","capacity":20,"retry_cost":2}}"#)
+            .unwrap()
+            .retry_quota
+            .unwrap();
+        assert_eq!((q.capacity, q.retry_cost, q.timeout_cost), (20, 2, 10));
+        for (config, needle) in [
+            (r#"{"retry_quota":{"name":""}}"#, "e.g. \"default\""),
+            (r#"{"retry_quota":{"name":"a/b"}}"#, "letters, digits"),
+            (r#"{"retry_quota":{"capacity":0}}"#, "e.g. 500"),
+            (r#"{"retry_quota":{"capacity":1000001}}"#, "e.g. 500"),
+            (r#"{"retry_quota":{"retry_cost":0}}"#, "1..capacity (500)"),
+            (r#"{"retry_quota":{"capacity":8}}"#, "timeout_cost is 10"),
+            (r#"{"retry_quota":{"success_refund":501}}"#, "e.g. 1"),
+            (r#"{"retry_quota":{"cost":1}}"#, "unknown field `cost`"),
+            (r#"{"retry_quota":{"capacity":-1}}"#, "invalid value"),
+            (r#"{"retry_quota":5}"#, "invalid type"),
         ] {
             let e = run(config).unwrap_err().to_string();
             assert!(e.contains(needle), "{config}: {e}");

@@ -14,6 +14,10 @@ pub const ATTEMPTS_PREFIX: &str = "agent-recovery/attempts/";
 pub const IDEM_PREFIX: &str = "agent-recovery/idem/";
 /// Store key prefix of a run's journal entry (docs/durability.md §1).
 pub const JOURNAL_PREFIX: &str = "agent-recovery/journal/";
+/// Store key prefix of a target's half-open probe lease.
+pub const PROBE_PREFIX: &str = "agent-recovery/probe/";
+/// Store key prefix of a fleet retry quota (`{"tokens":N}`).
+pub const QUOTA_PREFIX: &str = "agent-recovery/quota/";
 /// The dead-letter stream.
 pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
 
@@ -72,7 +76,7 @@ pub enum Effect {
         ttl_ms: Option<u64>,
     },
     /// Create `key` only if it is absent (compare-and-set with no version):
-    /// the idempotency key's in-flight mark; answer `claimed`.
+    /// the idempotency key's in-flight mark, a target's probe lease; answer `claimed`.
     Claim {
         /// Key.
         key: String,
@@ -80,6 +84,26 @@ pub enum Effect {
         value: Value,
         /// Expiry, ms from now.
         ttl_ms: Option<u64>,
+    },
+    /// Take `cost` tokens from the retry quota `key` (`{"tokens":N}`, absent:
+    /// `capacity`) if it holds that many; answer `taken`.
+    Take {
+        /// `agent-recovery/quota/<name>`.
+        key: String,
+        /// Tokens to take.
+        cost: u64,
+        /// The bucket's size (an absent bucket is full).
+        capacity: u64,
+    },
+    /// Give `amount` tokens back to the retry quota `key`, clamped to
+    /// `capacity`; no answer.
+    Refund {
+        /// `agent-recovery/quota/<name>`.
+        key: String,
+        /// Tokens to give back.
+        amount: u64,
+        /// The bucket's size.
+        capacity: u64,
     },
     /// Delete a key.
     Delete {

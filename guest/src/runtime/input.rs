@@ -131,6 +131,11 @@ pub enum Input {
         /// The value found instead (null: none).
         current: Value,
     },
+    /// The answer to `take`: whether the retry quota held the cost (and took it).
+    Taken {
+        /// Taken.
+        ok: bool,
+    },
     /// A call ended.
     Attempt(CallResult),
     /// The active policy's decision (object or JSON text).
@@ -203,6 +208,16 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     )
                 })?,
             };
+            if config.in_flight_wait_ms > crate::config::MAX_MS {
+                return Err(PolicyError::new(
+                    ErrorKind::InvalidConfig,
+                    format!(
+                        "run `config`: in_flight_wait_ms is {}; give 0..{} ms (e.g. 5000), 0 to end a step whose key is in flight at once",
+                        config.in_flight_wait_ms,
+                        crate::config::MAX_MS
+                    ),
+                ));
+            }
             Input::Run {
                 run_id,
                 seed,
@@ -258,6 +273,21 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 .ok_or_else(|| bad("input `claimed` needs a boolean `ok`"))?,
             current: take("current").unwrap_or(Value::Null),
         },
+        "taken" => {
+            let ok = take("ok")
+                .and_then(|b| b.as_bool())
+                .ok_or_else(|| bad("input `taken` needs a boolean `ok`"))?;
+            match take("tokens") {
+                None | Some(Value::Null) => {}
+                Some(t) if t.as_u64().is_some() => {}
+                Some(_) => {
+                    return Err(bad(
+                        "input `taken`: `tokens` is the bucket's tokens after the take, a non-negative integer",
+                    ));
+                }
+            }
+            Input::Taken { ok }
+        }
         "attempt" => Input::Attempt(CallResult::from_json(
             take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?,
         )?),
@@ -279,7 +309,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "recover" => Input::Recover,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, fanout, read, claimed, attempt, decision, slept, restored, joined, cancel, end or recover"
+                "unknown input {other:?}; use run, step, fanout, read, claimed, taken, attempt, decision, slept, restored, joined, cancel, end or recover"
             )));
         }
     };

@@ -7,10 +7,10 @@ use serde_json::{Map, Value, json};
 use super::breaker::{Breaker, Gate};
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
-    JOURNAL_PREFIX, JournalEntry,
+    JOURNAL_PREFIX, JournalEntry, PROBE_PREFIX,
 };
 use super::input::{CallResult, Input, StepSpec};
-use super::state::{CompCurrent, CompState, DoneStep, Phase, State, StepState};
+use super::state::{CompCurrent, CompState, DoneStep, LeaseScan, Phase, State, StepState};
 use crate::config::BreakerThresholds;
 use crate::error::{ErrorKind, PolicyError};
 
@@ -158,8 +158,15 @@ impl Machine {
                 }
             }
             Input::Claimed { ok, current } => {
+                if self.s.phase == Phase::Leasing {
+                    return self.lease_claimed(ok, &current);
+                }
                 self.phase_is(Phase::Claiming, "claimed")?;
                 self.claimed(ok, &current)
+            }
+            Input::Taken { ok } => {
+                self.phase_is(Phase::Taking, "taken")?;
+                self.taken(ok)
             }
             Input::Attempt(result) => {
                 self.phase_is(Phase::Calling, "attempt")?;
@@ -182,6 +189,9 @@ impl Machine {
                 self.phase_is(Phase::Sleeping, "slept")?;
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
                     self.comp_call()
+                } else if self.s.step.as_ref().is_some_and(|st| st.polling) {
+                    self.step_mut()?.polling = false;
+                    self.read_step()
                 } else {
                     self.next_call()
                 }
@@ -408,22 +418,48 @@ impl Machine {
         };
         let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];
         targets.extend(spec.fallbacks.iter().cloned());
+        self.s.step = Some(StepState::new(spec, key, targets, self.s.now_ms));
+        if self.s.cancelled {
+            return self.begin_comp("cancelled");
+        }
+        self.read_step()
+    }
+
+    /// Read what the step needs: its targets' breakers, its attempt count,
+    /// its idempotency entry.
+    fn read_step(&mut self) -> Result<(), PolicyError> {
+        let st = self.step()?;
         let mut keys: Vec<String> = Vec::new();
-        for t in &targets {
+        for t in &st.targets {
             let k = format!("{BREAKER_PREFIX}{t}");
             if !keys.contains(&k) {
                 keys.push(k);
             }
         }
-        keys.push(format!("{ATTEMPTS_PREFIX}{key}"));
-        keys.push(format!("{IDEM_PREFIX}{key}"));
-        self.s.step = Some(StepState::new(spec, key, targets, self.s.now_ms));
-        if self.s.cancelled {
-            return self.begin_comp("cancelled");
-        }
+        keys.push(format!("{ATTEMPTS_PREFIX}{}", st.key));
+        keys.push(format!("{IDEM_PREFIX}{}", st.key));
         self.s.phase = Phase::Reading;
         self.fx.push(Effect::Read { keys });
         Ok(())
+    }
+
+    /// The key is in flight elsewhere: with `in_flight_wait_ms`, sleep (a
+    /// cancellable poll of at most 250 ms) and read again; returns false
+    /// when there is no wait (left).
+    fn wait_in_flight(&mut self) -> Result<bool, PolicyError> {
+        let wait = self.s.config.in_flight_wait_ms;
+        if wait == 0 || self.s.recovering {
+            return Ok(false);
+        }
+        let now = self.s.now_ms;
+        let st = self.step_mut()?;
+        let until = *st.in_flight_until.get_or_insert(now.saturating_add(wait));
+        if now >= until {
+            return Ok(false);
+        }
+        st.polling = true;
+        self.sleep((until - now).min(250), true)?;
+        Ok(true)
     }
 
     fn read(&mut self, values: Map<String, Value>) -> Result<(), PolicyError> {
@@ -500,6 +536,9 @@ impl Machine {
                 Ok(true)
             }
             Some("in_flight") => {
+                if self.wait_in_flight()? {
+                    return Ok(true);
+                }
                 let mut e = self.event("in_flight");
                 e.key = Some(key);
                 self.emit(e);
@@ -516,7 +555,7 @@ impl Machine {
             return self.next_call();
         }
         // Someone else created the key between our read and our claim.
-        if self.cache_entry(current)? {
+        if self.cache_entry(current)? || self.wait_in_flight()? {
             return Ok(());
         }
         let mut e = self.event("in_flight");
@@ -533,7 +572,6 @@ impl Machine {
         if self.deadline_left() == Some(0) {
             return self.deadline_exceeded();
         }
-        let now = self.s.now_ms;
         let cfg = self.s.config.clone();
         let st = self.step()?;
         if st.attempts >= cfg.attempt_budget {
@@ -545,55 +583,122 @@ impl Machine {
             return self.exhausted(env);
         }
         let start = st.index;
-        let mut chosen: Option<(usize, bool)> = None;
-        let mut wait: Option<u64> = None;
-        for i in start..st.targets.len() {
+        self.scan(start, start, None)
+    }
+
+    /// Walk the chain from `from`: call the first target whose breaker lets
+    /// a call through, claim the probe lease of the first one due a probe,
+    /// short-circuit the open ones; when every remaining target is open, ask
+    /// the policy about the short-circuit (back at `start`). `wait`: the
+    /// shortest wait of the open targets seen before `from`.
+    fn scan(
+        &mut self,
+        from: usize,
+        start: usize,
+        mut wait: Option<u64>,
+    ) -> Result<(), PolicyError> {
+        let now = self.s.now_ms;
+        let fallback_open_ms = self.s.config.fallback_open_ms();
+        let n = self.step()?.targets.len();
+        for i in from..n {
             let st = self.step()?;
             let Some(target) = st.targets.get(i).cloned() else {
                 break;
             };
             let breaker = st.breakers.get(&target).cloned().unwrap_or_default();
-            if i != self.step()?.index {
+            if i != st.index {
                 self.step_mut()?.index = i;
                 let e = self.event("fallback");
                 self.emit(e);
             }
-            match breaker.gate(cfg.fallback_open_ms(), now) {
-                Gate::Pass => {
-                    chosen = Some((i, false));
-                    break;
-                }
+            match breaker.gate(fallback_open_ms, now) {
+                Gate::Pass => return self.call_target(false),
                 Gate::Probe => {
-                    chosen = Some((i, true));
-                    break;
+                    // One probe across the fleet: whoever creates the lease probes.
+                    let id = self.step()?.spec.id.clone();
+                    let open_ms = breaker.open_ms.unwrap_or(fallback_open_ms);
+                    self.step_mut()?.lease = Some(LeaseScan { start, wait });
+                    self.s.phase = Phase::Leasing;
+                    self.fx.push(Effect::Claim {
+                        key: format!("{PROBE_PREFIX}{target}"),
+                        value: json!({"since_ms": now, "open_ms": open_ms, "step": id}),
+                        ttl_ms: Some(open_ms),
+                    });
+                    return Ok(());
                 }
                 Gate::Blocked(ms) => {
-                    let mut e = self.event("short_circuit");
-                    e.code = Some("runtime.circuit.open".into());
-                    e.delay_ms = Some(ms);
-                    e.state = Some("open".into());
-                    self.emit(e);
+                    self.short_circuit(ms);
                     wait = Some(wait.map_or(ms, |w| w.min(ms)));
                 }
             }
         }
-        let Some((_, probe)) = chosen else {
-            // Every remaining target is open: the policy decides on the short-circuit.
-            self.step_mut()?.index = start;
-            let wait = wait.unwrap_or(0);
-            let st = self.step()?;
-            let target = st.targets.get(start).cloned().unwrap_or_default();
-            let obs = json!({"error": {
-                "code": "runtime.circuit.open",
-                "message": format!("circuit open for target {target}; the call was not made"),
-                "retryable": true,
-                "retry_after_ms": wait,
-            }});
-            self.step_mut()?.short_circuit = true;
-            return self.decide(obs);
-        };
+        // Every remaining target is open: the policy decides on the short-circuit.
+        self.step_mut()?.index = start;
+        let wait = wait.unwrap_or(0);
+        let st = self.step()?;
+        let target = st.targets.get(start).cloned().unwrap_or_default();
+        let obs = json!({"error": {
+            "code": "runtime.circuit.open",
+            "message": format!("circuit open for target {target}; the call was not made"),
+            "retryable": true,
+            "retry_after_ms": wait,
+        }});
+        self.step_mut()?.short_circuit = true;
+        self.decide(obs)
+    }
+
+    fn short_circuit(&mut self, ms: u64) {
+        let mut e = self.event("short_circuit");
+        e.code = Some("runtime.circuit.open".into());
+        e.delay_ms = Some(ms);
+        e.state = Some("open".into());
+        self.emit(e);
+    }
+
+    /// The answer to a probe lease: the winner probes; the loser treats the
+    /// target as open until the lease expires and goes on down the chain.
+    fn lease_claimed(&mut self, ok: bool, current: &Value) -> Result<(), PolicyError> {
+        let scan = self
+            .step_mut()?
+            .lease
+            .take()
+            .ok_or_else(|| internal("no probe lease pending; please report this"))?;
+        if ok {
+            return self.call_target(true);
+        }
+        let now = self.s.now_ms;
+        let fallback_open_ms = self.s.config.fallback_open_ms();
+        let st = self.step()?;
+        let i = st.index;
+        let target = st.targets.get(i).cloned().unwrap_or_default();
+        let open_ms = st
+            .breakers
+            .get(&target)
+            .and_then(|b| b.open_ms)
+            .unwrap_or(fallback_open_ms);
+        // The lease lives its own `open_ms` (the winner's breaker's) from its
+        // `since_ms`; a value without them counts as a fresh one of ours.
+        let lease_ms = current
+            .get("open_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(open_ms);
+        let left = current
+            .get("since_ms")
+            .and_then(Value::as_u64)
+            .map_or(lease_ms, |since| {
+                since.saturating_add(lease_ms).saturating_sub(now)
+            })
+            .max(1);
+        self.short_circuit(left);
+        let wait = Some(scan.wait.map_or(left, |w| w.min(left)));
+        self.scan(i.saturating_add(1), scan.start, wait)
+    }
+
+    /// Call the chosen target (`probe`: as the breaker's half-open probe).
+    fn call_target(&mut self, probe: bool) -> Result<(), PolicyError> {
+        let now = self.s.now_ms;
         let key = self.step()?.key.clone();
-        let ttl = cfg.idempotency_ttl_ms;
+        let ttl = self.s.config.idempotency_ttl_ms;
         if probe {
             let st = self.step_mut()?;
             let target = st.targets.get(st.index).cloned().unwrap_or_default();
@@ -678,6 +783,18 @@ impl Machine {
             value: json!({"status": "done", "result": value, "target": target, "at_ms": now}),
             ttl_ms: Some(self.s.config.idempotency_ttl_ms),
         });
+        let retry_cost = self.step()?.retry_cost;
+        if let Some(q) = &self.s.config.retry_quota {
+            // The retry that led here gives its tokens back; a first-call success a few.
+            let amount = retry_cost.unwrap_or(q.success_refund);
+            if amount > 0 {
+                self.fx.push(Effect::Refund {
+                    key: q.key(),
+                    amount,
+                    capacity: q.capacity,
+                });
+            }
+        }
         self.record_done(target)?;
         self.finish("ok", Some(value), None)
     }
@@ -807,8 +924,30 @@ impl Machine {
                 if self.deadline_left().is_some_and(|left| delay >= left) {
                     return self.deadline_exceeded();
                 }
-                self.s.retry_spent_ms = self.s.retry_spent_ms.saturating_add(delay);
-                self.sleep(delay, true)
+                if let Some(q) = &self.s.config.retry_quota {
+                    let timeout = d
+                        .envelope
+                        .pointer("/upstream/source")
+                        .and_then(Value::as_str)
+                        == Some("timeout");
+                    let cost = if timeout {
+                        q.timeout_cost
+                    } else {
+                        q.retry_cost
+                    };
+                    let effect = Effect::Take {
+                        key: q.key(),
+                        cost,
+                        capacity: q.capacity,
+                    };
+                    let st = self.step_mut()?;
+                    st.retry_delay = Some(delay);
+                    st.retry_cost = Some(cost);
+                    self.s.phase = Phase::Taking;
+                    self.fx.push(effect);
+                    return Ok(());
+                }
+                self.retry_sleep(delay)
             }
             "fallback" => {
                 let st = self.step_mut()?;
@@ -838,6 +977,34 @@ impl Machine {
                 "the decision's action {other:?} is unknown to this runtime; the policy must answer a 0.1 action"
             ))),
         }
+    }
+
+    fn retry_sleep(&mut self, delay: u64) -> Result<(), PolicyError> {
+        self.s.retry_spent_ms = self.s.retry_spent_ms.saturating_add(delay);
+        self.sleep(delay, true)
+    }
+
+    /// The retry quota's answer: sleep and retry, or the step is exhausted.
+    fn taken(&mut self, ok: bool) -> Result<(), PolicyError> {
+        let st = self.step_mut()?;
+        let delay = st.retry_delay.take().unwrap_or(0);
+        if ok {
+            return self.retry_sleep(delay);
+        }
+        let cost = st.retry_cost.take().unwrap_or(0);
+        let name = self
+            .s
+            .config
+            .retry_quota
+            .as_ref()
+            .map(|q| q.name.clone())
+            .unwrap_or_default();
+        let env = envelope_for(
+            "runtime.budget.retry_quota_exhausted",
+            &format!("the retry quota {name:?} holds fewer than the {cost} tokens the retry costs"),
+            None,
+        )?;
+        self.exhausted(env)
     }
 
     fn sleep(&mut self, ms: u64, cancellable: bool) -> Result<(), PolicyError> {

@@ -20,6 +20,10 @@ pub enum Phase {
     Reading,
     /// Waiting for `claimed`.
     Claiming,
+    /// Waiting for `claimed` of a target's probe lease.
+    Leasing,
+    /// Waiting for `taken` from the retry quota.
+    Taking,
     /// Waiting for `attempt` (the operation, a fallback or a compensation).
     Calling,
     /// Waiting for `decision`.
@@ -184,6 +188,33 @@ pub struct StepState {
     pub short_circuit: bool,
     /// The target of the call in flight.
     pub calling: Option<String>,
+    /// While a probe lease is claimed (phase `leasing`): where the chain's
+    /// scan started and the shortest wait of the open targets seen so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseScan>,
+    /// While the retry quota is asked (phase `taking`): the retry's delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_delay: Option<u64>,
+    /// The tokens the step's last retry took from the retry quota: what
+    /// its success gives back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_cost: Option<u64>,
+    /// Until when (Unix ms) the step waits for its key in flight elsewhere
+    /// (`in_flight_wait_ms`), once it found it so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_until: Option<u64>,
+    /// The pending sleep is a poll of the key in flight: `slept` reads again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub polling: bool,
+}
+
+/// The chain's scan, paused while a probe lease is claimed.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct LeaseScan {
+    /// The index the scan started from (where a short-circuit decision goes back to).
+    pub start: usize,
+    /// The shortest time until an open target's probe, among those seen.
+    pub wait: Option<u64>,
 }
 
 impl StepState {
@@ -203,6 +234,11 @@ impl StepState {
             probe: false,
             short_circuit: false,
             calling: None,
+            lease: None,
+            retry_delay: None,
+            retry_cost: None,
+            in_flight_until: None,
+            polling: false,
         }
     }
 }

@@ -106,6 +106,9 @@ struct Fx<'a> {
     context: Option<String>,
     ms: Option<u64>,
     cancellable: Option<bool>,
+    cost: Option<u64>,
+    amount: Option<u64>,
+    capacity: Option<u64>,
     #[serde(borrow)]
     event: Option<&'a RawValue>,
     stream: Option<String>,
@@ -244,6 +247,30 @@ fn effect<'a>(
                     ),
                 },
             );
+        }
+        "take" | "refund" => {
+            let key = fx
+                .key
+                .as_deref()
+                .ok_or_else(|| bad_effect("take or refund without key"))?;
+            let capacity = fx
+                .capacity
+                .ok_or_else(|| bad_effect("take or refund without capacity"))?;
+            let now = rt.clock.now_ms();
+            if fx.effect == "take" {
+                let cost = fx.cost.ok_or_else(|| bad_effect("take without cost"))?;
+                let (ok, tokens) = quota(store, key, capacity, now, |t| t.checked_sub(cost))?;
+                *next = Some(format!(
+                    r#"{{"input":"taken","now_ms":{now},"ok":{ok},"tokens":{tokens}}}"#
+                ));
+            } else {
+                let amount = fx
+                    .amount
+                    .ok_or_else(|| bad_effect("refund without amount"))?;
+                quota(store, key, capacity, now, |t| {
+                    Some(t.saturating_add(amount))
+                })?;
+            }
         }
         "delete" => {
             let key = fx
@@ -524,6 +551,43 @@ fn as_json(text: &str) -> String {
 }
 
 /// Last-writer-wins put on top of compare-and-set.
+/// A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
+/// `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), the result
+/// clamped to `0..=capacity`. `change` returns the new count, or `None` when
+/// the bucket holds too few tokens (nothing is written). Returns whether it
+/// wrote and the tokens left.
+fn quota(
+    store: &dyn crate::store::Store,
+    key: &str,
+    capacity: u64,
+    now: u64,
+    change: impl Fn(u64) -> Option<u64>,
+) -> Result<(bool, u64), StoreError> {
+    for _ in 0..16 {
+        let current = store.get(key, now)?;
+        let tokens = current
+            .as_ref()
+            .and_then(|v| serde_json::from_str::<Value>(&v.value).ok())
+            .and_then(|v| v.get("tokens").and_then(Value::as_u64))
+            .map_or(capacity, |t| t.min(capacity));
+        let Some(new) = change(tokens) else {
+            return Ok((false, tokens));
+        };
+        let new = new.min(capacity);
+        let value = format!(r#"{{"tokens":{new}}}"#);
+        let version = current.map(|v| v.version);
+        if let Cas::Written { .. } = store.compare_and_set(key, version, &value, None, now)? {
+            return Ok((true, new));
+        }
+    }
+    Err(StoreError::new(
+        StoreErrorKind::Unavailable,
+        format!(
+            "could not update the retry quota {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run"
+        ),
+    ))
+}
+
 fn put(
     store: &dyn crate::store::Store,
     key: &str,

@@ -225,6 +225,14 @@ impl RuntimeBuilder {
         self.config.insert("in_flight_ttl_ms".into(), json!(ms));
         self
     }
+    /// How long a step whose key is in flight in another worker waits for it
+    /// (re-reading the key every 250 ms at most: `done` answers from the
+    /// cache, gone or expired claims it) before ending `in_flight`. Default 0:
+    /// end `in_flight` at once.
+    pub fn in_flight_wait_ms(mut self, ms: u64) -> Self {
+        self.config.insert("in_flight_wait_ms".into(), json!(ms));
+        self
+    }
     /// A call slower than this is reported as a `timeout` observation
     /// (measured on the clock; the operation itself is not interrupted).
     pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {
@@ -257,6 +265,17 @@ impl RuntimeBuilder {
             "dead_letter".into(),
             json!({"owner": owner, "runbook": runbook, "depth_threshold": depth_threshold}),
         );
+        self
+    }
+    /// The fleet retry quota (`docs/runtime.md`, "Retry quota"): a token
+    /// bucket in the store, shared by every worker on it, that each retry
+    /// takes from and each success refills. `quota` is the run
+    /// configuration's `retry_quota` object (`{"name","capacity","retry_cost",
+    /// "timeout_cost","success_refund"}`, each optional: `default`, 500, 5,
+    /// 10, 1); off by default. Checked when the first run starts
+    /// (`invalid-config` with a hint).
+    pub fn retry_quota(mut self, quota: Value) -> Self {
+        self.config.insert("retry_quota".into(), quota);
         self
     }
     /// The whole run configuration as JSON (`docs/runtime.md`, "The run

@@ -577,11 +577,13 @@ class Runtime:
     | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
     | `idempotency_ttl_ms` | 86 400 000 (24 h) |
     | `in_flight_ttl_ms` | 300 000 (5 min) |
+    | `in_flight_wait_ms` | 0: a step whose key is in flight elsewhere ends `in_flight` at once; > 0: it waits up to this long, re-reading the key every 250 ms at most |
     | `attempt_timeout_ms` | None |
     | `deadline_ms` | None |
     | `policy_config` | None: the policy's defaults (run retry budget 60 000 ms) |
     | `journal` | True: the loop journals each run before every side effect, so `recover` can finish it (docs/durability.md) |
     | `dead_letter` | None: `{"owner", "runbook", "depth_threshold"}` (each default None): written into every dead-letter record; the `dead_letter_depth` event when the queue's depth crosses `depth_threshold` |
+    | `retry_quota` | None (off): the fleet retry quota, a dict `{"name", "capacity", "retry_cost", "timeout_cost", "success_refund"}` (defaults `"default"`, 500, 5, 10, 1): a token bucket in the store that every retry takes from and every success refills (docs/runtime.md) |
     | `config` | None: the whole run configuration as a dict (docs/runtime.md); replaces the typed options above |
     | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments; also gets the store's `store_degraded` / `store_restored` events when the store has `subscribe` (a `FallbackStore`) |
     | `limits` | `Limits()` for the loop component |
@@ -601,11 +603,13 @@ class Runtime:
         breaker: Any = None,
         idempotency_ttl_ms: Optional[int] = None,
         in_flight_ttl_ms: Optional[int] = None,
+        in_flight_wait_ms: Optional[int] = None,
         attempt_timeout_ms: Optional[int] = None,
         deadline_ms: Optional[int] = None,
         policy_config: Any = None,
         journal: Optional[bool] = None,
         dead_letter: Any = None,
+        retry_quota: Any = None,
         config: Any = None,
         on_event: Optional[Callable[..., Any]] = None,
         limits: Optional[Limits] = None,
@@ -621,6 +625,7 @@ class Runtime:
             ("attempt_budget", attempt_budget),
             ("idempotency_ttl_ms", idempotency_ttl_ms),
             ("in_flight_ttl_ms", in_flight_ttl_ms),
+            ("in_flight_wait_ms", in_flight_wait_ms),
             ("attempt_timeout_ms", attempt_timeout_ms),
             ("deadline_ms", deadline_ms),
         ):
@@ -652,6 +657,13 @@ class Runtime:
                     f"dead_letter is a dict with owner, runbook and depth_threshold, got {type(dead_letter).__name__}"
                 )
             typed["dead_letter"] = dead_letter
+        if retry_quota is not None:
+            if not isinstance(retry_quota, dict):
+                raise _bad(
+                    "retry_quota is a dict with name, capacity, retry_cost, timeout_cost and success_refund "
+                    f"(each optional), got {type(retry_quota).__name__}"
+                )
+            typed["retry_quota"] = retry_quota
         if config is not None and not isinstance(config, (dict, str)):
             raise _bad(f"config is the run configuration as a dict (or JSON text), got {type(config).__name__}")
         if seed is not None:
@@ -1051,6 +1063,19 @@ class Run:
                     else:
                         cur = cas.current.value if cas.current is not None else "null"
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
+                elif kind == "take" or kind == "refund":
+                    key, capacity = fx.get("key"), fx.get("capacity")
+                    arg = fx.get("cost") if kind == "take" else fx.get("amount")
+                    if not isinstance(key, str) or not _is_count(capacity) or not _is_count(arg):
+                        raise _malformed(f"{kind} without key, {'cost' if kind == 'take' else 'amount'} or capacity")
+                    now = clock.now_ms()
+                    if kind == "take":
+                        cost = arg
+                        ok, tokens = _quota(store, key, capacity, now, lambda t: t - cost if t >= cost else None)
+                        nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
+                    else:
+                        amount = arg
+                        _quota(store, key, capacity, now, lambda t: t + amount)
                 elif kind == "delete":
                     key = fx.get("key")
                     if not isinstance(key, str):
@@ -1509,6 +1534,38 @@ class _Killed(BaseException):
 
 def _after_the_end(outcome: str) -> StepReport:
     return StepReport(outcome=outcome, run_finished=True)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _quota(store: Any, key: str, capacity: int, now: int, change: Callable[[int], Optional[int]]) -> Tuple[bool, int]:
+    """A retry quota's bounded add (``take``, ``refund``): a compare-and-set
+    loop on ``{"tokens":N}`` (absent or unreadable: ``capacity``; no TTL),
+    clamped to 0..capacity. ``change`` returns the new count, or None when the
+    bucket holds too few (nothing is written). Returns (wrote, tokens left)."""
+    for _ in range(16):
+        current = store.get(key, now)
+        tokens = capacity
+        if current is not None:
+            try:
+                t = json.loads(current.value).get("tokens")
+            except (ValueError, AttributeError):
+                t = None
+            if _is_count(t):
+                tokens = min(t, capacity)
+        new = change(tokens)
+        if new is None:
+            return False, tokens
+        new = min(new, capacity)
+        version = current.version if current is not None else None
+        if isinstance(store.compare_and_set(key, version, f'{{"tokens":{new}}}', None, now), Written):
+            return True, new
+    raise StoreError(
+        "unavailable",
+        f"could not update the retry quota {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run",
+    )
 
 
 def _put(store: Any, key: str, value: str, ttl_ms: Optional[int], now: int) -> None:
