@@ -1064,43 +1064,22 @@ class Run:
                         cur = cas.current.value if cas.current is not None else "null"
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
                 elif kind == "take" or kind == "refund":
+                    # The fleet retry quota (issue 10): a bounded add on the store (_quota.py).
                     key, capacity = fx.get("key"), fx.get("capacity")
                     arg = fx.get("cost") if kind == "take" else fx.get("amount")
                     if not isinstance(key, str) or not _is_count(capacity) or not _is_count(arg):
                         raise _malformed(f"{kind} without key, {'cost' if kind == 'take' else 'amount'} or capacity")
                     now = clock.now_ms()
                     if kind == "take":
-                        cost = arg
-                        ok, tokens = _quota(store, key, capacity, now, lambda t: t - cost if t >= cost else None)
+                        ok, tokens = _quota.take(store, key, arg, capacity, now)
                         nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
                     else:
-                        amount = arg
-                        _quota(store, key, capacity, now, lambda t: t + amount)
+                        _quota.refund(store, key, arg, capacity, now)
                 elif kind == "delete":
                     key = fx.get("key")
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
                     store.delete(key)
-                elif kind in ("take", "refund"):
-                    # The fleet retry quota (issue 10): a bounded add on the store.
-                    key, capacity = fx.get("key"), fx.get("capacity")
-                    amount = fx.get("cost" if kind == "take" else "amount")
-                    if (
-                        not isinstance(key, str)
-                        or not isinstance(capacity, int)
-                        or not isinstance(amount, int)
-                        or isinstance(capacity, bool)
-                        or isinstance(amount, bool)
-                        or capacity < 0
-                        or amount < 0
-                    ):
-                        raise _malformed(f"{kind} without key, capacity or a count")
-                    now = clock.now_ms()
-                    if kind == "take":
-                        ok, tokens = _quota.take(store, key, amount, capacity, now)
-                        nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
-                    else:
-                        _quota.refund(store, key, amount, capacity, now)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
@@ -1538,34 +1517,6 @@ def _after_the_end(outcome: str) -> StepReport:
 
 def _is_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _quota(store: Any, key: str, capacity: int, now: int, change: Callable[[int], Optional[int]]) -> Tuple[bool, int]:
-    """A retry quota's bounded add (``take``, ``refund``): a compare-and-set
-    loop on ``{"tokens":N}`` (absent or unreadable: ``capacity``; no TTL),
-    clamped to 0..capacity. ``change`` returns the new count, or None when the
-    bucket holds too few (nothing is written). Returns (wrote, tokens left)."""
-    for _ in range(16):
-        current = store.get(key, now)
-        tokens = capacity
-        if current is not None:
-            try:
-                t = json.loads(current.value).get("tokens")
-            except (ValueError, AttributeError):
-                t = None
-            if _is_count(t):
-                tokens = min(t, capacity)
-        new = change(tokens)
-        if new is None:
-            return False, tokens
-        new = min(new, capacity)
-        version = current.version if current is not None else None
-        if isinstance(store.compare_and_set(key, version, f'{{"tokens":{new}}}', None, now), Written):
-            return True, new
-    raise StoreError(
-        "unavailable",
-        f"could not update the retry quota {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run",
-    )
 
 
 def _put(store: Any, key: str, value: str, ttl_ms: Optional[int], now: int) -> None:
