@@ -26,14 +26,21 @@ pub fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
     Ok(())
 }
 
+/// Bytes reserved for an output up front: a decision is 700 to 1 200 bytes,
+/// so one allocation holds it instead of the five a 128-byte start grows through.
+const OUTPUT_CAPACITY: usize = 1536;
+
 /// Serialize an output as compact JSON.
 pub fn to_json<T: serde::Serialize>(v: &T) -> Result<String, PolicyError> {
-    serde_json::to_string(v).map_err(|e| {
+    let internal = |e: &dyn std::fmt::Display| {
         PolicyError::new(
             ErrorKind::Internal,
             format!("could not serialize output ({e}); please report this"),
         )
-    })
+    };
+    let mut out = Vec::with_capacity(OUTPUT_CAPACITY);
+    serde_json::to_writer(&mut out, v).map_err(|e| internal(&e))?;
+    String::from_utf8(out).map_err(|e| internal(&e))
 }
 
 /// Classify a parsed observation.
