@@ -62,7 +62,7 @@ pub fn parse_context(context: &str) -> Result<Context, PolicyError> {
 
 /// Classify a JSON observation; returns the envelope as JSON.
 pub fn classify_json(observation: &str) -> Result<String, PolicyError> {
-    to_json(&normalize::classify(&parse_observation(observation)?)?)
+    crate::json_out::envelope(&normalize::classify(&parse_observation(observation)?)?)
 }
 
 /// Decide for a parsed observation and context.
@@ -84,7 +84,7 @@ pub fn decide_from(
 
 /// Decide from JSON; returns the decision as JSON.
 pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
-    to_json(&decide::decide(
+    crate::json_out::decision(&decide::decide(
         parse_observation(observation)?,
         parse_context(context)?,
     )?)
