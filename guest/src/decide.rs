@@ -266,66 +266,62 @@ fn flow(
         Action::DeadLetter
     };
     let mut delay_ms = None;
-    let (action, reason, reason_code): (Action, &'static str, Option<&'static str>) = if env
-        .severity
-        == Severity::Fatal
-    {
-        (Action::Escalate, "fatal", None)
-    } else if env.category == Category::InputRequired {
-        (Action::AwaitInput, "input_required", None)
-    } else {
-        match env.class {
-            ErrorClass::Transient => {
-                if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
-                    (
-                        Action::Fail,
-                        "not_idempotent",
-                        Some("runtime.policy.not_idempotent"),
-                    )
-                } else if attempt >= backoff_cfg.max_attempts {
-                    (
-                        exhausted,
-                        "attempts_exhausted",
-                        Some("runtime.budget.attempts_exhausted"),
-                    )
-                } else {
-                    let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
-                    let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
-                    if remaining == 0 || delay > remaining {
-                        let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
-                            "hint_exceeds_budget"
-                        } else {
-                            "budget_exhausted"
-                        };
-                        (exhausted, reason, Some("runtime.budget.retry_exhausted"))
+    let (action, reason, reason_code): (Action, &'static str, Option<&'static str>) =
+        if env.severity == Severity::Fatal {
+            (Action::Escalate, "fatal", None)
+        } else if env.category == Category::InputRequired {
+            (Action::AwaitInput, "input_required", None)
+        } else {
+            match env.class {
+                ErrorClass::Transient => {
+                    if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
+                        (
+                            Action::Fail,
+                            "not_idempotent",
+                            Some("runtime.policy.not_idempotent"),
+                        )
+                    } else if attempt >= backoff_cfg.max_attempts {
+                        (
+                            exhausted,
+                            "attempts_exhausted",
+                            Some("runtime.budget.attempts_exhausted"),
+                        )
                     } else {
-                        delay_ms = Some(delay);
-                        env.retry_after_ms = Some(delay);
-                        if !env.hint_from_server {
-                            env.hint = format!(
-                                "Wait {delay} ms, then retry the same request with the same idempotency key."
-                            );
+                        let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
+                        let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
+                        if remaining == 0 || delay > remaining {
+                            let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
+                                "hint_exceeds_budget"
+                            } else {
+                                "budget_exhausted"
+                            };
+                            (exhausted, reason, Some("runtime.budget.retry_exhausted"))
+                        } else {
+                            delay_ms = Some(delay);
+                            env.retry_after_ms = Some(delay);
+                            if !env.hint_from_server {
+                                env.hint = normalize::wait_hint(delay);
+                            }
+                            (Action::Retry, "transient", None)
                         }
-                        (Action::Retry, "transient", None)
                     }
                 }
+                ErrorClass::Permanent => (Action::Fail, "permanent", None),
+                ErrorClass::Semantic => (Action::Replan, "semantic", None),
+                ErrorClass::Policy if ctx.fallback_available == Some(false) => (
+                    Action::Escalate,
+                    "no_fallback",
+                    Some("runtime.policy.no_fallback"),
+                ),
+                ErrorClass::Policy => (Action::Fallback, "policy", None),
+                ErrorClass::State if ctx.checkpoint_available == Some(false) => (
+                    Action::Escalate,
+                    "no_checkpoint",
+                    Some("runtime.state.checkpoint_missing"),
+                ),
+                ErrorClass::State => (Action::Restore, "state", None),
             }
-            ErrorClass::Permanent => (Action::Fail, "permanent", None),
-            ErrorClass::Semantic => (Action::Replan, "semantic", None),
-            ErrorClass::Policy if ctx.fallback_available == Some(false) => (
-                Action::Escalate,
-                "no_fallback",
-                Some("runtime.policy.no_fallback"),
-            ),
-            ErrorClass::Policy => (Action::Fallback, "policy", None),
-            ErrorClass::State if ctx.checkpoint_available == Some(false) => (
-                Action::Escalate,
-                "no_checkpoint",
-                Some("runtime.state.checkpoint_missing"),
-            ),
-            ErrorClass::State => (Action::Restore, "state", None),
-        }
-    };
+        };
     if action != Action::Retry {
         action_hint(&mut env, action, reason, remaining);
     }

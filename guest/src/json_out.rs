@@ -124,8 +124,29 @@ fn value(out: &mut String, v: Option<&serde_json::Value>) -> Result<(), PolicyEr
 }
 
 fn u64_(out: &mut String, n: u64) {
-    // Writing to a String cannot fail.
-    let _ = write!(out, "{n}");
+    push_u64(out, n);
+}
+
+/// Appends the decimal digits of `n` (what `{n}` prints, without the
+/// formatting machinery, which costs more than the digits on this path).
+pub(crate) fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    for slot in digits.iter_mut().rev() {
+        // `n % 10` is below 10, so the cast cannot truncate.
+        *slot = b'0' + (n % 10) as u8;
+        start -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(
+        digits
+            .get(start..)
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .unwrap_or(""),
+    );
 }
 
 fn opt_u64(out: &mut String, n: Option<u64>) {
@@ -232,6 +253,26 @@ mod tests {
             reason_code: None,
             envelope: env(text),
             breaker: breaker.then(crate::config::BreakerThresholds::default),
+        }
+    }
+
+    #[test]
+    fn digits_are_those_of_display() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            1 << 53,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut s = String::new();
+            push_u64(&mut s, n);
+            assert_eq!(s, n.to_string());
         }
     }
 
