@@ -1,4 +1,14 @@
-//! Time the pieces of decide_json natively (profiling aid).
+//! The pieces of `decide_json` natively, on the host bench's 13-observation mix
+//! (a profiling aid; figures are printed, never asserted):
+//!
+//! ```text
+//! cargo build --release -p agent-recovery-policy --example pieces
+//! target/release/examples/pieces 20000        # wall time of each piece, per call
+//! valgrind --tool=callgrind target/release/examples/pieces 500 full
+//! ```
+//!
+//! With `full` only `decide_json` runs: callgrind's total / (500 x 13) is its
+//! instructions per call.
 use agent_recovery_policy::*;
 use std::hint::black_box;
 use std::time::Instant;
