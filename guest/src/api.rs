@@ -26,14 +26,21 @@ pub fn check_size(what: &str, text: &str) -> Result<(), PolicyError> {
     Ok(())
 }
 
+/// Bytes reserved for an output up front: a decision is 700 to 1 200 bytes,
+/// so one allocation holds it instead of the five a 128-byte start grows through.
+const OUTPUT_CAPACITY: usize = 1536;
+
 /// Serialize an output as compact JSON.
 pub fn to_json<T: serde::Serialize>(v: &T) -> Result<String, PolicyError> {
-    serde_json::to_string(v).map_err(|e| {
+    let internal = |e: &dyn std::fmt::Display| {
         PolicyError::new(
             ErrorKind::Internal,
             format!("could not serialize output ({e}); please report this"),
         )
-    })
+    };
+    let mut out = Vec::with_capacity(OUTPUT_CAPACITY);
+    serde_json::to_writer(&mut out, v).map_err(|e| internal(&e))?;
+    String::from_utf8(out).map_err(|e| internal(&e))
 }
 
 /// Classify a parsed observation.
@@ -55,7 +62,7 @@ pub fn parse_context(context: &str) -> Result<Context, PolicyError> {
 
 /// Classify a JSON observation; returns the envelope as JSON.
 pub fn classify_json(observation: &str) -> Result<String, PolicyError> {
-    to_json(&normalize::classify(&parse_observation(observation)?)?)
+    crate::json_out::envelope(&normalize::classify(&parse_observation(observation)?)?)
 }
 
 /// Decide for a parsed observation and context.
@@ -77,7 +84,7 @@ pub fn decide_from(
 
 /// Decide from JSON; returns the decision as JSON.
 pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
-    to_json(&decide::decide(
+    crate::json_out::decision(&decide::decide(
         parse_observation(observation)?,
         parse_context(context)?,
     )?)

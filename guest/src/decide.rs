@@ -42,6 +42,24 @@ pub struct Context {
     pub config: Option<ConfigOverrides>,
 }
 
+/// [`Context`] as its JSON text says it, with `config` kept as text for its
+/// own parse (its errors are `invalid_config`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextText<'a> {
+    call: Option<String>,
+    attempt: Option<u32>,
+    elapsed_ms: Option<u64>,
+    seed: Option<Seed>,
+    now_ms: Option<u64>,
+    idempotent: Option<bool>,
+    checkpoint_available: Option<bool>,
+    fallback_available: Option<bool>,
+    compensations_pending: Option<u32>,
+    #[serde(borrow)]
+    config: Option<&'a serde_json::value::RawValue>,
+}
+
 /// A seed given as a JSON number or a decimal string (JavaScript cannot hold every u64).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Value")]
@@ -67,8 +85,42 @@ impl Context {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
+        if let Some(ctx) = Self::from_object_text(text) {
+            return Ok(ctx);
+        }
+        // The slow path names what is wrong (invalid JSON, invalid context or
+        // invalid config); it also decides every input the fast path refused.
         let v: Value = serde_json::from_str(text).map_err(|e| PolicyError::json("context", &e))?;
         Self::from_json(v)
+    }
+
+    /// A well-formed context object parsed in one pass, with no `Value` tree;
+    /// `None` whenever anything fails (an error, a duplicate member, not an
+    /// object), so that [`from_json`](Self::from_json) says why. On success it
+    /// equals what `from_json` returns: the same derive reads the same members.
+    fn from_object_text(text: &str) -> Option<Self> {
+        // A derived struct also accepts a JSON array (members by position);
+        // a context must be an object, so anything else takes the slow path.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let t: ContextText<'_> = serde_json::from_str(text).ok()?;
+        let config = match t.config {
+            None => None,
+            Some(raw) => Some(serde_json::from_str::<ConfigOverrides>(raw.get()).ok()?),
+        };
+        Some(Context {
+            call: t.call,
+            attempt: t.attempt,
+            elapsed_ms: t.elapsed_ms,
+            seed: t.seed,
+            now_ms: t.now_ms,
+            idempotent: t.idempotent,
+            checkpoint_available: t.checkpoint_available,
+            fallback_available: t.fallback_available,
+            compensations_pending: t.compensations_pending,
+            config,
+        })
     }
 
     /// Parse a context from a JSON value.
@@ -214,66 +266,62 @@ fn flow(
         Action::DeadLetter
     };
     let mut delay_ms = None;
-    let (action, reason, reason_code): (Action, &'static str, Option<&'static str>) = if env
-        .severity
-        == Severity::Fatal
-    {
-        (Action::Escalate, "fatal", None)
-    } else if env.category == Category::InputRequired {
-        (Action::AwaitInput, "input_required", None)
-    } else {
-        match env.class {
-            ErrorClass::Transient => {
-                if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
-                    (
-                        Action::Fail,
-                        "not_idempotent",
-                        Some("runtime.policy.not_idempotent"),
-                    )
-                } else if attempt >= backoff_cfg.max_attempts {
-                    (
-                        exhausted,
-                        "attempts_exhausted",
-                        Some("runtime.budget.attempts_exhausted"),
-                    )
-                } else {
-                    let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
-                    let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
-                    if remaining == 0 || delay > remaining {
-                        let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
-                            "hint_exceeds_budget"
-                        } else {
-                            "budget_exhausted"
-                        };
-                        (exhausted, reason, Some("runtime.budget.retry_exhausted"))
+    let (action, reason, reason_code): (Action, &'static str, Option<&'static str>) =
+        if env.severity == Severity::Fatal {
+            (Action::Escalate, "fatal", None)
+        } else if env.category == Category::InputRequired {
+            (Action::AwaitInput, "input_required", None)
+        } else {
+            match env.class {
+                ErrorClass::Transient => {
+                    if ctx.idempotent == Some(false) && AMBIGUOUS.contains(&base_of(&env.code)) {
+                        (
+                            Action::Fail,
+                            "not_idempotent",
+                            Some("runtime.policy.not_idempotent"),
+                        )
+                    } else if attempt >= backoff_cfg.max_attempts {
+                        (
+                            exhausted,
+                            "attempts_exhausted",
+                            Some("runtime.budget.attempts_exhausted"),
+                        )
                     } else {
-                        delay_ms = Some(delay);
-                        env.retry_after_ms = Some(delay);
-                        if !env.hint_from_server {
-                            env.hint = format!(
-                                "Wait {delay} ms, then retry the same request with the same idempotency key."
-                            );
+                        let jitter = backoff::delay(&backoff_cfg, attempt, ctx.seed.map(|s| s.0))?;
+                        let delay = jitter.max(env.retry_after_ms.unwrap_or(0));
+                        if remaining == 0 || delay > remaining {
+                            let reason = if env.retry_after_ms.is_some_and(|h| h > remaining) {
+                                "hint_exceeds_budget"
+                            } else {
+                                "budget_exhausted"
+                            };
+                            (exhausted, reason, Some("runtime.budget.retry_exhausted"))
+                        } else {
+                            delay_ms = Some(delay);
+                            env.retry_after_ms = Some(delay);
+                            if !env.hint_from_server {
+                                env.hint = normalize::wait_hint(delay);
+                            }
+                            (Action::Retry, "transient", None)
                         }
-                        (Action::Retry, "transient", None)
                     }
                 }
+                ErrorClass::Permanent => (Action::Fail, "permanent", None),
+                ErrorClass::Semantic => (Action::Replan, "semantic", None),
+                ErrorClass::Policy if ctx.fallback_available == Some(false) => (
+                    Action::Escalate,
+                    "no_fallback",
+                    Some("runtime.policy.no_fallback"),
+                ),
+                ErrorClass::Policy => (Action::Fallback, "policy", None),
+                ErrorClass::State if ctx.checkpoint_available == Some(false) => (
+                    Action::Escalate,
+                    "no_checkpoint",
+                    Some("runtime.state.checkpoint_missing"),
+                ),
+                ErrorClass::State => (Action::Restore, "state", None),
             }
-            ErrorClass::Permanent => (Action::Fail, "permanent", None),
-            ErrorClass::Semantic => (Action::Replan, "semantic", None),
-            ErrorClass::Policy if ctx.fallback_available == Some(false) => (
-                Action::Escalate,
-                "no_fallback",
-                Some("runtime.policy.no_fallback"),
-            ),
-            ErrorClass::Policy => (Action::Fallback, "policy", None),
-            ErrorClass::State if ctx.checkpoint_available == Some(false) => (
-                Action::Escalate,
-                "no_checkpoint",
-                Some("runtime.state.checkpoint_missing"),
-            ),
-            ErrorClass::State => (Action::Restore, "state", None),
-        }
-    };
+        };
     if action != Action::Retry {
         action_hint(&mut env, action, reason, remaining);
     }
@@ -346,4 +394,60 @@ fn action_hint(env: &mut Envelope, action: Action, reason: &str, remaining_ms: u
         (Action::AwaitInput, _) => "Wait for the requested input, then continue.".to_owned(),
         (Action::Retry, _) => return,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass parse must agree with the `Value` path (the original
+    /// implementation) on every context it accepts, and leave every other
+    /// context to that path.
+    #[test]
+    fn the_one_pass_context_parse_agrees_with_the_value_path() {
+        let slow = |t: &str| {
+            serde_json::from_str::<Value>(t)
+                .ok()
+                .and_then(|v| Context::from_json(v).ok())
+        };
+        let accepted = [
+            r#"{"attempt":1,"elapsed_ms":1500,"seed":42}"#,
+            r#"{}"#,
+            r#" {"call":"llm","seed":"18446744073709551615","now_ms":1}"#,
+            r#"{"attempt":null,"config":null,"idempotent":false}"#,
+            r#"{"att\u0065mpt":3,"checkpoint_available":true,"fallback_available":false}"#,
+            r#"{"compensations_pending":2,"config":{"tool":{"base_ms":10,"max_attempts":2},"retry_budget_ms":5}}"#,
+            r#"{"config":{"breaker":{"failure_threshold":4}}}"#,
+        ];
+        for t in accepted {
+            let fast = Context::from_object_text(t);
+            assert!(fast.is_some(), "the fast path refused {t}");
+            assert_eq!(fast, slow(t), "{t}");
+        }
+        let refused = [
+            // Arrays would fill a derived struct by position.
+            r#"[null,1]"#,
+            // Duplicates: the Value path keeps the last one.
+            r#"{"attempt":1,"attempt":2}"#,
+            r#"{"config":{"tool":{"base_ms":1},"tool":{"base_ms":2}}}"#,
+            r#"{"attempt":-1}"#,
+            r#"{"attempt":1.5}"#,
+            r#"{"unknown":1}"#,
+            r#"{"config":{"unknown":1}}"#,
+            r#"{"config":[]}"#,
+            r#"{"seed":"x"}"#,
+            r#"{"attempt":1} x"#,
+        ];
+        for t in refused {
+            assert_eq!(Context::from_object_text(t), None, "{t}");
+        }
+        // And through the public entry point the refused ones decide as before.
+        assert_eq!(
+            Context::from_json_str(r#"{"attempt":1,"attempt":2}"#)
+                .ok()
+                .and_then(|c| c.attempt),
+            Some(2)
+        );
+        assert!(Context::from_json_str("[null,1]").is_err());
+    }
 }

@@ -40,6 +40,7 @@ mod export_macro;
 mod headers;
 mod hints;
 mod idempotency;
+mod json_out;
 mod meta;
 mod model;
 mod normalize;

@@ -60,12 +60,12 @@ pub trait RecoveryPolicy {
 
     /// `classify-json`.
     fn classify_json(observation: &str) -> Result<String, PolicyError> {
-        api::to_json(&Self::classify(&api::parse_observation(observation)?)?)
+        crate::json_out::envelope(&Self::classify(&api::parse_observation(observation)?)?)
     }
 
     /// `decide-json`.
     fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
-        api::to_json(&Self::decide(
+        crate::json_out::decision(&Self::decide(
             api::parse_observation(observation)?,
             api::parse_context(context)?,
         )?)

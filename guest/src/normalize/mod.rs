@@ -123,7 +123,7 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
                 Some(d) => {
                     let d = refine(d, want);
                     let s = registry::surface_for(d, want);
-                    let code = format!("{}.{}", s.as_str(), d.base);
+                    let code = [s.as_str(), ".", d.base].concat();
                     let info = registry::lookup(&code);
                     (code, info)
                 }
@@ -174,7 +174,7 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
     let hint = match (&f.hint, retryable, f.retry_after_ms) {
         (Some(h), _, _) if hint_from_server => one_line(h),
         (_, true, Some(ms)) => {
-            format!("Wait {ms} ms, then retry the same request with the same idempotency key.")
+            wait_hint(ms)
         }
         // The server's explicit signal contradicts the code's default: so must the hint.
         (_, false, _) if default_retryable => {
@@ -222,6 +222,16 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
         upstream: f.upstream,
         hint_from_server,
     }
+}
+
+/// The hint of a retry after `ms`: "Wait {ms} ms, then retry the same request
+/// with the same idempotency key." (built without the formatting machinery).
+pub(crate) fn wait_hint(ms: u64) -> String {
+    let mut s = String::with_capacity(80);
+    s.push_str("Wait ");
+    crate::json_out::push_u64(&mut s, ms);
+    s.push_str(" ms, then retry the same request with the same idempotency key.");
+    s
 }
 
 /// A definition that says more for this surface: a 413 on an LLM call is fixed
