@@ -388,8 +388,8 @@ impl RedisStore {
             return StoreError::new(
                 StoreErrorKind::Io,
                 format!(
-                    "{url}: Redis refused the credentials ({code} {}); check the URL's user and password (redis://user:pass@host) and the user's ACL",
-                    e.detail().unwrap_or("")
+                    "{url}: Redis refused the credentials ({}); check the URL's user and password (redis://user:pass@host) and the user's ACL",
+                    e.to_string().replace('\n', " ")
                 ),
             );
         }
@@ -620,7 +620,12 @@ impl Store for RedisStore {
                 .arg(format!("({after}-0"))
                 .arg("+")
                 .arg("COUNT")
-                .arg(limit)
+                // Redis takes a signed 64-bit count; usize::MAX means "all".
+                .arg(
+                    u64::try_from(limit)
+                        .unwrap_or(u64::MAX)
+                        .min(i64::MAX as u64),
+                )
                 .query(c)
         })?;
         let url = &self.inner.options.display;
