@@ -12,9 +12,10 @@
 //!
 //! Time is always passed in (`now_ms`, Unix milliseconds), never read by the
 //! store, so a virtual clock works and every backend agrees on what expired.
-//! The interface is small on purpose: a Redis backend maps it onto a hash
-//! per entry plus `PEXPIREAT`, and a Redis stream per stream; see
-//! `docs/store.md`.
+//! The interface is small on purpose: the Redis backend ([`RedisStore`])
+//! maps it onto a hash per entry and a Redis stream per stream through Lua
+//! scripts, and [`FallbackStore`] keeps a fleet working on a local spool while
+//! Redis is down; [`open`] builds either from a spec. See `docs/store.md`.
 //!
 //! ```
 //! use agent_recovery::store::{Cas, MemoryStore, Store};
@@ -103,7 +104,8 @@ pub enum Cas {
 ///
 /// Every method checks its arguments first (see the [module docs](self#limits))
 /// and returns a [`StoreError`] instead of panicking. Implementations:
-/// [`MemoryStore`] and [`SqliteStore`].
+/// [`MemoryStore`], [`SqliteStore`], [`RedisStore`] and the
+/// [`FallbackStore`] wrapper ([`open`] picks one from a spec).
 pub trait Store: Send + Sync {
     /// The live value at `key` (None when absent or expired at `now_ms`).
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError>;
