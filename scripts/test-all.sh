@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run every test: Rust (policy, host, CLI, fixtures, example policy),
 # Node (jco), Python (wasmtime-py), the cross-runtime conformance check and the
-# examples. Installs what it needs: the wasm32-wasip2 target, npm packages (in
-# node/node_modules) and pip packages (in .venv).
+# examples. Installs what it needs: the wasm32-wasip2 target, redis-server (apt),
+# npm packages (in node/node_modules) and pip packages (in .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -12,6 +12,11 @@ step "toolchain"
 rustup target add wasm32-wasip2 >/dev/null
 command -v node >/dev/null || { echo "node 20+ is required (https://nodejs.org)"; exit 2; }
 command -v python3 >/dev/null || { echo "python 3.11+ is required"; exit 2; }
+# The Redis store's tests (Rust, Node, Python) start their own redis-server on
+# a free port of 127.0.0.1 (docs/store.md, "The Redis backend").
+if ! command -v redis-server >/dev/null; then
+  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+fi
 
 step "vectors: the independently computed idempotency keys are up to date"
 python3 tests/vectors/tools/keys.py --check

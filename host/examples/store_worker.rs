@@ -8,7 +8,10 @@
 //! increments and N reads of one key and answers the mean microseconds of
 //! each (`tests/store/measure.py` prints them for the three languages).
 //!
-//! `cargo run --release -p agent-recovery --example store_worker -- PATH [full|normal]`
+//! PATH may also be a `redis://` URL: the worker then opens a bare
+//! `RedisStore` (the Rust cross-process test over Redis, `tests/store_redis.rs`).
+//!
+//! `cargo run --release -p agent-recovery --example store_worker -- PATH|URL [full|normal]`
 
 #[path = "../tests/store_ops/mod.rs"]
 mod store_ops;
@@ -17,12 +20,16 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use agent_recovery::store::{Cas, SqliteOptions, SqliteStore, Store, Synchronous};
+use std::sync::Arc;
+
+use agent_recovery::store::{
+    Cas, RedisStore, SqliteOptions, SqliteStore, Store, StoreError, Synchronous,
+};
 use serde_json::{Value, json};
 
 /// `rounds` times: read `key` (a JSON integer), write it + 1 naming the
 /// version read; returns the `[value read, version written]` of each win.
-fn increment(store: &SqliteStore, op: &Value) -> Value {
+fn increment(store: &dyn Store, op: &Value) -> Value {
     let key = op["key"].as_str().unwrap_or("counter");
     let now = op["now_ms"].as_u64().unwrap_or(0);
     let mut wins = Vec::new();
@@ -46,7 +53,7 @@ fn increment(store: &SqliteStore, op: &Value) -> Value {
 
 /// Mean microseconds of `rounds` increments (get + compare-and-set) and of
 /// `rounds` gets, on the key `bench`.
-fn bench(store: &SqliteStore, op: &Value) -> Value {
+fn bench(store: &dyn Store, op: &Value) -> Value {
     let rounds = op["rounds"].as_u64().unwrap_or(1).max(1);
     let start = Instant::now();
     for _ in 0..rounds {
@@ -83,8 +90,27 @@ fn main() -> ExitCode {
         synchronous,
         ..SqliteOptions::default()
     };
-    let store = match SqliteStore::open_with(&path, &options) {
-        Ok(store) => store,
+    type Purge = Box<dyn Fn(u64) -> Result<usize, StoreError>>;
+    let opened: Result<(Arc<dyn Store>, Purge), StoreError> = if path.starts_with("redis://") {
+        RedisStore::open(&path).map(|s| {
+            let p = s.clone();
+            (
+                Arc::new(s) as Arc<dyn Store>,
+                Box::new(move |now| p.purge_expired(now)) as Purge,
+            )
+        })
+    } else {
+        SqliteStore::open_with(&path, &options).map(|s| {
+            let s = Arc::new(s);
+            let p = Arc::clone(&s);
+            (
+                s as Arc<dyn Store>,
+                Box::new(move |now| p.purge_expired(now)) as Purge,
+            )
+        })
+    };
+    let (store, purge) = match opened {
+        Ok(pair) => pair,
         Err(e) => {
             println!(
                 "{}",
@@ -99,9 +125,9 @@ fn main() -> ExitCode {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let answer = match serde_json::from_str::<Value>(&line) {
-            Ok(op) if op["op"] == "increment" => increment(&store, &op),
-            Ok(op) if op["op"] == "bench" => bench(&store, &op),
-            Ok(op) => store_ops::apply(&store, &|now| store.purge_expired(now), &op),
+            Ok(op) if op["op"] == "increment" => increment(store.as_ref(), &op),
+            Ok(op) if op["op"] == "bench" => bench(store.as_ref(), &op),
+            Ok(op) => store_ops::apply(store.as_ref(), &purge, &op),
             Err(e) => json!({"error": "invalid-argument", "message": format!("not JSON: {e}")}),
         };
         let _ = writeln!(out, "{answer}");

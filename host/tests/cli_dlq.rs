@@ -290,8 +290,17 @@ fn errors_are_one_line_with_exit_2() {
             "no such file",
         ),
         (
-            vec!["dlq", "list", "--store", "redis://localhost:6379"],
-            "not supported yet",
+            vec![
+                "dlq",
+                "list",
+                "--store",
+                "redis://localhost:6379?colour=red",
+            ],
+            "unknown option \"colour\"; the known options are prefix, timeout_ms",
+        ),
+        (
+            vec!["dlq", "list", "--store", "rediss://u:secret@localhost:6379"],
+            "rediss:// (TLS) is not supported",
         ),
         (vec!["dlq", "list"], "--store"),
         (vec!["dlq", "show", "--store", s], "ID"),

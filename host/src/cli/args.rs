@@ -309,9 +309,10 @@ pub struct Simulate {
     /// The scenario file (JSON, docs/runtime.md); - reads stdin.
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
-    /// Run against this SQLite store file instead of memory, so runs share
-    /// breakers, attempt counts, the idempotency cache and dead letters.
-    #[arg(long, value_name = "PATH")]
+    /// Run against this store instead of memory, so runs share breakers,
+    /// attempt counts, the idempotency cache and dead letters: a SQLite store
+    /// file, or a redis://host:port/db URL (docs/store.md).
+    #[arg(long, value_name = "PATH|URL")]
     pub store: Option<String>,
     /// Write the run's spans to this file as OTLP JSON, one
     /// ExportTraceServiceRequest per line (docs/telemetry.md).
@@ -319,12 +320,12 @@ pub struct Simulate {
     pub trace_out: Option<String>,
 }
 
-/// `--store`: where the store is. A path to a SQLite store file today; the
-/// argument is a string so that other forms (a `redis://` URL) can be added.
+/// `--store`: where the store is: a SQLite store file, or a `redis://` URL.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// The store: a SQLite store file written by any runtime (it must exist).
-    #[arg(long, value_name = "PATH")]
+    /// The store: a SQLite store file written by any runtime (it must
+    /// exist), or a redis://host:port/db URL (docs/store.md).
+    #[arg(long, value_name = "PATH|URL")]
     pub store: String,
 }
 

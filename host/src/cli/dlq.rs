@@ -27,19 +27,20 @@ use crate::cli::style::{Output, Paint};
 /// configuration's default `in_flight_ttl_ms`).
 const DEFAULT_OLDER_THAN_MS: u64 = 300_000;
 
-/// Opens `--store`: an existing SQLite store file (never creates one).
+/// Opens `--store`: a `redis://` URL, or an existing SQLite store file
+/// (never creates one).
 fn open(arg: &StoreArg) -> anyhow::Result<Arc<dyn Store>> {
     let s = arg.store.as_str();
-    if let Some((scheme, _)) = s.split_once("://") {
-        return Err(Usage(format!(
-            "--store {s}: {scheme}:// stores are not supported yet; pass the path of a SQLite store file"
-        ))
-        .into());
+    if s.contains("://") {
+        let shown = agent_recovery::store::RedisOptions::parse(s)
+            .map_or_else(|_| s.to_owned(), |o| o.display);
+        return agent_recovery::store::open(s)
+            .map_err(|e| Usage(format!("--store {shown}: {e}")).into());
     }
     let path = Path::new(s);
     if !path.is_file() {
         return Err(Usage(format!(
-            "--store {s}: no such file; pass the SQLite store file a worker writes (SqliteStore)"
+            "--store {s}: no such file; pass the SQLite store file a worker writes (SqliteStore) or a redis:// URL"
         ))
         .into());
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agent_recovery::Loader;
 use agent_recovery::runtime::RuntimeError;
 use agent_recovery::runtime::scenario::{self, ScenarioError};
-use agent_recovery::store::{MemoryStore, SqliteStore, Store};
+use agent_recovery::store::{MemoryStore, Store};
 use anyhow::Context as _;
 use serde_json::Value;
 
@@ -97,10 +97,18 @@ fn read_scenario(path: &str) -> anyhow::Result<String> {
     })
 }
 
+/// `--store`: a `redis://` URL (docs/store.md, "The Redis backend") or a
+/// SQLite store file (created when missing).
 fn open_store(path: &std::path::Path) -> anyhow::Result<Arc<dyn Store>> {
-    let store =
-        SqliteStore::open(path).map_err(|e| Usage(format!("--store {}: {e}", path.display())))?;
-    Ok(Arc::new(store))
+    let spec = path.to_string_lossy();
+    let store = agent_recovery::store::open(&spec)
+        .map_err(|e| Usage(format!("--store {}: {e}", redact_spec(&spec))))?;
+    Ok(store)
+}
+
+/// The spec without a URL's password, for messages.
+fn redact_spec(spec: &str) -> String {
+    agent_recovery::store::RedisOptions::parse(spec).map_or_else(|_| spec.to_owned(), |o| o.display)
 }
 
 /// The timeline as a table, one event per line.

@@ -155,6 +155,8 @@ pub struct RuntimeBuilder {
     decider: Option<Arc<dyn Decide + Send + Sync>>,
     store: Option<Arc<dyn Store>>,
     clock: Option<Arc<dyn Clock>>,
+    store_clock: Option<Arc<dyn Clock>>,
+    store_listeners: Option<crate::store::Listeners>,
     seed: Option<u64>,
     config: serde_json::Map<String, Value>,
     raw_config: Option<Value>,
@@ -187,8 +189,21 @@ impl RuntimeBuilder {
     /// Where breakers, attempt counts, the idempotency cache and dead letters live.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
+        self.store_clock = None;
+        self.store_listeners = None;
         self
     }
+    /// The store opened by [`store::open_with`](crate::store::open_with):
+    /// its Redis server clock is used unless [`clock`](Self::clock) is set,
+    /// and the fallback wrapper's `store_degraded` / `store_restored` events
+    /// reach [`on_event`](Self::on_event).
+    pub fn opened_store(mut self, opened: crate::store::OpenedStore) -> Self {
+        self.store = Some(opened.store);
+        self.store_clock = opened.clock;
+        self.store_listeners = opened.listeners;
+        self
+    }
+
     /// The clock to read and sleep on.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
@@ -336,6 +351,9 @@ impl RuntimeBuilder {
             .get("in_flight_ttl_ms")
             .and_then(Value::as_u64)
             .unwrap_or(durable::IN_FLIGHT_TTL_MS);
+        if let (Some(listeners), Some(f)) = (&self.store_listeners, &self.on_event) {
+            listeners.subscribe(Arc::clone(f));
+        }
         let depth_threshold = config
             .pointer("/dead_letter/depth_threshold")
             .and_then(Value::as_u64);
@@ -343,7 +361,10 @@ impl RuntimeBuilder {
             looper: LoopComponent::reference(&loader, limits)?,
             decider,
             store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            clock: self
+                .clock
+                .or(self.store_clock)
+                .unwrap_or_else(|| Arc::new(SystemClock)),
             seed: self.seed,
             config: config.to_string(),
             on_event: self.on_event,

@@ -12,9 +12,10 @@
 //!
 //! Time is always passed in (`now_ms`, Unix milliseconds), never read by the
 //! store, so a virtual clock works and every backend agrees on what expired.
-//! The interface is small on purpose: a Redis backend maps it onto a hash
-//! per entry plus `PEXPIREAT`, and a Redis stream per stream; see
-//! `docs/store.md`.
+//! The interface is small on purpose: the Redis backend ([`RedisStore`])
+//! maps it onto a hash per entry and a Redis stream per stream through Lua
+//! scripts, and [`FallbackStore`] keeps a fleet working on a local spool while
+//! Redis is down; [`open`] builds either from a spec. See `docs/store.md`.
 //!
 //! ```
 //! use agent_recovery::store::{Cas, MemoryStore, Store};
@@ -57,12 +58,20 @@
 
 mod check;
 mod error;
+pub mod fallback;
 mod memory;
+mod redis;
 mod sqlite;
+
+use std::sync::Arc;
+
+use crate::runtime::Clock;
 
 pub use check::{MAX_INTEGER, MAX_NAME_BYTES, MAX_VALUE_BYTES};
 pub use error::{StoreError, StoreErrorKind};
+pub use fallback::{FallbackOptions, FallbackStore, Listeners};
 pub use memory::MemoryStore;
+pub use redis::{Fallback, REDIS_SCHEMA, RedisOptions, RedisStore, ServerClock, URL_OPTIONS};
 pub use sqlite::{
     APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous,
 };
@@ -95,7 +104,8 @@ pub enum Cas {
 ///
 /// Every method checks its arguments first (see the [module docs](self#limits))
 /// and returns a [`StoreError`] instead of panicking. Implementations:
-/// [`MemoryStore`] and [`SqliteStore`].
+/// [`MemoryStore`], [`SqliteStore`], [`RedisStore`] and the
+/// [`FallbackStore`] wrapper ([`open`] picks one from a spec).
 pub trait Store: Send + Sync {
     /// The live value at `key` (None when absent or expired at `now_ms`).
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError>;
@@ -135,6 +145,103 @@ pub trait Store: Send + Sync {
 
     /// Live keys starting with `prefix`, sorted (by UTF-8 bytes).
     fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
+}
+
+/// A store opened from a spec by [`open_with`].
+pub struct OpenedStore {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The Redis server's clock, for a `redis://` spec.
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Who hears `store_degraded` / `store_restored` (a `redis://` spec with
+    /// `fallback=local`); a Runtime built on it adds its `on_event`.
+    pub listeners: Option<Listeners>,
+}
+
+impl std::fmt::Debug for OpenedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedStore")
+            .field("server_clock", &self.clock.is_some())
+            .finish()
+    }
+}
+
+/// Opens a store from a spec: a `redis://` URL (docs/store.md, "The Redis
+/// backend") gives a [`FallbackStore`] over a [`RedisStore`] and its local
+/// spool (or the bare [`RedisStore`] with `fallback=none`); anything else is
+/// the path of a [`SqliteStore`] file (created when missing).
+pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(open_with(spec, None)?.store)
+}
+
+/// [`open`], with an event listener for the fallback wrapper's events, and
+/// the server clock returned alongside.
+///
+/// With `fallback=local` the Redis connection is made lazily: opening never
+/// fails because Redis is down (the first call degrades instead).
+pub fn open_with(
+    spec: &str,
+    on_event: Option<fallback::Listener>,
+) -> Result<OpenedStore, StoreError> {
+    if !spec.starts_with("redis://") && !spec.starts_with("rediss://") {
+        if let Some((scheme, _)) = spec.split_once("://") {
+            return Err(StoreError::invalid(format!(
+                "store {spec:?}: {scheme}:// is not a store kind; pass redis://host:port/db or the path of a SQLite store file"
+            )));
+        }
+        return Ok(OpenedStore {
+            store: Arc::new(SqliteStore::open(spec)?),
+            clock: None,
+            listeners: None,
+        });
+    }
+    let options = RedisOptions::parse(spec)?;
+    if options.fallback == Fallback::None {
+        let redis = RedisStore::with_options(options)?;
+        return Ok(OpenedStore {
+            clock: Some(redis.server_clock()),
+            store: Arc::new(redis),
+            listeners: None,
+        });
+    }
+    let spool = match &options.spool {
+        Some(p) => std::path::PathBuf::from(p),
+        None => fallback::default_spool_path(&options.display)?,
+    };
+    if let Some(dir) = spool.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Io,
+                format!(
+                    "cannot create the spool directory {} ({e}); pass spool=/writable/path.sqlite in the URL",
+                    dir.display()
+                ),
+            )
+        })?;
+    }
+    let local = SqliteStore::open(&spool)?;
+    let listeners = Listeners::default();
+    if let Some(f) = on_event {
+        listeners.subscribe(f);
+    }
+    let name = options.display.clone();
+    let probe_ms = options.probe_ms;
+    let redis = RedisStore::lazy(options)?;
+    let clock = redis.server_clock();
+    let store = FallbackStore::new(
+        Arc::new(redis),
+        Arc::new(local),
+        FallbackOptions {
+            name,
+            probe_ms,
+            listeners: listeners.clone(),
+        },
+    );
+    Ok(OpenedStore {
+        store: Arc::new(store),
+        clock: Some(clock),
+        listeners: Some(listeners),
+    })
 }
 
 /// Whether an entry with this expiry is live at `now_ms`.
