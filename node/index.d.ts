@@ -574,6 +574,101 @@ export declare class SqliteStore implements Store {
   purgeExpired(nowMs: number): number;
 }
 
+// ------------------------------------------------------------------ the Redis store (issue 10)
+
+/** The options of a redis:// store URL (its query string) and their defaults. */
+export declare const REDIS_URL_DEFAULTS: Readonly<{
+  prefix: 'ar';
+  timeout_ms: 1000;
+  connect_timeout_ms: 1000;
+  fallback: 'local';
+  spool: null;
+  probe_ms: 1000;
+  grace_ms: 60000;
+}>;
+/** The local stream the spool writes while Redis is down: 'agent-recovery/spool'. */
+export declare const SPOOL_STREAM: string;
+/** Key prefixes whose writes and deletes are spooled (appends to any stream are). */
+export declare const SPOOLED_PREFIXES: readonly string[];
+
+/** A parsed store URL (the password only in `url` and `clientUrl`). */
+export interface RedisUrlOptions {
+  url: string;
+  /** The URL with the password replaced by ***. */
+  display: string;
+  clientUrl: string;
+  /** The URL without its password (the spool's name hashes it). */
+  safeUrl: string;
+  prefix: string;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  fallback: 'local' | 'none';
+  spool: string | null;
+  probeMs: number;
+  graceMs: number;
+}
+/** Parse redis://[user:pass@]host[:port][/db][?opts] (or rediss://); StoreError 'invalid_argument' on a bad URL or option. */
+export declare function parseRedisUrl(spec: string): RedisUrlOptions;
+/** $XDG_STATE_HOME (else ~/.local/state)/agent-recovery/spool-<16 hex of sha256(URL without password)>.sqlite. */
+export declare function defaultSpoolPath(spec: string): string;
+
+/** The server's clock: TIME sampled on first use and every 10 s, never backwards, the last offset when unreachable. */
+export declare class ServerClock implements Clock {
+  readonly offsetMs: number;
+  nowMs(): number;
+  sleepMs(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** A store on Redis 7 (the shared Lua scripts), synchronous like SqliteStore. Needs the optional dependency @redis/client. */
+export declare class RedisStore implements Store {
+  constructor(url: string);
+  /** The URL without its password. */
+  readonly url: string;
+  serverClock(): ServerClock;
+  /** PING; StoreError 'unavailable' when the server does not answer. */
+  ping(): void;
+  close(): void;
+  get(key: string, nowMs: number): Versioned | null;
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;
+  append(stream: string, record: string, nowMs: number): number;
+  read(stream: string, after: number, limit: number): Array<[number, string]>;
+  delete(key: string): boolean;
+  keys(prefix: string, nowMs: number): string[];
+  purgeExpired(nowMs: number): number;
+}
+
+export interface FallbackStoreOptions {
+  /** Called with each event's JSON text: store_degraded, store_restored. */
+  onEvent?: (text: string) => void;
+  /** While degraded, try the primary again at most this often, in the calls' nowMs (default 1000). */
+  probeMs?: number;
+  /** The store's name in events (default primary.url). */
+  name?: string;
+}
+
+/** A primary store (Redis) that falls back to a local store (the spool) while the primary is unavailable. */
+export declare class FallbackStore implements Store {
+  constructor(primary: Store, local: Store, options?: FallbackStoreOptions);
+  readonly primary: Store;
+  readonly local: Store;
+  /** True while calls go to the primary. */
+  readonly healthy: boolean;
+  /** Also call `fn` with each event's JSON text; returns a function that stops it. */
+  subscribe(fn: (text: string) => void): () => void;
+  serverClock(): ServerClock | undefined;
+  close(): void;
+  get(key: string, nowMs: number): Versioned | null;
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Cas;
+  append(stream: string, record: string, nowMs: number): number;
+  read(stream: string, after: number, limit: number): Array<[number, string]>;
+  delete(key: string): boolean;
+  keys(prefix: string, nowMs: number): string[];
+  purgeExpired(nowMs: number): number;
+}
+
+/** A redis:// URL -> FallbackStore(RedisStore, spool) (RedisStore with fallback=none); anything else -> SqliteStore(path). */
+export declare function openStore(spec: string, options?: { onEvent?: (text: string) => void }): Store & { close(): void };
+
 // ------------------------------------------------------------------ the recovery runtime (docs/runtime.md)
 
 /** Where the runtime reads the time and sleeps. */

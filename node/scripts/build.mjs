@@ -10,10 +10,11 @@
 //      in the repository (skipped when $AGENT_RECOVERY_SKIP_CARGO=1 or cargo is missing),
 //      at target/wasm32-wasip2/release/agent_recovery_policy.wasm.
 // gen/ is rewritten only when the component's sha256 or the transpiler changed
-// (or with --force).
+// (or with --force). The Redis store's Lua scripts (host/src/store/redis/*.lua)
+// are copied into src/redis/ first, when this is a repository checkout.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,7 +64,22 @@ function locateComponent() {
   return DEFAULT_WASM;
 }
 
+/** Copy host/src/store/redis/*.lua into src/redis/ (the package ships the copies; a test compares them). */
+function copyRedisScripts() {
+  const from = join(REPO, 'host', 'src', 'store', 'redis');
+  if (!existsSync(from)) return;
+  for (const name of readdirSync(from).filter((f) => f.endsWith('.lua'))) {
+    const text = readFileSync(join(from, name));
+    const to = join(NODE_DIR, 'src', 'redis', name);
+    if (!existsSync(to) || !readFileSync(to).equals(text)) {
+      writeFileSync(to, text);
+      log(`copied host/src/store/redis/${name} into src/redis/`);
+    }
+  }
+}
+
 async function run() {
+  copyRedisScripts();
   const force = process.argv.includes('--force');
   const path = locateComponent();
   const bytes = await readFile(path);

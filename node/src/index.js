@@ -23,6 +23,17 @@ export {
   MAX_VALUE_BYTES,
   MAX_INTEGER,
 } from './store.js';
+export {
+  RedisStore,
+  FallbackStore,
+  ServerClock,
+  openStore,
+  parseRedisUrl,
+  defaultSpoolPath,
+  REDIS_URL_DEFAULTS,
+  SPOOL_STREAM,
+  SPOOLED_PREFIXES,
+} from './store-redis.js';
 export { Runtime, Run, SystemClock, VirtualClock, Failed, Response, RUNTIME_DEFAULTS, Telemetry } from './runtime.js';
 export { runScenario, runBatch, outputJson, ScenarioError, SCENARIO_ERROR_KINDS, DEAD_LETTER_STREAM } from './scenario.js';
 export {

@@ -86,7 +86,9 @@ export class Runtime {
     if (bad) throw invalidConfig(bad);
     const config = configText(options);
     const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
-    let clock = options.clock ?? new SystemClock();
+    // A store on Redis brings the server's clock: breakers, leases and TTLs then agree across workers.
+    const serverClock = options.clock == null && typeof options.store?.serverClock === 'function' ? options.store.serverClock() : undefined;
+    let clock = options.clock ?? serverClock ?? new SystemClock();
     if (typeof clock.nowMs !== 'function' || typeof clock.sleepMs !== 'function') {
       throw invalidConfig('clock must have nowMs() and sleepMs(ms, signal): a SystemClock, a VirtualClock or your own');
     }
@@ -104,6 +106,11 @@ export class Runtime {
       throw invalidConfig('policy must be a Policy (await Policy.load(...)), an IsolatedPolicy, or an object with decideJson(observation, context)');
     }
     const telemetry = await bindTelemetry(options.telemetry, decider);
+    // A FallbackStore's store_degraded / store_restored events reach onEvent too.
+    if (options.onEvent && typeof store.subscribe === 'function') {
+      const onEvent = options.onEvent;
+      store.subscribe((text) => onEvent(JSON.parse(text), text));
+    }
     const loop = await sharedLoop();
     // The configuration is checked by the loop now, not at the first run.
     loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);

@@ -99,10 +99,11 @@ export class StoreError extends Error {
 
 // ------------------------------------------------------------------ argument checks
 
-const invalid = (message) => new StoreError('invalid_argument', message);
+/** @internal (also used by store-redis.js) */
+export const invalid = (message) => new StoreError('invalid_argument', message);
 const show = (v) => (typeof v === 'string' ? JSON.stringify(v) : String(v));
 
-function checkName(what, name, emptyOk = false) {
+export function checkName(what, name, emptyOk = false) {
   if (typeof name !== 'string') {
     throw invalid(`the ${what} is a ${typeof name}, not a string; pass a string`);
   }
@@ -123,7 +124,7 @@ function checkName(what, name, emptyOk = false) {
   return name;
 }
 
-function checkJson(what, key, text) {
+export function checkJson(what, key, text) {
   if (typeof text !== 'string') {
     throw invalid(`the ${what} for ${show(key)} is a ${typeof text}, not JSON text; pass JSON.stringify(value)`);
   }
@@ -144,7 +145,7 @@ function checkJson(what, key, text) {
   return text;
 }
 
-function checkInt(what, n) {
+export function checkInt(what, n) {
   if (typeof n !== 'number' || !Number.isInteger(n)) {
     throw invalid(`${what} is ${show(n)}, not an integer; pass whole Unix milliseconds or a count`);
   }
@@ -155,7 +156,7 @@ function checkInt(what, n) {
 }
 
 /** Check a compare-and-set's arguments; returns the expiry time (null = never). */
-function checkCas(key, expected, value, ttlMs, nowMs) {
+export function checkCas(key, expected, value, ttlMs, nowMs) {
   checkName('key', key);
   checkInt('nowMs', nowMs);
   if (expected !== null && expected !== undefined) {

@@ -7,13 +7,13 @@
 // JOB is JSON text: {"mode": "run" | "recover" | "replay", "run_id", "seed",
 // "now_ms", "kill_at", "config", "steps": [{"id", "fail_times", "compensation",
 // "comp_fail_times", "fail_always", "permanent"}], "id"?}. The worker opens
-// the runtime on SqliteStore(STORE) with the system clock; the LEDGER is an
+// the runtime on openStore(STORE) (a file or a redis:// URL) with the system clock; the LEDGER is an
 // SQLite file standing for the external system (the tools apply their effect
 // there, idempotently by key). At the `kill_at`-th point of interest the
 // worker sends itself SIGKILL. Prints one JSON line and exits 0.
 
 import { createRequire } from 'node:module';
-import { Failed, Runtime, SqliteStore, SystemClock } from '../src/index.js';
+import { Failed, Runtime, SystemClock, openStore } from '../src/index.js';
 
 const [storePath, ledgerPath, jobText] = process.argv.slice(2);
 if (jobText === undefined) {
@@ -79,7 +79,7 @@ function operations() {
 
 // ------------------------------------------------------------------ the modes
 
-const store = new SqliteStore(storePath);
+const store = openStore(storePath); // a file path, or a redis:// URL
 const runtime = await Runtime.create({ store, clock: new SystemClock(), seed: job.seed ?? undefined, config: job.config ?? {} });
 
 /**

@@ -1,11 +1,12 @@
 // A store worker for the cross-process tests (python/tests/test_store_processes.py),
 // same protocol as the Rust `store_worker` example and python/tests/store_worker.py:
-// opens SqliteStore at argv[2], prints {"ready":true}, then answers each JSON op read
+// opens SqliteStore at argv[2] (or openStore(argv[2]) for a redis:// URL), prints {"ready":true}, then answers each JSON op read
 // from stdin (the op format of tests/store/operations.json, plus `increment`) with
 // one JSON line.
 
 import { createInterface } from 'node:readline';
 import { SqliteStore, StoreError } from '../src/store.js';
+import { openStore } from '../src/store-redis.js';
 import { apply } from './store_ops.mjs';
 
 const kindOf = (e) => e.kind.replaceAll('_', '-');
@@ -47,7 +48,10 @@ function bench(store, op) {
 const handlers = { increment, bench };
 let store;
 try {
-  store = new SqliteStore(process.argv[2], { synchronous: process.argv[3] ?? 'full' });
+  // A redis:// URL goes through openStore (the Redis tests); a path keeps the synchronous option.
+  store = /^rediss?:/.test(process.argv[2])
+    ? openStore(process.argv[2])
+    : new SqliteStore(process.argv[2], { synchronous: process.argv[3] ?? 'full' });
 } catch (e) {
   if (!(e instanceof StoreError)) throw e;
   console.log(JSON.stringify({ error: kindOf(e), message: e.message }));
