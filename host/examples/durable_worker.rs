@@ -8,17 +8,30 @@
 //! at most once per key. At the `kill_at`-th point of interest (before or
 //! after a side effect) the worker sends itself SIGKILL.
 //!
+//! The fleet harness (`tests/fleet/fleet.py`) adds optional job fields, the
+//! same as `python/tests/durable_worker.py` and `node/test/durable_worker.mjs`:
+//! - `"clock": "virtual"`: the runtime runs on a virtual clock from the job's
+//!   `now_ms` (sleeps advance it, nothing really waits); default: the system clock;
+//! - `"events": true`: the printed line also carries `"events"` (every event
+//!   the runtime and its store emitted, in order) and `"max_store_call_ms"`
+//!   (the slowest store call, real time, in ms);
+//! - `"hold_at": N, "hold_file": PATH`: at the N-th point of interest the
+//!   worker creates `PATH.reached` and waits until PATH exists (the harness
+//!   acts, e.g. kills Redis, at a known point of the run).
+//!
 //! `cargo run --release -p agent-recovery --example durable_worker -- STORE LEDGER JOB`
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use agent_recovery::Loader;
 use agent_recovery::runtime::{
-    Call, Operations, Outcome, RecoverOptions, Runtime, Step, SystemClock,
+    Call, Clock, Operations, Outcome, RecoverOptions, Runtime, Step, SystemClock, VirtualClock,
 };
-use agent_recovery::store::SqliteStore;
+use agent_recovery::store::{Cas, SqliteStore, Store, StoreError, Versioned};
 use rusqlite::{Connection, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -39,6 +52,21 @@ struct Job {
     /// `replay` mode: the dead-letter record to replay.
     #[serde(default)]
     id: Option<String>,
+    /// The virtual clock's start (Unix ms), with `clock: "virtual"`.
+    #[serde(default)]
+    now_ms: Option<u64>,
+    /// `"virtual"`: run on a virtual clock from `now_ms`; absent or `"system"`: real time.
+    #[serde(default)]
+    clock: Option<String>,
+    /// Print the events and the slowest store call too.
+    #[serde(default)]
+    events: bool,
+    /// The point of interest to hold at (with `hold_file`).
+    #[serde(default)]
+    hold_at: Option<u64>,
+    /// Created as `<hold_file>.reached` at `hold_at`; the worker goes on once it exists.
+    #[serde(default)]
+    hold_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -56,15 +84,29 @@ struct JobStep {
     permanent: bool,
 }
 
-/// Points of interest reached, and the one to die at.
+/// Points of interest reached, the one to hold at and the one to die at.
 struct Points {
     reached: AtomicU64,
     kill_at: Option<u64>,
+    hold: Option<(u64, PathBuf)>,
 }
 
 impl Points {
     fn hit(&self) {
         let n = self.reached.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some((at, file)) = &self.hold
+            && *at == n
+        {
+            let mut reached = file.clone().into_os_string();
+            reached.push(".reached");
+            if let Err(e) = std::fs::write(&reached, b"") {
+                eprintln!("durable_worker: cannot create {reached:?}: {e}");
+            }
+            while !file.exists() {
+                // Waiting for the harness to act, not timing.
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         if self.kill_at == Some(n) {
             // A real SIGKILL: no destructor, no flush, no `end`.
             let _ = rustix::process::kill_process(
@@ -187,6 +229,64 @@ fn op(
     }
 }
 
+/// The store with the slowest call's real duration recorded (`events: true`).
+struct TimedStore {
+    inner: Arc<dyn Store>,
+    /// The slowest call so far, in µs.
+    max_us: AtomicU64,
+}
+
+impl TimedStore {
+    fn timed<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> T {
+        let start = Instant::now();
+        let out = f(self.inner.as_ref());
+        let us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.max_us.fetch_max(us, Ordering::SeqCst);
+        out
+    }
+
+    /// The slowest call so far, in ms.
+    fn max_ms(&self) -> f64 {
+        // µs counts of a worker's calls are far below 2^52: exact in an f64.
+        #[allow(clippy::cast_precision_loss)]
+        let us = self.max_us.load(Ordering::SeqCst) as f64;
+        us / 1000.0
+    }
+}
+
+impl Store for TimedStore {
+    fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
+        self.timed(|s| s.get(key, now_ms))
+    }
+    fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: &str,
+        ttl_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Cas, StoreError> {
+        self.timed(|s| s.compare_and_set(key, expected, value, ttl_ms, now_ms))
+    }
+    fn append(&self, stream: &str, record: &str, now_ms: u64) -> Result<u64, StoreError> {
+        self.timed(|s| s.append(stream, record, now_ms))
+    }
+    fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        self.timed(|s| s.read(stream, after, limit))
+    }
+    fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.timed(|s| s.delete(key))
+    }
+    fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.timed(|s| s.keys(prefix, now_ms))
+    }
+}
+
 fn step(s: &JobStep, ledger: &Arc<Ledger>, points: &Arc<Points>) -> Step<'static> {
     let mut st = Step::new(
         &s.id,
@@ -221,22 +321,53 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
     };
     let job: Job = serde_json::from_str(job)?;
     let ledger = Arc::new(Ledger::open(ledger)?);
+    let hold = match (job.hold_at, &job.hold_file) {
+        (Some(at), Some(file)) => Some((at, file.clone())),
+        (Some(_), None) => return Err("hold_at needs hold_file".into()),
+        _ => None,
+    };
     let points = Arc::new(Points {
         reached: AtomicU64::new(0),
         kill_at: job.kill_at,
+        hold,
     });
+    let clock: Arc<dyn Clock> = match job.clock.as_deref() {
+        Some("virtual") => Arc::new(VirtualClock::new(
+            job.now_ms
+                .ok_or("clock \"virtual\" needs the job's now_ms")?,
+        )),
+        None | Some("system") => Arc::new(SystemClock),
+        Some(other) => {
+            return Err(format!("unknown clock {other:?}; use \"virtual\" or \"system\"").into());
+        }
+    };
     // Short-lived processes: compiled components are cached on disk.
     let mut loader = Loader::default();
     if let Some(dir) = std::env::var_os("AGENT_RECOVERY_CACHE_DIR").filter(|d| !d.is_empty()) {
         loader = loader.cache_dir(dir);
     }
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(store)?);
+    let timed = Arc::new(TimedStore {
+        inner: store,
+        max_us: AtomicU64::new(0),
+    });
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut builder = Runtime::builder()
-        .store(Arc::new(SqliteStore::open(store)?))
-        .clock(Arc::new(SystemClock))
+        .store(timed.clone())
+        .clock(clock)
         .loader(loader)
         .config_json(job.config.clone().unwrap_or_else(|| json!({})));
     if let Some(seed) = job.seed {
         builder = builder.seed(seed);
+    }
+    if job.events {
+        let events = Arc::clone(&events);
+        builder = builder.on_event(move |text| {
+            events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(text.to_owned());
+        });
     }
     let runtime = builder.build()?;
     let operations = || {
@@ -245,6 +376,20 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
             ops.insert(step(s, &ledger, &points));
         }
         ops
+    };
+    // With `events: true`, the line's object also carries the events (their
+    // JSON texts as the runtime gave them) and the slowest store call.
+    let finish = |line: String| -> String {
+        if !job.events {
+            return line;
+        }
+        let events = events.lock().unwrap_or_else(PoisonError::into_inner);
+        let head = line.strip_suffix('}').unwrap_or(&line);
+        format!(
+            r#"{head},"events":[{}],"max_store_call_ms":{}}}"#,
+            events.join(","),
+            json!(timed.max_ms())
+        )
     };
     match job.mode.as_str() {
         "run" => {
@@ -260,20 +405,20 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
             if outcome == "completed" {
                 run.end()?;
             }
-            Ok(
+            Ok(finish(
                 json!({"outcome": outcome, "points": points.reached.load(Ordering::SeqCst)})
                     .to_string(),
-            )
+            ))
         }
         "recover" => {
             let reports = runtime.recover(&operations(), RecoverOptions::older_than_ms(0))?;
             let reports: Vec<String> = reports.iter().map(|r| r.to_json()).collect();
-            Ok(format!(r#"{{"reports":[{}]}}"#, reports.join(",")))
+            Ok(finish(format!(r#"{{"reports":[{}]}}"#, reports.join(","))))
         }
         "replay" => {
             let id = job.id.as_deref().ok_or("replay: the job has no `id`")?;
             let ticket = runtime.dead_letters().replay(id, &operations())?;
-            Ok(json!({"replay": ticket.to_json()}).to_string())
+            Ok(finish(json!({"replay": ticket.to_json()}).to_string()))
         }
         other => Err(format!("unknown mode {other:?}; use run, recover or replay").into()),
     }

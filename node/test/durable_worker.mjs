@@ -11,9 +11,22 @@
 // SQLite file standing for the external system (the tools apply their effect
 // there, idempotently by key). At the `kill_at`-th point of interest the
 // worker sends itself SIGKILL. Prints one JSON line and exits 0.
+//
+// The fleet harness (tests/fleet/fleet.py) adds optional job fields, the same
+// as python/tests/durable_worker.py and host/examples/durable_worker.rs:
+// - "clock": "virtual": the runtime runs on a VirtualClock from the job's
+//   now_ms (sleeps advance it, nothing really waits); default: the system clock;
+// - "events": true: the line also carries "events" (every event the runtime
+//   and its store emitted, in order) and "max_store_call_ms" (the slowest
+//   store call, real time, in ms);
+// - "hold_at": N, "hold_file": PATH: at the N-th point of interest the worker
+//   creates PATH + ".reached" and waits until PATH exists (the harness acts,
+//   e.g. kills Redis, at a known point of the run).
 
+import { existsSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Failed, Runtime, SystemClock, openStore } from '../src/index.js';
+import { performance } from 'node:perf_hooks';
+import { Failed, Runtime, SystemClock, VirtualClock, openStore } from '../src/index.js';
 
 const [storePath, ledgerPath, jobText] = process.argv.slice(2);
 if (jobText === undefined) {
@@ -51,8 +64,17 @@ const callOnce = ledger.transaction((s, kind, call, failTimes) => {
 // ------------------------------------------------------------------ points of interest
 
 let points = 0;
-function point() {
+if (job.hold_at != null && typeof job.hold_file !== 'string') {
+  process.stderr.write('durable_worker: hold_at needs hold_file\n');
+  process.exit(2);
+}
+async function point() {
   points += 1;
+  if (job.hold_at != null && points === job.hold_at) {
+    writeFileSync(`${job.hold_file}.reached`, '');
+    // waiting for the harness to act, not timing
+    while (!existsSync(job.hold_file)) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   if (job.kill_at !== null && job.kill_at !== undefined && points === job.kill_at) process.kill(process.pid, 'SIGKILL');
 }
 
@@ -60,11 +82,11 @@ function point() {
 function tool(s, kind) {
   const failTimes = (kind === 'operation' ? s.fail_times : s.comp_fail_times) ?? 0;
   return async (call) => {
-    point();
+    await point();
     if (!callOnce.immediate(s, kind, call, failTimes)) {
       return new Failed({ source: 'http', status: s.permanent ? 400 : 503 });
     }
-    point();
+    await point();
     return { step: s.id };
   };
 }
@@ -79,8 +101,54 @@ function operations() {
 
 // ------------------------------------------------------------------ the modes
 
+/**
+ * The store with the slowest call's real duration recorded (`events: true`);
+ * `serverClock` and `subscribe` (a Redis store's clock, a FallbackStore's
+ * events) are passed through so the runtime sees what it would see unwrapped.
+ */
+function timed(inner) {
+  const wrapper = { maxMs: 0 };
+  for (const m of ['get', 'compareAndSet', 'append', 'read', 'delete', 'keys']) {
+    wrapper[m] = (...args) => {
+      const start = performance.now();
+      try {
+        return inner[m](...args);
+      } finally {
+        wrapper.maxMs = Math.max(wrapper.maxMs, performance.now() - start);
+      }
+    };
+  }
+  for (const m of ['serverClock', 'subscribe', 'purgeExpired']) {
+    if (typeof inner[m] === 'function') wrapper[m] = (...args) => inner[m](...args);
+  }
+  return wrapper;
+}
+
+let clock;
+if (job.clock === 'virtual') {
+  if (!Number.isSafeInteger(job.now_ms)) {
+    process.stderr.write('durable_worker: clock "virtual" needs the job\'s now_ms (integer Unix ms)\n');
+    process.exit(2);
+  }
+  clock = new VirtualClock(job.now_ms);
+} else if (job.clock == null || job.clock === 'system') {
+  clock = new SystemClock();
+} else {
+  process.stderr.write(`durable_worker: unknown clock ${JSON.stringify(job.clock)}; use "virtual" or "system"\n`);
+  process.exit(2);
+}
 const store = openStore(storePath); // a file path, or a redis:// URL
-const runtime = await Runtime.create({ store, clock: new SystemClock(), seed: job.seed ?? undefined, config: job.config ?? {} });
+const events = [];
+const timedStore = timed(store);
+const runtime = await Runtime.create({
+  store: job.events ? timedStore : store,
+  clock,
+  seed: job.seed ?? undefined,
+  config: job.config ?? {},
+  ...(job.events ? { onEvent: (_event, text) => events.push(text) } : {}),
+});
+/** With `events: true`, the line's object also carries the events (their JSON texts) and the slowest store call. */
+const finish = (line) => (job.events ? `${line.slice(0, -1)},"events":[${events.join(',')}],"max_store_call_ms":${timedStore.maxMs}}` : line);
 
 /**
  * A recover report as Rust's RecoverReport::to_json prints it:
@@ -113,13 +181,13 @@ if (job.mode === 'run') {
     }
   }
   if (outcome === 'completed') await run.end();
-  line = JSON.stringify({ outcome, points });
+  line = finish(JSON.stringify({ outcome, points }));
 } else if (job.mode === 'recover') {
   const reports = await runtime.recover(operations(), { olderThanMs: 0 });
-  line = `{"reports":[${reports.map(reportJson).join(',')}]}`;
+  line = finish(`{"reports":[${reports.map(reportJson).join(',')}]}`);
 } else if (job.mode === 'replay') {
   const r = await runtime.deadLetters.replay(String(job.id), operations());
-  line = JSON.stringify({ replay: { id: r.id, n: r.n, key: r.key, run_id: r.runId, outcome: r.outcome ?? null } });
+  line = finish(JSON.stringify({ replay: { id: r.id, n: r.n, key: r.key, run_id: r.runId, outcome: r.outcome ?? null } }));
 } else {
   process.stderr.write(`durable_worker: unknown mode ${JSON.stringify(job.mode)}; use run, recover or replay\n`);
   process.exit(2);

@@ -157,7 +157,19 @@ def main(argv: List[str]) -> int:
         store = open_store(store_path)
     else:
         store = SqliteStore(store_path, busy_timeout_s=10.0)
-    clock = VirtualClock(int(job["now_ms"])) if job.get("clock") == "virtual" else SystemClock()
+    if job.get("hold_at") is not None and not isinstance(job.get("hold_file"), str):
+        print("durable_worker: hold_at needs hold_file", file=sys.stderr)
+        return 2
+    if job.get("clock") == "virtual":
+        if not isinstance(job.get("now_ms"), int):
+            print("durable_worker: clock \"virtual\" needs the job's now_ms (integer Unix ms)", file=sys.stderr)
+            return 2
+        clock: Any = VirtualClock(job["now_ms"])
+    elif job.get("clock") in (None, "system"):
+        clock = SystemClock()
+    else:
+        print(f"durable_worker: unknown clock {job['clock']!r}; use \"virtual\" or \"system\"", file=sys.stderr)
+        return 2
     events: List[Any] = []
     timed = TimedStore(store)
     runtime = Runtime(

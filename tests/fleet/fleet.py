@@ -16,6 +16,10 @@ the job's `now_ms`: no real waits, breaker times chosen by the harness),
 Checks, across workers of the languages in ``AR_FLEET_LANGUAGES`` (default
 ``python,rust,node``; the Rust and Node workers need their Redis stores):
 
+- each worker speaks the job fields: on Redis, and on its own SQLite store
+  (no Redis needed), where it holds before its first call, stamps the store
+  at the job's virtual time and reports the same events as the others;
+
 - failures seen by one worker open the breaker for all: the next worker's
   first call to that target is short-circuited (no call in the ledger);
 - when the open period is over and several workers start at once, exactly
@@ -176,6 +180,87 @@ def test_each_worker_speaks_the_fleet_job_fields(server: RedisServer, tmp_path: 
         f"the {language} worker does not run on the job's virtual clock (clock: virtual, now_ms {NOW_MS}); "
         f"the store was written at {idem!r}"
     )
+
+
+def test_the_job_fields_on_sqlite_agree_across_workers(tmp_path: Path, cache: Path) -> None:
+    """The fleet job fields without Redis: each worker on its own SQLite store.
+
+    Every worker holds before its first call (nothing in the ledger yet, the
+    process still running), runs on the job's virtual clock (the store's
+    entries are stamped at now_ms plus the retry's sleep, the events' t_ms
+    follow the sleep exactly), and reports the same events, byte for byte, as
+    the others (one seed, one policy: the three runtimes must agree).
+    """
+    steps = [{"id": "p", "fail_times": 1}]
+    # A retry delay of up to 4 s (virtual): the run sleeps once, and the clock shows it.
+    config = {"policy": {"tool": {"base_ms": 1_000, "cap_ms": 4_000, "max_attempts": 3}}}
+    lines: Dict[str, Dict[str, Any]] = {}
+    for language in LANGUAGES:
+        files = Files(tmp_path / language, cache)
+        hold = tmp_path / f"{language}.hold"
+        job = {"mode": "run", "run_id": "fields", "seed": 7, "now_ms": NOW_MS, "kill_at": None, "config": config,
+               "steps": steps, "clock": "virtual", "events": True, "hold_at": 1, "hold_file": str(hold)}
+        proc = subprocess.Popen(
+            worker_command(language) + [str(files.store), str(files.ledger), json.dumps(job)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=files.env,
+        )
+        reached = wait_all([(language, proc, hold)])
+        assert reached == [True], f"the {language} worker does not hold at hold_at/hold_file"
+        held = proc.poll() is None
+        conn = __import__("sqlite3").connect(files.ledger, timeout=10)
+        try:
+            (calls,) = conn.execute("SELECT COUNT(*) FROM calls").fetchone()
+        finally:
+            conn.close()
+        hold.touch()
+        out, err = proc.communicate(timeout=WORKER_TIMEOUT_S)
+        assert proc.returncode == 0, f"{language} worker exited {proc.returncode}: {err.strip()}"
+        assert held and calls == 0, f"the {language} worker went on before the hold file existed"
+        line = json.loads(out.splitlines()[-1])
+        assert line["outcome"] == "completed" and line["points"] == 3, line
+        kinds = [e["event"] for e in line["events"]]
+        assert kinds == ["attempt", "decision", "sleep", "attempt", "ok", "outcome"], line["events"]
+        slept = line["events"][2]["delay_ms"]
+        assert 0 < slept <= 4_000 and line["events"][3]["t_ms"] == slept, line["events"]
+        assert isinstance(line["max_store_call_ms"], (int, float)) and 0 < line["max_store_call_ms"] < 60_000
+        conn = __import__("sqlite3").connect(files.store, timeout=10)
+        try:
+            stamps = {u for (u,) in conn.execute("SELECT updated_at_ms FROM ar_entries")}
+        finally:
+            conn.close()
+        assert stamps == {NOW_MS + slept}, f"the {language} worker wrote its store at {stamps}, not on the job's clock"
+        lines[language] = line
+    first = LANGUAGES[0]
+    for language in LANGUAGES[1:]:
+        assert lines[language]["events"] == lines[first]["events"], f"{language} and {first} report other events"
+
+
+@pytest.mark.parametrize(
+    "fields, says",
+    [
+        ({"clock": "wall"}, "unknown clock"),
+        ({"clock": "virtual", "now_ms": None}, "now_ms"),
+        ({"hold_at": 1}, "hold_at needs hold_file"),
+    ],
+)
+def test_a_bad_job_field_is_refused_before_anything_runs(
+    tmp_path: Path, cache: Path, fields: Dict[str, Any], says: str
+) -> None:
+    """Exit status 2 and a message naming the field; no call reaches the ledger."""
+    for language in LANGUAGES:
+        files = Files(tmp_path / language, cache)
+        job = {"mode": "run", "run_id": "bad", "seed": 7, "now_ms": NOW_MS, "kill_at": None, "config": CONFIG,
+               "steps": [{"id": "p"}], **fields}
+        proc = subprocess.run(
+            worker_command(language) + [str(files.store), str(files.ledger), json.dumps(job)],
+            capture_output=True, text=True, env=files.env, timeout=WORKER_TIMEOUT_S,
+        )
+        assert proc.returncode == 2 and says in proc.stderr, (language, proc.returncode, proc.stderr)
+        conn = __import__("sqlite3").connect(files.ledger, timeout=10)
+        try:
+            assert conn.execute("SELECT COUNT(*) FROM calls").fetchone() == (0,), language
+        finally:
+            conn.close()
 
 
 FAILING = [{"id": "pay", "fail_always": True}]
