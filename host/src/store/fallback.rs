@@ -163,6 +163,18 @@ impl FallbackStore {
             // failure here degrades like any other).
             if self.spool_pending() {
                 match self.flush(due_at) {
+                    // As in Node and Python: the flush of an earlier process's
+                    // spool is reported, with `degraded_ms` 0 (this process was
+                    // never degraded).
+                    Ok(flushed) if flushed > 0 => {
+                        self.options.listeners.emit(&json!({
+                            "event": "store_restored",
+                            "store": self.options.name,
+                            "at_ms": due_at,
+                            "degraded_ms": 0,
+                            "flushed": flushed,
+                        }));
+                    }
                     Ok(_) => {}
                     Err(e) if e.kind() == StoreErrorKind::Unavailable => {
                         self.degrade(due_at, &e);

@@ -69,7 +69,7 @@ use crate::runtime::Clock;
 
 pub use check::{MAX_INTEGER, MAX_NAME_BYTES, MAX_VALUE_BYTES};
 pub use error::{StoreError, StoreErrorKind};
-pub use fallback::{FallbackOptions, FallbackStore, Listeners};
+pub use fallback::{FallbackOptions, FallbackStore, Listener, Listeners};
 pub use memory::MemoryStore;
 pub use redis::{Fallback, REDIS_SCHEMA, RedisOptions, RedisStore, ServerClock, URL_OPTIONS};
 pub use sqlite::{
