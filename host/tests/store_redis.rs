@@ -14,38 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_recovery::store::{
-    self, FallbackOptions, FallbackStore, RedisStore, SqliteStore, Store, StoreError,
-    StoreErrorKind,
+    self, FallbackOptions, FallbackStore, RedisStore, SqliteStore, Store, StoreErrorKind,
 };
 use redis_server::RedisServer;
 use serde_json::{Value, json};
-use store_ops::apply;
-
-fn vectors() -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/store/operations.json");
-    let text = std::fs::read_to_string(&path).expect("read tests/store/operations.json");
-    let doc: Value = serde_json::from_str(&text).expect("operations.json is JSON");
-    doc["cases"].as_array().expect("cases").clone()
-}
-
-fn run_case(
-    backend: &str,
-    case: &Value,
-    store: &dyn Store,
-    purge: &dyn Fn(u64) -> Result<usize, StoreError>,
-    failures: &mut Vec<String>,
-) {
-    let name = case["name"].as_str().unwrap_or("?");
-    for (i, op) in case["ops"].as_array().expect("ops").iter().enumerate() {
-        let got = apply(store, purge, op);
-        if got != op["expect"] {
-            failures.push(format!(
-                "{backend}: case {name:?} op {i} {}\n  expected: {}\n  got:      {got}",
-                op["op"], op["expect"]
-            ));
-        }
-    }
-}
+use store_ops::{run_case, vectors};
 
 /// Every case on its own prefix of one server, so each starts empty.
 #[test]

@@ -90,3 +90,35 @@ pub fn apply(
         other => panic!("unknown op {other:?} in {op}"),
     }
 }
+
+/// The cases of the shared store vectors (`tests/store/operations.json`).
+#[allow(dead_code)] // not every test target that includes this module runs the vectors
+pub fn vectors() -> Vec<Value> {
+    let path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/store/operations.json");
+    let text = std::fs::read_to_string(&path).expect("read tests/store/operations.json");
+    let doc: Value = serde_json::from_str(&text).expect("operations.json is JSON");
+    doc["cases"].as_array().expect("cases").clone()
+}
+
+/// Runs every op of one case on `store`, pushing each mismatch (case, op,
+/// expected and got side by side) to `failures`.
+#[allow(dead_code)]
+pub fn run_case(
+    backend: &str,
+    case: &Value,
+    store: &dyn Store,
+    purge: &dyn Fn(u64) -> Result<usize, StoreError>,
+    failures: &mut Vec<String>,
+) {
+    let name = case["name"].as_str().unwrap_or("?");
+    for (i, op) in case["ops"].as_array().expect("ops").iter().enumerate() {
+        let got = apply(store, purge, op);
+        if got != op["expect"] {
+            failures.push(format!(
+                "{backend}: case {name:?} op {i} {}\n  expected: {}\n  got:      {got}",
+                op["op"], op["expect"]
+            ));
+        }
+    }
+}
