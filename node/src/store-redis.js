@@ -108,11 +108,26 @@ export function parseRedisUrl(spec) {
   };
 }
 
-/** The default spool file of a URL: $XDG_STATE_HOME/agent-recovery/spool-<16 hex of sha256(URL without password)>.sqlite. */
+/**
+ * The store a URL names, the same text in Rust, Node and Python (docs/store.md,
+ * "URL"): `<scheme>://<host>:<port>/<db>?prefix=<prefix>`, the host lowercased
+ * (an IPv6 address in brackets), port 6379 and db 0 when left out; no
+ * credentials, no other option. Workers of any language on one machine that
+ * name one store get one default spool file.
+ */
+export function spoolIdentity(spec) {
+  const url = new URL(spec);
+  const { prefix } = parseRedisUrl(spec);
+  const host = url.hostname.toLowerCase();
+  const db = url.pathname.replace(/^\//, '') === '' ? 0 : Number(url.pathname.slice(1));
+  return `${url.protocol}//${host}:${url.port === '' ? 6379 : Number(url.port)}/${db}?prefix=${prefix}`;
+}
+
+/** The default spool file of a URL: $XDG_STATE_HOME/agent-recovery/spool-<16 hex of sha256(spoolIdentity(URL))>.sqlite. */
 export function defaultSpoolPath(spec) {
-  const { safeUrl } = parseRedisUrl(spec);
+  const identity = spoolIdentity(spec);
   const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
-  const h = createHash('sha256').update(safeUrl).digest('hex').slice(0, 16);
+  const h = createHash('sha256').update(identity).digest('hex').slice(0, 16);
   return join(base, 'agent-recovery', `spool-${h}.sqlite`);
 }
 

@@ -135,8 +135,13 @@ test('store URLs: options, defaults, unknown options, the password never shown',
   const saved = process.env.XDG_STATE_HOME;
   process.env.XDG_STATE_HOME = '/state';
   try {
-    const h = createHash('sha256').update('redis://user@db.example:6380/2?prefix=x').digest('hex').slice(0, 16);
-    assert.equal(defaultSpoolPath('redis://user:secret@db.example:6380/2?prefix=x'), `/state/agent-recovery/spool-${h}.sqlite`);
+    // The store's identity (docs/store.md), the same text in Rust and Python: no credentials, no other option.
+    const h = createHash('sha256').update('redis://db.example:6380/2?prefix=x').digest('hex').slice(0, 16);
+    assert.equal(defaultSpoolPath('redis://user:secret@DB.example:6380/2?timeout_ms=5&prefix=x'), `/state/agent-recovery/spool-${h}.sqlite`);
+    const d = createHash('sha256').update('redis://127.0.0.1:6379/0?prefix=ar').digest('hex').slice(0, 16);
+    assert.equal(defaultSpoolPath('redis://127.0.0.1'), `/state/agent-recovery/spool-${d}.sqlite`);
+    const v6 = createHash('sha256').update('redis://[::1]:7000/3?prefix=ar').digest('hex').slice(0, 16);
+    assert.equal(defaultSpoolPath('redis://[::1]:7000/3'), `/state/agent-recovery/spool-${v6}.sqlite`);
   } finally {
     if (saved === undefined) delete process.env.XDG_STATE_HOME;
     else process.env.XDG_STATE_HOME = saved;

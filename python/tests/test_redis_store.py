@@ -110,9 +110,17 @@ def test_url_options_defaults_and_refusals(tmp_path: Path, monkeypatch: pytest.M
     assert (u.host, u.port, u.db, u.username, u.password) == ("example.org", 7000, 3, "bob", "s3cret")
     assert "s3cret" not in u.display and u.hash_tag == "{ar}"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    # The spool's name: the first 16 hex of sha256 of the URL without its password.
-    h = hashlib.sha256(b"redis://bob@example.org:7000/3").hexdigest()[:16]
+    # The spool's name: the first 16 hex of sha256 of the store's identity (docs/store.md),
+    # the same text in Rust and Node: no credentials, no other option.
+    h = hashlib.sha256(b"redis://example.org:7000/3?prefix=ar").hexdigest()[:16]
     assert u.spool_path() == tmp_path / "agent-recovery" / f"spool-{h}.sqlite"
+    for url, identity in [
+        ("redis://user:secret@DB.example:6380/2?timeout_ms=5&prefix=x", b"redis://db.example:6380/2?prefix=x"),
+        ("redis://127.0.0.1", b"redis://127.0.0.1:6379/0?prefix=ar"),
+        ("redis://[::1]:7000/3", b"redis://[::1]:7000/3?prefix=ar"),
+    ]:
+        digest = hashlib.sha256(identity).hexdigest()[:16]
+        assert RedisUrl(url).spool_path() == tmp_path / "agent-recovery" / f"spool-{digest}.sqlite", url
     assert RedisUrl("redis://h/0?spool=/x/y.db").spool_path() == Path("/x/y.db")
     for bad, words in [
         ("redis://h/0?colour=red", "prefix, timeout_ms, connect_timeout_ms, fallback, spool, probe_ms, grace_ms"),

@@ -459,7 +459,8 @@ impl Store for FallbackStore {
 /// The default spool file for a store URL:
 /// `$XDG_STATE_HOME/agent-recovery/spool-<h>.sqlite` (else
 /// `~/.local/state/agent-recovery/...`), `<h>` = the first 16 hex digits of
-/// the SHA-256 of the URL without its password.
+/// the SHA-256 of the store's identity ([`RedisOptions::identity`](super::RedisOptions::identity):
+/// the same text in Rust, Node and Python).
 pub fn default_spool_path(display_url: &str) -> Result<PathBuf, StoreError> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),

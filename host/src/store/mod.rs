@@ -206,7 +206,7 @@ pub fn open_with(
     }
     let spool = match &options.spool {
         Some(p) => std::path::PathBuf::from(p),
-        None => fallback::default_spool_path(&options.display)?,
+        None => fallback::default_spool_path(&options.identity())?,
     };
     if let Some(dir) = spool.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {

@@ -76,6 +76,29 @@ pub struct RedisOptions {
 }
 
 impl RedisOptions {
+    /// The store this URL names, the same text in Rust, Node and Python
+    /// (docs/store.md, "URL"): `redis://<host>:<port>/<db>?prefix=<prefix>`,
+    /// the host lowercased (an IPv6 address stays in brackets), port 6379 and
+    /// db 0 when left out; no credentials, no other option. The default spool
+    /// file is named after it, so workers of any language on one machine that
+    /// name one store share one spool.
+    pub fn identity(&self) -> String {
+        let rest = self.url.strip_prefix("redis://").unwrap_or(&self.url);
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+        let (hostport, db) = rest.split_once('/').unwrap_or((rest, ""));
+        let db = db.parse::<u64>().unwrap_or(0);
+        let (host, port) = match hostport.rsplit_once(':') {
+            // `[::1]` alone: the colon is inside the brackets.
+            Some((h, p)) if !p.contains(']') => (h, p.parse::<u16>().unwrap_or(6379)),
+            _ => (hostport, 6379),
+        };
+        format!(
+            "redis://{}:{port}/{db}?prefix={}",
+            host.to_lowercase(),
+            self.prefix
+        )
+    }
+
     /// Parses `redis://[user:pass@]host[:port][/db][?opts]`.
     ///
     /// `rediss://` (TLS) is refused with a hint: this build has no TLS
@@ -768,6 +791,25 @@ impl Clock for ServerClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_is_the_stores_name_only() {
+        for (url, identity) in [
+            (
+                "redis://user:secret@DB.example:6380/2?timeout_ms=5&prefix=x",
+                "redis://db.example:6380/2?prefix=x",
+            ),
+            ("redis://127.0.0.1", "redis://127.0.0.1:6379/0?prefix=ar"),
+            ("redis://[::1]:7000/3", "redis://[::1]:7000/3?prefix=ar"),
+            ("redis://[::1]", "redis://[::1]:6379/0?prefix=ar"),
+        ] {
+            assert_eq!(
+                RedisOptions::parse(url).unwrap().identity(),
+                identity,
+                "{url}"
+            );
+        }
+    }
 
     #[test]
     fn redacts_the_password_only() {

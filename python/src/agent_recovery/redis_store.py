@@ -141,12 +141,23 @@ class RedisUrl:
         """The key prefix every script builds keys from: `{<prefix>}`."""
         return "{" + str(self.options["prefix"]) + "}"
 
+    def identity(self) -> str:
+        """The store this URL names, the same text in Rust, Node and Python
+        (docs/store.md, "URL"): `<scheme>://<host>:<port>/<db>?prefix=<prefix>`,
+        the host lowercased (an IPv6 address in brackets); no credentials, no
+        other option. Workers of any language on one machine that name one
+        store get one default spool file."""
+        host = self.host.lower()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{self.scheme}://{host}:{self.port}/{self.db}?prefix={self.options['prefix']}"
+
     def spool_path(self) -> Path:
         """`spool=` or `$XDG_STATE_HOME/agent-recovery/spool-<h>.sqlite` (else ~/.local/state/...)."""
         if self.options["spool"]:
             return Path(str(self.options["spool"]))
         base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        digest = hashlib.sha256(self.display.encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha256(self.identity().encode("utf-8")).hexdigest()[:16]
         return Path(base) / "agent-recovery" / f"spool-{digest}.sqlite"
 
 
