@@ -15,6 +15,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { SystemClock } from './clock.js';
 import { SyncBridge } from './sync-bridge.js';
 import { SCHEMA_VERSION, SqliteStore, StoreError, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
 
@@ -370,22 +371,13 @@ export class ServerClock {
     return this.#last;
   }
 
-  /** Sleep `ms` real milliseconds; resolves early when `signal` aborts. */
+  /** Sleep `ms` real milliseconds; resolves early when `signal` aborts (SystemClock's sleep). */
   sleepMs(ms, signal) {
-    return new Promise((resolve) => {
-      if (signal?.aborted) return resolve();
-      const onAbort = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return REAL_SLEEP.sleepMs(ms, signal);
   }
 }
+
+const REAL_SLEEP = new SystemClock();
 
 // ------------------------------------------------------------------ FallbackStore
 
