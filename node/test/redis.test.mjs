@@ -27,7 +27,7 @@ import {
 } from '../src/index.js';
 import { spawnSync } from 'node:child_process';
 import { REPO } from './helpers.mjs';
-import { rawCommand, startRedis } from './redis_server.mjs';
+import { freePort, rawCommand, startRedis } from './redis_server.mjs';
 import { apply } from './store_ops.mjs';
 
 const T = 1_700_000_000_000;
@@ -83,13 +83,7 @@ test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is up',
 });
 
 test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is down (served by the spool file)', async () => {
-  const { createServer } = await import('node:net');
-  const port = await new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => r(p));
-    });
-  });
+  const port = await freePort(); // nobody listens there
   const events = [];
   runCases('fallback-degraded', () => {
     const store = openStore(`redis://127.0.0.1:${port}/0?spool=${join(dir, `d-${n++}.sqlite`)}&probe_ms=${Number.MAX_SAFE_INTEGER}`, {
@@ -154,14 +148,7 @@ test('store URLs: options, defaults, unknown options, the password never shown',
 });
 
 test('errors: refused is unavailable within the bound, credentials are io, foreign data corrupt or incompatible', async () => {
-  // A port nobody listens on (the server's port + 0 after it is known busy is not free: take a fresh one).
-  const { createServer } = await import('node:net');
-  const port = await new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => r(p));
-    });
-  });
+  const port = await freePort(); // nobody listens there
   const t0 = performance.now();
   assert.throws(
     () => new RedisStore(`redis://127.0.0.1:${port}?connect_timeout_ms=300&timeout_ms=300`),
@@ -305,13 +292,7 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
 });
 
 test('openStore while Redis is down: a FallbackStore that starts degraded and serves from the spool', async () => {
-  const { createServer } = await import('node:net');
-  const port = await new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => r(p));
-    });
-  });
+  const port = await freePort(); // nobody listens there
   const events = [];
   const url = `redis://127.0.0.1:${port}/0?spool=${join(dir, 'down.sqlite')}&connect_timeout_ms=300`;
   const store = openStore(url, { onEvent: (t) => events.push(JSON.parse(t)) });

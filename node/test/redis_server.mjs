@@ -5,7 +5,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 
-function freePort() {
+/** A 127.0.0.1 port nobody listens on right now. */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
