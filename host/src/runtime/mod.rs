@@ -39,6 +39,7 @@ mod component;
 pub mod deadletters;
 mod driver;
 mod durable;
+mod interrupt;
 mod run;
 pub mod scenario;
 mod step;
@@ -54,6 +55,7 @@ pub use durable::{
     JOURNAL_PREFIX, JournalEntry, Operations, RECOVERING_PREFIX, RecoverOptions, RecoverReport,
     journal_entries,
 };
+pub use interrupt::interruptible;
 pub use run::{Run, RuntimeError, StepReport};
 pub use step::{Call, Outcome, Step};
 pub use telemetry::{SCOPE_NAME, Telemetry};
@@ -249,7 +251,8 @@ impl RuntimeBuilder {
         self
     }
     /// A call slower than this is reported as a `timeout` observation
-    /// (measured on the clock; the operation itself is not interrupted).
+    /// (measured on the clock when it returns; an operation wrapped in
+    /// [`interruptible`] is no longer waited for after this long).
     pub fn attempt_timeout_ms(mut self, ms: u64) -> Self {
         self.config.insert("attempt_timeout_ms".into(), json!(ms));
         self

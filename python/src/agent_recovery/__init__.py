@@ -53,6 +53,7 @@ _LAZY = {
     "StepReport": "runtime",
     "SystemClock": "runtime",
     "VirtualClock": "runtime",
+    "interruptible": "interrupt",
     "ScenarioError": "scenario",
     "ScenarioOutput": "scenario",
     "run_scenario": "scenario",
@@ -71,6 +72,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .adapters import observation_from
+    from .interrupt import interruptible
     from .observe import Failure, from_exception, from_response, from_rpc
     from .retry import RecoveryError, retry, retry_sync
     from .runtime import (
@@ -131,6 +133,7 @@ __all__ = [
     "StepReport",
     "SystemClock",
     "VirtualClock",
+    "interruptible",
     "run_scenario",
     "CodeInfo",
     "Context",
