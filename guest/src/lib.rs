@@ -41,6 +41,7 @@ mod headers;
 mod hints;
 mod idempotency;
 mod json_out;
+mod json_view;
 mod meta;
 mod model;
 mod normalize;
