@@ -72,11 +72,11 @@ impl<'a> Obj<'a> {
 
     /// The members as a `BTreeMap` iterates them: sorted by key, a repeated
     /// key once, with its last value.
-    pub fn sorted(&self) -> Vec<(&str, &View<'a>)> {
-        let mut out: Vec<(&str, &View<'a>)> = self.0.iter().map(|(k, v)| (k.as_ref(), v)).collect();
+    pub fn sorted(&self) -> Vec<(&Cow<'a, str>, &View<'a>)> {
+        let mut out: Vec<(&Cow<'a, str>, &View<'a>)> = self.0.iter().map(|(k, v)| (k, v)).collect();
         // Stable: equal keys keep input order, so the last of a run is the last given.
         out.sort_by(|a, b| a.0.cmp(b.0));
-        let mut deduped: Vec<(&str, &View<'a>)> = Vec::with_capacity(out.len());
+        let mut deduped: Vec<(&Cow<'a, str>, &View<'a>)> = Vec::with_capacity(out.len());
         for (k, v) in out {
             match deduped.last_mut() {
                 Some(last) if last.0 == k => last.1 = v,
@@ -232,6 +232,7 @@ impl<'a> View<'a> {
     }
 
     /// Any number as a float, as `Value::as_f64`.
+    #[allow(dead_code)] // the full accessor set of `Value`, held to it by the tests
     pub fn as_f64(&self) -> Option<f64> {
         self.as_number()?.as_f64()
     }
@@ -262,6 +263,7 @@ impl<'a> View<'a> {
     }
 
     /// Whether this is a number.
+    #[allow(dead_code)] // the full accessor set of `Value`, held to it by the tests
     pub fn is_number(&self) -> bool {
         matches!(self, View::Number(_))
     }
@@ -277,6 +279,7 @@ impl<'a> View<'a> {
     }
 
     /// Whether this is a number that is not an integer.
+    #[allow(dead_code)] // the full accessor set of `Value`, held to it by the tests
     pub fn is_f64(&self) -> bool {
         self.as_number().is_some_and(Number::is_f64)
     }

@@ -54,8 +54,11 @@ fn agree(view: &View<'_>, value: &Value, at: &str) {
                 value.get("absent-key").is_some()
             );
             // Iteration order is the BTreeMap's: sorted, duplicates collapsed.
-            let sorted: Vec<(&str, Value)> =
-                o.sorted().iter().map(|(k, v)| (*k, v.to_value())).collect();
+            let sorted: Vec<(&str, Value)> = o
+                .sorted()
+                .into_iter()
+                .map(|(k, v)| (k.as_ref(), v.to_value()))
+                .collect();
             let want: Vec<(&str, Value)> = m.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
             assert_eq!(sorted, want, "sorted members at {at}");
         }

@@ -46,6 +46,7 @@ mod meta;
 mod model;
 mod normalize;
 mod observation;
+mod observation_view;
 mod registry;
 mod render;
 mod runtime;
