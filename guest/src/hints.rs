@@ -202,12 +202,16 @@ fn openai_reset(h: &HeaderList<'_>) -> Option<u64> {
     let mut chosen = None;
     let mut any_remaining = false;
     let mut longest = None;
-    for kind in ["requests", "tokens"] {
-        let reset = h
-            .get(&format!("x-ratelimit-reset-{kind}"))
-            .and_then(duration_to_ms);
+    for (reset_name, remaining_name) in [
+        (
+            "x-ratelimit-reset-requests",
+            "x-ratelimit-remaining-requests",
+        ),
+        ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"),
+    ] {
+        let reset = h.get(reset_name).and_then(duration_to_ms);
         longest = longest.max(reset);
-        if let Some(rem) = h.get(&format!("x-ratelimit-remaining-{kind}")) {
+        if let Some(rem) = h.get(remaining_name) {
             any_remaining = true;
             if rem == "0" {
                 chosen = chosen.max(reset);

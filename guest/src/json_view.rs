@@ -170,8 +170,13 @@ impl<'a> View<'a> {
         }
         let rest = pointer.strip_prefix('/')?;
         let mut target = self;
-        for token in rest.split('/') {
-            let token = token.replace("~1", "/").replace("~0", "~");
+        for raw in rest.split('/') {
+            // Unescaped only when it has to be (`Value::pointer` always allocates).
+            let token = if raw.contains('~') {
+                Cow::Owned(raw.replace("~1", "/").replace("~0", "~"))
+            } else {
+                Cow::Borrowed(raw)
+            };
             target = match target {
                 View::Object(o) => o.get(&token)?,
                 View::Array(a) => a.get(parse_index(&token)?)?,
