@@ -88,6 +88,10 @@ pub mod __private {
     pub mod headers {
         pub use crate::headers::*;
     }
+    /// The output writer alone (the floor measurement of `examples/pieces.rs`).
+    pub mod json_out {
+        pub use crate::json_out::{decision, envelope};
+    }
     pub mod meta {
         pub use crate::meta::*;
     }
