@@ -95,14 +95,41 @@ fn detail_type<'v>(d: &'v View<'_>) -> Option<&'v str> {
 
 /// A quota id or metric that refills only over a day or longer.
 fn is_long_period(id: &str) -> bool {
-    let flat: String = id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    ["perday", "permonth", "daily", "monthly"]
-        .iter()
-        .any(|p| flat.contains(p))
+    // The id's ASCII letters and digits, lowercased, searched in one pass
+    // without a copy: the last 8 of them are kept in a u64, and each period
+    // word is compared with its tail. (A non-ASCII character is never ASCII
+    // alphanumeric, nor is any of its bytes.)
+    const WORDS: [(u64, u64); 4] = [
+        packed(b"perday"),
+        packed(b"permonth"),
+        packed(b"daily"),
+        packed(b"monthly"),
+    ];
+    // Before 8 bytes are in, the window's high bytes are 0, which no word has.
+    let mut window = 0u64;
+    for b in id.bytes().filter(u8::is_ascii_alphanumeric) {
+        window = (window << 8) | u64::from(b.to_ascii_lowercase());
+        if WORDS.iter().any(|&(word, mask)| window & mask == word) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A word of at most 8 bytes as the tail of a [`is_long_period`] window, and its mask.
+const fn packed(word: &[u8]) -> (u64, u64) {
+    let mut v = 0u64;
+    let mut rest = word;
+    while let [first, tail @ ..] = rest {
+        v = (v << 8) | *first as u64;
+        rest = tail;
+    }
+    let mask = if word.len() >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * word.len())) - 1
+    };
+    (v, mask)
 }
 
 /// Whether the details show a quota that waiting seconds will not refill.
@@ -319,5 +346,37 @@ mod tests {
         assert_eq!(run(200, &[], body, None).base, "output.malformed_tool_call");
         let body = r#"{"candidates":[{"finishReason":"STOP"}],"promptFeedback":{}}"#;
         assert!(try_run(200, &[], body, Some("gemini")).is_none());
+    }
+
+    #[test]
+    fn long_periods_are_found_in_the_flattened_id() {
+        // The copying form this replaced, as the reference.
+        let flattened = |id: &str| {
+            let flat: String = id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            ["perday", "permonth", "daily", "monthly"]
+                .iter()
+                .any(|p| flat.contains(p))
+        };
+        for id in [
+            "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+            "per-day",
+            "Per_Month",
+            "dai ly",
+            "MONTHLY",
+            "perda",
+            "p\u{e9}rday",
+            "pér-day",
+            "dailé",
+            "",
+            "d",
+            "monthl",
+        ] {
+            assert_eq!(super::is_long_period(id), flattened(id), "{id}");
+        }
     }
 }
