@@ -363,7 +363,8 @@ impl<'de> Visitor<'de> for ViewVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<View<'de>, A::Error> {
-        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+        // serde_json gives no size hint; 8 members hold most objects without a regrowth.
+        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
         while let Some(Key(k)) = map.next_key()? {
             // serde_json's `raw_value` feature (on in this crate): an object whose
             // first key is its private token is the JSON text of its value.
