@@ -55,6 +55,7 @@ impl Headers {
         &self.0
     }
 
+    /// The owned headers of a borrowed list (same pairs, same order).
     pub(crate) fn from_list(list: HeaderList<'_>) -> Self {
         Self(list.into_owned())
     }
