@@ -8,7 +8,10 @@
 //! ```
 //!
 //! With `full` only `decide_json` runs: callgrind's total / (500 x 13) is its
-//! instructions per call.
+//! instructions per call. The floor of any design that reads and writes JSON
+//! text: `scan` only runs serde_json over each observation and context into
+//! `IgnoredAny`; `write` only writes each decision's text (decided before the
+//! loop, so take the difference with N = 0).
 use agent_recovery_policy::*;
 use std::hint::black_box;
 use std::time::Instant;
@@ -32,6 +35,28 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(20000);
     let only = std::env::args().nth(2);
+    if only.as_deref() == Some("scan") {
+        time("scan", n, || {
+            for o in MIX {
+                let _: serde::de::IgnoredAny = serde_json::from_str(black_box(o)).unwrap();
+                let _: serde::de::IgnoredAny = serde_json::from_str(black_box(CONTEXT)).unwrap();
+            }
+        });
+        return;
+    }
+    if only.as_deref() == Some("write") {
+        let ctx = Context::from_json_str(CONTEXT).unwrap();
+        let ds: Vec<Decision> = MIX
+            .iter()
+            .map(|o| decide(Observation::from_json_str(o).unwrap(), ctx.clone()).unwrap())
+            .collect();
+        time("write", n, || {
+            for d in &ds {
+                black_box(__private::json_out::decision(black_box(d)).unwrap());
+            }
+        });
+        return;
+    }
     if only.as_deref() == Some("full") {
         time("decide_json", n, || {
             for o in MIX {

@@ -8,6 +8,7 @@ use crate::error::{ErrorKind, PolicyError};
 use crate::model::{CallKind, Decision, Envelope};
 use crate::normalize;
 use crate::observation::Observation;
+use crate::observation_view::ObservationView;
 
 /// The largest JSON input accepted, in bytes.
 pub const MAX_INPUT: usize = 32 * 1024 * 1024;
@@ -60,9 +61,16 @@ pub fn parse_context(context: &str) -> Result<Context, PolicyError> {
     Context::from_json_str(context)
 }
 
+/// Read a JSON observation (size-checked) without building the owned
+/// [`Observation`]: the reference's fast path.
+fn observation_view(observation: &str) -> Result<ObservationView<'_>, PolicyError> {
+    check_size("observation", observation)?;
+    ObservationView::parse(observation)
+}
+
 /// Classify a JSON observation; returns the envelope as JSON.
 pub fn classify_json(observation: &str) -> Result<String, PolicyError> {
-    crate::json_out::envelope(&normalize::classify(&parse_observation(observation)?)?)
+    crate::json_out::envelope(&normalize::classify_view(&observation_view(observation)?)?)
 }
 
 /// Decide for a parsed observation and context.
@@ -84,9 +92,11 @@ pub fn decide_from(
 
 /// Decide from JSON; returns the decision as JSON.
 pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
-    crate::json_out::decision(&decide::decide(
-        parse_observation(observation)?,
+    let obs = observation_view(observation)?;
+    crate::json_out::decision(&decide::decide_view(
+        obs,
         parse_context(context)?,
+        crate::config::Config::default(),
     )?)
 }
 

@@ -13,6 +13,7 @@ use crate::error::{ErrorKind, PolicyError};
 use crate::model::{Action, CallKind, Category, Decision, Envelope, ErrorClass, Severity};
 use crate::normalize;
 use crate::observation::Observation;
+use crate::observation_view::ObservationView;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -213,12 +214,22 @@ pub fn decide(obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
 /// Decide the next step for an observation; the context's `config` overrides
 /// `defaults` member by member.
 pub fn decide_from(
-    mut obs: Observation,
+    obs: Observation,
+    ctx: Context,
+    defaults: Config,
+) -> Result<Decision, PolicyError> {
+    decide_view(ObservationView::from_observation(&obs), ctx, defaults)
+}
+
+/// [`decide_from`] for a borrowed observation: what every entry point runs
+/// (the reference's `decide_json` builds the view straight from the text).
+pub(crate) fn decide_view(
+    mut obs: ObservationView<'_>,
     ctx: Context,
     defaults: Config,
 ) -> Result<Decision, PolicyError> {
     let ctx = match obs.context.take() {
-        Some(embedded) => ctx.or(Context::from_json(embedded)?),
+        Some(embedded) => ctx.or(Context::from_json(embedded.to_value())?),
         None => ctx,
     };
     let call = match ctx.call.as_deref() {
@@ -244,7 +255,7 @@ pub fn decide_from(
         ));
     }
     let config = defaults.with(&ctx.config.unwrap_or_default())?;
-    let envelope = normalize::classify(&obs)?;
+    let envelope = normalize::classify_view(&obs)?;
     let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
     flow(envelope, &ctx, attempt, call, &config)
 }

@@ -1,10 +1,12 @@
 //! HTTP headers, matched case-insensitively.
 
+use crate::json_view::View;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Header pairs with lowercase names, in the order received.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Headers(Vec<(String, String)>);
+pub struct Headers(HeaderList<'static>);
 
 impl Headers {
     /// From name/value pairs (names are lowercased).
@@ -14,45 +16,89 @@ impl Headers {
         K: AsRef<str>,
         V: Into<String>,
     {
-        Self(
+        Self(HeaderList(
             pairs
                 .into_iter()
-                .map(|(k, v)| (k.as_ref().trim().to_ascii_lowercase(), v.into()))
+                .map(|(k, v)| {
+                    (
+                        Cow::Owned(k.as_ref().trim().to_ascii_lowercase()),
+                        Cow::Owned(v.into()),
+                    )
+                })
                 .collect(),
-        )
+        ))
     }
 
     /// From a JSON object (`{"Retry-After": "5"}`, values may be strings, numbers
     /// or arrays of strings) or an array of `[name, value]` pairs.
     pub fn from_json(v: &Value) -> Result<Self, String> {
+        HeaderList::from_view(&View::from_value(v)).map(|h| Self(h.into_owned()))
+    }
+
+    /// The first value of `name` (lowercase), trimmed.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name)
+    }
+
+    /// Whether any header name starts with `prefix`.
+    pub fn any_prefix(&self, prefix: &str) -> bool {
+        self.0.any_prefix(prefix)
+    }
+
+    /// True when the header is present and says `true`.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.0.flag(name)
+    }
+
+    /// The pairs, as classification reads them.
+    pub(crate) fn list(&self) -> &HeaderList<'static> {
+        &self.0
+    }
+
+    /// The owned headers of a borrowed list (same pairs, same order).
+    pub(crate) fn from_list(list: HeaderList<'_>) -> Self {
+        Self(list.into_owned())
+    }
+}
+
+/// Header pairs with lowercase names, borrowed from the observation when a
+/// name is already lowercase (what [`Headers`] holds, and what classification reads).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct HeaderList<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'a> HeaderList<'a> {
+    /// From a JSON object or an array of `[name, value]` pairs, as
+    /// [`Headers::from_json`]; an object is read in `BTreeMap` order (sorted
+    /// names, a repeated name once with its last value), as a `Value` would be.
+    pub fn from_view(v: &View<'a>) -> Result<Self, String> {
         match v {
-            Value::Null => Ok(Self::default()),
-            Value::Object(map) => {
-                let mut out = Vec::with_capacity(map.len());
-                for (k, val) in map {
-                    out.push((k.clone(), header_value(k, val)?));
+            View::Null => Ok(Self::default()),
+            View::Object(map) => {
+                let members = map.sorted();
+                let mut out = Vec::with_capacity(members.len());
+                for (k, val) in members {
+                    out.push((name(k), header_value(k, val)?));
                 }
-                Ok(Self::from_pairs(out))
+                Ok(Self(out))
             }
-            Value::Array(items) => {
+            View::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
                     match item.as_array().map(Vec::as_slice) {
-                        Some([Value::String(k), val]) => {
-                            out.push((k.clone(), header_value(k, val)?))
-                        }
+                        Some([View::String(k), val]) => out.push((name(k), header_value(k, val)?)),
                         _ => {
                             return Err(format!(
-                                "headers array item {item} is not a [name, value] pair; use {{\"name\": \"value\"}} or [[\"name\", \"value\"]]"
+                                "headers array item {} is not a [name, value] pair; use {{\"name\": \"value\"}} or [[\"name\", \"value\"]]",
+                                item.to_value()
                             ));
                         }
                     }
                 }
-                Ok(Self::from_pairs(out))
+                Ok(Self(out))
             }
             other => Err(format!(
                 "headers must be an object or an array of pairs, got {}; use {{\"retry-after\": \"5\"}}",
-                crate::json_kind(other)
+                other.kind()
             )),
         }
     }
@@ -72,29 +118,53 @@ impl Headers {
 
     /// True when the header is present and says `true`.
     pub fn flag(&self, name: &str) -> Option<bool> {
-        match self.get(name)?.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Some(true),
-            "false" | "0" | "no" => Some(false),
-            _ => None,
-        }
+        let v = self.get(name)?;
+        ["true", "1", "yes"]
+            .iter()
+            .any(|t| v.eq_ignore_ascii_case(t))
+            .then_some(true)
+            .or_else(|| {
+                ["false", "0", "no"]
+                    .iter()
+                    .any(|t| v.eq_ignore_ascii_case(t))
+                    .then_some(false)
+            })
+    }
+
+    /// The same pairs, owned.
+    pub fn into_owned(self) -> HeaderList<'static> {
+        HeaderList(
+            self.0
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
+                .collect(),
+        )
     }
 }
 
-fn header_value(name: &str, v: &Value) -> Result<String, String> {
+/// A header name trimmed and lowercased, borrowed when it already is.
+fn name<'a>(k: &Cow<'a, str>) -> Cow<'a, str> {
+    match k {
+        Cow::Borrowed(b) if !b.bytes().any(|c| c.is_ascii_uppercase()) => Cow::Borrowed(b.trim()),
+        _ => Cow::Owned(k.trim().to_ascii_lowercase()),
+    }
+}
+
+fn header_value<'a>(name: &str, v: &View<'a>) -> Result<Cow<'a, str>, String> {
     match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Array(items) => {
+        View::String(s) => Ok(s.clone()),
+        View::Number(n) => Ok(Cow::Owned(n.to_string())),
+        View::Bool(b) => Ok(Cow::Borrowed(if *b { "true" } else { "false" })),
+        View::Array(items) => {
             let mut parts = Vec::with_capacity(items.len());
             for i in items {
                 parts.push(header_value(name, i)?);
             }
-            Ok(parts.join(", "))
+            Ok(Cow::Owned(parts.join(", ")))
         }
         other => Err(format!(
             "header {name:?} has a {} value; header values are strings",
-            crate::json_kind(other)
+            other.kind()
         )),
     }
 }

@@ -9,8 +9,8 @@
 //!
 //! Every value is clamped to [`MAX_HINT_MS`] so that absurd values cannot overflow.
 
-use crate::headers::Headers;
-use serde_json::Value;
+use crate::headers::HeaderList;
+use crate::json_view::View;
 
 /// The largest hint honoured: one day. Anything longer is clamped to it.
 pub const MAX_HINT_MS: u64 = 86_400_000;
@@ -53,18 +53,18 @@ fn thousandths(s: &str) -> Option<u64> {
 }
 
 /// Seconds as a JSON number or numeric string into milliseconds.
-pub fn seconds_value_to_ms(v: &Value) -> Option<u64> {
+pub(crate) fn seconds_value_to_ms(v: &View<'_>) -> Option<u64> {
     match v {
-        Value::Number(n) => seconds_str_to_ms(&n.to_string()),
-        Value::String(s) => seconds_str_to_ms(s).or_else(|| duration_to_ms(s)),
+        View::Number(n) => seconds_str_to_ms(&n.to_string()),
+        View::String(s) => seconds_str_to_ms(s).or_else(|| duration_to_ms(s)),
         _ => None,
     }
 }
 
 /// Milliseconds as a JSON number or numeric string.
-pub fn ms_value(v: &Value) -> Option<u64> {
+pub(crate) fn ms_value(v: &View<'_>) -> Option<u64> {
     match v {
-        Value::Number(n) => n
+        View::Number(n) => n
             .as_u64()
             .or_else(|| {
                 n.as_f64()
@@ -72,7 +72,7 @@ pub fn ms_value(v: &Value) -> Option<u64> {
                     .map(|f| f.ceil() as u64)
             })
             .map(|m| m.min(MAX_HINT_MS)),
-        Value::String(s) => thousandths(s).map(|x| x.div_ceil(1000).min(MAX_HINT_MS)),
+        View::String(s) => thousandths(s).map(|x| x.div_ceil(1000).min(MAX_HINT_MS)),
         _ => None,
     }
 }
@@ -169,7 +169,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// The delay a response's headers ask for, if any. `now_ms` is the caller's clock,
 /// used only for an HTTP-date `Retry-After` when there is no `Date` header.
-pub fn from_headers(h: &Headers, now_ms: Option<u64>) -> Option<u64> {
+pub(crate) fn from_headers(h: &HeaderList<'_>, now_ms: Option<u64>) -> Option<u64> {
     if let Some(ms) = h.get("retry-after-ms").and_then(thousandths) {
         // retry-after-ms is milliseconds, possibly fractional: round up.
         return Some(ms.div_ceil(1000).min(MAX_HINT_MS));
@@ -198,16 +198,20 @@ pub fn from_headers(h: &Headers, now_ms: Option<u64>) -> Option<u64> {
 
 /// OpenAI's `x-ratelimit-reset-{requests,tokens}`: the resets of the exhausted limits
 /// (remaining `0`), or the longest when no remaining counts are given.
-fn openai_reset(h: &Headers) -> Option<u64> {
+fn openai_reset(h: &HeaderList<'_>) -> Option<u64> {
     let mut chosen = None;
     let mut any_remaining = false;
     let mut longest = None;
-    for kind in ["requests", "tokens"] {
-        let reset = h
-            .get(&format!("x-ratelimit-reset-{kind}"))
-            .and_then(duration_to_ms);
+    for (reset_name, remaining_name) in [
+        (
+            "x-ratelimit-reset-requests",
+            "x-ratelimit-remaining-requests",
+        ),
+        ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"),
+    ] {
+        let reset = h.get(reset_name).and_then(duration_to_ms);
         longest = longest.max(reset);
-        if let Some(rem) = h.get(&format!("x-ratelimit-remaining-{kind}")) {
+        if let Some(rem) = h.get(remaining_name) {
             any_remaining = true;
             if rem == "0" {
                 chosen = chosen.max(reset);
@@ -267,21 +271,21 @@ mod tests {
 
     #[test]
     fn retry_after_date_is_measured_against_date_header() {
-        let h = Headers::from_pairs([
+        let h = crate::headers::Headers::from_pairs([
             ("Retry-After", "Wed, 21 Oct 2026 07:28:30 GMT"),
             ("Date", "Wed, 21 Oct 2026 07:28:00 GMT"),
         ]);
-        assert_eq!(from_headers(&h, Some(0)), Some(30_000));
+        assert_eq!(from_headers(h.list(), Some(0)), Some(30_000));
     }
 
     #[test]
     fn openai_reset_picks_exhausted_limit() {
-        let h = Headers::from_pairs([
+        let h = crate::headers::Headers::from_pairs([
             ("x-ratelimit-remaining-requests", "10"),
             ("x-ratelimit-reset-requests", "1s"),
             ("x-ratelimit-remaining-tokens", "0"),
             ("x-ratelimit-reset-tokens", "6m0s"),
         ]);
-        assert_eq!(from_headers(&h, None), Some(360_000));
+        assert_eq!(from_headers(h.list(), None), Some(360_000));
     }
 }

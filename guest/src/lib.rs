@@ -41,10 +41,12 @@ mod headers;
 mod hints;
 mod idempotency;
 mod json_out;
+mod json_view;
 mod meta;
 mod model;
 mod normalize;
 mod observation;
+mod observation_view;
 mod registry;
 mod render;
 mod runtime;
@@ -85,6 +87,10 @@ pub mod __private {
     }
     pub mod headers {
         pub use crate::headers::*;
+    }
+    /// The output writer alone (the floor measurement of `examples/pieces.rs`).
+    pub mod json_out {
+        pub use crate::json_out::{decision, envelope};
     }
     pub mod meta {
         pub use crate::meta::*;

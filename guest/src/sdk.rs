@@ -110,4 +110,15 @@ impl RecoveryPolicy for Reference {
             description: crate::meta::DESCRIPTION.to_owned(),
         }
     }
+
+    // The reference overrides neither `classify` nor `decide`, so its JSON
+    // entry points read the observation as a borrowed view, never building the
+    // owned `Observation` (same output: the defaults route to the same code).
+    fn classify_json(observation: &str) -> Result<String, PolicyError> {
+        api::classify_json(observation)
+    }
+
+    fn decide_json(observation: &str, context: &str) -> Result<String, PolicyError> {
+        api::decide_json(observation, context)
+    }
 }

@@ -4,16 +4,16 @@
 
 use super::Finding;
 use crate::hints;
+use crate::json_view::View;
 use crate::model::{Category, ErrorClass, Severity};
 use crate::registry;
-use serde_json::Value;
 
 /// The object holding envelope members, if `v` is (or wraps) one. An envelope is
 /// an object with a string `code` and at least one of `retryable`, `hint`,
 /// `severity`, `category`, `retry_after_ms`.
-pub(crate) fn find(v: &Value) -> Option<&Value> {
-    let is_env = |o: &Value| {
-        o.get("code").is_some_and(Value::is_string)
+pub(crate) fn find<'v>(v: &'v View<'v>) -> Option<&'v View<'v>> {
+    let is_env = |o: &View<'_>| {
+        o.get("code").is_some_and(View::is_string)
             && [
                 "retryable",
                 "hint",
@@ -36,23 +36,23 @@ pub(crate) fn find(v: &Value) -> Option<&Value> {
 
 /// Apply the envelope members of `e` to `f`: a registry code is adopted, any
 /// other code is kept as the upstream code; explicit fields win over derived ones.
-pub(crate) fn apply(e: &Value, f: &mut Finding) {
-    if let Some(code) = e.get("code").and_then(Value::as_str) {
+pub(crate) fn apply(e: &View<'_>, f: &mut Finding) {
+    if let Some(code) = e.get("code").and_then(View::as_str) {
         if registry::lookup(code).is_some() {
             f.adopted_code = Some(code.to_owned());
         } else if f.upstream.code.is_none() {
             f.upstream.code = Some(code.to_owned());
         }
     }
-    let s = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+    let s = |k: &str| e.get(k).and_then(View::as_str).map(str::to_owned);
     if let Some(m) = s("message").or_else(|| s("detail")) {
         f.message = Some(m);
     }
     if let Some(v) = e.get("field") {
         match v {
-            Value::String(x) => f.field = Some(x.clone()),
-            Value::Array(xs) => {
-                let parts: Vec<&str> = xs.iter().filter_map(Value::as_str).collect();
+            View::String(x) => f.field = Some(x.as_ref().to_owned()),
+            View::Array(xs) => {
+                let parts: Vec<&str> = xs.iter().filter_map(View::as_str).collect();
                 if !parts.is_empty() {
                     f.field = Some(parts.join(","));
                 }
@@ -61,15 +61,15 @@ pub(crate) fn apply(e: &Value, f: &mut Finding) {
         }
     }
     if let Some(v) = e.get("allowed_values").filter(|v| !v.is_null()) {
-        f.allowed_values = Some(v.clone());
+        f.allowed_values = Some(v.to_value());
     }
     if let Some(v) = e.get("suggested_value").filter(|v| !v.is_null()) {
-        f.suggested_value = Some(v.clone());
+        f.suggested_value = Some(v.to_value());
     }
     if let Some(h) = s("hint") {
         f.hint = Some(h);
     }
-    if let Some(b) = e.get("retryable").and_then(Value::as_bool) {
+    if let Some(b) = e.get("retryable").and_then(View::as_bool) {
         f.retryable = Some(b);
     }
     if let Some(ms) = e.get("retry_after_ms").and_then(hints::ms_value) {
@@ -92,8 +92,8 @@ pub(crate) fn apply(e: &Value, f: &mut Finding) {
     if let Some(x) = s("docs_url") {
         f.docs_url = Some(x);
     }
-    if let Some(rel) = e.get("related_codes").and_then(Value::as_array) {
-        for r in rel.iter().filter_map(Value::as_str) {
+    if let Some(rel) = e.get("related_codes").and_then(View::as_array) {
+        for r in rel.iter().filter_map(View::as_str) {
             if !f.related_codes.iter().any(|x| x == r) {
                 f.related_codes.push(r.to_owned());
             }
@@ -102,12 +102,12 @@ pub(crate) fn apply(e: &Value, f: &mut Finding) {
 }
 
 /// Seed 003's minimal tool error: `{"error": "rate_limit", "message": ..., "retry_after": 60}`.
-pub(crate) fn apply_minimal(v: &Value, f: &mut Finding) {
-    if let Some(code) = v.get("error").and_then(Value::as_str) {
+pub(crate) fn apply_minimal(v: &View<'_>, f: &mut Finding) {
+    if let Some(code) = v.get("error").and_then(View::as_str) {
         if f.upstream.code.is_none() {
             f.upstream.code = Some(code.to_owned());
         }
-        if let Some(m) = v.get("message").and_then(Value::as_str) {
+        if let Some(m) = v.get("message").and_then(View::as_str) {
             f.message = Some(m.to_owned());
         }
         if let Some(ms) = v.get("retry_after_ms").and_then(hints::ms_value) {

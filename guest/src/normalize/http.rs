@@ -5,10 +5,10 @@
 use super::sse::{self, StreamError};
 use super::{Finding, envelope_body, providers, str_at};
 use crate::error::PolicyError;
-use crate::headers::Headers;
+use crate::headers::HeaderList;
 use crate::hints;
 use crate::model::SourceKind;
-use crate::observation::{Body, Observation};
+use crate::observation_view::{BodyView, ObservationView};
 
 /// The registry base for a status code, when the body says nothing more specific.
 pub(crate) fn status_base(status: u16) -> &'static str {
@@ -53,14 +53,14 @@ const REQUEST_ID_HEADERS: &[&str] = &[
 
 pub(super) fn classify(
     status: u16,
-    headers: &Headers,
-    body: &Body,
-    obs: &Observation,
+    headers: &HeaderList<'_>,
+    body: &BodyView<'_>,
+    obs: &ObservationView<'_>,
 ) -> Result<Finding, PolicyError> {
     let success = (200..300).contains(&status);
     // A streamed response that failed after its status: read its error event.
     let streamed = match body {
-        Body::Text(t) if sse::is_event_stream(headers.get("content-type"), t) => {
+        BodyView::Text(t) if sse::is_event_stream(headers.get("content-type"), t) => {
             sse::first_error(t)
         }
         _ => None,
@@ -68,7 +68,7 @@ pub(super) fn classify(
     let stream_body;
     let (body, in_stream) = match streamed {
         Some(StreamError::Json(v)) => {
-            stream_body = Body::Json(v);
+            stream_body = BodyView::Json(v);
             (&stream_body, true)
         }
         Some(StreamError::Text(t)) => {
@@ -88,7 +88,7 @@ pub(super) fn classify(
         Some(f) => f,
         None if in_stream && success => {
             let mut f = Finding::new("stream.error");
-            if let Body::Json(v) = body {
+            if let BodyView::Json(v) = body {
                 let err = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
                 f.message = str_at(err, "message").map(str::to_owned);
                 f.upstream.code = str_at(err, "code").map(str::to_owned);
@@ -103,7 +103,7 @@ pub(super) fn classify(
         }
         None => Finding::new(status_base(status)),
     };
-    if let Body::Json(v) = body {
+    if let BodyView::Json(v) = body {
         if let Some(e) = envelope_body::find(v) {
             envelope_body::apply(e, &mut f);
         } else {
@@ -114,7 +114,12 @@ pub(super) fn classify(
 }
 
 /// What every HTTP finding gets from the status and the headers.
-fn finish_http(mut f: Finding, status: u16, headers: &Headers, obs: &Observation) -> Finding {
+fn finish_http(
+    mut f: Finding,
+    status: u16,
+    headers: &HeaderList<'_>,
+    obs: &ObservationView<'_>,
+) -> Finding {
     f.upstream.source = Some(SourceKind::Http);
     f.upstream.status = Some(status);
     // Headers are the most authoritative timing hint; a body hint is used only without one.

@@ -14,8 +14,10 @@ mod transport;
 pub use providers::message_prefix::{PrefixRule, RULES as MESSAGE_PREFIX_RULES};
 
 use crate::error::PolicyError;
+use crate::json_view::View;
 use crate::model::{CallKind, Category, Envelope, ErrorClass, Severity, SourceKind, Upstream};
-use crate::observation::{Failure, Observation};
+use crate::observation::Observation;
+use crate::observation_view::{FailureView, ObservationView};
 use crate::registry::{self, Surface};
 use serde_json::Value;
 
@@ -73,24 +75,29 @@ impl Finding {
 
 /// Normalize an observation into an envelope.
 pub fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {
+    classify_view(&ObservationView::from_observation(obs))
+}
+
+/// Normalize a borrowed observation into an envelope (what every entry point runs).
+pub(crate) fn classify_view(obs: &ObservationView<'_>) -> Result<Envelope, PolicyError> {
     let finding = match &obs.failure {
-        Failure::Http {
+        FailureView::Http {
             status,
             headers,
             body,
         } => http::classify(*status, headers, body, obs)?,
-        Failure::Rpc { protocol, message } => rpc::classify(*protocol, message, obs)?,
-        Failure::Network { code, message } => transport::network(code, message.as_deref()),
-        Failure::Exception { type_name, message } => {
+        FailureView::Rpc { protocol, message } => rpc::classify(*protocol, message, obs)?,
+        FailureView::Network { code, message } => transport::network(code, message.as_deref()),
+        FailureView::Exception { type_name, message } => {
             transport::exception(type_name, message.as_deref())
         }
-        Failure::Timeout { phase, after_ms } => transport::timeout(*phase, *after_ms),
+        FailureView::Timeout { phase, after_ms } => transport::timeout(*phase, *after_ms),
     };
     Ok(finish(finding, obs))
 }
 
 /// The surface of the call: the caller's word, else the shape's, else the source's.
-fn surface(obs: &Observation, finding: &Finding) -> Surface {
+fn surface(obs: &ObservationView<'_>, finding: &Finding) -> Surface {
     if let Some(c) = obs.call {
         return c.into();
     }
@@ -111,7 +118,7 @@ fn surface(obs: &Observation, finding: &Finding) -> Surface {
 }
 
 /// Complete a finding from the registry into an envelope.
-pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
+pub(crate) fn finish(f: Finding, obs: &ObservationView<'_>) -> Envelope {
     let want = surface(obs, &f);
     // A code adopted from the server must be one of ours; otherwise derive it.
     let adopted = f.adopted_code.as_deref().and_then(registry::lookup);
@@ -216,7 +223,9 @@ pub(crate) fn finish(f: Finding, obs: &Observation) -> Envelope {
         allowed_values: f.allowed_values,
         suggested_value: f.suggested_value,
         hint,
-        request_id: f.request_id.or_else(|| obs.request_id.clone()),
+        request_id: f
+            .request_id
+            .or_else(|| obs.request_id.as_deref().map(str::to_owned)),
         related_codes: related,
         docs_url: f.docs_url,
         upstream: f.upstream,
@@ -264,6 +273,6 @@ pub(crate) fn one_line(s: &str) -> String {
 }
 
 /// A string member of a JSON object.
-pub(crate) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
+pub(crate) fn str_at<'v>(v: &'v View<'_>, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(View::as_str)
 }

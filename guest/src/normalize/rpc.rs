@@ -11,24 +11,25 @@
 use super::{Finding, envelope_body, one_line, str_at};
 use crate::error::PolicyError;
 use crate::hints;
+use crate::json_view::View;
 use crate::model::{CallKind, SourceKind};
-use crate::observation::{Observation, Protocol};
+use crate::observation::Protocol;
+use crate::observation_view::ObservationView;
 use crate::registry::Surface;
-use serde_json::Value;
 
 /// How deep wrapped downstream errors are followed.
 const MAX_WRAP_DEPTH: usize = 16;
 
 pub(super) fn classify(
     protocol: Protocol,
-    msg: &Value,
-    obs: &Observation,
+    msg: &View<'_>,
+    obs: &ObservationView<'_>,
 ) -> Result<Finding, PolicyError> {
     let mut f = message(protocol, msg, obs.call, 0)?;
     if f.request_id.is_none() {
         f.request_id = msg.get("id").and_then(|id| match id {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
+            View::String(s) => Some(s.as_ref().to_owned()),
+            View::Number(n) => Some(n.to_string()),
             _ => None,
         });
     }
@@ -45,7 +46,7 @@ fn source_of(p: Protocol) -> SourceKind {
 
 fn message(
     protocol: Protocol,
-    msg: &Value,
+    msg: &View<'_>,
     call: Option<CallKind>,
     depth: usize,
 ) -> Result<Finding, PolicyError> {
@@ -59,8 +60,8 @@ fn message(
         let params = msg.get("params");
         f.message = params.and_then(|p| str_at(p, "reason")).map(str::to_owned);
         f.request_id = params.and_then(|p| p.get("requestId")).map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+            View::String(s) => s.as_ref().to_owned(),
+            other => other.to_value().to_string(),
         });
         f.upstream.source = Some(SourceKind::Mcp);
         f.upstream.provider = Some("mcp".into());
@@ -74,7 +75,7 @@ fn message(
         return result_failure(protocol, result);
     }
     // No JSON-RPC envelope: an SDK's error object or a bare result.
-    if msg.get("code").is_some_and(Value::is_i64) && msg.get("message").is_some() {
+    if msg.get("code").is_some_and(View::is_i64) && msg.get("message").is_some() {
         return error(protocol, msg, call, depth);
     }
     if is_bare_result(msg) {
@@ -88,20 +89,20 @@ fn message(
 /// Whether `v` is a result handed over without its JSON-RPC envelope: an MCP
 /// `CallToolResult` or `input_required` result, or an A2A Task / status-update
 /// event (also in a `{"task": ..}` or `{"statusUpdate": ..}` wrapper).
-pub(crate) fn is_bare_result(v: &Value) -> bool {
-    v.get("isError").is_some_and(Value::is_boolean)
-        || v.get("resultType").is_some_and(Value::is_string)
+pub(crate) fn is_bare_result(v: &View<'_>) -> bool {
+    v.get("isError").is_some_and(View::is_boolean)
+        || v.get("resultType").is_some_and(View::is_string)
         || a2a_task(v).is_some()
 }
 
 /// A JSON-RPC `error` object.
 fn error(
     protocol: Protocol,
-    err: &Value,
+    err: &View<'_>,
     call: Option<CallKind>,
     depth: usize,
 ) -> Result<Finding, PolicyError> {
-    let Some(code) = err.get("code").and_then(Value::as_i64) else {
+    let Some(code) = err.get("code").and_then(View::as_i64) else {
         if let Some(e) = envelope_body::find(err) {
             return Ok(bare_envelope(e));
         }
@@ -148,7 +149,7 @@ fn error(
         if let Some(e) = envelope_body::find(d) {
             envelope_body::apply(e, &mut f);
         }
-        if let Some(b) = d.get("retryable").and_then(Value::as_bool) {
+        if let Some(b) = d.get("retryable").and_then(View::as_bool) {
             f.retryable = Some(b);
         }
         // Exact milliseconds win over whole seconds.
@@ -171,7 +172,7 @@ fn error(
         }
         // A2A v1.0 and MCP may carry google.rpc-style details in data.
         if let Some(url) = str_at(d, "url").filter(|_| base == "mcp.url_elicitation_required") {
-            f.suggested_value = Some(Value::String(url.to_owned()));
+            f.suggested_value = Some(serde_json::Value::String(url.to_owned()));
         }
     }
     Ok(f)
@@ -180,9 +181,9 @@ fn error(
 /// A bare agent envelope (`{"error": {"code": "...", "retryable": ..}}`), e.g. a
 /// rendered `model-tool-result`: a registry code is adopted, any other code is
 /// placed by its category.
-fn bare_envelope(e: &Value) -> Finding {
+fn bare_envelope(e: &View<'_>) -> Finding {
     let category = str_at(e, "category").and_then(crate::model::Category::parse);
-    let retryable = e.get("retryable").and_then(Value::as_bool).unwrap_or(false);
+    let retryable = e.get("retryable").and_then(View::as_bool).unwrap_or(false);
     let mut f = Finding::new(envelope_body::base_for(category, retryable));
     envelope_body::apply(e, &mut f);
     f.upstream.source = Some(SourceKind::Jsonrpc);
@@ -226,8 +227,8 @@ fn code_base(protocol: Protocol, code: i64) -> &'static str {
 }
 
 /// A successful JSON-RPC response whose result reports a failure.
-fn result_failure(protocol: Protocol, result: &Value) -> Result<Finding, PolicyError> {
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+fn result_failure(protocol: Protocol, result: &View<'_>) -> Result<Finding, PolicyError> {
+    if result.get("isError").and_then(View::as_bool) == Some(true) {
         return Ok(mcp_tool_error(result));
     }
     if str_at(result, "resultType") == Some("input_required") {
@@ -242,7 +243,7 @@ fn result_failure(protocol: Protocol, result: &Value) -> Result<Finding, PolicyE
     ))
 }
 
-fn mcp_tool_error(result: &Value) -> Finding {
+fn mcp_tool_error(result: &View<'_>) -> Finding {
     let mut f = Finding::new("mcp.tool_error");
     f.message = first_text(result.get("content"));
     if let Some(sc) = result.get("structuredContent")
@@ -259,10 +260,10 @@ fn mcp_tool_error(result: &Value) -> Finding {
 
 /// MCP 2026-07-28 multi round-trip requests: the server needs input first. The
 /// input requests are the values the client must supply (`allowed_values`).
-fn mcp_input_required(result: &Value) -> Finding {
+fn mcp_input_required(result: &View<'_>) -> Finding {
     let mut f = Finding::new("mcp.input_required");
     if let Some(reqs) = result.get("inputRequests").filter(|r| !r.is_null()) {
-        f.allowed_values = Some(reqs.clone());
+        f.allowed_values = Some(reqs.to_value());
     }
     f.upstream.source = Some(SourceKind::Mcp);
     f.upstream.provider = Some("mcp".into());
@@ -273,7 +274,7 @@ fn mcp_input_required(result: &Value) -> Finding {
 
 /// The task object and its normalized state (`failed`, `input-required`, ...).
 /// Accepts a Task, a v1.0 `{"task": Task}` wrapper, and status-update events.
-fn a2a_task(result: &Value) -> Option<(&Value, &str)> {
+fn a2a_task<'v>(result: &'v View<'v>) -> Option<(&'v View<'v>, &'v str)> {
     let candidates = [
         Some(result),
         result.get("task"),
@@ -295,7 +296,7 @@ fn normalize_state(s: &str) -> String {
     trimmed.replace('_', "-")
 }
 
-fn a2a_state(task: &Value, raw_state: &str) -> Result<Finding, PolicyError> {
+fn a2a_state(task: &View<'_>, raw_state: &str) -> Result<Finding, PolicyError> {
     let state = normalize_state(raw_state);
     let base = match state.as_str() {
         "failed" => "task.failed",
@@ -313,7 +314,7 @@ fn a2a_state(task: &Value, raw_state: &str) -> Result<Finding, PolicyError> {
     let status_msg = task.get("status").and_then(|s| s.get("message"));
     let parts = status_msg.and_then(|m| m.get("parts"));
     f.message = first_text(parts);
-    if let Some(Value::Array(ps)) = parts {
+    if let Some(View::Array(ps)) = parts {
         for p in ps {
             let data = p
                 .get("data")
@@ -333,7 +334,7 @@ fn a2a_state(task: &Value, raw_state: &str) -> Result<Finding, PolicyError> {
 
 /// The first text part of MCP content or A2A parts (`{"type"|"kind":"text","text":..}`
 /// or a v1.0 `{"text": ..}` part).
-fn first_text(content: Option<&Value>) -> Option<String> {
+fn first_text(content: Option<&View<'_>>) -> Option<String> {
     let items = content?.as_array()?;
     items
         .iter()

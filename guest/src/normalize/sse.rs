@@ -17,7 +17,7 @@
 //! event; `:` starts a comment; one space after the colon is dropped; several
 //! `data` lines are joined with a newline.
 
-use serde_json::Value;
+use crate::json_view::View;
 
 /// The longest stream read, in bytes; an error event after it is not seen.
 const MAX_STREAM: usize = 4 * 1024 * 1024;
@@ -95,7 +95,7 @@ fn events(text: &str) -> Vec<Event> {
 /// What the first error event of a stream carried.
 pub(super) enum StreamError {
     /// Its data as JSON.
-    Json(Value),
+    Json(View<'static>),
     /// An `error` event whose data is not JSON (kept as the message).
     Text(String),
 }
@@ -104,7 +104,7 @@ pub(super) enum StreamError {
 pub(super) fn first_error(text: &str) -> Option<StreamError> {
     for e in events(text) {
         let named_error = e.name.as_deref() == Some("error");
-        match serde_json::from_str::<Value>(&e.data) {
+        match View::parse(&e.data).map(View::into_owned) {
             Ok(v) if named_error && v.is_object() => return Some(StreamError::Json(v)),
             Ok(v)
                 if v.get("error")
@@ -130,7 +130,10 @@ mod tests {
         let Some(StreamError::Json(v)) = first_error(s) else {
             panic!("no error event");
         };
-        assert_eq!(v["error"]["type"], "overloaded_error");
+        assert_eq!(
+            v.pointer("/error/type").and_then(View::as_str),
+            Some("overloaded_error")
+        );
     }
 
     #[test]
@@ -139,7 +142,10 @@ mod tests {
         let Some(StreamError::Json(v)) = first_error(s) else {
             panic!("no error event");
         };
-        assert_eq!(v["error"]["type"], "server_error");
+        assert_eq!(
+            v.pointer("/error/type").and_then(View::as_str),
+            Some("server_error")
+        );
     }
 
     #[test]

@@ -19,14 +19,14 @@
 //! prefix `prompt is too long:` is `context.overflow` (see [`super::message_prefix`]).
 
 use super::{Response, string};
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
+use crate::observation_view::BodyView;
 use crate::registry::Surface;
-use serde_json::Value;
 
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
-    let Body::Json(v) = r.body else {
+    let BodyView::Json(v) = r.body else {
         return None;
     };
     let error_obj = v
@@ -91,11 +91,11 @@ pub(crate) fn detail_base(code: &str) -> Option<&'static str> {
     })
 }
 
-fn error(status: u16, v: &Value, err: &Value) -> Finding {
+fn error(status: u16, v: &View<'_>, err: &View<'_>) -> Finding {
     let typ = string(err, "type");
     let detail = err
         .pointer("/details/error_code")
-        .and_then(Value::as_str)
+        .and_then(View::as_str)
         .map(str::to_owned);
     let from_type = typ.as_deref().and_then(type_base);
     let base = detail
@@ -116,7 +116,7 @@ fn error(status: u16, v: &Value, err: &Value) -> Finding {
     f
 }
 
-fn stop(v: &Value) -> Option<Finding> {
+fn stop(v: &View<'_>) -> Option<Finding> {
     let reason = str_at(v, "stop_reason")?;
     let base = match reason {
         "refusal" => "policy.refusal",

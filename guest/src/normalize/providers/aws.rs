@@ -19,11 +19,11 @@
 
 use super::{Response, string};
 use crate::hints::MAX_HINT_MS;
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
+use crate::observation_view::BodyView;
 use crate::registry::Surface;
-use serde_json::Value;
 
 /// botocore's `ThrottledRetryableChecker` list: throttling whatever the status.
 const THROTTLING: &[&str] = &[
@@ -54,11 +54,11 @@ const BEDROCK_ONLY: &[&str] = &[
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
     let header_code = r.headers.get("x-amzn-errortype").and_then(clean_code);
     let mut f = match r.body {
-        Body::Json(v) => json(v, r.status, header_code, hinted)?,
-        Body::Text(t) => {
+        BodyView::Json(v) => json(v, r.status, header_code, hinted)?,
+        BodyView::Text(t) => {
             xml(t, r.status).or_else(|| header_code.map(|c| error(r.status, c, None)))?
         }
-        Body::Empty => error(r.status, header_code?, None),
+        BodyView::Empty => error(r.status, header_code?, None),
     };
     if f.base == "http.429_rate_limited" || f.base == "http.503_unavailable" {
         // x-amz-retry-after is milliseconds; an HTTP Retry-After still wins later.
@@ -142,7 +142,7 @@ fn error(status: u16, code: &str, message: Option<String>) -> Finding {
     f
 }
 
-fn json(v: &Value, status: u16, header_code: Option<&str>, hinted: bool) -> Option<Finding> {
+fn json(v: &View<'_>, status: u16, header_code: Option<&str>, hinted: bool) -> Option<Finding> {
     let message = string(v, "message")
         .or_else(|| string(v, "Message"))
         .or_else(|| string(v, "errorMessage"));
@@ -151,7 +151,7 @@ fn json(v: &Value, status: u16, header_code: Option<&str>, hinted: bool) -> Opti
         hinted
             .then(|| v.pointer("/Error/Code").or_else(|| v.get("code")))
             .flatten()
-            .and_then(Value::as_str)
+            .and_then(View::as_str)
     });
     match body_code.or(header_code) {
         Some(code) => Some(error(status, code, message)),
@@ -160,7 +160,7 @@ fn json(v: &Value, status: u16, header_code: Option<&str>, hinted: bool) -> Opti
 }
 
 /// Bedrock Converse (`stopReason`) and InvokeModel guardrail interventions.
-fn converse(v: &Value) -> Option<Finding> {
+fn converse(v: &View<'_>) -> Option<Finding> {
     let (base, value, member) = match str_at(v, "stopReason") {
         Some(r @ ("guardrail_intervened" | "content_filtered")) => {
             ("policy.refusal", r, "stopReason")

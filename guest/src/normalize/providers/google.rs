@@ -17,11 +17,11 @@
 
 use super::{Response, code_text, items, join_fields, string};
 use crate::hints;
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
+use crate::observation_view::BodyView;
 use crate::registry::Surface;
-use serde_json::Value;
 
 /// Services whose errors are LLM errors.
 const LLM_SERVICES: &[&str] = &[
@@ -30,7 +30,7 @@ const LLM_SERVICES: &[&str] = &[
 ];
 
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
-    let Body::Json(v) = r.body else {
+    let BodyView::Json(v) = r.body else {
         return None;
     };
     let wrapped = v
@@ -49,10 +49,9 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
 }
 
 /// The google.rpc shape: a canonical status name, or a numeric code with details.
-fn is_rpc_error(e: &Value) -> bool {
+fn is_rpc_error(e: &View<'_>) -> bool {
     str_at(e, "status").is_some_and(|s| status_name_base(s).is_some())
-        || (e.get("code").is_some_and(Value::is_u64)
-            && e.get("details").is_some_and(Value::is_array))
+        || (e.get("code").is_some_and(View::is_u64) && e.get("details").is_some_and(View::is_array))
 }
 
 /// The base for a canonical status name (google.rpc.Code).
@@ -89,25 +88,52 @@ fn reason_base(reason: &str) -> Option<&'static str> {
 }
 
 /// A detail's type name without its `type.googleapis.com/` prefix.
-fn detail_type(d: &Value) -> Option<&str> {
+fn detail_type<'v>(d: &'v View<'_>) -> Option<&'v str> {
     let t = str_at(d, "@type")?;
     Some(t.rsplit_once('/').map_or(t, |(_, name)| name))
 }
 
 /// A quota id or metric that refills only over a day or longer.
 fn is_long_period(id: &str) -> bool {
-    let flat: String = id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    ["perday", "permonth", "daily", "monthly"]
-        .iter()
-        .any(|p| flat.contains(p))
+    // The id's ASCII letters and digits, lowercased, searched in one pass
+    // without a copy: the last 8 of them are kept in a u64, and each period
+    // word is compared with its tail. (A non-ASCII character is never ASCII
+    // alphanumeric, nor is any of its bytes.)
+    const WORDS: [(u64, u64); 4] = [
+        packed(b"perday"),
+        packed(b"permonth"),
+        packed(b"daily"),
+        packed(b"monthly"),
+    ];
+    // Before 8 bytes are in, the window's high bytes are 0, which no word has.
+    let mut window = 0u64;
+    for b in id.bytes().filter(u8::is_ascii_alphanumeric) {
+        window = (window << 8) | u64::from(b.to_ascii_lowercase());
+        if WORDS.iter().any(|&(word, mask)| window & mask == word) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A word of at most 8 bytes as the tail of a [`is_long_period`] window, and its mask.
+const fn packed(word: &[u8]) -> (u64, u64) {
+    let mut v = 0u64;
+    let mut rest = word;
+    while let [first, tail @ ..] = rest {
+        v = (v << 8) | *first as u64;
+        rest = tail;
+    }
+    let mask = if word.len() >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * word.len())) - 1
+    };
+    (v, mask)
 }
 
 /// Whether the details show a quota that waiting seconds will not refill.
-fn exhausted_quota(details: &[&Value]) -> bool {
+fn exhausted_quota(details: &[&View<'_>]) -> bool {
     details.iter().any(|d| match detail_type(d) {
         Some("google.rpc.QuotaFailure") => items(d, "violations").any(|v| {
             ["quotaId", "quotaMetric", "quota_id", "quota_metric"]
@@ -127,8 +153,8 @@ fn exhausted_quota(details: &[&Value]) -> bool {
     })
 }
 
-fn error(status: u16, e: &Value) -> Finding {
-    let details: Vec<&Value> = items(e, "details").collect();
+fn error(status: u16, e: &View<'_>) -> Finding {
+    let details: Vec<&View<'_>> = items(e, "details").collect();
     let of = |name: &'static str| {
         details
             .iter()
@@ -140,7 +166,7 @@ fn error(status: u16, e: &Value) -> Finding {
     let name = str_at(e, "status");
     let http = e
         .get("code")
-        .and_then(Value::as_u64)
+        .and_then(View::as_u64)
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c));
     let mut base = reason
@@ -175,7 +201,7 @@ fn error(status: u16, e: &Value) -> Finding {
     let service = info.and_then(|i| {
         str_at(i, "domain")
             .filter(|d| LLM_SERVICES.contains(d))
-            .or_else(|| i.pointer("/metadata/service").and_then(Value::as_str))
+            .or_else(|| i.pointer("/metadata/service").and_then(View::as_str))
     });
     let metric_service = of("google.rpc.QuotaFailure")
         .flat_map(|d| items(d, "violations"))
@@ -191,8 +217,8 @@ fn error(status: u16, e: &Value) -> Finding {
 }
 
 /// Failures inside a generateContent response (or a streamed array of them).
-fn generate_content(v: &Value) -> Option<Finding> {
-    let chunks: Vec<&Value> = match v.as_array() {
+fn generate_content(v: &View<'_>) -> Option<Finding> {
+    let chunks: Vec<&View<'_>> = match v.as_array() {
         Some(a) => a.iter().collect(),
         None => vec![v],
     };
@@ -200,13 +226,13 @@ fn generate_content(v: &Value) -> Option<Finding> {
     for c in chunks {
         if let Some(block) = c
             .pointer("/promptFeedback/blockReason")
-            .and_then(Value::as_str)
+            .and_then(View::as_str)
             .filter(|b| !b.is_empty() && *b != "BLOCK_REASON_UNSPECIFIED")
         {
             let mut f = stop("policy.input_blocked", block, "promptFeedback.blockReason");
             f.message = c
                 .pointer("/promptFeedback/blockReasonMessage")
-                .and_then(Value::as_str)
+                .and_then(View::as_str)
                 .map(str::to_owned);
             return Some(f);
         }
@@ -320,5 +346,37 @@ mod tests {
         assert_eq!(run(200, &[], body, None).base, "output.malformed_tool_call");
         let body = r#"{"candidates":[{"finishReason":"STOP"}],"promptFeedback":{}}"#;
         assert!(try_run(200, &[], body, Some("gemini")).is_none());
+    }
+
+    #[test]
+    fn long_periods_are_found_in_the_flattened_id() {
+        // The copying form this replaced, as the reference.
+        let flattened = |id: &str| {
+            let flat: String = id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            ["perday", "permonth", "daily", "monthly"]
+                .iter()
+                .any(|p| flat.contains(p))
+        };
+        for id in [
+            "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+            "per-day",
+            "Per_Month",
+            "dai ly",
+            "MONTHLY",
+            "perda",
+            "p\u{e9}rday",
+            "pér-day",
+            "dailé",
+            "",
+            "d",
+            "monthl",
+        ] {
+            assert_eq!(super::is_long_period(id), flattened(id), "{id}");
+        }
     }
 }

@@ -26,9 +26,9 @@ pub(crate) use aws::code_base as aws_code_base;
 pub(crate) use google::status_name_base as google_status_base;
 
 use super::Finding;
-use crate::headers::Headers;
-use crate::observation::Body;
-use serde_json::Value;
+use crate::headers::HeaderList;
+use crate::json_view::View;
+use crate::observation_view::BodyView;
 
 /// Whether `name` is an LLM provider (its failures are `llm.` codes).
 pub(crate) fn is_llm_provider(name: &str) -> bool {
@@ -50,9 +50,9 @@ pub(super) struct Response<'a> {
     /// Status code.
     pub status: u16,
     /// Headers.
-    pub headers: &'a Headers,
+    pub headers: &'a HeaderList<'a>,
     /// Body.
-    pub body: &'a Body,
+    pub body: &'a BodyView<'a>,
     /// The caller's lowercase provider hint, if any.
     pub hint: Option<&'a str>,
 }
@@ -108,8 +108,8 @@ impl Family {
 /// Recognise a provider body. `hint` is the caller's lowercase `provider`, if any.
 pub(crate) fn parse(
     status: u16,
-    headers: &Headers,
-    body: &Body,
+    headers: &HeaderList<'_>,
+    body: &BodyView<'_>,
     hint: Option<&str>,
 ) -> Option<Finding> {
     let r = Response {
@@ -129,23 +129,23 @@ pub(crate) fn parse(
 }
 
 /// A string member of a JSON object, owned.
-fn string(v: &Value, key: &str) -> Option<String> {
+fn string(v: &View<'_>, key: &str) -> Option<String> {
     super::str_at(v, key).map(str::to_owned)
 }
 
 /// A member that is a string or a number (codes come as both), as text.
-fn code_text(v: Option<&Value>) -> Option<String> {
+fn code_text(v: Option<&View<'_>>) -> Option<String> {
     match v? {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        Value::Number(n) => Some(n.to_string()),
+        View::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        View::Number(n) => Some(n.to_string()),
         _ => None,
     }
 }
 
 /// The items of an array member, or nothing.
-fn items<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+fn items<'v>(v: &'v View<'v>, key: &str) -> impl Iterator<Item = &'v View<'v>> {
     v.get(key)
-        .and_then(Value::as_array)
+        .and_then(View::as_array)
         .map(|a| a.iter())
         .into_iter()
         .flatten()
@@ -186,9 +186,10 @@ pub(super) mod test_support {
         body: &str,
         hint: Option<&str>,
     ) -> Option<Finding> {
-        let h = Headers::from_pairs(headers.iter().map(|(k, v)| (*k, v.to_string())));
-        let b = Body::from_text(body.to_owned());
-        parse(status, &h, &b, hint)
+        let h =
+            crate::headers::Headers::from_pairs(headers.iter().map(|(k, v)| (*k, v.to_string())));
+        let b = BodyView::from_text(std::borrow::Cow::Borrowed(body));
+        parse(status, h.list(), &b, hint)
     }
 }
 

@@ -11,14 +11,14 @@
 //! `quota.exhausted`, not a rate limit.
 
 use super::{Response, code_text, google, is_success, items, string};
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
+use crate::observation_view::BodyView;
 use crate::registry::Surface;
-use serde_json::Value;
 
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
-    let Body::Json(v) = r.body else {
+    let BodyView::Json(v) = r.body else {
         return None;
     };
     let mut f = match v.get("error").filter(|e| is_error_object(e, hinted)) {
@@ -42,16 +42,16 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
 /// `{"message": "...", "type"|"param"|"code": ...}`; with a hint, a message alone.
 /// A Google status name in `status` (Gemini's OpenAI-compatible endpoint answers
 /// errors in Google's shape) is left to the Google parser.
-fn is_error_object(e: &Value, hinted: bool) -> bool {
+fn is_error_object(e: &View<'_>, hinted: bool) -> bool {
     let Some(obj) = e.as_object() else {
         return false;
     };
-    obj.get("message").is_some_and(Value::is_string)
+    obj.get("message").is_some_and(View::is_string)
         && str_at(e, "status").is_none_or(|s| google::status_name_base(s).is_none())
         && (hinted
             || ["type", "param", "code"]
                 .iter()
-                .any(|k| obj.contains_key(*k)))
+                .any(|k| obj.contains_key(k)))
 }
 
 /// The base for an error `code`, if it says more than the status.
@@ -85,10 +85,10 @@ fn type_base(t: &str, status: u16) -> Option<&'static str> {
     }
 }
 
-fn error(status: u16, err: &Value) -> Finding {
+fn error(status: u16, err: &View<'_>) -> Finding {
     let code = code_text(err.get("code"));
     let typ = string(err, "type");
-    let inner = err.pointer("/innererror/code").and_then(Value::as_str);
+    let inner = err.pointer("/innererror/code").and_then(View::as_str);
     let base = code
         .as_deref()
         .and_then(code_base)
@@ -119,14 +119,14 @@ fn stop(base: &'static str, value: &str, member: &str) -> Finding {
 }
 
 /// Chat and legacy completions: a refusal anywhere wins over a truncation.
-fn completion(v: &Value) -> Option<Finding> {
+fn completion(v: &View<'_>) -> Option<Finding> {
     let choices = v.get("choices")?.as_array()?;
     let mut truncated = None;
     for c in choices {
         let refusal = c
             .pointer("/message/refusal")
             .or_else(|| c.pointer("/delta/refusal"))
-            .and_then(Value::as_str)
+            .and_then(View::as_str)
             .filter(|s| !s.is_empty());
         if let Some(text) = refusal {
             let mut f = stop("policy.refusal", "refusal", "message.refusal");
@@ -145,7 +145,7 @@ fn completion(v: &Value) -> Option<Finding> {
 }
 
 /// The Responses API object.
-fn response(v: &Value) -> Option<Finding> {
+fn response(v: &View<'_>) -> Option<Finding> {
     if str_at(v, "object") != Some("response") {
         return None;
     }
@@ -159,7 +159,7 @@ fn response(v: &Value) -> Option<Finding> {
     }
     match v
         .pointer("/incomplete_details/reason")
-        .and_then(Value::as_str)
+        .and_then(View::as_str)
     {
         Some(reason @ "content_filter") => {
             return Some(stop("policy.refusal", reason, "incomplete_details.reason"));

@@ -10,13 +10,13 @@
 //! `retryable`, `hint`, ...) are applied afterwards by the HTTP layer.
 
 use super::{Response, code_text, items, join_fields, string};
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
-use serde_json::Value;
+use crate::observation_view::BodyView;
 
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
-    let Body::Json(v) = r.body else {
+    let BodyView::Json(v) = r.body else {
         return None;
     };
     let obj = v.as_object()?;
@@ -24,15 +24,15 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
         ct.to_ascii_lowercase()
             .starts_with("application/problem+json")
     });
-    let by_shape = obj.get("title").is_some_and(Value::is_string)
-        && (obj.get("status").is_some_and(Value::is_u64)
-            || obj.get("type").is_some_and(Value::is_string));
+    let by_shape = obj.get("title").is_some_and(View::is_string)
+        && (obj.get("status").is_some_and(View::is_u64)
+            || obj.get("type").is_some_and(View::is_string));
     if !(by_type || by_shape || hinted) {
         return None;
     }
     let body_status = v
         .get("status")
-        .and_then(Value::as_u64)
+        .and_then(View::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .filter(|s| (400..600).contains(s));
     let status = if (400..600).contains(&r.status) {
@@ -57,18 +57,18 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
 }
 
 /// The offending fields named by the common extension members.
-fn fields(v: &Value) -> Option<String> {
-    if let Some(map) = v.get("errors").and_then(Value::as_object) {
+fn fields(v: &View<'_>) -> Option<String> {
+    if let Some(map) = v.get("errors").and_then(View::as_object) {
         // Sorted, so the output does not depend on the map's order.
-        let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = map.keys().collect();
         keys.sort_unstable();
         return join_fields(keys.into_iter());
     }
-    let named = |item: &Value| -> Option<String> {
+    let named = |item: &View<'_>| -> Option<String> {
         let raw = ["pointer", "field", "name", "parameter"]
             .iter()
             .find_map(|k| str_at(item, k))
-            .or_else(|| item.pointer("/source/pointer").and_then(Value::as_str))?;
+            .or_else(|| item.pointer("/source/pointer").and_then(View::as_str))?;
         Some(raw.strip_prefix('#').unwrap_or(raw).to_owned())
     };
     let names: Vec<String> = items(v, "errors")

@@ -14,13 +14,13 @@
 //! holding the same key) is `http.423_locked`, retried after a short wait.
 
 use super::{Response, string};
+use crate::json_view::View;
 use crate::normalize::http::status_base;
 use crate::normalize::{Finding, str_at};
-use crate::observation::Body;
-use serde_json::Value;
+use crate::observation_view::BodyView;
 
 pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
-    let Body::Json(v) = r.body else {
+    let BodyView::Json(v) = r.body else {
         return None;
     };
     let err = v.get("error").filter(|e| str_at(e, "type").is_some())?;
@@ -57,7 +57,7 @@ fn base(status: u16, typ: Option<&str>, code: Option<&str>) -> &'static str {
     }
 }
 
-fn error(status: u16, err: &Value) -> Finding {
+fn error(status: u16, err: &View<'_>) -> Finding {
     let typ = str_at(err, "type");
     let code = str_at(err, "code");
     let mut f = Finding::new(base(status, typ, code));
