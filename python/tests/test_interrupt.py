@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from agent_recovery import Clock, Runtime, Step, interruptible
+from agent_recovery import Clock, PolicyError, Runtime, Step, interruptible
 
 
 class FastSleeps(Clock):
@@ -110,5 +110,6 @@ def test_what_the_operation_raises_in_time_is_observed_as_without_the_wrapper() 
 
 
 def test_interruptible_takes_a_callable() -> None:
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(PolicyError, match="callable") as e:
         interruptible(42)  # type: ignore[arg-type]
+    assert e.value.kind == "invalid_argument"

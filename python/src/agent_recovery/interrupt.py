@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any, Callable, List
 
+from .errors import PolicyError
 from .runtime import Call, Failed
 
 __all__ = ["interruptible"]
@@ -36,7 +37,10 @@ def interruptible(operation: Callable[[Call], Any]) -> Callable[[Call], Any]:
     "after_ms": <waited>})`, which the policy decides on (usually a retry with
     the same key), and the thread is left to finish on its own. What the
     operation returns or raises in time is returned or raised on the caller's
-    thread, as without the wrapper.
+    thread, as without the wrapper. When no thread can be started, the call
+    runs on the caller's thread and is measured instead. It is for the
+    blocking `run.step`; `await run.step_async` cancels an async operation at
+    its timeout without a wrapper.
 
     >>> from agent_recovery import Runtime, Step, interruptible
     >>> rt = Runtime(attempt_timeout_ms=2_000)
@@ -45,7 +49,11 @@ def interruptible(operation: Callable[[Call], Any]) -> Callable[[Call], Any]:
     'ok'
     """
     if not callable(operation):
-        raise TypeError(f"interruptible takes a callable, got {type(operation).__name__}")
+        raise PolicyError(
+            "invalid_argument",
+            f"interruptible takes a callable (operation(call)), got {type(operation).__name__}; "
+            "pass the function itself",
+        )
 
     def call_with_timeout(call: Call) -> Any:
         if call.timeout_ms is None:
@@ -61,7 +69,10 @@ def interruptible(operation: Callable[[Call], Any]) -> Callable[[Call], Any]:
             done.set()
 
         started = time.monotonic()
-        threading.Thread(target=target, name=f"agent-recovery call {call.step}", daemon=True).start()
+        try:
+            threading.Thread(target=target, name=f"agent-recovery call {call.step}", daemon=True).start()
+        except RuntimeError:  # no thread to be had: run it here, measured as without the wrapper
+            return operation(call)
         if not done.wait(call.timeout_ms / 1000):
             waited = int((time.monotonic() - started) * 1000)
             return Failed({"source": "timeout", "phase": "total", "after_ms": waited})
