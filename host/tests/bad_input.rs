@@ -165,6 +165,25 @@ fn ten_megabyte_bodies_classify() {
     }
 }
 
+/// A member repeated 100 000 times between other members: serde_json's
+/// `Value` keeps the last of each, and so does the borrowed view, in one pass
+/// per member name (fuel is deterministic: the quadratic removal this guards
+/// against ran out of fuel on this input).
+#[test]
+fn many_duplicate_members_classify_within_the_default_limits() {
+    let p = policy();
+    let pairs = r#""body":"x","a":1,"#.repeat(100_000);
+    let text = format!(r#"{{"source":"http",{pairs}"status":503,"body":"last"}}"#);
+    assert!(text.len() > 1_500_000);
+    let envelope = p
+        .classify_json(&text)
+        .expect("duplicate members classify under the default fuel");
+    assert!(
+        envelope.contains(r#""code":"tool.http.503_unavailable""#),
+        "{envelope}"
+    );
+}
+
 #[test]
 fn inputs_over_sixteen_mebibytes_are_too_large() {
     let p = policy();

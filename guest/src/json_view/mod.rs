@@ -49,18 +49,14 @@ impl<'a> Obj<'a> {
         self.0.iter().any(|(k, _)| k == key)
     }
 
-    /// Remove every member named `key`; the last value, if any.
+    /// Remove every member named `key`; the last value, if any. One pass
+    /// however many times the key is repeated (a hostile object with many
+    /// duplicates between other members stays linear).
     pub fn remove(&mut self, key: &str) -> Option<View<'a>> {
-        let mut last = None;
-        let mut i = self.0.len();
-        while i > 0 {
-            i -= 1;
-            if self.0.get(i).is_some_and(|(k, _)| k == key) {
-                let (_, v) = self.0.remove(i);
-                last.get_or_insert(v);
-            }
-        }
-        last
+        self.0
+            .extract_if(.., |(k, _)| k == key)
+            .last()
+            .map(|(_, v)| v)
     }
 
     /// The keys, in input order (duplicates repeated).
