@@ -14,7 +14,6 @@
 
 use crate::error::PolicyError;
 use crate::headers::Headers;
-use crate::json_view::View;
 use crate::model::{CallKind, TimeoutPhase};
 use crate::observation_view::{BodyView, ObservationView};
 use serde_json::Value;
@@ -136,6 +135,6 @@ impl Observation {
 
     /// Parse an observation from a JSON value.
     pub fn from_json(v: Value) -> Result<Self, PolicyError> {
-        ObservationView::from_view(View::from_value(&v)).map(ObservationView::into_observation)
+        ObservationView::from_value(&v).map(ObservationView::into_observation)
     }
 }

@@ -114,6 +114,12 @@ impl<'a> ObservationView<'a> {
         Self::from_view(v)
     }
 
+    /// An observation given as a JSON value, its strings borrowed (errors as
+    /// [`Observation::from_json`]).
+    pub fn from_value(v: &'a serde_json::Value) -> Result<Self, PolicyError> {
+        Self::from_view(View::from_value(v))
+    }
+
     /// A view of an owned observation: its `Value`s are borrowed, not re-parsed.
     pub fn from_observation(obs: &'a Observation) -> Self {
         let failure = match &obs.failure {

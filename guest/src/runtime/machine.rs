@@ -1054,8 +1054,8 @@ impl Machine {
         if let (Some(call), Some(o)) = (self.step()?.spec.call.clone(), obs.as_object_mut()) {
             o.insert("call".into(), json!(call));
         }
-        let obs = crate::observation::Observation::from_json(obs)?;
-        let env = crate::api::classify(&obs)?;
+        let obs = crate::observation_view::ObservationView::from_value(&obs)?;
+        let env = crate::normalize::classify_view(&obs)?;
         let env = serde_json::to_value(env).map_err(|e| internal(e.to_string()))?;
         self.exhausted(env)
     }
@@ -1465,7 +1465,9 @@ pub(super) fn envelope_for(
     if let (Some(ms), Some(o)) = (retry_after_ms, e.as_object_mut()) {
         o.insert("retry_after_ms".into(), json!(ms));
     }
-    let obs = crate::observation::Observation::from_json(json!({ "error": e }))?;
-    let env = crate::api::classify(&obs)?;
+    let obs = json!({ "error": e });
+    let env = crate::normalize::classify_view(
+        &crate::observation_view::ObservationView::from_value(&obs)?,
+    )?;
     serde_json::to_value(env).map_err(|e| internal(e.to_string()))
 }

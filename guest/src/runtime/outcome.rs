@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use crate::error::{ErrorKind, PolicyError};
-use crate::observation::Observation;
+use crate::normalize;
+use crate::observation_view::ObservationView;
 
 /// A 2xx without a failure in its body, a 3xx (a redirect or `304 Not
 /// Modified` is the client's business, not a failure) and a JSON-RPC result
@@ -15,8 +16,8 @@ pub fn check(outcome: &Value) -> Result<Option<Value>, PolicyError> {
     if matches!(status, Some(300..=399)) {
         return Ok(None);
     }
-    let obs = Observation::from_json(outcome.clone())?;
-    match crate::api::classify(&obs) {
+    let obs = ObservationView::from_value(outcome)?;
+    match normalize::classify_view(&obs) {
         Ok(envelope) => serde_json::to_value(envelope).map(Some).map_err(|e| {
             PolicyError::new(
                 ErrorKind::Internal,
