@@ -119,16 +119,14 @@ impl<'a> HeaderList<'a> {
     /// True when the header is present and says `true`.
     pub fn flag(&self, name: &str) -> Option<bool> {
         let v = self.get(name)?;
-        ["true", "1", "yes"]
-            .iter()
-            .any(|t| v.eq_ignore_ascii_case(t))
-            .then_some(true)
-            .or_else(|| {
-                ["false", "0", "no"]
-                    .iter()
-                    .any(|t| v.eq_ignore_ascii_case(t))
-                    .then_some(false)
-            })
+        let says = |words: [&str; 3]| words.iter().any(|w| v.eq_ignore_ascii_case(w));
+        if says(["true", "1", "yes"]) {
+            Some(true)
+        } else if says(["false", "0", "no"]) {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     /// The same pairs, owned.

@@ -93,10 +93,11 @@ where
     match rx.recv_timeout(limit) {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(panic)) => resume_unwind(panic),
-        Err(RecvTimeoutError::Timeout) => timed_out(started.elapsed()),
         // The thread always sends before it ends; a disconnect without a
         // message cannot happen, and is reported like a timeout if it does.
-        Err(RecvTimeoutError::Disconnected) => timed_out(started.elapsed()),
+        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+            timed_out(started.elapsed())
+        }
     }
 }
 
