@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 step() { printf '\n==> %s\n' "$*"; }
 
+# Nothing from this machine's package caches: npm gets a new, empty cache for
+# this run and pip keeps none, so this run behaves as on a new machine.
+NPM_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/agent-recovery-npm-cache.XXXXXX")
+trap 'rm -rf "$NPM_CACHE"' EXIT
+export npm_config_cache="$NPM_CACHE" PIP_NO_CACHE_DIR=1
+
 step "toolchain"
 rustup target add wasm32-wasip2 >/dev/null
 command -v node >/dev/null || { echo "node 20+ is required (https://nodejs.org)"; exit 2; }
@@ -44,6 +50,8 @@ if [ -z "${npm_config_nodedir:-}" ]; then
   NODE_PREFIX=$(dirname "$(dirname "$(command -v node)")")
   if [ -f "$NODE_PREFIX/include/node/node_api.h" ]; then export npm_config_nodedir="$NODE_PREFIX"; fi
 fi
+# Every lock entry has a version (a version-less placeholder crashes npm ci).
+node scripts/check-locks.mjs node/package-lock.json playground/package-lock.json
 (cd node && npm ci --no-audit --no-fund --loglevel=error)
 (cd node && node -e "require('better-sqlite3')") || {
   echo "better-sqlite3 did not install (npm skips a failed optional dependency); run 'cd node && npm ci --foreground-scripts' to see why"
@@ -53,11 +61,11 @@ fi
 
 step "python: install and test"
 python3 -m venv .venv
-.venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet "./python[test]"
+.venv/bin/pip install --quiet --no-cache-dir --upgrade pip
+.venv/bin/pip install --quiet --no-cache-dir "./python[test]"
 .venv/bin/python -m pytest -q python/tests
 # Telemetry (issue 11): protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
-.venv/bin/pip install --quiet "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
+.venv/bin/pip install --quiet --no-cache-dir "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
 
 step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL, recovered across languages)"
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.

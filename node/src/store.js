@@ -293,10 +293,16 @@ function storedText(s) {
 
 let Database; // better-sqlite3, loaded on first use
 
+const REBUILD_HINT =
+  'rebuild it with the local Node headers (`npm rebuild better-sqlite3` with npm_config_nodedir set to the ' +
+  "directory holding include/node, e.g. the prefix of `which node`; it needs python3, make and a C++ compiler), " +
+  'or, for a redis:// store, open it with fallback=none to run without the local spool';
+
 function loadDriver() {
   if (Database) return Database;
+  let Driver;
   try {
-    Database = createRequire(import.meta.url)('better-sqlite3');
+    Driver = createRequire(import.meta.url)('better-sqlite3');
   } catch (e) {
     throw new StoreError(
       'io',
@@ -305,6 +311,20 @@ function loadDriver() {
       { cause: e },
     );
   }
+  // better-sqlite3 loads its native binding on the first `new Database()`, so a
+  // package installed with --ignore-scripts (no build) only fails there, and that
+  // failure is not about the file being opened. Open an in-memory database once.
+  try {
+    new Driver(':memory:').close();
+  } catch (e) {
+    throw new StoreError(
+      'io',
+      `SqliteStore needs better-sqlite3's native binding, which is not built or does not load in this Node ` +
+        `(${process.version}): ${e.message.split('\n')[0]}; ${REBUILD_HINT}`,
+      { cause: e },
+    );
+  }
+  Database = Driver;
   return Database;
 }
 
