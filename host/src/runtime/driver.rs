@@ -61,8 +61,30 @@ pub(super) struct Lane<'l, 'a> {
     pub(super) dead_letter: Option<u64>,
 }
 
-/// Answers a call by the tool the `call` effect names (`recover`).
-pub(super) type ToolCall<'s> = &'s (dyn Fn(&Call, &str) -> Outcome + Sync + 's);
+/// The tools of a recovered run (`recover`): a call is answered by the tool
+/// the `call` effect names, a `restore` by that tool's checkpoint hook.
+pub(crate) trait ToolSet: Sync {
+    /// Carries out `call` (an operation or a compensation) of `tool`.
+    fn call(&self, tool: &str, call: &Call) -> Outcome;
+    /// Runs `tool`'s checkpoint hook: false when it has none or it failed.
+    fn checkpoint(&self, tool: &str) -> bool;
+}
+
+/// A recovered run's tools, and the tool each step's calls named so far (a
+/// `restore` effect names only the step).
+pub(super) struct ToolCall<'s> {
+    set: &'s dyn ToolSet,
+    by_step: BTreeMap<String, String>,
+}
+
+impl<'s> ToolCall<'s> {
+    pub(super) fn new(set: &'s dyn ToolSet) -> Self {
+        ToolCall {
+            set,
+            by_step: BTreeMap::new(),
+        }
+    }
+}
 
 /// What the lane runs: one step, the branches of a fan-out, or a recovered
 /// run's calls (by tool).
@@ -349,7 +371,21 @@ fn effect<'a>(
         "restore" => {
             let ok = match work {
                 Work::Step(step) => step.checkpoint.as_mut().is_some_and(|hook| hook()),
-                Work::Branches(_) | Work::Tools(_) => false,
+                Work::Tools(tools) => {
+                    let step = fx.step.as_deref().unwrap_or_default();
+                    tools
+                        .by_step
+                        .get(step)
+                        .is_some_and(|tool| tools.set.checkpoint(tool))
+                }
+                Work::Branches(branches) => {
+                    let step = fx.step.as_deref().unwrap_or_default();
+                    branches
+                        .iter_mut()
+                        .find(|b| b.id == step)
+                        .and_then(|b| b.checkpoint.as_mut())
+                        .is_some_and(|hook| hook())
+                }
             };
             *next = Some(format!(
                 r#"{{"input":"restored","now_ms":{},"ok":{ok}}}"#,
@@ -374,7 +410,10 @@ fn effect<'a>(
             lane.tel.call_start(&call, started);
             let tool = fx.tool.as_deref().unwrap_or_default();
             let outcome = match (compensation, work) {
-                (_, Work::Tools(answer)) => answer(&call, tool),
+                (_, Work::Tools(tools)) => {
+                    tools.by_step.insert(call.step.clone(), tool.to_owned());
+                    tools.set.call(tool, &call)
+                }
                 (true, _) => match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
                     Some(undo) => undo(&call),
                     None => missing_compensation(&call.step),

@@ -145,6 +145,19 @@ impl<'a> Operations<'a> {
     }
 }
 
+impl super::driver::ToolSet for Operations<'_> {
+    fn call(&self, tool: &str, call: &Call) -> Outcome {
+        Operations::call(self, tool, call)
+    }
+
+    fn checkpoint(&self, tool: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.checkpoint.as_ref())
+            .is_some_and(|h| (*h.lock().unwrap_or_else(PoisonError::into_inner))())
+    }
+}
+
 /// Options of [`Runtime::recover`].
 ///
 /// # Default
@@ -347,8 +360,7 @@ fn recover_one(
         .and_then(Value::as_u64)
         .unwrap_or(entry.written_ms);
     let mut run = Run::with_state(rt, &entry.run_id, entry.state.clone(), started_ms);
-    let answer = |call: &Call, tool: &str| ops.call(tool, call);
-    let report = run.recover(&answer)?;
+    let report = run.recover(ops)?;
     let events = run.events().to_vec();
     let resumed = events.iter().find_map(|e| {
         let v: Value = serde_json::from_str(e).ok()?;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use super::Runtime;
-use super::driver::{Ctx, Lane, ToolCall, Undo, Work, drive, json_str};
+use super::driver::{Ctx, Lane, ToolCall, ToolSet, Undo, Work, drive, json_str};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
@@ -147,13 +147,13 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// Feeds the `recover` input to a run carried on from a journal entry
     /// and drives it to its end; `step` answers the resumed operation's calls.
-    pub(crate) fn recover(&mut self, answer: ToolCall<'_>) -> Result<StepReport, RuntimeError> {
+    pub(crate) fn recover(&mut self, tools: &dyn ToolSet) -> Result<StepReport, RuntimeError> {
         let input = format!(
             r#"{{"input":"recover","now_ms":{}}}"#,
             self.rt.clock.now_ms()
         );
         let tel = self.tel.lane(None, self.rt.clock.now_ms());
-        self.drive(input, Work::Tools(answer), tel)
+        self.drive(input, Work::Tools(ToolCall::new(tools)), tel)
     }
 
     /// Says the run is complete: the loop deletes its journal entry

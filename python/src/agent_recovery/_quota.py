@@ -1,4 +1,4 @@
-"""The fleet retry quota's bounded add (issue 10 C.2), carried out on any store.
+"""The fleet retry quota's bounded add, carried out on any store.
 
 The loop keeps the token bucket's logic; a runtime only answers its `take`
 effect and carries out its `refund` effect with a compare-and-set loop on the
@@ -16,7 +16,7 @@ from typing import Any, Optional, Tuple
 from .store import StoreError, Written
 
 #: Conflicts in a row after which a take or refund gives up (`unavailable`).
-MAX_ROUNDS = 1000
+MAX_ROUNDS = 16
 
 
 def _tokens(value: Optional[str], capacity: int) -> int:
@@ -46,7 +46,11 @@ def bounded_add(store: Any, key: str, delta: int, capacity: int, now_ms: int, ne
         )
         if isinstance(cas, Written):
             return True, after
-    raise StoreError("unavailable", f"the retry quota {key!r} changed {MAX_ROUNDS} times in a row; retry later")
+    raise StoreError(
+        "unavailable",
+        f"could not update the retry quota {key}: {MAX_ROUNDS} compare-and-set conflicts in a row; "
+        "the store is contended, retry the run",
+    )
 
 
 def take(store: Any, key: str, cost: int, capacity: int, now_ms: int) -> Tuple[bool, int]:
