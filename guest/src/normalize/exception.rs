@@ -41,19 +41,25 @@ pub(super) fn classify(
                 .as_deref()
                 .and_then(|p| ["google", "aws", "bedrock"].into_iter().find(|k| *k == p))
         });
+    let wrapper = frameworks::is_wrapper(type_name, root, last);
     let from_response = d.status.and_then(|status| {
         // A success status with nothing failing in the body says nothing: the class decides.
         http::classify(status, &d.headers, &d.body, hint, obs.now_ms)
             .ok()
-            .map(|h| refine(h, &class, status, type_name))
+            .map(|h| {
+                let own = !frameworks::means_no_response(type_name, last);
+                refine(h, &class, own, status, type_name)
+            })
     });
     let responded = from_response.is_some();
+    let class_surface = class.surface;
     let mut f = from_response.unwrap_or(class);
-    let wrapper = frameworks::is_wrapper(type_name, root, last);
     if !responded
         && (wrapper || f.base == "exception.unhandled")
-        && let Some(member) = best_member(d, hint)
+        && let Some(mut member) = best_member(d, hint)
     {
+        // A member with no call of its own is part of the wrapper's call.
+        member.surface = member.surface.or(class_surface);
         f = member;
     }
     if f.base == "exception.unhandled"
@@ -65,9 +71,11 @@ pub(super) fn classify(
 }
 
 /// The response's finding, refined by the class and marked as an exception's.
-fn refine(mut f: Finding, class: &Finding, status: u16, type_name: &str) -> Finding {
+/// `own` is false when the class's base is only what it means without a response.
+fn refine(mut f: Finding, class: &Finding, own: bool, status: u16, type_name: &str) -> Finding {
     let said_nothing_more = f.base == status_base(status) && f.adopted_code.is_none();
-    let class_says_more = !class.base.starts_with("http.") && class.base != "exception.unhandled";
+    let class_says_more =
+        own && !class.base.starts_with("http.") && class.base != "exception.unhandled";
     if said_nothing_more && class_says_more {
         f.base = class.base;
     }

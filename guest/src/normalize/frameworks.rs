@@ -88,6 +88,8 @@ fn pydantic_ai(last: &str) -> Option<(&'static str, bool)> {
         "IncompleteToolCall" => ("output.truncated", true),
         "UnexpectedModelBehavior" => ("response.malformed", false),
         "ModelAPIError" => ("network.error", true),
+        // Always carries a status; what the response says decides.
+        "ModelHTTPError" => ("exception.unhandled", true),
         "UsageLimitExceeded" => ("exception.usage_limit_exceeded", false),
         "ConcurrencyLimitExceeded" => ("http.429_rate_limited", false),
         "UserError" | "UndrainedPendingMessagesError" => ("exception.configuration_error", false),
@@ -168,6 +170,13 @@ pub(super) fn is_wrapper(full: &str, root: &str, last: &str) -> bool {
         || (root == "agents" && last == "AgentsException")
         || (matches!(root, "openai" | "anthropic" | "litellm")
             && matches!(last, "APIError" | "APIStatusError" | "APIConnectionError"))
+}
+
+/// Whether the class's base is only what it means when no response came
+/// (the AI SDK's `AI_APICallError` without a `statusCode` is a failed fetch):
+/// with a status, the response decides alone.
+pub(super) fn means_no_response(full: &str, last: &str) -> bool {
+    full == last && matches!(last, "AI_APICallError" | "AI_DownloadError")
 }
 
 /// The LLM provider an exception's HTTP response comes from, by its module.
