@@ -12,7 +12,8 @@
 //! {"source":"timeout", "phase":"connect"|"read"|"write"|"pool"|"total", "after_ms":5000}
 //! ```
 //! `source` may be omitted when the shape says it. Optional everywhere: `call`,
-//! `provider`, `request_id`, `now_ms`, and (for decisions) `context`.
+//! `provider`, `request_id`, `now_ms`, `replay`, `response_started`, and (for
+//! decisions) `context`.
 
 use crate::error::PolicyError;
 use crate::headers::Headers;
@@ -144,6 +145,10 @@ pub struct Observation {
     pub now_ms: Option<u64>,
     /// An embedded decision context (JSON), if any.
     pub context: Option<Value>,
+    /// What the call does, as far as repeating it goes.
+    pub replay: Option<crate::replay::Replay>,
+    /// Whether part of the response reached the caller before the failure.
+    pub response_started: Option<bool>,
 }
 
 impl Observation {
@@ -156,6 +161,8 @@ impl Observation {
             request_id: None,
             now_ms: None,
             context: None,
+            replay: None,
+            response_started: None,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::headers::HeaderList;
 use crate::json_view::{Obj, View};
 use crate::model::{CallKind, TimeoutPhase};
 use crate::observation::Protocol;
+use crate::replay::Replay;
 use std::borrow::Cow;
 
 mod exception;
@@ -46,6 +47,16 @@ impl<'a> ObservationView<'a> {
             ),
         };
         let context = m.remove("context").filter(|c| !c.is_null());
+        let replay = match m.remove("replay") {
+            None | Some(View::Null) => None,
+            Some(View::String(s)) => Some(Replay::parse(&s)?),
+            Some(other) => return Err(type_err("replay", "a string", &other)),
+        };
+        let response_started = match m.remove("response_started") {
+            None | Some(View::Null) => None,
+            Some(View::Bool(b)) => Some(b),
+            Some(other) => return Err(type_err("response_started", "a boolean", &other)),
+        };
         let source = opt_string(&m, "source")?;
         let failure = match source.as_deref() {
             Some("http") => http(&mut m)?,
@@ -69,6 +80,8 @@ impl<'a> ObservationView<'a> {
             request_id,
             now_ms,
             context,
+            replay,
+            response_started,
         })
     }
 }

@@ -176,6 +176,10 @@ pub(crate) struct ObservationView<'a> {
     pub now_ms: Option<u64>,
     /// An embedded decision context, if any.
     pub context: Option<View<'a>>,
+    /// What the call does, as far as repeating it goes.
+    pub replay: Option<crate::replay::Replay>,
+    /// Whether part of the response reached the caller before the failure.
+    pub response_started: Option<bool>,
 }
 
 impl<'a> ObservationView<'a> {
@@ -234,6 +238,8 @@ impl<'a> ObservationView<'a> {
             request_id: obs.request_id.as_deref().map(Cow::Borrowed),
             now_ms: obs.now_ms,
             context: obs.context.as_ref().map(View::from_value),
+            replay: obs.replay,
+            response_started: obs.response_started,
         }
     }
 
@@ -276,6 +282,8 @@ impl<'a> ObservationView<'a> {
             request_id: self.request_id.map(owned),
             now_ms: self.now_ms,
             context: self.context.as_ref().map(View::to_value),
+            replay: self.replay,
+            response_started: self.response_started,
         }
     }
 }
