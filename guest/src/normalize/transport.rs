@@ -29,7 +29,11 @@ fn network_base(code: &str) -> &'static str {
         | "ERR_HTTP2_STREAM_ERROR"
         | "ERR_HTTP2_SESSION_ERROR"
         | "HPE_INVALID_CONSTANT"
-        | "EOF" => "network.connection_reset",
+        | "EOF"
+        // The MCP TypeScript SDK's local `SdkError` codes (packages/core/src/errors/sdkErrors.ts).
+        | "CONNECTION_CLOSED" => "network.connection_reset",
+        "SEND_FAILED" | "NOT_CONNECTED" => "network.error",
+        "REQUEST_TIMEOUT" => "timeout.total",
         "ECONNREFUSED" => "network.connection_refused",
         "EAI_AGAIN" => "network.dns_temporary",
         "ENOTFOUND" | "EAI_NONAME" | "EAI_NODATA" => "network.dns_not_found",
