@@ -40,6 +40,10 @@ pub(super) fn class(full: &str, root: &str, last: &str) -> Option<FrameworkClass
             provider: Some("ai-sdk"),
         });
     }
+    // LangChain.js (`@langchain/core/errors`) names it without a module.
+    if full == "ContextOverflowError" {
+        return Some(llm("context.overflow"));
+    }
     if root.starts_with("langchain") {
         return langchain(last).map(llm);
     }
