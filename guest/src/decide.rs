@@ -254,10 +254,23 @@ pub(crate) fn decide_view(
             "attempt must be at least 1 (got 0); it is the number of the attempt that just failed",
         ));
     }
+    let mut ctx = ctx;
+    if ctx.idempotent.is_none() {
+        // The observation's word on the call stands in for the context's.
+        ctx.idempotent = obs.replay.map(crate::replay::Replay::is_repeatable);
+    }
     let config = defaults.with(&ctx.config.unwrap_or_default())?;
     let envelope = normalize::classify_view(&obs)?;
     let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
-    flow(envelope, &ctx, attempt, call, &config)
+    let replay_safe = crate::replay::safe(
+        obs.replay,
+        obs.response_started,
+        ctx.idempotent,
+        &envelope.code,
+    );
+    let mut d = flow(envelope, &ctx, attempt, call, &config)?;
+    d.replay_safe = replay_safe;
+    Ok(d)
 }
 
 fn flow(
@@ -346,6 +359,7 @@ fn flow(
         reason_code,
         envelope: env,
         breaker: Some(config.breaker),
+        replay_safe: None,
     })
 }
 

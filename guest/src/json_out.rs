@@ -42,6 +42,10 @@ pub fn decision(d: &Decision) -> Result<String, PolicyError> {
         u64_(&mut out, b.open_ms);
         out.push('}');
     }
+    if let Some(safe) = d.replay_safe {
+        out.push_str(",\"replay_safe\":");
+        out.push_str(if safe { "true" } else { "false" });
+    }
     out.push('}');
     Ok(out)
 }
@@ -253,6 +257,7 @@ mod tests {
             reason_code: None,
             envelope: env(text),
             breaker: breaker.then(crate::config::BreakerThresholds::default),
+            replay_safe: None,
         }
     }
 

@@ -49,6 +49,7 @@ mod observation;
 mod observation_view;
 mod registry;
 mod render;
+mod replay;
 mod runtime;
 mod sdk;
 
@@ -103,6 +104,9 @@ pub mod __private {
     }
     pub mod registry {
         pub use crate::registry::*;
+    }
+    pub mod replay {
+        pub use crate::replay::*;
     }
     pub mod render {
         pub use crate::render::*;

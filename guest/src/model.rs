@@ -218,4 +218,9 @@ pub struct Decision {
     /// before it existed; the loop then uses seed 000's 3 / 30 000).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breaker: Option<crate::config::BreakerThresholds>,
+    /// Whether a retry may send the call again without repeating an effect or
+    /// output already had (`docs/frameworks-and-protocols.md`); absent when the
+    /// observation says neither `replay` nor `response_started`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_safe: Option<bool>,
 }

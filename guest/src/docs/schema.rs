@@ -67,6 +67,10 @@ fn decision() -> Value {
             "reason": {"type": "string"},
             "reason_code": nullable("string"),
             "envelope": {"$ref": "#/$defs/envelope"},
+            "replay_safe": {
+                "type": "boolean",
+                "description": "Whether a retry may send the call again without repeating an effect or output already had (optional; present only when the observation says replay or response_started)."
+            },
             "breaker": {
                 "type": "object",
                 "description": "The policy's circuit-breaker thresholds, applied by the recovery loop (optional; absent: 3 / 30000).",

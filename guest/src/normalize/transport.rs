@@ -2,7 +2,7 @@
 //! by error code and exception type name; messages are kept, never matched.
 
 use super::http::status_base;
-use super::{Finding, providers};
+use super::{Finding, frameworks, providers};
 use crate::model::{SourceKind, TimeoutPhase};
 use crate::registry::Surface;
 
@@ -29,7 +29,11 @@ fn network_base(code: &str) -> &'static str {
         | "ERR_HTTP2_STREAM_ERROR"
         | "ERR_HTTP2_SESSION_ERROR"
         | "HPE_INVALID_CONSTANT"
-        | "EOF" => "network.connection_reset",
+        | "EOF"
+        // The MCP TypeScript SDK's local `SdkError` codes (packages/core/src/errors/sdkErrors.ts).
+        | "CONNECTION_CLOSED" => "network.connection_reset",
+        "SEND_FAILED" | "NOT_CONNECTED" => "network.error",
+        "REQUEST_TIMEOUT" => "timeout.total",
         "ECONNREFUSED" => "network.connection_refused",
         "EAI_AGAIN" => "network.dns_temporary",
         "ENOTFOUND" | "EAI_NONAME" | "EAI_NODATA" => "network.dns_not_found",
@@ -63,7 +67,14 @@ fn network_base(code: &str) -> &'static str {
 pub(super) fn exception(type_name: &str, message: Option<&str>) -> Finding {
     let last = type_name.rsplit(['.', ':']).next().unwrap_or(type_name);
     let root = type_name.split(['.', ':']).next().unwrap_or("");
-    let sdk = sdk_exception(type_name, root, last);
+    let sdk = sdk_exception(type_name, root, last).or_else(|| {
+        frameworks::class(type_name, root, last).map(|c| SdkException {
+            base: c.base,
+            code: None,
+            surface: c.surface,
+            provider: c.provider,
+        })
+    });
     let base = sdk
         .as_ref()
         .map_or_else(|| exception_base(type_name, last), |s| s.base);
@@ -82,7 +93,7 @@ pub(super) fn exception(type_name: &str, message: Option<&str>) -> Finding {
     if f.surface.is_none()
         && matches!(
             root,
-            "openai" | "anthropic" | "cohere" | "mistralai" | "google"
+            "openai" | "anthropic" | "cohere" | "mistralai" | "google" | "litellm"
         )
         && !is_google_cloud(type_name)
     {
