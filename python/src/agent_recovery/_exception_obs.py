@@ -16,7 +16,8 @@ exception group's members. Nothing here classifies: the component does.
 
 Every read is guarded (a raising `__str__` or property is skipped), and what
 is copied is bounded: causes and groups to `MAX_DEPTH` levels, a group to
-`MAX_MEMBERS` members, a body to `MAX_BODY_CHARS` characters, cycles cut.
+`MAX_MEMBERS` members (the first ones and the last), a body to
+`MAX_BODY_CHARS` characters, cycles cut.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = ["MAX_BODY_CHARS", "MAX_DEPTH", "MAX_MEMBERS", "enrich"]
 
 #: How many levels of `cause` / group members are read.
 MAX_DEPTH = 8
-#: How many members of an exception group are read (the first ones).
+#: How many members of an exception group are read (the first ones and the last).
 MAX_MEMBERS = 16
 #: How many characters of a body are copied; a longer text body is cut (and kept as text).
 MAX_BODY_CHARS = 64 * 1024
@@ -197,7 +198,10 @@ def _members(exc: BaseException) -> List[BaseException]:
     members = _get(exc, "exceptions")
     if not isinstance(members, (tuple, list)):
         return []
-    return [m for m in members[:MAX_MEMBERS] if isinstance(m, BaseException)]
+    found = [m for m in members if isinstance(m, BaseException)]
+    if len(found) > MAX_MEMBERS:  # the first ones and the last
+        found = found[: MAX_MEMBERS - 1] + found[-1:]
+    return found
 
 
 def enrich(
