@@ -219,7 +219,7 @@ def test_langchain_fallbacks_raise_the_first_error_with_its_context(server: Repl
 
 
 def test_litellm_rate_limit_keeps_response_and_provider(server: Replay) -> None:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # the bundled cost map: no download
     import litellm
 
     server.set(reply(429, QUOTA_TEXT, QUOTA_HEADERS))
@@ -276,7 +276,7 @@ def test_mcp_error_in_a_task_group() -> None:
     while stack:  # the SDK's own task groups may nest the error one level deeper
         e, o = stack.pop()
         if isinstance(e, BaseExceptionGroup):
-            stack.extend(zip(e.exceptions, o["exceptions"]))
+            stack.extend(zip(e.exceptions, o["exceptions"], strict=True))
         else:
             leaves.append((e, o))
     [(error, obs)] = leaves

@@ -43,7 +43,7 @@ _MAX_JSON_ITEMS = 1000
 
 # Describes a nested error (a cause, a group member) at a depth, with the ids
 # of the errors above it (to cut cycles).
-Nested = Callable[[BaseException, int, frozenset], Observation]
+Nested = Callable[[BaseException, int, frozenset[int]], Observation]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -208,7 +208,7 @@ def enrich(
     obs: Observation,
     exc: BaseException,
     depth: int,
-    above: frozenset,
+    above: frozenset[int],
     nested: Nested,
     *,
     response: bool = True,

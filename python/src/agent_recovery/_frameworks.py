@@ -30,7 +30,7 @@ FRAMEWORK_ROOTS = frozenset(
 
 
 def framework_observation(
-    exc: BaseException, root: str, depth: int, above: frozenset, nested: Nested
+    exc: BaseException, root: str, depth: int, above: frozenset[int], nested: Nested
 ) -> Optional[Observation]:
     """The `exception` observation of a framework's exception or an exception
     group, else None (another adapter reads it)."""

@@ -119,7 +119,7 @@ def _observe_safe(
     provider: Optional[str],
     request_id: Optional[str],
     depth: int,
-    above: frozenset,
+    above: frozenset[int],
 ) -> Observation:
     try:
         return _observe(obj, call, provider, request_id, depth, above)
@@ -129,7 +129,7 @@ def _observe_safe(
         )
 
 
-def _nested(exc: BaseException, depth: int, above: frozenset) -> Observation:
+def _nested(exc: BaseException, depth: int, above: frozenset[int]) -> Observation:
     """The observation of a cause or an exception group's member."""
     return _observe_safe(exc, None, None, None, depth, above)
 
@@ -152,7 +152,7 @@ def _observe(
     provider: Optional[str],
     request_id: Optional[str],
     depth: int,
-    above: frozenset,
+    above: frozenset[int],
 ) -> Observation:
     if isinstance(obj, Failure):
         obs: Observation = dict(obj.observation)
