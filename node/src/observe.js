@@ -86,9 +86,13 @@ function nested(err, depth, above) {
 /** An error that its own adapter reads (an SDK error, an error with a status): a network code under it is not the failure. */
 function isStructured(e) {
   if (e === null || typeof e !== 'object') return false;
-  if (sdkOf(e) !== undefined || isAiSdkError(e)) return true;
-  const status = e.status ?? e.statusCode;
-  return Number.isInteger(status) && status >= 100 && status <= 999;
+  try {
+    if (sdkOf(e) !== undefined || isAiSdkError(e)) return true;
+    const status = e.status ?? e.statusCode;
+    return Number.isInteger(status) && status >= 100 && status <= 999;
+  } catch {
+    return false; // a throwing getter: not read as a response
+  }
 }
 
 function observe(err, extra, timeoutMs, timedOut, depth, above) {
