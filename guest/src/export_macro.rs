@@ -192,6 +192,7 @@ fn observation_in(obs: wo::Observation) -> Result<Observation, E> {
         wo::Failure::Exception(x) => Failure::Exception {
             type_name: x.exception_type,
             message: x.message,
+            detail: None,
         },
         wo::Failure::Timeout(x) => Failure::Timeout {
             phase: match x.phase {

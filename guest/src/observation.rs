@@ -7,6 +7,8 @@
 //! {"source":"mcp", "code":-32001, "message":"Request timed out"}   (an SDK error object)
 //! {"source":"network", "code":"ECONNRESET", "message":"..."}
 //! {"source":"exception", "type":"httpx.ReadTimeout", "message":"..."}
+//! {"source":"exception", "type":"openai.RateLimitError", "status":429, "headers":{...},
+//!  "body":{...}, "retryable":true, "cause":{<observation>}, "exceptions":[<observation>...]}
 //! {"source":"timeout", "phase":"connect"|"read"|"write"|"pool"|"total", "after_ms":5000}
 //! ```
 //! `source` may be omitted when the shape says it. Optional everywhere: `call`,
@@ -34,9 +36,10 @@ pub enum Protocol {
 }
 
 /// An HTTP body.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Body {
     /// No body.
+    #[default]
     Empty,
     /// A JSON body (given as JSON, or text that parsed as JSON).
     Json(Value),
@@ -88,6 +91,8 @@ pub enum Failure {
         type_name: String,
         /// Message, kept but never used to classify.
         message: Option<String>,
+        /// What else the exception carries (a response, a cause, members), if anything.
+        detail: Option<Box<ExceptionDetail>>,
     },
     /// A caller-measured timeout.
     Timeout {
@@ -97,6 +102,32 @@ pub enum Failure {
         after_ms: Option<u64>,
     },
 }
+
+/// What an exception carries besides its type and message: the HTTP response
+/// it wraps, the framework's own retry verdict, the exception it was raised
+/// from (`__cause__`, JavaScript `cause`, the AI SDK's `lastError`) and the
+/// members of an exception group (`ExceptionGroup`, `AggregateError`,
+/// `AI_RetryError.errors`). Members nest at most
+/// [`MAX_EXCEPTION_DEPTH`] levels; deeper ones are not read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExceptionDetail {
+    /// The HTTP status the exception carries.
+    pub status: Option<u16>,
+    /// The response headers it carries.
+    pub headers: Headers,
+    /// The response body it carries.
+    pub body: Body,
+    /// The framework's own verdict (e.g. the AI SDK's `isRetryable`): a hint,
+    /// used only when nothing else is recognised.
+    pub retryable: Option<bool>,
+    /// The exception this one was raised from.
+    pub cause: Option<Box<Observation>>,
+    /// The members of an exception group.
+    pub exceptions: Vec<Observation>,
+}
+
+/// How deep `cause` and `exceptions` members are read; deeper ones are ignored.
+pub const MAX_EXCEPTION_DEPTH: usize = 8;
 
 /// A failed call as observed.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use crate::error::PolicyError;
 use crate::headers::HeaderList;
 use crate::hints;
 use crate::model::SourceKind;
-use crate::observation_view::{BodyView, ObservationView};
+use crate::observation_view::BodyView;
 
 /// The registry base for a status code, when the body says nothing more specific.
 pub(crate) fn status_base(status: u16) -> &'static str {
@@ -51,11 +51,14 @@ const REQUEST_ID_HEADERS: &[&str] = &[
     "x-correlation-id",
 ];
 
+/// Classify a response. `hint` is the caller's lowercase provider, if any;
+/// `now_ms` the caller's clock (for an HTTP-date `Retry-After`).
 pub(super) fn classify(
     status: u16,
     headers: &HeaderList<'_>,
     body: &BodyView<'_>,
-    obs: &ObservationView<'_>,
+    hint: Option<&str>,
+    now_ms: Option<u64>,
 ) -> Result<Finding, PolicyError> {
     let success = (200..300).contains(&status);
     // A streamed response that failed after its status: read its error event.
@@ -79,11 +82,11 @@ pub(super) fn classify(
             });
             f.message = Some(t);
             f.upstream.error_type = Some("error".into());
-            return Ok(finish_http(f, status, headers, obs));
+            return Ok(finish_http(f, status, headers, now_ms));
         }
         None => (body, false),
     };
-    let provider_finding = providers::parse(status, headers, body, obs.provider.as_deref());
+    let provider_finding = providers::parse(status, headers, body, hint);
     let mut f = match provider_finding {
         Some(f) => f,
         None if in_stream && success => {
@@ -110,7 +113,7 @@ pub(super) fn classify(
             envelope_body::apply_minimal(v, &mut f);
         }
     }
-    Ok(finish_http(f, status, headers, obs))
+    Ok(finish_http(f, status, headers, now_ms))
 }
 
 /// What every HTTP finding gets from the status and the headers.
@@ -118,12 +121,12 @@ fn finish_http(
     mut f: Finding,
     status: u16,
     headers: &HeaderList<'_>,
-    obs: &ObservationView<'_>,
+    now_ms: Option<u64>,
 ) -> Finding {
     f.upstream.source = Some(SourceKind::Http);
     f.upstream.status = Some(status);
     // Headers are the most authoritative timing hint; a body hint is used only without one.
-    if let Some(ms) = hints::from_headers(headers, obs.now_ms) {
+    if let Some(ms) = hints::from_headers(headers, now_ms) {
         f.retry_after_ms = Some(ms);
     }
     // `x-should-retry` (OpenAI, Anthropic) and `stripe-should-retry` override the status.

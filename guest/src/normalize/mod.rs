@@ -5,9 +5,11 @@
 //! names. Messages are carried through, never matched.
 
 mod envelope_body;
+mod exception;
+mod frameworks;
 mod http;
 pub(crate) mod providers;
-mod rpc;
+pub(crate) mod rpc;
 mod sse;
 mod transport;
 
@@ -80,20 +82,40 @@ pub fn classify(obs: &Observation) -> Result<Envelope, PolicyError> {
 
 /// Normalize a borrowed observation into an envelope (what every entry point runs).
 pub(crate) fn classify_view(obs: &ObservationView<'_>) -> Result<Envelope, PolicyError> {
-    let finding = match &obs.failure {
+    let finding = find(obs, None)?;
+    Ok(finish(finding, obs))
+}
+
+/// What an observation shows, before the registry completes it. `inherited`
+/// is the provider hint of the exception that holds it as a member.
+pub(crate) fn find(
+    obs: &ObservationView<'_>,
+    inherited: Option<&str>,
+) -> Result<Finding, PolicyError> {
+    Ok(match &obs.failure {
         FailureView::Http {
             status,
             headers,
             body,
-        } => http::classify(*status, headers, body, obs)?,
+        } => http::classify(
+            *status,
+            headers,
+            body,
+            obs.provider.as_deref().or(inherited),
+            obs.now_ms,
+        )?,
         FailureView::Rpc { protocol, message } => rpc::classify(*protocol, message, obs)?,
         FailureView::Network { code, message } => transport::network(code, message.as_deref()),
-        FailureView::Exception { type_name, message } => {
-            transport::exception(type_name, message.as_deref())
-        }
+        FailureView::Exception {
+            type_name,
+            message,
+            detail,
+        } => match detail {
+            None => transport::exception(type_name, message.as_deref()),
+            Some(d) => exception::classify(type_name, message.as_deref(), d, obs, inherited),
+        },
         FailureView::Timeout { phase, after_ms } => transport::timeout(*phase, *after_ms),
-    };
-    Ok(finish(finding, obs))
+    })
 }
 
 /// The surface of the call: the caller's word, else the shape's, else the source's.

@@ -8,6 +8,9 @@
 //! `McpError` / `ErrorData`, e.g. the client-side -32001 request timeout, which
 //! never travels on the wire).
 
+pub(crate) mod a2a;
+mod mcp_task;
+
 use super::{Finding, envelope_body, one_line, str_at};
 use crate::error::PolicyError;
 use crate::hints;
@@ -68,18 +71,23 @@ fn message(
         f.upstream.error_type = Some("notifications/cancelled".into());
         return Ok(f);
     }
+    if str_at(msg, "method") == Some("notifications/tasks")
+        && let Some(task) = msg.get("params").filter(|p| mcp_task::is_task(p))
+    {
+        return mcp_task::classify(task, call);
+    }
     if let Some(err) = msg.get("error") {
         return error(protocol, err, call, depth);
     }
     if let Some(result) = msg.get("result") {
-        return result_failure(protocol, result);
+        return result_failure(protocol, result, call);
     }
     // No JSON-RPC envelope: an SDK's error object or a bare result.
     if msg.get("code").is_some_and(View::is_i64) && msg.get("message").is_some() {
         return error(protocol, msg, call, depth);
     }
     if is_bare_result(msg) {
-        return result_failure(protocol, msg);
+        return result_failure(protocol, msg, call);
     }
     Err(PolicyError::observation(
         "the JSON-RPC message has no error, no failed result and is not a cancellation; classify only failures",
@@ -92,11 +100,12 @@ fn message(
 pub(crate) fn is_bare_result(v: &View<'_>) -> bool {
     v.get("isError").is_some_and(View::is_boolean)
         || v.get("resultType").is_some_and(View::is_string)
+        || mcp_task::is_task(v)
         || a2a_task(v).is_some()
 }
 
 /// A JSON-RPC `error` object.
-fn error(
+pub(super) fn error(
     protocol: Protocol,
     err: &View<'_>,
     call: Option<CallKind>,
@@ -174,6 +183,19 @@ fn error(
         if let Some(url) = str_at(d, "url").filter(|_| base == "mcp.url_elicitation_required") {
             f.suggested_value = Some(serde_json::Value::String(url.to_owned()));
         }
+        // MCP 2026-07-28: the versions to choose from, the capabilities to declare.
+        match base {
+            "mcp.unsupported_protocol_version" => {
+                f.allowed_values = d.get("supported").map(View::to_value);
+            }
+            "mcp.missing_client_capability" => {
+                f.suggested_value = d.get("requiredCapabilities").map(View::to_value);
+            }
+            _ => {}
+        }
+    }
+    if protocol == Protocol::A2a {
+        a2a::apply_details(err.get("data"), &mut f);
     }
     Ok(f)
 }
@@ -212,6 +234,10 @@ fn code_base(protocol: Protocol, code: i64) -> &'static str {
         (Protocol::Mcp, -32001) => "mcp.request_timeout",
         (Protocol::Mcp, -32002) => "mcp.resource_not_found",
         (Protocol::Mcp, -32042) => "mcp.url_elicitation_required",
+        // Reserved by MCP 2026-07-28 (schema/2026-07-28/schema.ts).
+        (Protocol::Mcp, -32020) => "mcp.header_mismatch",
+        (Protocol::Mcp, -32021) => "mcp.missing_client_capability",
+        (Protocol::Mcp, -32022) => "mcp.unsupported_protocol_version",
         (Protocol::A2a, -32001) => "a2a.task_not_found",
         (Protocol::A2a, -32002) => "a2a.task_not_cancelable",
         (Protocol::A2a, -32003) => "a2a.push_not_supported",
@@ -227,7 +253,14 @@ fn code_base(protocol: Protocol, code: i64) -> &'static str {
 }
 
 /// A successful JSON-RPC response whose result reports a failure.
-fn result_failure(protocol: Protocol, result: &View<'_>) -> Result<Finding, PolicyError> {
+fn result_failure(
+    protocol: Protocol,
+    result: &View<'_>,
+    call: Option<CallKind>,
+) -> Result<Finding, PolicyError> {
+    if mcp_task::is_task(result) {
+        return mcp_task::classify(result, call);
+    }
     if result.get("isError").and_then(View::as_bool) == Some(true) {
         return Ok(mcp_tool_error(result));
     }
@@ -243,7 +276,7 @@ fn result_failure(protocol: Protocol, result: &View<'_>) -> Result<Finding, Poli
     ))
 }
 
-fn mcp_tool_error(result: &View<'_>) -> Finding {
+pub(super) fn mcp_tool_error(result: &View<'_>) -> Finding {
     let mut f = Finding::new("mcp.tool_error");
     f.message = first_text(result.get("content"));
     if let Some(sc) = result.get("structuredContent")
@@ -334,7 +367,7 @@ fn a2a_state(task: &View<'_>, raw_state: &str) -> Result<Finding, PolicyError> {
 
 /// The first text part of MCP content or A2A parts (`{"type"|"kind":"text","text":..}`
 /// or a v1.0 `{"text": ..}` part).
-fn first_text(content: Option<&View<'_>>) -> Option<String> {
+pub(super) fn first_text(content: Option<&View<'_>>) -> Option<String> {
     let items = content?.as_array()?;
     items
         .iter()

@@ -2,7 +2,7 @@
 //! by error code and exception type name; messages are kept, never matched.
 
 use super::http::status_base;
-use super::{Finding, providers};
+use super::{Finding, frameworks, providers};
 use crate::model::{SourceKind, TimeoutPhase};
 use crate::registry::Surface;
 
@@ -63,7 +63,14 @@ fn network_base(code: &str) -> &'static str {
 pub(super) fn exception(type_name: &str, message: Option<&str>) -> Finding {
     let last = type_name.rsplit(['.', ':']).next().unwrap_or(type_name);
     let root = type_name.split(['.', ':']).next().unwrap_or("");
-    let sdk = sdk_exception(type_name, root, last);
+    let sdk = sdk_exception(type_name, root, last).or_else(|| {
+        frameworks::class(type_name, root, last).map(|c| SdkException {
+            base: c.base,
+            code: None,
+            surface: c.surface,
+            provider: c.provider,
+        })
+    });
     let base = sdk
         .as_ref()
         .map_or_else(|| exception_base(type_name, last), |s| s.base);
@@ -82,7 +89,7 @@ pub(super) fn exception(type_name: &str, message: Option<&str>) -> Finding {
     if f.surface.is_none()
         && matches!(
             root,
-            "openai" | "anthropic" | "cohere" | "mistralai" | "google"
+            "openai" | "anthropic" | "cohere" | "mistralai" | "google" | "litellm"
         )
         && !is_google_cloud(type_name)
     {

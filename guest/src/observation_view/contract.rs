@@ -9,9 +9,18 @@ use crate::model::{CallKind, TimeoutPhase};
 use crate::observation::Protocol;
 use std::borrow::Cow;
 
+mod exception;
+
 impl<'a> ObservationView<'a> {
     /// Read an observation from a JSON value (the input contract).
     pub fn from_view(v: View<'a>) -> Result<Self, PolicyError> {
+        Self::from_view_at(v, 0)
+    }
+
+    /// Read an observation nested `depth` levels inside exception members
+    /// (`cause`, `exceptions`); at [`MAX_EXCEPTION_DEPTH`](crate::observation::MAX_EXCEPTION_DEPTH)
+    /// its own members are no longer read.
+    pub(crate) fn from_view_at(v: View<'a>, depth: usize) -> Result<Self, PolicyError> {
         let View::Object(mut m) = v else {
             return Err(PolicyError::observation(format!(
                 "observation must be a JSON object, got {}; send {{\"source\":\"http\",\"status\":503}} or similar",
@@ -44,14 +53,14 @@ impl<'a> ObservationView<'a> {
             Some("mcp") => rpc(&mut m, Protocol::Mcp)?,
             Some("a2a") => rpc(&mut m, Protocol::A2a)?,
             Some("network") => network(&m)?,
-            Some("exception") => exception(&m)?,
+            Some("exception") => exception::exception(&mut m, depth)?,
             Some("timeout") => timeout(&m)?,
             Some(other) => {
                 return Err(PolicyError::observation(format!(
                     "source {other:?} is not one of http, jsonrpc, mcp, a2a, network, exception, timeout; fix it or omit it"
                 )));
             }
-            None => infer(&mut m)?,
+            None => infer(&mut m, depth)?,
         };
         Ok(Self {
             failure,
@@ -72,10 +81,13 @@ fn lowercase(s: Cow<'_, str>) -> Cow<'_, str> {
     }
 }
 
-fn infer<'a>(m: &mut Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
+fn infer<'a>(m: &mut Obj<'a>, depth: usize) -> Result<FailureView<'a>, PolicyError> {
     if is_bare_result(m) {
         // A bare MCP result or A2A task / event: the protocol is refined from its shape.
-        let protocol = if m.get("isError").is_some() || m.get("resultType").is_some() {
+        let protocol = if m.get("isError").is_some()
+            || m.get("resultType").is_some()
+            || m.get("taskId").is_some()
+        {
             Protocol::Mcp
         } else {
             Protocol::A2a
@@ -97,7 +109,7 @@ fn infer<'a>(m: &mut Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
     } else if m.contains_key("phase") {
         timeout(m)
     } else if m.contains_key("type") {
-        exception(m)
+        exception::exception(m, depth)
     } else if m.contains_key("code") {
         network(m)
     } else {
@@ -120,18 +132,27 @@ fn http<'a>(m: &mut Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
             ));
         }
     };
-    let headers = HeaderList::from_view(m.get("headers").unwrap_or(&View::Null))
-        .map_err(PolicyError::observation)?;
-    let body = match m.remove("body") {
-        None | Some(View::Null) => BodyView::Empty,
-        Some(View::String(s)) => BodyView::from_text(s),
-        Some(v) => BodyView::Json(v),
-    };
+    let headers = headers(m)?;
+    let body = body(m);
     Ok(FailureView::Http {
         status,
         headers: Cow::Owned(headers),
         body,
     })
+}
+
+/// The `headers` member: an object or `[name, value]` pairs.
+fn headers<'a>(m: &Obj<'a>) -> Result<HeaderList<'a>, PolicyError> {
+    HeaderList::from_view(m.get("headers").unwrap_or(&View::Null)).map_err(PolicyError::observation)
+}
+
+/// The `body` member: JSON, or text that is parsed as JSON when it is JSON.
+fn body<'a>(m: &mut Obj<'a>) -> BodyView<'a> {
+    match m.remove("body") {
+        None | Some(View::Null) => BodyView::Empty,
+        Some(View::String(s)) => BodyView::from_text(s),
+        Some(v) => BodyView::Json(v),
+    }
 }
 
 /// Members that make the observation itself a JSON-RPC message or a bare
@@ -155,6 +176,12 @@ fn is_bare_result(m: &Obj<'_>) -> bool {
             .iter()
             .any(|k| m.get(k).is_some_and(View::is_object))
         || m.get("status").is_some_and(|s| s.get("state").is_some())
+        || is_mcp_task(m)
+}
+
+/// An MCP task (tasks extension): a string `taskId` and a string `status`.
+fn is_mcp_task(m: &Obj<'_>) -> bool {
+    m.get("taskId").is_some_and(View::is_string) && m.get("status").is_some_and(View::is_string)
 }
 
 fn rpc<'a>(m: &mut Obj<'a>, protocol: Protocol) -> Result<FailureView<'a>, PolicyError> {
@@ -191,7 +218,7 @@ fn rpc<'a>(m: &mut Obj<'a>, protocol: Protocol) -> Result<FailureView<'a>, Polic
 }
 
 /// A string trimmed, borrowed when it can be.
-fn trimmed<'a>(s: &Cow<'a, str>) -> Cow<'a, str> {
+pub(super) fn trimmed<'a>(s: &Cow<'a, str>) -> Cow<'a, str> {
     match s {
         Cow::Borrowed(b) => Cow::Borrowed(b.trim()),
         Cow::Owned(o) => Cow::Owned(o.trim().to_owned()),
@@ -221,28 +248,6 @@ fn network<'a>(m: &Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
     })
 }
 
-fn exception<'a>(m: &Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
-    let type_name = match m.get("type") {
-        Some(View::String(s)) if !s.trim().is_empty() => trimmed(s),
-        Some(other) => {
-            return Err(type_err(
-                "type",
-                "a non-empty string such as \"httpx.ReadTimeout\"",
-                other,
-            ));
-        }
-        None => {
-            return Err(PolicyError::observation(
-                "an exception observation needs \"type\"; add the exception type, e.g. \"type\": \"httpx.ReadTimeout\"",
-            ));
-        }
-    };
-    Ok(FailureView::Exception {
-        type_name,
-        message: opt_string(m, "message")?,
-    })
-}
-
 fn timeout<'a>(m: &Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
     let phase = match m.get("phase") {
         None | Some(View::Null) => TimeoutPhase::Total,
@@ -263,7 +268,7 @@ fn timeout<'a>(m: &Obj<'a>) -> Result<FailureView<'a>, PolicyError> {
     Ok(FailureView::Timeout { phase, after_ms })
 }
 
-fn opt_string<'a>(m: &Obj<'a>, key: &str) -> Result<Option<Cow<'a, str>>, PolicyError> {
+pub(super) fn opt_string<'a>(m: &Obj<'a>, key: &str) -> Result<Option<Cow<'a, str>>, PolicyError> {
     match m.get(key) {
         None | Some(View::Null) => Ok(None),
         Some(View::String(s)) => Ok(Some(s.clone())),
@@ -272,7 +277,7 @@ fn opt_string<'a>(m: &Obj<'a>, key: &str) -> Result<Option<Cow<'a, str>>, Policy
     }
 }
 
-fn type_err(key: &str, want: &str, got: &View<'_>) -> PolicyError {
+pub(super) fn type_err(key: &str, want: &str, got: &View<'_>) -> PolicyError {
     PolicyError::observation(format!(
         "{key} must be {want}, got {}; fix the observation's {key}",
         got.kind()

@@ -13,13 +13,14 @@ use crate::error::PolicyError;
 use crate::headers::{HeaderList, Headers};
 use crate::json_view::View;
 use crate::model::{CallKind, TimeoutPhase};
-use crate::observation::{Body, Failure, MAX_PARSED_BODY, Observation, Protocol};
+use crate::observation::{Body, ExceptionDetail, Failure, MAX_PARSED_BODY, Observation, Protocol};
 use std::borrow::Cow;
 
 /// An HTTP body, borrowed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) enum BodyView<'a> {
     /// No body.
+    #[default]
     Empty,
     /// A JSON body (given as JSON, or text that parsed as JSON).
     Json(View<'a>),
@@ -80,6 +81,8 @@ pub(crate) enum FailureView<'a> {
         type_name: Cow<'a, str>,
         /// Message.
         message: Option<Cow<'a, str>>,
+        /// What else it carries, if anything.
+        detail: Option<Box<ExceptionDetailView<'a>>>,
     },
     /// A caller-measured timeout.
     Timeout {
@@ -88,6 +91,74 @@ pub(crate) enum FailureView<'a> {
         /// Waited for, in ms.
         after_ms: Option<u64>,
     },
+}
+
+/// What an exception carries, borrowed (as [`ExceptionDetail`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ExceptionDetailView<'a> {
+    /// The HTTP status it carries.
+    pub status: Option<u16>,
+    /// The response headers.
+    pub headers: HeaderList<'a>,
+    /// The response body.
+    pub body: BodyView<'a>,
+    /// The framework's own retry verdict (a hint).
+    pub retryable: Option<bool>,
+    /// The exception it was raised from.
+    pub cause: Option<Box<ObservationView<'a>>>,
+    /// The members of an exception group.
+    pub exceptions: Vec<ObservationView<'a>>,
+}
+
+impl<'a> ExceptionDetailView<'a> {
+    fn from_detail(d: &'a ExceptionDetail) -> Self {
+        Self {
+            status: d.status,
+            headers: d.headers.list().clone(),
+            body: body_view(&d.body),
+            retryable: d.retryable,
+            cause: d
+                .cause
+                .as_deref()
+                .map(|c| Box::new(ObservationView::from_observation(c))),
+            exceptions: d
+                .exceptions
+                .iter()
+                .map(ObservationView::from_observation)
+                .collect(),
+        }
+    }
+
+    fn into_detail(self) -> ExceptionDetail {
+        ExceptionDetail {
+            status: self.status,
+            headers: Headers::from_list(self.headers),
+            body: owned_body(self.body),
+            retryable: self.retryable,
+            cause: self.cause.map(|c| Box::new(c.into_observation())),
+            exceptions: self
+                .exceptions
+                .into_iter()
+                .map(ObservationView::into_observation)
+                .collect(),
+        }
+    }
+}
+
+fn body_view(body: &Body) -> BodyView<'_> {
+    match body {
+        Body::Empty => BodyView::Empty,
+        Body::Json(v) => BodyView::Json(View::from_value(v)),
+        Body::Text(t) => BodyView::Text(Cow::Borrowed(t)),
+    }
+}
+
+fn owned_body(body: BodyView<'_>) -> Body {
+    match body {
+        BodyView::Empty => Body::Empty,
+        BodyView::Json(v) => Body::Json(v.to_value()),
+        BodyView::Text(t) => Body::Text(t.into_owned()),
+    }
 }
 
 /// A failed call as observed, borrowed (as [`Observation`]).
@@ -130,11 +201,7 @@ impl<'a> ObservationView<'a> {
             } => FailureView::Http {
                 status: *status,
                 headers: Cow::Borrowed(headers.list()),
-                body: match body {
-                    Body::Empty => BodyView::Empty,
-                    Body::Json(v) => BodyView::Json(View::from_value(v)),
-                    Body::Text(t) => BodyView::Text(Cow::Borrowed(t)),
-                },
+                body: body_view(body),
             },
             Failure::Rpc { protocol, message } => FailureView::Rpc {
                 protocol: *protocol,
@@ -144,9 +211,16 @@ impl<'a> ObservationView<'a> {
                 code: Cow::Borrowed(code),
                 message: message.as_deref().map(Cow::Borrowed),
             },
-            Failure::Exception { type_name, message } => FailureView::Exception {
+            Failure::Exception {
+                type_name,
+                message,
+                detail,
+            } => FailureView::Exception {
                 type_name: Cow::Borrowed(type_name),
                 message: message.as_deref().map(Cow::Borrowed),
+                detail: detail
+                    .as_deref()
+                    .map(|d| Box::new(ExceptionDetailView::from_detail(d))),
             },
             Failure::Timeout { phase, after_ms } => FailureView::Timeout {
                 phase: *phase,
@@ -174,11 +248,7 @@ impl<'a> ObservationView<'a> {
             } => Failure::Http {
                 status,
                 headers: Headers::from_list(headers.into_owned()),
-                body: match body {
-                    BodyView::Empty => Body::Empty,
-                    BodyView::Json(v) => Body::Json(v.to_value()),
-                    BodyView::Text(t) => Body::Text(t.into_owned()),
-                },
+                body: owned_body(body),
             },
             FailureView::Rpc { protocol, message } => Failure::Rpc {
                 protocol,
@@ -188,9 +258,14 @@ impl<'a> ObservationView<'a> {
                 code: code.into_owned(),
                 message: message.map(owned),
             },
-            FailureView::Exception { type_name, message } => Failure::Exception {
+            FailureView::Exception {
+                type_name,
+                message,
+                detail,
+            } => Failure::Exception {
                 type_name: type_name.into_owned(),
                 message: message.map(owned),
+                detail: detail.map(|d| Box::new(d.into_detail())),
             },
             FailureView::Timeout { phase, after_ms } => Failure::Timeout { phase, after_ms },
         };

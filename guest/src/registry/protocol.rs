@@ -159,6 +159,50 @@ pub(super) const DEFS: &[CodeDef] = &[
         "Fulfil the inputRequests (ask the user, sample or list roots), then send the same request again with inputResponses and the echoed requestState."
     ),
     code_def!(
+        "mcp.task_input_required",
+        TOOL,
+        State,
+        Warning,
+        InputRequired,
+        false,
+        "The MCP task is waiting for input.",
+        "An MCP task (tasks extension, protocol 2026-07-28) reported `status: \"input_required\"` in a `tasks/get` result or a `notifications/tasks` notification; its `inputRequests` are the allowed values and its `taskId` the suggested value.",
+        "Fulfil the inputRequests, send them with tasks/update on the same taskId, then keep polling tasks/get."
+    ),
+    code_def!(
+        "mcp.header_mismatch",
+        TOOL,
+        Permanent,
+        Error,
+        Validation,
+        false,
+        "The request's HTTP headers do not match its body.",
+        "MCP error -32020 (HeaderMismatch, protocol 2026-07-28): required headers are missing or malformed, or differ from the values in the body.",
+        "Fix the client: send the headers the protocol requires with the body's values; do not retry unchanged."
+    ),
+    code_def!(
+        "mcp.missing_client_capability",
+        TOOL,
+        Permanent,
+        Error,
+        Validation,
+        false,
+        "The server needs a client capability the request did not declare.",
+        "MCP error -32021 (MissingRequiredClientCapability, protocol 2026-07-28); its `data.requiredCapabilities` is the suggested value.",
+        "Declare the required capabilities (suggested_value) in the request, or do without this request; do not retry unchanged."
+    ),
+    code_def!(
+        "mcp.unsupported_protocol_version",
+        TOOL,
+        Permanent,
+        Error,
+        Validation,
+        false,
+        "The server does not support the request's protocol version.",
+        "MCP error -32022 (UnsupportedProtocolVersion, protocol 2026-07-28); its `data.supported` versions are the allowed values.",
+        "Choose a version from allowed_values that the client supports and send the request with it; do not retry unchanged."
+    ),
+    code_def!(
         "mcp.cancelled",
         TOOL,
         Permanent,
@@ -172,13 +216,13 @@ pub(super) const DEFS: &[CodeDef] = &[
     code_def!(
         "a2a.task_not_found",
         AGENT,
-        Permanent,
+        State,
         Error,
         NotFound,
         false,
         "The task was not found.",
-        "A2A error -32001 (TaskNotFoundError): the task id is unknown or expired.",
-        "Start a new task instead of continuing this one."
+        "A2A TaskNotFoundError (JSON-RPC -32001, REST 404 with ErrorInfo reason `TASK_NOT_FOUND`): the agent no longer knows the task id, e.g. it expired or the agent restarted without it. The work is not lost on the caller's side.",
+        "Restore your checkpoint of the step, then send the message again as a new task (without the stale task id)."
     ),
     code_def!(
         "a2a.task_not_cancelable",

@@ -190,4 +190,37 @@ pub(super) const DEFS: &[CodeDef] = &[
         "A success status with a body that is not what the protocol requires (json.JSONDecodeError on a response).",
         "Retry after the backoff delay; fall back if it persists."
     ),
+    code_def!(
+        "exception.guardrail_tripped",
+        ALL_CALLS,
+        Policy,
+        Error,
+        Safety,
+        false,
+        "A guardrail stopped the run.",
+        "A guardrail of the application tripped on the input or the output (OpenAI Agents `InputGuardrailTripwireTriggered`, `OutputGuardrailTripwireTriggered` and the tool guardrails).",
+        "Do not resend the same input; take the fallback path or hand the case to a human."
+    ),
+    code_def!(
+        "exception.usage_limit_exceeded",
+        ALL_CALLS,
+        Policy,
+        Warning,
+        Quota,
+        false,
+        "The run reached a usage limit the application set.",
+        "The framework stopped the run at a limit set in code: tokens, requests or tool calls (PydanticAI `UsageLimitExceeded`), turns (OpenAI Agents `MaxTurnsExceeded`). Running it again unchanged stops at the same limit.",
+        "Do not retry unchanged; take the fallback path (a smaller plan), or raise the limit deliberately."
+    ),
+    code_def!(
+        "exception.configuration_error",
+        ALL_CALLS,
+        Permanent,
+        Fatal,
+        Internal,
+        false,
+        "The application used the framework wrongly or lacks a setting.",
+        "The framework rejected how it was called or configured (PydanticAI and OpenAI Agents `UserError`, AI SDK `AI_LoadAPIKeyError`, `AI_LoadSettingError`).",
+        "Escalate to a developer: fix the code or the configuration; retrying cannot help."
+    ),
 ];

@@ -19,6 +19,7 @@ use super::{Response, code_text, items, join_fields, string};
 use crate::hints;
 use crate::json_view::View;
 use crate::normalize::http::status_base;
+use crate::normalize::rpc::a2a;
 use crate::normalize::{Finding, str_at};
 use crate::observation_view::BodyView;
 use crate::registry::Surface;
@@ -41,6 +42,12 @@ pub(super) fn parse(r: &Response<'_>, hinted: bool) -> Option<Finding> {
         Some(e) if hinted || wrapped.is_some() || is_rpc_error(e) => error(r.status, e),
         _ => generate_content(v)?,
     };
+    if f.base.starts_with("a2a.") {
+        // An A2A agent's REST binding answers in the google.rpc.Status shape.
+        f.upstream.provider = Some("a2a".into());
+        f.surface = Some(Surface::Agent);
+        return Some(f);
+    }
     f.upstream.provider = Some("google".into());
     if hinted {
         f.surface = Some(Surface::Llm);
@@ -169,8 +176,12 @@ fn error(status: u16, e: &View<'_>) -> Finding {
         .and_then(View::as_u64)
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c));
-    let mut base = reason
-        .and_then(reason_base)
+    let a2a = info
+        .filter(|i| str_at(i, "domain") == Some(a2a::DOMAIN))
+        .and(reason)
+        .and_then(a2a::reason_base);
+    let mut base = a2a
+        .or_else(|| reason.and_then(reason_base))
         .or_else(|| name.and_then(status_name_base))
         .unwrap_or_else(|| {
             status_base(if (400..600).contains(&status) {
