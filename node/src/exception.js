@@ -6,13 +6,15 @@
 // `status`, `headers` and `body` are the HTTP response the error carries (the
 // Vercel AI SDK's `statusCode` / `responseHeaders` / `responseBody`, or plain
 // `status` / `headers` / `body`); `retryable` is the framework's own verdict
-// (`isRetryable`); `cause` is the observation of `err.cause`; `exceptions`
-// those of `err.errors` (an AggregateError, the AI SDK's RetryError). Members
-// the error does not carry are left out. Nothing here classifies.
+// (`isRetryable`); `cause` is the observation of `err.cause` (a RetryError's
+// `lastError`); `exceptions` those of `err.errors` (an AggregateError, the AI
+// SDK's RetryError). Members the error does not carry are left out. Nothing
+// here classifies.
 //
 // Every read is guarded (a throwing getter is skipped) and what is copied is
-// bounded: MAX_DEPTH levels of causes and members, MAX_MEMBERS members, a body
-// of MAX_EXCEPTION_BODY_CHARS characters, cycles cut.
+// bounded: MAX_DEPTH levels of causes and members below the error,
+// MAX_MEMBERS members, a body of MAX_EXCEPTION_BODY_CHARS characters, cycles
+// cut.
 
 import { MAX_DEPTH, className } from './sdk.js';
 
@@ -55,13 +57,18 @@ export function describeError(err, nested, depth, above) {
   if (status !== undefined) obs.status = status;
   const headers = lowerHeaders(field(err, 'responseHeaders') ?? field(err, 'headers'));
   if (headers !== undefined) obs.headers = headers;
-  const body = bodyOf(field(err, 'responseBody') ?? field(err, 'body'));
+  const aiSdk = isAiSdkError(err);
+  let body = bodyOf(field(err, 'responseBody') ?? field(err, 'body'));
+  // The AI SDK keeps the provider's parsed error in `data` too (APICallError).
+  if (body === undefined && aiSdk) body = bodyOf(field(err, 'data'));
   if (body !== undefined) obs.body = body;
   const retryable = field(err, 'isRetryable') ?? field(err, 'retryable');
   if (typeof retryable === 'boolean') obs.retryable = retryable;
-  if (depth + 1 >= MAX_DEPTH) return obs;
+  if (depth >= MAX_DEPTH) return obs;
   const inner = [...above, err];
-  const cause = field(err, 'cause');
+  let cause = field(err, 'cause');
+  // A RetryError has no `cause`; its `lastError` is what ended the retries.
+  if ((cause === undefined || cause === null) && aiSdk) cause = field(err, 'lastError');
   if (cause !== undefined && cause !== null && !inner.includes(cause)) obs.cause = nested(cause, depth + 1, inner);
   const errors = field(err, 'errors');
   if (Array.isArray(errors)) {

@@ -116,6 +116,7 @@ test('ai: a RetryError lists every attempt (maxRetriesExceeded)', async () => {
   assert.equal(err.reason, 'maxRetriesExceeded');
   const obs = fromError(err);
   assert.equal(obs.type, 'AI_RetryError');
+  assert.deepEqual(obs.cause, obs.exceptions.at(-1)); // lastError
   assert.equal(obs.exceptions.length, server.count());
   assert.equal(obs.exceptions.length, 3);
   for (const attempt of obs.exceptions) {
@@ -130,7 +131,10 @@ test('ai: a RetryError ended by a non-retryable error keeps both attempts in ord
   const err = await thrown(generateText({ model: aiModel(url), prompt: 'hi', maxRetries: 3 }));
   assert.ok(RetryError.isInstance(err));
   assert.equal(err.reason, 'errorNotRetryable');
-  const [first, last] = fromError(err).exceptions;
+  const obs = fromError(err);
+  const [first, last] = obs.exceptions;
+  assert.equal(obs.exceptions.length, 2);
+  assert.deepEqual(obs.cause, last); // lastError
   assertSent(first, 529, { 'retry-after': '0' }, OVERLOADED_529);
   assert.equal(first.retryable, true);
   assertSent(last, 400, {}, BAD_REQUEST);

@@ -88,7 +88,7 @@ def test_cycles_are_cut_and_depth_is_bounded() -> None:
     while "cause" in obs:
         obs = obs["cause"]
         levels += 1
-    assert levels == MAX_DEPTH
+    assert levels == MAX_DEPTH + 1  # the error and MAX_DEPTH levels below it
 
 
 def test_groups_are_bounded_in_breadth_and_nesting() -> None:
@@ -103,7 +103,7 @@ def test_groups_are_bounded_in_breadth_and_nesting() -> None:
     while "exceptions" in obs:
         obs = obs["exceptions"][0]
         levels += 1
-    assert levels == MAX_DEPTH
+    assert levels == MAX_DEPTH + 1  # the error and MAX_DEPTH levels below it
 
 
 def test_a_group_member_with_a_raising_property() -> None:

@@ -29,7 +29,7 @@ from .types import Observation
 
 __all__ = ["MAX_BODY_CHARS", "MAX_DEPTH", "MAX_MEMBERS", "enrich"]
 
-#: How many levels of `cause` / group members are read.
+#: How many levels of `cause` / group members are read below the error itself.
 MAX_DEPTH = 8
 #: How many members of an exception group are read (the first ones and the last).
 MAX_MEMBERS = 16
@@ -211,30 +211,31 @@ def enrich(
     above: frozenset[int],
     nested: Nested,
     *,
-    response: bool = True,
+    context: bool = False,
 ) -> Observation:
     """Add what `exc` carries to its `exception` observation `obs` (in place).
 
-    `nested(error, depth, above)` describes a cause or a group member;
-    `response=False` leaves out status, headers and body (already read by an
-    SDK adapter into the cause)."""
-    if response:
-        status = _status(exc)
-        if status is not None:
-            obs["status"] = status
-        headers = _headers(exc)
-        if headers is not None:
-            obs["headers"] = headers
-        body = _body(exc)
-        if body is not None:
-            obs["body"] = body
+    `nested(error, depth, above)` describes a cause or a group member. The
+    cause is `__cause__`; with `context`, else `__context__` (unless
+    suppressed with `from None`): frameworks re-raise inside `except` blocks."""
+    status = _status(exc)
+    if status is not None:
+        obs["status"] = status
+    headers = _headers(exc)
+    if headers is not None:
+        obs["headers"] = headers
+    body = _body(exc)
+    if body is not None:
+        obs["body"] = body
     retryable = _retryable(exc)
     if retryable is not None:
         obs["retryable"] = retryable
-    if depth + 1 >= MAX_DEPTH:
+    if depth >= MAX_DEPTH:
         return obs
     inner = above | {id(exc)}
     cause = _get(exc, "__cause__")
+    if cause is None and context and not _get(exc, "__suppress_context__"):
+        cause = _get(exc, "__context__")
     if isinstance(cause, BaseException) and id(cause) not in inner:
         obs["cause"] = nested(cause, depth + 1, inner)
     members = [m for m in _members(exc) if id(m) not in inner]

@@ -4,8 +4,9 @@ An exception defined by an agent framework (PydanticAI, the OpenAI Agents
 SDK, LangChain / LangGraph, LiteLLM), and any `BaseExceptionGroup`, is
 described as itself: its type and message, the HTTP status, headers and body
 it carries, the framework's retry verdict, and the observations of its
-`__cause__` (e.g. the provider SDK's status error, read by that SDK's adapter)
-and of a group's members. The SDK exceptions these frameworks wrap are read
+`__cause__` (else of its `__context__`: frameworks re-raise inside `except`
+blocks; e.g. the provider SDK's status error, read by that SDK's adapter) and
+of a group's members. The SDK exceptions these frameworks wrap are read
 by their own adapters, in `adapters`.
 
 Recognised by the top-level module of the class, like every adapter: no
@@ -37,7 +38,7 @@ def framework_observation(
     if root not in FRAMEWORK_ROOTS and not isinstance(exc, BaseExceptionGroup):
         return None
     obs: Observation = {"source": "exception", "type": qualified_name(exc), "message": safe_message(exc)}
-    enrich(obs, exc, depth, above, nested)
+    enrich(obs, exc, depth, above, nested, context=True)
     if root == "litellm":
         # LiteLLM names the provider it called (`openai`, `anthropic`, ...).
         provider = getattr(exc, "llm_provider", None)
