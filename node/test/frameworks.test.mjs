@@ -16,12 +16,12 @@
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { APICallError, RetryError, generateText } from 'ai';
-import { fromError } from '../src/index.js';
+import { Policy, fromError } from '../src/index.js';
 
 const QUOTA = {
   error: {
@@ -34,6 +34,27 @@ const QUOTA = {
 const OVERLOADED_503 = { error: { message: 'The engine is currently overloaded, please try again later', type: 'server_error', param: null, code: null } };
 const OVERLOADED_529 = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
 const BAD_REQUEST = { error: { message: "Invalid value for 'model'", type: 'invalid_request_error', param: 'model', code: null } };
+
+// The verdicts the providers' docs imply: "insufficient_quota: You exceeded your
+// current quota ... buy more credits" is not retried (class policy), whatever
+// the framework's isRetryable says; a rate limit, a 503 and a 529 overload are
+// retried after the server's Retry-After.
+const QUOTA_VERDICT = ['llm.quota.exhausted', 'policy', false];
+
+let policy;
+before(async () => {
+  policy = await Policy.load();
+});
+
+function verdict(obs) {
+  const env = policy.classify(obs);
+  return [env.code, env.class, env.retryable];
+}
+
+function waitMs(obs) {
+  const d = policy.decide(obs, { attempt: 1, seed: 7n });
+  return [d.action, d.delay_ms];
+}
 
 const servers = [];
 after(async () => {
@@ -106,6 +127,16 @@ test('ai: an APICallError keeps status, Retry-After, the quota body and the SDK 
   assertSent(obs, 429, headers, QUOTA);
   assert.equal(obs.retryable, true); // the AI SDK's own verdict for any 429
   assert.equal(obs.message, err.message);
+  assert.deepEqual(verdict(obs), QUOTA_VERDICT);
+});
+
+test('ai: a rate-limited APICallError waits what Retry-After says', async () => {
+  const rateLimit = { error: { message: 'Rate limit reached for gpt-4o-mini', type: 'requests', param: null, code: 'rate_limit_exceeded' } };
+  const { url } = await serve([429, rateLimit, { 'retry-after': '2' }]);
+  const obs = fromError(await thrown(generateText({ model: aiModel(url), prompt: 'hi', maxRetries: 0 })), { call: 'llm' });
+  assertSent(obs, 429, { 'retry-after': '2' }, rateLimit);
+  assert.deepEqual(verdict(obs).slice(1), ['transient', true]);
+  assert.deepEqual(waitMs(obs), ['retry', 2000]);
 });
 
 test('ai: a RetryError lists every attempt (maxRetriesExceeded)', async () => {
@@ -124,6 +155,7 @@ test('ai: a RetryError lists every attempt (maxRetriesExceeded)', async () => {
     assertSent(attempt, 503, headers, OVERLOADED_503);
     assert.equal(attempt.retryable, true);
   }
+  assert.deepEqual(verdict(obs).slice(1), ['transient', true]);
 });
 
 test('ai: a RetryError ended by a non-retryable error keeps both attempts in order', async () => {
@@ -139,6 +171,8 @@ test('ai: a RetryError ended by a non-retryable error keeps both attempts in ord
   assert.equal(first.retryable, true);
   assertSent(last, 400, {}, BAD_REQUEST);
   assert.equal(last.retryable, false);
+  // decided by its lastError: a bad request is not retried
+  assert.deepEqual(verdict(obs).slice(1), ['permanent', false]);
 });
 
 test('ai: a refused connection is an APICallError whose cause is the network failure', async () => {
@@ -151,6 +185,7 @@ test('ai: a refused connection is an APICallError whose cause is the network fai
   assert.equal(obs.status, undefined);
   assert.equal(obs.cause.source, 'network');
   assert.equal(obs.cause.code, 'ECONNREFUSED');
+  assert.deepEqual(verdict(obs).slice(1), ['transient', true]);
 });
 
 // ---------------------------------------------------------------- cause chains and AggregateError
@@ -170,6 +205,7 @@ test('an SDK error as the cause of a wrapper is read by its adapter, not as a ne
   assert.equal(obs.cause.headers['retry-after'], '2');
   assert.deepEqual(obs.cause.body, QUOTA);
   assert.equal(obs.cause.provider, 'openai');
+  assert.deepEqual(verdict(obs), QUOTA_VERDICT);
 });
 
 test('an AggregateError (Promise.any) lists each SDK error', async () => {
@@ -189,4 +225,6 @@ test('an AggregateError (Promise.any) lists each SDK error', async () => {
     assert.deepEqual(member.body, OVERLOADED_529);
     assert.equal(member.provider, 'anthropic');
   }
+  assert.deepEqual(verdict(obs).slice(1), ['transient', true]);
+  assert.deepEqual(waitMs(obs), ['retry', 3000]);
 });

@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
+from agent_recovery import Policy
 from agent_recovery.adapters import observation_from
 
 from .replay import Replay, reply
@@ -39,6 +40,24 @@ OVERLOADED_529 = {"type": "error", "error": {"type": "overloaded_error", "messag
 def server() -> Iterator[Replay]:
     with Replay() as r:
         yield r
+
+
+def verdict(policy: Policy, obs: Dict[str, Any]) -> Any:
+    """(code, class, retryable) of the policy's envelope for `obs`."""
+    env = policy.classify(obs)
+    return env["code"], env["class"], env["retryable"]
+
+
+def wait_ms(policy: Policy, obs: Dict[str, Any]) -> Any:
+    """(action, delay_ms) of the decision at attempt 1."""
+    decision = policy.decide(obs, {"attempt": 1, "seed": 7})
+    return decision["action"], decision.get("delay_ms")
+
+
+# The verdicts the providers' docs imply: "insufficient_quota: You exceeded your
+# current quota ... buy more credits" is not retried (class policy); a rate limit
+# and a 503 / 529 overload are retried, after the server's Retry-After.
+QUOTA_VERDICT = ("llm.quota.exhausted", "policy", False)
 
 
 def raised(fn: Callable[[], Any]) -> BaseException:
@@ -80,7 +99,8 @@ def async_openai(url: str) -> Any:
 # -- PydanticAI ---------------------------------------------------------------------------
 # pydantic_ai/exceptions.py: ModelHTTPError(status_code, model_name, body, headers=...);
 # "The provider SDK's own exception, if any, is available as `__cause__`"; the OpenAI
-# model passes the SDK's `body` (openai keeps the body's `error` member).
+# model passes the SDK's `body` (openai keeps the body's `error` member), so the
+# body as sent is read from the cause's response.
 
 
 def pydantic_agent(url: str) -> Any:
@@ -92,7 +112,7 @@ def pydantic_agent(url: str) -> Any:
     return Agent(model)
 
 
-def test_pydantic_ai_model_http_error_and_its_cause(server: Replay) -> None:
+def test_pydantic_ai_model_http_error_and_its_cause(server: Replay, policy: Policy) -> None:
     from pydantic_ai.exceptions import ModelHTTPError
 
     server.set(reply(429, QUOTA_TEXT, QUOTA_HEADERS))
@@ -102,13 +122,24 @@ def test_pydantic_ai_model_http_error_and_its_cause(server: Replay) -> None:
     assert obs["source"] == "exception" and obs["call"] == "llm"
     assert obs["type"] == f"{type(exc).__module__}.{type(exc).__qualname__}"
     assert obs["type"].startswith("pydantic_ai.exceptions.")
-    assert_sent(obs, 429, QUOTA_HEADERS, QUOTA["error"])
+    # the body as the server sent it (PydanticAI's `body` is the SDK's parse of it)
+    assert exc.body == QUOTA["error"]
+    assert_sent(obs, 429, QUOTA_HEADERS, QUOTA)
     assert "insufficient_quota" in obs["message"]
     assert_http_cause(obs["cause"], 429, QUOTA_HEADERS, QUOTA_TEXT)
     assert obs["cause"]["provider"] == "openai"
+    assert verdict(policy, obs) == QUOTA_VERDICT
+
+    rate_limit = {"error": {"message": "Rate limit reached for gpt-4o", "type": "requests", "param": None,
+                            "code": "rate_limit_exceeded"}}
+    server.set(reply(429, rate_limit, {"retry-after": "2"}))
+    obs = observation_from(raised(lambda: pydantic_agent(server.url).run_sync("hi")), call="llm")
+    assert_sent(obs, 429, {"retry-after": "2"}, rate_limit)
+    assert verdict(policy, obs)[1:] == ("transient", True)
+    assert wait_ms(policy, obs) == ("retry", 2000)
 
 
-def test_pydantic_ai_fallback_group_reads_every_member(server: Replay) -> None:
+def test_pydantic_ai_fallback_group_reads_every_member(server: Replay, policy: Policy) -> None:
     from pydantic_ai import Agent
     from pydantic_ai.models.fallback import FallbackModel
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -123,10 +154,12 @@ def test_pydantic_ai_fallback_group_reads_every_member(server: Replay) -> None:
     obs = observation_from(exc)
     assert obs["source"] == "exception" and obs["type"].startswith("pydantic_ai.exceptions.")
     first, second = obs["exceptions"]
-    assert_sent(first, 503, {}, OVERLOADED_503["error"])
+    assert_sent(first, 503, {}, OVERLOADED_503)
     assert_http_cause(first["cause"], 503, {}, json.dumps(OVERLOADED_503))
-    assert_sent(second, 429, QUOTA_HEADERS, QUOTA["error"])
+    assert_sent(second, 429, QUOTA_HEADERS, QUOTA)
     assert_http_cause(second["cause"], 429, QUOTA_HEADERS, QUOTA_TEXT)
+    # decided by its first recognised member: the 503
+    assert verdict(policy, obs)[1:] == ("transient", True)
 
 
 # -- OpenAI Agents SDK ------------------------------------------------------------------------
@@ -151,7 +184,7 @@ def test_openai_agents_model_error_is_the_sdk_status_error(server: Replay) -> No
     assert_http_cause(obs, 503, {"retry-after": "1"}, json.dumps(OVERLOADED_503))
 
 
-def test_openai_agents_own_exception(server: Replay) -> None:
+def test_openai_agents_own_exception(server: Replay, policy: Policy) -> None:
     from agents import Runner
     from agents.exceptions import ModelBehaviorError
 
@@ -170,6 +203,8 @@ def test_openai_agents_own_exception(server: Replay) -> None:
     assert obs["type"] == "agents.exceptions.ModelBehaviorError"
     assert "no_such_tool" in obs["message"]
     assert not {"status", "headers", "body", "cause"} & set(obs)
+    # the model called a tool that does not exist: for the model to fix
+    assert verdict(policy, obs)[1:] == ("semantic", False)
 
 
 # -- LangChain --------------------------------------------------------------------------------
@@ -184,7 +219,7 @@ def chat_openai(url: str) -> Any:
     return ChatOpenAI(model="gpt-4o", base_url=url + "/v1", api_key="sk-test", max_retries=0)  # type: ignore[arg-type]
 
 
-def test_langchain_openai_error_keeps_response_verdict_and_cause(server: Replay) -> None:
+def test_langchain_openai_error_keeps_response_verdict_and_cause(server: Replay, policy: Policy) -> None:
     from langchain_core.exceptions import ModelAPIError, ModelRateLimitError
 
     server.set(reply(429, QUOTA_TEXT, QUOTA_HEADERS))
@@ -195,6 +230,7 @@ def test_langchain_openai_error_keeps_response_verdict_and_cause(server: Replay)
     assert_sent(obs, 429, QUOTA_HEADERS, QUOTA)
     assert obs["retryable"] is ModelRateLimitError.is_retryable
     assert_http_cause(obs["cause"], 429, QUOTA_HEADERS, QUOTA_TEXT)
+    assert verdict(policy, obs) == QUOTA_VERDICT  # LangChain's verdict says retry; the quota says no
 
     server.set(reply(503, "<html><body>upstream unavailable</body></html>", {"content-type": "text/html"}))
     exc = raised(lambda: chat_openai(server.url).invoke("hi"))
@@ -202,6 +238,7 @@ def test_langchain_openai_error_keeps_response_verdict_and_cause(server: Replay)
     obs = observation_from(exc)
     assert_sent(obs, 503, {"content-type": "text/html"}, "<html><body>upstream unavailable</body></html>")
     assert obs["retryable"] is True
+    assert verdict(policy, obs)[1:] == ("transient", True)
 
 
 def test_langchain_fallbacks_raise_the_first_error_with_its_context(server: Replay) -> None:
@@ -218,7 +255,7 @@ def test_langchain_fallbacks_raise_the_first_error_with_its_context(server: Repl
 # llm_provider, response; runs offline with LITELLM_LOCAL_MODEL_COST_MAP=True.
 
 
-def test_litellm_rate_limit_keeps_response_and_provider(server: Replay) -> None:
+def test_litellm_rate_limit_keeps_response_and_provider(server: Replay, policy: Policy) -> None:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # the bundled cost map: no download
     import litellm
 
@@ -231,12 +268,13 @@ def test_litellm_rate_limit_keeps_response_and_provider(server: Replay) -> None:
     assert obs["type"] == "litellm.exceptions.RateLimitError"
     assert_sent(obs, 429, QUOTA_HEADERS, QUOTA)
     assert obs["provider"] == "openai"
+    assert verdict(policy, obs) == QUOTA_VERDICT
 
 
 # -- exception groups (asyncio.TaskGroup) -----------------------------------------------------
 
 
-def test_task_group_members_are_read_by_their_own_adapters(server: Replay) -> None:
+def test_task_group_members_are_read_by_their_own_adapters(server: Replay, policy: Policy) -> None:
     import anthropic
 
     server.set(reply(529, OVERLOADED_529, {"retry-after": "3"}))
@@ -256,9 +294,11 @@ def test_task_group_members_are_read_by_their_own_adapters(server: Replay) -> No
     for member in obs["exceptions"]:
         assert_http_cause(member, 529, {"retry-after": "3"}, json.dumps(OVERLOADED_529))
         assert member["provider"] == "anthropic"
+    assert verdict(policy, obs)[1:] == ("transient", True)
+    assert wait_ms(policy, obs) == ("retry", 3000)
 
 
-def test_mcp_error_in_a_task_group() -> None:
+def test_mcp_error_in_a_task_group(policy: Policy) -> None:
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
 
@@ -283,3 +323,5 @@ def test_mcp_error_in_a_task_group() -> None:
     assert type(error).__name__ in ("MCPError", "McpError")
     assert obs["source"] == "mcp"
     assert obs["message"]["error"]["code"] == error.error.code == -32602
+    # invalid params are for the caller (the model) to fix, whatever group holds them
+    assert verdict(policy, observation_from(exc))[1:] == ("semantic", False)

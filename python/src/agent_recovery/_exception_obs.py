@@ -178,9 +178,15 @@ def _response_body(exc: BaseException) -> Any:
     return None
 
 
-def _body(exc: BaseException) -> Any:
-    """The response's body as sent when the error keeps its response, else its `body`."""
+def _body(exc: BaseException, status: Optional[int]) -> Any:
+    """The response's body as sent: from the error's response, else from the
+    response of the SDK error it was raised from (same status; PydanticAI keeps
+    only the part of the body the SDK parsed), else the error's `body`."""
     body = _response_body(exc)
+    if body is None and status is not None:
+        cause = _get(exc, "__cause__")
+        if cause is not None and _status(cause) == status:
+            body = _response_body(cause)
     return body if body is not None else body_of(_get(exc, "body"))
 
 
@@ -224,7 +230,7 @@ def enrich(
     headers = _headers(exc)
     if headers is not None:
         obs["headers"] = headers
-    body = _body(exc)
+    body = _body(exc, status)
     if body is not None:
         obs["body"] = body
     retryable = _retryable(exc)
