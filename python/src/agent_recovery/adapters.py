@@ -31,7 +31,7 @@ protobuf's `MessageToDict`) are imported only when such an object arrives.
 | A2A `Task`, `TaskStatusUpdateEvent`, `StreamResponse` (protobuf) | `a2a`: a JSON-RPC response whose `result` is the message as JSON |
 | A2A `A2AError` subclasses | `a2a`: a JSON-RPC error with the SDK's own code for the class |
 | A2A `A2AClientTimeoutError` | `timeout`, phase `total` |
-| PydanticAI, OpenAI Agents SDK, LangChain / LangGraph, LiteLLM exceptions; any `BaseExceptionGroup` | `exception` with the `status`, `headers` and `body` the error carries, its `retryable` verdict, the observation of its `__cause__` as `cause` and of a group's members as `exceptions` (`_frameworks`); LiteLLM's `llm_provider` as `provider` |
+| PydanticAI, OpenAI Agents SDK, LangChain / LangGraph, LiteLLM exceptions; any `BaseExceptionGroup` | `exception` with the `status`, `headers` and `body` the error carries, its `retryable` verdict, the observation of its `__cause__` (else `__context__`) as `cause` and of a group's members as `exceptions` (`_frameworks`); LiteLLM's `llm_provider` as `provider` |
 | other A2A client errors, any other exception | the HTTP response in the cause chain (e.g. an `httpx.HTTPStatusError`), else the transport failure, else `exception` with what it carries, as above |
 | transport failures (httpx / httpx2 / httpcore timeouts, `OSError` with an errno, `socket.gaierror`, urllib3 / requests timeouts) | `timeout` with the phase, or `network` with the errno name (`ECONNREFUSED`, `ECONNRESET`) |
 | `Failure` | its observation |
