@@ -77,7 +77,23 @@ export type Observation =
   | (ObservationCommon & { source?: 'http'; status: number; headers?: Headers; body?: Json })
   | (ObservationCommon & { source?: 'jsonrpc' | 'mcp' | 'a2a'; message: Json })
   | (ObservationCommon & { source?: 'network'; code: string; message?: string })
-  | (ObservationCommon & { source?: 'exception'; type: string; message?: string })
+  | (ObservationCommon & {
+      source?: 'exception';
+      type: string;
+      message?: string;
+      /** The HTTP status the error carries (the AI SDK's `statusCode`). */
+      status?: number;
+      /** The response headers the error carries, names lower-case. */
+      headers?: Record<string, string>;
+      /** The response body the error carries: JSON when it is JSON, else the text. */
+      body?: Json;
+      /** The framework's own retry verdict (the AI SDK's `isRetryable`). */
+      retryable?: boolean;
+      /** The observation of the error's `cause`. */
+      cause?: Observation;
+      /** The observations of its `errors` (an AggregateError, the AI SDK's RetryError). */
+      exceptions?: Observation[];
+    })
   | (ObservationCommon & { source?: 'timeout'; phase?: 'connect' | 'read' | 'write' | 'pool' | 'total'; after_ms?: number });
 
 export interface BackoffConfig {
@@ -469,8 +485,14 @@ export interface FromErrorOptions extends ObserveOptions {
  *   JSON-RPC error it carries (`code`, `message` without the SDK's "MCP error N: " prefix, `data`).
  * - `@a2a-js/sdk` errors (`TaskNotFoundError`, ...) -> `a2a`, the JSON-RPC error code the server
  *   sent or, for REST / gRPC errors, the code of the same A2A error.
+ * - Vercel AI SDK errors (`AI_APICallError`, `AI_RetryError`, ...) -> `exception` with the
+ *   error's `name`, `statusCode` / `responseHeaders` / `responseBody` / `isRetryable` as
+ *   `status` / `headers` / `body` / `retryable`, and its `cause` and `errors` observed as
+ *   `cause` and `exceptions`.
  * - Anything else: `TimeoutError` -> `timeout`; an HTTP `status` -> `http`; a string `code` on
- *   the error or its causes -> `network`; else `exception` with the most specific class name.
+ *   the error or its causes (up to the first SDK error or error with a status) -> `network`;
+ *   else `exception` with the most specific class name, its `cause` and its `errors`
+ *   (AggregateError) observed as `cause` and `exceptions`.
  * Never throws: an error that throws while being read is `{source: 'exception', type: 'Error'}`.
  */
 export declare function fromError(err: unknown, options?: FromErrorOptions): Observation;

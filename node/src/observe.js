@@ -2,6 +2,7 @@
 // classify / decide). These helpers only copy facts into the observation's
 // shape; classifying them is the policy's job.
 
+import { describeError, isAiSdkError } from './exception.js';
 import { a2aTaskOf, causeChain, className, classNames, fromSdkError, networkOf, sdkOf } from './sdk.js';
 
 const PROGRAMMING_ERRORS = new Set(['TypeError', 'RangeError', 'ReferenceError', 'SyntaxError']);
@@ -45,11 +46,18 @@ export async function fromResponse(res, { call, provider, requestId, maxBodyChar
  * - with `timedOut` (the caller's own deadline aborted the call): any abort
  *   (`AbortError`, `TimeoutError`, `APIUserAbortError`, anywhere in the
  *   chain) -> `timeout` (phase `total`, `after_ms` = `timeoutMs`);
+ * - a Vercel AI SDK error (`AI_APICallError`, `AI_RetryError`, ...) ->
+ *   `exception` with its `name` as `type`, `statusCode`, `responseHeaders`,
+ *   `responseBody` and `isRetryable` as `status`, `headers`, `body` and
+ *   `retryable`, its `cause` and its `errors` (a RetryError's attempts) as
+ *   `cause` and `exceptions` (see exception.js);
  * - `TimeoutError` (AbortSignal.timeout) -> `timeout` (phase `total`);
  * - any other error with an HTTP `status` -> `http`;
- * - a system or undici error code on the error or in its cause chain
- *   (`TypeError: fetch failed` caused by `ECONNRESET`) -> `network`;
- * - anything else -> `exception` with the error's most specific class name.
+ * - a system or undici error code on the error or in its cause chain, up to
+ *   the first SDK error or error with a status in it (`TypeError: fetch
+ *   failed` caused by `ECONNRESET`) -> `network`;
+ * - anything else -> `exception` with the error's most specific class name,
+ *   and the observations of its `cause` and of its `errors` (AggregateError).
  * An error that throws while being read (a hostile getter or proxy) is
  * `{source: 'exception', type: 'Error'}`.
  * @param {unknown} err
@@ -57,8 +65,12 @@ export async function fromResponse(res, { call, provider, requestId, maxBodyChar
  */
 export function fromError(err, { call, provider, requestId, timeoutMs, timedOut = false } = {}) {
   const extra = clean({ call, provider, request_id: requestId });
+  return observeSafe(err, extra, timeoutMs, timedOut, 0, []);
+}
+
+function observeSafe(err, extra, timeoutMs, timedOut, depth, above) {
   try {
-    return observe(err, extra, timeoutMs, timedOut);
+    return observe(err, extra, timeoutMs, timedOut, depth, above);
   } catch {
     // A getter or proxy that throws while being read: never crash the caller's
     // recovery path over it. The documented fallback is a bare exception.
@@ -66,7 +78,24 @@ export function fromError(err, { call, provider, requestId, timeoutMs, timedOut 
   }
 }
 
-function observe(err, extra, timeoutMs, timedOut) {
+/** The observation of a cause or a member, `depth` levels down. */
+function nested(err, depth, above) {
+  return observeSafe(err, {}, undefined, false, depth, above);
+}
+
+/** An error that its own adapter reads (an SDK error, an error with a status): a network code under it is not the failure. */
+function isStructured(e) {
+  if (e === null || typeof e !== 'object') return false;
+  try {
+    if (sdkOf(e) !== undefined || isAiSdkError(e)) return true;
+    const status = e.status ?? e.statusCode;
+    return Number.isInteger(status) && status >= 100 && status <= 999;
+  } catch {
+    return false; // a throwing getter: not read as a response
+  }
+}
+
+function observe(err, extra, timeoutMs, timedOut, depth, above) {
   if (err && typeof err === 'object' && err.observation && typeof err.observation === 'object') {
     return clean({ ...extra, ...err.observation });
   }
@@ -78,6 +107,7 @@ function observe(err, extra, timeoutMs, timedOut) {
     if (sdk.headers !== undefined) sdk.headers = headersOf(sdk.headers);
     return clean({ ...sdk, ...extra });
   }
+  if (isAiSdkError(err)) return clean({ ...describeError(err, nested, depth, above), ...extra });
   const name = className(err);
   const message = typeof err?.message === 'string' ? err.message : err === undefined || err === null ? undefined : String(err);
   if (name === 'TimeoutError') {
@@ -88,13 +118,15 @@ function observe(err, extra, timeoutMs, timedOut) {
     return clean({ source: 'http', status, headers: headersOf(err.headers), body: sdkBody(err), ...extra });
   }
   // A TypeError with its own ERR_* code is a bug in the caller, not the network.
-  const chain = causeChain(err);
+  let chain = causeChain(err);
+  const structured = chain.findIndex((e, i) => i > 0 && isStructured(e));
+  if (structured > 0) chain = chain.slice(0, structured);
   const net = networkOf(PROGRAMMING_ERRORS.has(name) ? chain.slice(1) : chain);
   if (net !== undefined) {
     if (net.source === 'timeout') return clean({ ...net, after_ms: timeoutMs, ...extra });
     return clean({ source: 'network', code: net.code, message, ...extra });
   }
-  return clean({ source: 'exception', type: name, message, ...extra });
+  return clean({ ...describeError(err, nested, depth, above), ...extra });
 }
 
 /** An abort: a DOM AbortError / TimeoutError, an SDK's APIUserAbortError, undici's abort code. */

@@ -10,7 +10,8 @@ at the root of the cause chain) and leaves the meaning to the component.
 No SDK is a dependency. Objects are recognised by the module their class is
 defined in (`openai.*`, `anthropic.*`, `botocore.*`, `google.api_core.*`,
 `google.genai.*`, `mcp.*` / `mcp_types.*`, `a2a.*`, `httpx*`, `httpcore*`,
-`requests.*`, `urllib3.*`) and read by attribute, so importing this module
+`requests.*`, `urllib3.*`, and the frameworks `pydantic_ai.*`, `agents.*`,
+`langchain*`, `langgraph.*`, `litellm.*`) and read by attribute, so importing this module
 imports none of them; the few SDK tables used (the A2A error-code map,
 protobuf's `MessageToDict`) are imported only when such an object arrives.
 
@@ -30,7 +31,8 @@ protobuf's `MessageToDict`) are imported only when such an object arrives.
 | A2A `Task`, `TaskStatusUpdateEvent`, `StreamResponse` (protobuf) | `a2a`: a JSON-RPC response whose `result` is the message as JSON |
 | A2A `A2AError` subclasses | `a2a`: a JSON-RPC error with the SDK's own code for the class |
 | A2A `A2AClientTimeoutError` | `timeout`, phase `total` |
-| other A2A client errors, any other exception | the HTTP response in the cause chain (e.g. an `httpx.HTTPStatusError`), else the transport failure |
+| PydanticAI, OpenAI Agents SDK, LangChain / LangGraph, LiteLLM exceptions; any `BaseExceptionGroup` | `exception` with the `status`, `headers` and `body` the error carries, its `retryable` verdict, the observation of its `__cause__` (else `__context__`) as `cause` and of a group's members as `exceptions` (`_frameworks`); LiteLLM's `llm_provider` as `provider` |
+| other A2A client errors, any other exception | the HTTP response in the cause chain (e.g. an `httpx.HTTPStatusError`), else the transport failure, else `exception` with what it carries, as above |
 | transport failures (httpx / httpx2 / httpcore timeouts, `OSError` with an errno, `socket.gaierror`, urllib3 / requests timeouts) | `timeout` with the phase, or `network` with the errno name (`ECONNREFUSED`, `ECONNRESET`) |
 | `Failure` | its observation |
 | a dict | itself (already an observation) |
@@ -48,6 +50,8 @@ import json
 import socket
 from typing import Any, Dict, List, Mapping, Optional
 
+from ._exception_obs import enrich, safe_message
+from ._frameworks import framework_observation
 from .observe import Failure, _extras, _response_text, from_exception, from_response, qualified_name
 from .types import Observation
 
@@ -106,12 +110,28 @@ def observation_from(
     exception falls back to `from_exception`, and anything else becomes an
     `exception` observation of its type.
     """
+    return _observe_safe(obj, call, provider, request_id, 0, frozenset())
+
+
+def _observe_safe(
+    obj: Any,
+    call: Optional[str],
+    provider: Optional[str],
+    request_id: Optional[str],
+    depth: int,
+    above: frozenset[int],
+) -> Observation:
     try:
-        return _observe(obj, call, provider, request_id)
+        return _observe(obj, call, provider, request_id, depth, above)
     except Exception:  # a hostile object (raising __str__ or properties): its type alone
         return _extras(
             {"source": "exception", "type": _type_name(obj), "message": ""}, call, provider, request_id
         )
+
+
+def _nested(exc: BaseException, depth: int, above: frozenset[int]) -> Observation:
+    """The observation of a cause or an exception group's member."""
+    return _observe_safe(exc, None, None, None, depth, above)
 
 
 def _type_name(obj: Any) -> str:
@@ -127,7 +147,12 @@ def _safe_str(obj: Any) -> str:
 
 
 def _observe(
-    obj: Any, call: Optional[str], provider: Optional[str], request_id: Optional[str]
+    obj: Any,
+    call: Optional[str],
+    provider: Optional[str],
+    request_id: Optional[str],
+    depth: int,
+    above: frozenset[int],
 ) -> Observation:
     if isinstance(obj, Failure):
         obs: Observation = dict(obj.observation)
@@ -157,10 +182,20 @@ def _observe(
     if found is not None:
         return found
     if isinstance(obj, BaseException):
+        framework = framework_observation(obj, root, depth, above, _nested)
+        if framework is not None:
+            return _extras(framework, call, provider, request_id)
         transport = _response_in_chain(obj) or _transport(obj)
         if transport is not None:
             return _extras(transport, call, provider, request_id)
-        return from_exception(obj, call=call, provider=provider, request_id=request_id)
+        try:
+            obs = from_exception(obj, call=call, provider=provider, request_id=request_id)
+        except Exception:  # a raising __str__: the type, and what else can be read
+            obs = _extras({"source": "exception", "type": _type_name(obj)}, call, provider, request_id)
+        if obs.get("source") == "exception":
+            obs["message"] = safe_message(obj)
+            enrich(obs, obj, depth, above, _nested)
+        return obs
     return _extras(
         {"source": "exception", "type": _type_name(obj), "message": _safe_str(obj)},
         call,
