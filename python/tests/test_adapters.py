@@ -508,13 +508,14 @@ def a2a_get_task(server: Replay, answer: Dict[str, Any]) -> Any:
 
 
 def test_a2a_tasks_and_errors(server: Replay, policy: Policy) -> None:
-    # "-32001 TaskNotFoundError: the task ID does not exist" -> permanent
+    # "-32001 TaskNotFoundError: the task ID does not exist" -> state: the
+    # caller's view of the task is stale (restore, then retry; docs/frameworks-and-protocols.md)
     exc = a2a_get_task(server, reply(200, {"jsonrpc": "2.0", "id": "1",
                                            "error": {"code": -32001, "message": "Task not found"}}))
     assert type(exc).__name__ == "TaskNotFoundError"
     obs = observation_from(exc)
     assert (obs["source"], obs["message"]["error"]["code"]) == ("a2a", -32001)
-    assert verdict(policy, obs)[1:] == ("permanent", False)
+    assert verdict(policy, obs)[1] == "state"
     # a task in TASK_STATE_INPUT_REQUIRED: "the agent requires additional input"
     task = a2a_get_task(server, reply(200, {"jsonrpc": "2.0", "id": "1", "result": {
         "id": "task-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_INPUT_REQUIRED",
