@@ -774,7 +774,7 @@ def test_the_same_spans_as_the_rust_runtime(name: str, both_runtimes: Dict[str, 
         # ... gives the same spans, span for span.
         r, p = canonical(rust["spans"]), canonical(python["spans"])
         assert [s["id"] for s in p] == [s["id"] for s in r], f"run {i}"
-        for rs, ps in zip(r, p):
+        for rs, ps in zip(r, p, strict=True):
             assert ps == rs, f"run {i}, span {rs['id']}: Rust (left) and Python differ"
         assert r, f"run {i} has spans"
 

@@ -47,7 +47,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
 from . import _quota
 from ._loop import LoopComponent
@@ -1515,7 +1515,7 @@ def _after_the_end(outcome: str) -> StepReport:
     return StepReport(outcome=outcome, run_finished=True)
 
 
-def _is_count(v: Any) -> bool:
+def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
