@@ -706,10 +706,14 @@ export declare class Failed {
 }
 
 /** A raw outcome the component judges: answered `{"response": outcome}` (a 200 with a refusal fails, a 304 succeeds). */
-export declare class Response {
+export declare class RawOutcome {
   constructor(outcome: Observation | string);
   outcome: Observation | string;
 }
+/** @deprecated Use `RawOutcome` (the same class); `Response` shadows fetch's global `Response`. */
+export declare const Response: typeof RawOutcome;
+/** @deprecated Use `RawOutcome` (the same class); `Response` shadows fetch's global `Response`. */
+export type Response = RawOutcome;
 
 /** One call the runtime makes. */
 export interface Call {
@@ -734,8 +738,8 @@ export interface StepOptions<T = unknown> {
   fallbacks?: string[];
   sideEffect?: boolean;
   idempotent?: boolean;
-  /** A plain value succeeds; a throw is observed with fromError; Failed / Response are explicit. */
-  operation: (call: Call) => T | Failed | Response | Promise<T | Failed | Response>;
+  /** A plain value succeeds; a throw is observed with fromError; Failed / RawOutcome are explicit. */
+  operation: (call: Call) => T | Failed | RawOutcome | Promise<T | Failed | RawOutcome>;
   compensate?: (call: Call) => unknown;
   /** Restore the checkpoint; return false (or throw) when it could not. */
   checkpoint?: () => boolean | void | Promise<boolean | void>;

@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import {
   FallbackStore,
   RedisStore,
-  Response as Judged,
+  RawOutcome,
   ServerClock,
   Runtime,
   SqliteStore,
