@@ -218,6 +218,8 @@ export interface LoadOptions {
   verify?: boolean;
   /** Inputs over this many UTF-8 bytes are refused with code `input-too-large`. Default 16 MiB. */
   maxInputBytes?: number;
+  /** `Policy.load` only: `'in-process'` (the default) runs the component in this thread; `'worker'`: see IsolateOptions. */
+  isolate?: 'in-process';
   /**
    * `Policy.load` only: where swaps and refusals are reported (span events on the span active
    * when `swap()` is called, and the `agent_recovery.policy.swaps` counter; docs/telemetry.md,
@@ -227,7 +229,7 @@ export interface LoadOptions {
   telemetry?: Telemetry;
 }
 
-export interface IsolateOptions extends LoadOptions {
+export interface IsolateOptions extends Omit<LoadOptions, 'isolate'> {
   /** Run the component in a worker thread (`Policy.load` then returns an IsolatedPolicy). */
   isolate: 'worker';
   /** Deadline per call, in ms. Default 1000. */
@@ -239,6 +241,8 @@ export interface IsolateOptions extends LoadOptions {
 /** A policy in a worker thread with a deadline per call: Policy's methods, returning promises. */
 export declare class IsolatedPolicy {
   private constructor();
+  /** Load and verify a policy in a worker, within `loadTimeoutMs` (what `Policy.load` with `isolate: 'worker'` does). */
+  static load(source?: ComponentSource, options?: Omit<IsolateOptions, 'isolate'> & { isolate?: 'worker' }): Promise<IsolatedPolicy>;
   /** How many times the worker was terminated at its deadline (or died) and replaced. */
   restarts: number;
   /** Stops the worker; a later call starts a new one. */
@@ -624,6 +628,8 @@ export declare class RedisStore implements Store {
   constructor(url: string);
   /** The URL without its password. */
   readonly url: string;
+  /** The parsed URL options, without the URLs that carry the password. */
+  readonly options: Omit<RedisUrlOptions, 'url' | 'clientUrl'>;
   serverClock(): ServerClock;
   /** PING; StoreError 'unavailable' when the server does not answer. */
   ping(): void;

@@ -57,6 +57,8 @@ node scripts/check-locks.mjs node/package-lock.json playground/package-lock.json
   echo "better-sqlite3 did not install (npm skips a failed optional dependency); run 'cd node && npm ci --foreground-scripts' to see why"
   exit 1
 }
+# index.d.ts and the type tests in node/test/types (tsc), and ESLint (node/eslint.config.js).
+(cd node && npm run typecheck && npm run lint)
 (cd node && npm test)
 
 step "python: install and test"
