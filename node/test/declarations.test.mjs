@@ -1,7 +1,9 @@
 // index.d.ts against the code: every runtime export of src/index.js is declared
 // and every declared value exists, with the kind declared (a class or function
 // is a function, a `typeof X` constant is X itself, a class's declared methods
-// exist). index.d.ts is read with the TypeScript compiler's own parser.
+// exist). index.d.ts is read with the TypeScript compiler's own parser (the
+// `typescript` devDependency is pinned to 6.x, whose compiler API is stable;
+// TypeScript 7 ships its API under `typescript/unstable/*`).
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
