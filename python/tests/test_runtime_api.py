@@ -306,8 +306,8 @@ def test_sdk_exceptions_and_responses_are_observed_by_the_adapters() -> None:
         if call.attempt == 1:
             raise httpx.ReadTimeout("read timed out", request=request)
         if call.attempt == 2:
-            return httpx.RawOutcome(503, request=request)
-        return httpx.RawOutcome(200, json={"hits": 3}, request=request)
+            return httpx.Response(503, request=request)
+        return httpx.Response(200, json={"hits": 3}, request=request)
 
     run = Runtime(clock=VirtualClock(T0), seed=7).run("r-sdk")
     report = run.step(id="s", tool="search", call="tool", operation=op)
