@@ -788,6 +788,8 @@ export interface RuntimeOptions {
   breaker?: { failureThreshold?: number; openMs?: number };
   idempotencyTtlMs?: number;
   inFlightTtlMs?: number;
+  /** 0 (the default): a step whose key is in flight in another worker ends `in_flight` at once; > 0: it waits up to this long for that call. */
+  inFlightWaitMs?: number;
   attemptTimeoutMs?: number | null;
   deadlineMs?: number | null;
   policyConfig?: PolicyConfig | null;
@@ -795,6 +797,12 @@ export interface RuntimeOptions {
   journal?: boolean;
   /** The dead-letter queue's owner and runbook (in every record) and the depth that raises `dead_letter_depth` (all default null). */
   deadLetter?: { owner?: string | null; runbook?: string | null; depthThreshold?: number | null } | null;
+  /**
+   * The fleet retry quota (default: off): a token bucket in the store that every retry takes from
+   * and every success refills; each member optional (`'default'`, 500, 5, 10, 1). An empty bucket
+   * stops retries on every worker sharing the store.
+   */
+  retryQuota?: { name?: string; capacity?: number; retryCost?: number; timeoutCost?: number; successRefund?: number } | null;
   /** The raw run configuration (docs/runtime.md); replaces the typed options above. */
   config?: Record<string, Json>;
   onEvent?: (event: RuntimeEvent, text: string) => void;
@@ -809,7 +817,12 @@ export interface RuntimeOptions {
  * getTracer / getMeter is a PolicyError of kind `invalid_config`.
  */
 export declare class Telemetry {
-  constructor(providers?: { tracerProvider?: import('@opentelemetry/api').TracerProvider; meterProvider?: import('@opentelemetry/api').MeterProvider });
+  constructor(providers?: {
+    tracerProvider?: import('@opentelemetry/api').TracerProvider;
+    meterProvider?: import('@opentelemetry/api').MeterProvider;
+    /** None by default; e.g. a LoggerProvider of @opentelemetry/sdk-logs: a WARN log record per dead-letter write. */
+    loggerProvider?: { getLogger(name: string, version?: string): object };
+  });
   /** The global providers as they are now: the default. */
   static global(): Telemetry;
   /** No spans, no metrics, no call into OpenTelemetry at all. */

@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import ts from 'typescript';
 import * as api from '../src/index.js';
+import { RUNTIME_OPTIONS, STEP_OPTIONS } from '../src/step.js';
+import { TELEMETRY_PROVIDERS } from '../src/telemetry.js';
 
 const DTS = new URL('../index.d.ts', import.meta.url);
 
@@ -34,6 +36,19 @@ function declaredValues() {
 }
 
 const declared = declaredValues();
+
+/** The member names of a type literal or interface node. */
+function memberNames(node) {
+  return node.members.filter((m) => ts.isPropertySignature(m) || ts.isMethodSignature(m)).map((m) => m.name.getText()).sort();
+}
+
+/** The members of `export interface name` in index.d.ts. */
+function interfaceMembers(name) {
+  const source = ts.createSourceFile('index.d.ts', readFileSync(DTS, 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const found = source.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name);
+  assert.ok(found, `index.d.ts declares interface ${name}`);
+  return memberNames(found);
+}
 
 test('index.d.ts declares every runtime export, and nothing that is not exported', () => {
   const runtime = Object.keys(api).sort();
@@ -110,6 +125,14 @@ test("every public member of an exported class is declared (or listed as interna
     const holder = path.length === 2 ? api[cls].prototype : api[cls];
     assert.equal(typeof holder[path.at(-1)], 'function', `${internal} is listed as internal but does not exist`);
   }
+});
+
+test('the options the code accepts are the options index.d.ts declares', () => {
+  // Each list is the one the code checks options against (an unknown one is an error).
+  assert.deepEqual(interfaceMembers('RuntimeOptions'), [...RUNTIME_OPTIONS].sort(), 'Runtime.create() options');
+  assert.deepEqual(interfaceMembers('StepOptions'), [...STEP_OPTIONS].sort(), 'run.step() options');
+  const ctor = declared.get('Telemetry').node.members.find(ts.isConstructorDeclaration);
+  assert.deepEqual(memberNames(ctor.parameters[0].type), [...TELEMETRY_PROVIDERS].sort(), 'new Telemetry() providers');
 });
 
 test('Response is the deprecated name of RawOutcome', () => {

@@ -4,6 +4,7 @@
 // declarations must refuse: tsc fails when it compiles.
 
 import { trace } from '@opentelemetry/api';
+import { LoggerProvider } from '@opentelemetry/sdk-logs';
 import {
   APPLICATION_ID,
   CLOSED_KEY,
@@ -79,9 +80,13 @@ export async function runtimeApi(): Promise<void> {
     attemptTimeoutMs: 2000,
     breaker: { failureThreshold: 5, openMs: 30_000 },
     deadLetter: { owner: 'payments', runbook: 'https://example.com/runbook' },
+    inFlightWaitMs: 1000,
+    retryQuota: { name: 'llm', capacity: 100, retryCost: 5 },
     onEvent: (event) => events.push(event),
-    telemetry: new Telemetry({ tracerProvider: trace.getTracerProvider() }),
+    telemetry: new Telemetry({ tracerProvider: trace.getTracerProvider(), loggerProvider: new LoggerProvider() }),
   });
+  // @ts-expect-error: a logger provider has getLogger
+  new Telemetry({ loggerProvider: {} });
   await Runtime.create({ policy: { decideJson: (observation: string, context: string) => policy.decideJson(observation, context) } });
   // @ts-expect-error: not a runtime option's type
   await Runtime.create({ attemptBudget: 'ten' });
