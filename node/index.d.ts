@@ -234,6 +234,8 @@ export interface LoadOptions {
   verify?: boolean;
   /** Inputs over this many UTF-8 bytes are refused with code `input-too-large`. Default 16 MiB. */
   maxInputBytes?: number;
+  /** `Policy.load` only: `'in-process'` (the default) runs the component in this thread; `'worker'`: see IsolateOptions. */
+  isolate?: 'in-process';
   /**
    * `Policy.load` only: where swaps and refusals are reported (span events on the span active
    * when `swap()` is called, and the `agent_recovery.policy.swaps` counter; docs/telemetry.md,
@@ -243,7 +245,7 @@ export interface LoadOptions {
   telemetry?: Telemetry;
 }
 
-export interface IsolateOptions extends LoadOptions {
+export interface IsolateOptions extends Omit<LoadOptions, 'isolate'> {
   /** Run the component in a worker thread (`Policy.load` then returns an IsolatedPolicy). */
   isolate: 'worker';
   /** Deadline per call, in ms. Default 1000. */
@@ -255,6 +257,8 @@ export interface IsolateOptions extends LoadOptions {
 /** A policy in a worker thread with a deadline per call: Policy's methods, returning promises. */
 export declare class IsolatedPolicy {
   private constructor();
+  /** Load and verify a policy in a worker, within `loadTimeoutMs` (what `Policy.load` with `isolate: 'worker'` does). */
+  static load(source?: ComponentSource, options?: Omit<IsolateOptions, 'isolate'> & { isolate?: 'worker' }): Promise<IsolatedPolicy>;
   /** How many times the worker was terminated at its deadline (or died) and replaced. */
   restarts: number;
   /** Stops the worker; a later call starts a new one. */
@@ -646,6 +650,8 @@ export declare class RedisStore implements Store {
   constructor(url: string);
   /** The URL without its password. */
   readonly url: string;
+  /** The parsed URL options, without the URLs that carry the password. */
+  readonly options: Omit<RedisUrlOptions, 'url' | 'clientUrl'>;
   serverClock(): ServerClock;
   /** PING; StoreError 'unavailable' when the server does not answer. */
   ping(): void;
@@ -728,10 +734,14 @@ export declare class Failed {
 }
 
 /** A raw outcome the component judges: answered `{"response": outcome}` (a 200 with a refusal fails, a 304 succeeds). */
-export declare class Response {
+export declare class RawOutcome {
   constructor(outcome: Observation | string);
   outcome: Observation | string;
 }
+/** @deprecated Use `RawOutcome` (the same class); `Response` shadows fetch's global `Response`. */
+export declare const Response: typeof RawOutcome;
+/** @deprecated Use `RawOutcome` (the same class); `Response` shadows fetch's global `Response`. */
+export type Response = RawOutcome;
 
 /** One call the runtime makes. */
 export interface Call {
@@ -756,8 +766,8 @@ export interface StepOptions<T = unknown> {
   fallbacks?: string[];
   sideEffect?: boolean;
   idempotent?: boolean;
-  /** A plain value succeeds; a throw is observed with fromError; Failed / Response are explicit. */
-  operation: (call: Call) => T | Failed | Response | Promise<T | Failed | Response>;
+  /** A plain value succeeds; a throw is observed with fromError; Failed / RawOutcome are explicit. */
+  operation: (call: Call) => T | Failed | RawOutcome | Promise<T | Failed | RawOutcome>;
   compensate?: (call: Call) => unknown;
   /** Restore the checkpoint; return false (or throw) when it could not. */
   checkpoint?: () => boolean | void | Promise<boolean | void>;
@@ -800,6 +810,8 @@ export interface RuntimeOptions {
   breaker?: { failureThreshold?: number; openMs?: number };
   idempotencyTtlMs?: number;
   inFlightTtlMs?: number;
+  /** 0 (the default): a step whose key is in flight in another worker ends `in_flight` at once; > 0: it waits up to this long for that call. */
+  inFlightWaitMs?: number;
   attemptTimeoutMs?: number | null;
   deadlineMs?: number | null;
   policyConfig?: PolicyConfig | null;
@@ -807,6 +819,12 @@ export interface RuntimeOptions {
   journal?: boolean;
   /** The dead-letter queue's owner and runbook (in every record) and the depth that raises `dead_letter_depth` (all default null). */
   deadLetter?: { owner?: string | null; runbook?: string | null; depthThreshold?: number | null } | null;
+  /**
+   * The fleet retry quota (default: off): a token bucket in the store that every retry takes from
+   * and every success refills; each member optional (`'default'`, 500, 5, 10, 1). An empty bucket
+   * stops retries on every worker sharing the store.
+   */
+  retryQuota?: { name?: string; capacity?: number; retryCost?: number; timeoutCost?: number; successRefund?: number } | null;
   /** The raw run configuration (docs/runtime.md); replaces the typed options above. */
   config?: Record<string, Json>;
   onEvent?: (event: RuntimeEvent, text: string) => void;
@@ -821,7 +839,12 @@ export interface RuntimeOptions {
  * getTracer / getMeter is a PolicyError of kind `invalid_config`.
  */
 export declare class Telemetry {
-  constructor(providers?: { tracerProvider?: import('@opentelemetry/api').TracerProvider; meterProvider?: import('@opentelemetry/api').MeterProvider });
+  constructor(providers?: {
+    tracerProvider?: import('@opentelemetry/api').TracerProvider;
+    meterProvider?: import('@opentelemetry/api').MeterProvider;
+    /** None by default; e.g. a LoggerProvider of @opentelemetry/sdk-logs: a WARN log record per dead-letter write. */
+    loggerProvider?: { getLogger(name: string, version?: string): object };
+  });
   /** The global providers as they are now: the default. */
   static global(): Telemetry;
   /** No spans, no metrics, no call into OpenTelemetry at all. */

@@ -57,12 +57,17 @@ node scripts/check-locks.mjs node/package-lock.json playground/package-lock.json
   echo "better-sqlite3 did not install (npm skips a failed optional dependency); run 'cd node && npm ci --foreground-scripts' to see why"
   exit 1
 }
+# index.d.ts and the type tests in node/test/types (tsc), and ESLint (node/eslint.config.js).
+(cd node && npm run typecheck && npm run lint)
 (cd node && npm test)
 
 step "python: install and test"
 python3 -m venv .venv
 .venv/bin/pip install --quiet --no-cache-dir --upgrade pip
 .venv/bin/pip install --quiet --no-cache-dir "./python[test]"
+# Lints and types ([tool.ruff] and [tool.mypy] in python/pyproject.toml; strict mypy over the package).
+.venv/bin/ruff check python
+(cd python && ../.venv/bin/mypy)
 .venv/bin/python -m pytest -q python/tests
 # Telemetry (issue 11): protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
 .venv/bin/pip install --quiet --no-cache-dir "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry

@@ -6,7 +6,7 @@
 //
 // Needs the package built (`cd node && npm run build`).
 
-import { MemoryStore, Response as Judged, Runtime, VirtualClock } from '../../node/src/index.js';
+import { MemoryStore, RawOutcome, Runtime, VirtualClock } from '../../node/src/index.js';
 
 const T0 = 1_767_225_600_000;
 const store = new MemoryStore(); // SqliteStore('state.db') to share breakers between processes
@@ -55,7 +55,7 @@ const answer = await run.step({
   fallbacks: ['anthropic'],
   operation: (call) =>
     call.target === 'openai'
-      ? new Judged({ source: 'http', status: 429, body: { error: { type: 'insufficient_quota', code: 'insufficient_quota', message: 'quota' } } })
+      ? new RawOutcome({ source: 'http', status: 429, body: { error: { type: 'insufficient_quota', code: 'insufficient_quota', message: 'quota' } } })
       : { text: 'Your order ships Monday.' },
 });
 console.log(`=> answer: ${answer.outcome} ${JSON.stringify(answer.result)} (from the fallback)\n`);
@@ -64,7 +64,7 @@ console.log(`=> answer: ${answer.outcome} ${JSON.stringify(answer.result)} (from
 const quote = (id, answer) => ({ id, tool: 'shipping.quote', call: 'tool', target: `${id}.example`, operation: () => answer });
 const quotes = await run.fanout('quotes', 2, [
   quote('dhl', { eur: 12 }),
-  quote('ups', new Judged({ source: 'http', status: 400 })),
+  quote('ups', new RawOutcome({ source: 'http', status: 400 })),
   quote('gls', { eur: 9 }),
 ]);
 console.log(`=> quotes: ${quotes.outcome} ${JSON.stringify(quotes.result)}\n`);
@@ -80,7 +80,7 @@ const charged = await run.step({
   args: { amount: 1999 },
   operation: () => {
     charges += 1;
-    return new Judged({ source: 'http', status: 503 });
+    return new RawOutcome({ source: 'http', status: 503 });
   },
 });
 console.log(`=> charge: ${charged.outcome} after ${charges} calls (${charged.envelope?.code})`);

@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any, Dict
 
-from agent_recovery import Call, Failed, Response, Runtime, VirtualClock
+from agent_recovery import Call, Failed, RawOutcome, Runtime, VirtualClock
 from agent_recovery.scenario import DEAD_LETTER_STREAM
 from agent_recovery.store import MemoryStore
 
@@ -59,7 +59,7 @@ def release(call: Call) -> Any:
 
 def chat(call: Call) -> Any:
     if call.target == "openai":  # the account is out of quota: a refusal, not a rate limit
-        return Response({"source": "http", "status": 429, "provider": "openai", "body": {"error": {
+        return RawOutcome({"source": "http", "status": 429, "provider": "openai", "body": {"error": {
             "type": "insufficient_quota", "code": "insufficient_quota",
             "message": "You exceeded your current quota"}}})
     return {"text": "Your order ships Monday."}
@@ -67,7 +67,7 @@ def chat(call: Call) -> Any:
 
 def quote(call: Call) -> Any:
     if call.target == "carrier-b":  # a 400: permanent, this branch fails at once
-        return Response({"source": "http", "status": 400, "body": {"error": "unknown postcode"}})
+        return RawOutcome({"source": "http", "status": 400, "body": {"error": "unknown postcode"}})
     return {"carrier": call.target, "eur": 4.9 if call.target == "carrier-a" else 5.2}
 
 

@@ -23,7 +23,7 @@
 // cannot resolve. The twin of runtime_overhead's last rows (which has no
 // sampled-out row). Needs the devDependencies (the SDK).
 
-import { MemoryStore, Response as Judged, Runtime, Telemetry, VirtualClock } from '../src/index.js';
+import { MemoryStore, RawOutcome, Runtime, Telemetry, VirtualClock } from '../src/index.js';
 import { AlwaysOffSampler, BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 const quick = process.argv.includes('--quick');
@@ -35,7 +35,7 @@ const WARMUP = quick ? 100 : 500;
 
 const clock = new VirtualClock(1_767_225_600_000);
 const runtime = await Runtime.create({ clock, store: new MemoryStore(), seed: 7, journal });
-const FAILED = new Judged({ source: 'http', status: 503 });
+const FAILED = new RawOutcome({ source: 'http', status: 503 });
 
 /** One run of one step, ended (its journal entry deleted), as a worker runs it (docs/durability.md §1). */
 async function oneStep(runId, step) {

@@ -357,8 +357,8 @@ export class DeadLetters {
     const ttl = rt.inFlightTtlMs;
     if (!takeLease(store, lease, start, ttl)) return undefined;
     let outcome;
-    let events = [];
-    let deadLetterId = null;
+    let events;
+    let deadLetterId;
     try {
       // Another worker may have carried it out between our read and the lease.
       const now0 = this.#now();

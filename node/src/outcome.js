@@ -1,6 +1,6 @@
 // What an operation returns, as the `result` member of the loop's `attempt`
 // input (docs/runtime.md, "Inputs"): a plain value succeeds, Failed and
-// Response are explicit, raw SDK and fetch results are judged by the component.
+// RawOutcome are explicit, raw SDK and fetch results are judged by the component.
 
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { stringify } from './json.js';
@@ -17,14 +17,19 @@ export class Failed {
 /**
  * A raw outcome for the component to judge: answered `{"response": outcome}`
  * (a 200 carrying a refusal fails, a 304 succeeds). An observation-shaped
- * object or its JSON text. Import it under another name if it shadows fetch's
- * `Response` in your module (`import { Response as Judged } from 'agent-recovery'`).
+ * object or its JSON text.
  */
-export class Response {
+export class RawOutcome {
   constructor(outcome) {
     this.outcome = outcome;
   }
 }
+
+/**
+ * The former name of {@link RawOutcome}: the same class.
+ * @deprecated Use `RawOutcome`; `Response` shadows fetch's global `Response`.
+ */
+export const Response = RawOutcome;
 
 /** Errors that say the recovery machinery failed (not the operation): they pass through a step. */
 export function passesThrough(e) {
@@ -79,13 +84,13 @@ function isFetchResponse(v) {
 
 /**
  * What an operation returned, as the `result` member of the `attempt` input:
- * a plain value is `{"ok": value}`; Failed / Response are explicit; a fetch
+ * a plain value is `{"ok": value}`; Failed / RawOutcome are explicit; a fetch
  * Response, an MCP `isError` result, an A2A task or a JSON-RPC error are raw
  * outcomes the component judges (`{"response": ..}`).
  */
 export async function resultOf(value) {
   if (value instanceof Failed) return `{"failed":${observationText(value.observation, 'a Failed observation')}}`;
-  if (value instanceof Response) return `{"response":${observationText(value.outcome, 'a Response outcome')}}`;
+  if (value instanceof RawOutcome) return `{"response":${observationText(value.outcome, 'a RawOutcome')}}`;
   if (isFetchResponse(value)) {
     // A non-2xx, or a JSON body (where a refusal would be), is read from a clone
     // for the component to judge; the caller keeps the untouched Response.

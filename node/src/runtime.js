@@ -26,7 +26,7 @@ import { recover, withRun } from './durable.js';
 import { bindTelemetry } from './telemetry.js';
 
 export { SystemClock, VirtualClock } from './clock.js';
-export { Failed, Response } from './outcome.js';
+export { Failed, RawOutcome, Response } from './outcome.js';
 export { RUNTIME_DEFAULTS } from './step.js';
 export { Telemetry } from './telemetry.js';
 export { Run };

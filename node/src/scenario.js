@@ -10,7 +10,7 @@
 
 import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { RAW, RawJson, elementSpans, parseLossless } from './json.js';
-import { Failed, Response, Runtime, VirtualClock } from './runtime.js';
+import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
 import { streamLength } from './deadletters.js';
@@ -216,7 +216,7 @@ class Script {
       return new Failed(NO_OUTCOME);
     }
     const { value, raw } = queue.shift();
-    return value === 'ok' ? null : new Response(raw ?? value);
+    return value === 'ok' ? null : new RawOutcome(raw ?? value);
   }
 }
 

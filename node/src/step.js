@@ -41,7 +41,7 @@ export const RUNTIME_OPTIONS = [
   'telemetry',
 ];
 
-const STEP_OPTIONS = [
+export const STEP_OPTIONS = [
   'id',
   'tool',
   'call',

@@ -86,7 +86,7 @@ export function parseRedisUrl(spec) {
   if (o.fallback !== 'local' && o.fallback !== 'none') {
     throw invalid(`the store URL option fallback=${o.fallback} is not local or none; pass fallback=local (the default) or fallback=none`);
   }
-  if (!/^[A-Za-z0-9_.\-]{1,64}$/.test(o.prefix)) {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(o.prefix)) {
     throw invalid(`the store URL option prefix=${o.prefix} must be 1 to 64 letters, digits, '_', '.' or '-'; pass e.g. prefix=ar`);
   }
   const client = new URL(url.href);

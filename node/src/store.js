@@ -446,7 +446,7 @@ export class SqliteStore {
     try {
       // The header and the table list are read in one read transaction: read apart, a schema
       // another process commits between them looks like a foreign database's tables.
-      const [appId, version] = this.#db
+      const [appId] = this.#db
         .transaction(() => {
           const header = this.#header();
           this.#checkHeader(...header);

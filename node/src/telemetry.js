@@ -28,6 +28,9 @@ const OFF = Symbol('Telemetry.off');
 const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
 const NoopMeter = createNoopMeter().constructor;
 
+/** The members `new Telemetry()` takes. */
+export const TELEMETRY_PROVIDERS = ['tracerProvider', 'meterProvider', 'loggerProvider'];
+
 /**
  * Where a Runtime sends its spans and metrics (the `telemetry` option).
  *
@@ -49,7 +52,7 @@ export class Telemetry {
     if (providers === null || typeof providers !== 'object') {
       throw invalidConfig(`new Telemetry() takes {tracerProvider, meterProvider}, got ${describe(providers)}`);
     }
-    const bad = unknownKeys(providers, ['tracerProvider', 'meterProvider', 'loggerProvider'], 'new Telemetry()');
+    const bad = unknownKeys(providers, TELEMETRY_PROVIDERS, 'new Telemetry()');
     if (bad) throw invalidConfig(bad);
     const { tracerProvider = trace.getTracerProvider(), meterProvider = metrics.getMeterProvider(), loggerProvider } = providers;
     if (loggerProvider !== undefined && typeof loggerProvider?.getLogger !== 'function') {

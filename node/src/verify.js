@@ -66,7 +66,7 @@ function parseCases(text, what) {
   try {
     v = parseLossless(text);
   } catch (e) {
-    throw new Error(`${what} is not valid JSON: ${e.message}`);
+    throw new Error(`${what} is not valid JSON: ${e.message}`, { cause: e });
   }
   return checkCases(v, what);
 }

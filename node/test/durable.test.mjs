@@ -17,7 +17,7 @@ import {
   DeadLetterError,
   ITEM_PREFIX,
   MemoryStore,
-  Response as Judged,
+  RawOutcome,
   Runtime,
   SqliteStore,
   VirtualClock,
@@ -44,7 +44,7 @@ async function deadLetter(runtime, n, prefix = 'r') {
       target: `erp-${prefix}${i}`,
       args: { batch: i },
       sideEffect: true,
-      operation: () => new Judged(UNAVAILABLE),
+      operation: () => new RawOutcome(UNAVAILABLE),
     });
     assert.equal(report.outcome, 'dead_lettered');
   }
@@ -184,7 +184,7 @@ const journalOf = (store) => store.keys(JOURNAL, Number.MAX_SAFE_INTEGER).map((k
 function tools(ledger, { failBook = false } = {}) {
   const op = (step) => (call) => {
     ledger.push([step, 'operation', call.key]);
-    return failBook && step === 'book' ? new Judged(UNAVAILABLE) : { step };
+    return failBook && step === 'book' ? new RawOutcome(UNAVAILABLE) : { step };
   };
   const comp = (step) => (call) => {
     ledger.push([step, 'compensation', call.key]);
@@ -331,7 +331,7 @@ test('dead_letter_depth: reported when the depth crosses the threshold, once per
   await deadLetter(runtime, 1, 'a');
   assert.deepEqual(seen, []);
   const run = runtime.run('b1');
-  await run.step({ id: 'sync', tool: 'erp.sync', target: 'erp-b1', sideEffect: true, operation: () => new Judged(UNAVAILABLE) });
+  await run.step({ id: 'sync', tool: 'erp.sync', target: 'erp-b1', sideEffect: true, operation: () => new RawOutcome(UNAVAILABLE) });
   assert.equal(seen.length, 1);
   const ev = JSON.parse(seen[0]);
   const dl = run.events.map((e) => JSON.parse(e)).find((e) => e.event === 'dead_letter');
@@ -377,7 +377,7 @@ test('replay: the record runs again under the replay key and run id; ok closes t
   await assert.rejects(dlq.replay('1', ok), (e) => e instanceof DeadLetterError && e.kind === 'conflict');
 
   // A replay that fails again: item 2 back to open, a new record 3 with replay_of.
-  const failing = { 'erp.sync': { operation: () => new Judged(UNAVAILABLE) } };
+  const failing = { 'erp.sync': { operation: () => new RawOutcome(UNAVAILABLE) } };
   const r2 = await dlq.replay('2', failing);
   assert.equal(r2.outcome, 'dead_lettered');
   assert.equal(r2.deadLetterId, '3');
@@ -558,7 +558,7 @@ test("a fan-out's record is listed but not replayable (invalid_record): its inpu
   const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7 });
   const run = runtime.run('fan-1');
   await run.step({ ...CHARGE, operation: () => ({ ok: 1 }), compensate: () => ({}) });
-  const quote = (id, ok) => ({ id, tool: 'quote', target: `q-${id}`, operation: () => (ok ? { price: 1 } : new Judged({ source: 'http', status: 400 })) });
+  const quote = (id, ok) => ({ id, tool: 'quote', target: `q-${id}`, operation: () => (ok ? { price: 1 } : new RawOutcome({ source: 'http', status: 400 })) });
   const report = await run.fanout('quotes', 2, [quote('a', true), quote('b', false)]);
   assert.equal(report.outcome, 'dead_lettered');
   const dlq = runtime.deadLetters;

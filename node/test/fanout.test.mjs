@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { PolicyError, Response as Judged, Runtime, VirtualClock } from '../src/index.js';
+import { PolicyError, RawOutcome, Runtime, VirtualClock } from '../src/index.js';
 import { REPO } from './helpers.mjs';
 
 const T0 = 1_767_225_600_000;
@@ -43,7 +43,7 @@ test('on a real clock the branches run concurrently; min_results of them suffice
   });
   const report = await run.fanout('quotes', 2, [
     branch('a', { price: 10 }),
-    branch('b', new Judged({ source: 'http', status: 400 })),
+    branch('b', new RawOutcome({ source: 'http', status: 400 })),
     branch('c', { price: 12 }),
   ]);
   assert.equal(report.outcome, 'ok');
@@ -71,7 +71,7 @@ test('on a virtual clock the branches run in order from the fork time; the join 
       target: 's',
       operation: (call) => {
         seen.push(['slow', call.attempt, clock.nowMs() - T0]);
-        return call.attempt === 1 ? new Judged({ source: 'http', status: 503 }) : 'slow ok';
+        return call.attempt === 1 ? new RawOutcome({ source: 'http', status: 503 }) : 'slow ok';
       },
     },
     {
@@ -104,7 +104,7 @@ test('fewer ok branches than min_results: the completed steps are compensated, a
   await run.step({ id: 'book', tool: 'hotel.book', sideEffect: true, operation: () => 'booked', compensate: () => void undone.push('book') });
   const report = await run.fanout('holds', 2, [
     { id: 'hold-a', tool: 'seat.hold', sideEffect: true, operation: () => 'held', compensate: () => void undone.push('hold-a') },
-    { id: 'hold-b', tool: 'seat.hold', operation: () => new Judged({ source: 'http', status: 400 }) },
+    { id: 'hold-b', tool: 'seat.hold', operation: () => new RawOutcome({ source: 'http', status: 400 }) },
   ]);
   assert.equal(report.outcome, 'dead_lettered');
   assert.equal(report.runFinished, true);

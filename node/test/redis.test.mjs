@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import {
   FallbackStore,
   RedisStore,
-  Response as Judged,
+  RawOutcome,
   ServerClock,
   Runtime,
   SqliteStore,
@@ -336,7 +336,7 @@ test("the server clock: the server's TIME, never backwards; a runtime on the sto
   s.close();
 });
 
-const http = (status) => new Judged({ source: 'http', status });
+const http = (status) => new RawOutcome({ source: 'http', status });
 function jitter(seed, attempt, base, cap) {
   const r = spawnSync('python3', [join(REPO, 'tests/vectors/tools/jitter.py'), String(seed), String(attempt), String(base), String(cap)], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

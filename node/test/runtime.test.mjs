@@ -14,7 +14,7 @@ import {
   MemoryStore,
   Policy,
   PolicyError,
-  Response as Judged,
+  RawOutcome,
   Runtime,
   SqliteStore,
   StoreError,
@@ -61,7 +61,7 @@ async function virtualRuntime(options = {}) {
   return { runtime, clock, events, texts };
 }
 
-const http = (status, extra = {}) => new Judged({ source: 'http', status, ...extra });
+const http = (status, extra = {}) => new RawOutcome({ source: 'http', status, ...extra });
 const QUOTA = { source: 'http', status: 429, body: { error: { type: 'insufficient_quota', code: 'insufficient_quota', message: 'quota' } } };
 
 test('a fallback chain: a quota refusal on the first target moves to the next, same key', async () => {
@@ -76,7 +76,7 @@ test('a fallback chain: a quota refusal on the first target moves to the next, s
     fallbacks: ['anthropic', 'mistral'],
     operation: (call) => {
       calls.push(call);
-      return call.target === 'openai' ? new Judged(QUOTA) : { text: 'ships Monday', from: call.target };
+      return call.target === 'openai' ? new RawOutcome(QUOTA) : { text: 'ships Monday', from: call.target };
     },
   });
   assert.equal(report.outcome, 'ok');

@@ -24,7 +24,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Policy, PolicyError, Response as Judged, Runtime, Telemetry, VirtualClock, runScenario } from '../src/index.js';
+import { Policy, PolicyError, RawOutcome, Runtime, Telemetry, VirtualClock, runScenario } from '../src/index.js';
 import { REPO, artifact } from './helpers.mjs';
 
 const T0 = 1_767_225_600_000;
@@ -322,11 +322,11 @@ test('retries, a fallback, a compensation and a dead-letter write: the documente
   const run = runtime.run('r-otel');
   const answer = await run.step({
     id: 'answer', tool: 'llm.chat', call: 'llm', target: 'openai', fallbacks: ['anthropic'], sideEffect: true,
-    operation: async (call) => (call.target === 'openai' ? new Judged(QUOTA) : { text: 'hi' }),
+    operation: async (call) => (call.target === 'openai' ? new RawOutcome(QUOTA) : { text: 'hi' }),
     compensate: async () => null,
   });
   assert.equal(answer.outcome, 'ok');
-  const ship = await run.step({ id: 'ship', tool: 'shipping.create', call: 'tool', target: 'ship', operation: async () => new Judged(UNAVAILABLE) });
+  const ship = await run.step({ id: 'ship', tool: 'shipping.create', call: 'tool', target: 'ship', operation: async () => new RawOutcome(UNAVAILABLE) });
   assert.equal(ship.outcome, 'dead_lettered');
 
   const spans = otel.spans();
@@ -493,7 +493,7 @@ test('a fan-out span holds its branches; a breaker that opens is a transition, t
     { id: 'q-b', tool: 'quote', target: 'b', operation: async () => 2 },
   ]);
   assert.equal(report.outcome, 'ok');
-  const poll = await run.step({ id: 'poll', tool: 'status', call: 'tool', target: 'flaky', operation: async () => new Judged(UNAVAILABLE) });
+  const poll = await run.step({ id: 'poll', tool: 'status', call: 'tool', target: 'flaky', operation: async () => new RawOutcome(UNAVAILABLE) });
   assert.notEqual(poll.outcome, 'ok');
 
   const spans = otel.spans();
@@ -574,7 +574,7 @@ test('a hot swap shows in the policy attributes of the next decision', async () 
     id: 's', tool: 'payments.charge', call: 'tool',
     operation: async (call) => {
       if (call.attempt === 2) await swappable.swap(artifact('payments-policy'));
-      return call.attempt < 3 ? new Judged(UNAVAILABLE) : 'done';
+      return call.attempt < 3 ? new RawOutcome(UNAVAILABLE) : 'done';
     },
   });
   const attempts = otel.spans().filter((s) => s.name === 'agent_recovery.attempt');
@@ -591,7 +591,7 @@ test('Telemetry.off() and the default (no SDK: the no-op global providers) chang
   const events = async (telemetry) => {
     const runtime = await Runtime.create({ clock: new VirtualClock(T0), seed: 7, ...(telemetry ? { telemetry } : {}) });
     const run = runtime.run('r');
-    await run.step({ id: 's', tool: 't', operation: async (call) => (call.attempt < 3 ? new Judged(UNAVAILABLE) : null) });
+    await run.step({ id: 's', tool: 't', operation: async (call) => (call.attempt < 3 ? new RawOutcome(UNAVAILABLE) : null) });
     return run.events;
   };
   const off = await events(Telemetry.off());
@@ -634,7 +634,7 @@ test('a tracer that samples nothing: no span exported, the metrics still count',
   const spans = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ sampler: new AlwaysOffSampler(), spanProcessors: [new SimpleSpanProcessor(spans)] });
   const runtime = await Runtime.create({ clock: new VirtualClock(T0), seed: 7, telemetry: new Telemetry({ tracerProvider, meterProvider: otel.meterProvider }) });
-  const r = await runtime.run('r-off').step({ id: 's', tool: 't', call: 'tool', operation: async (call) => (call.attempt < 3 ? new Judged(UNAVAILABLE) : null) });
+  const r = await runtime.run('r-off').step({ id: 's', tool: 't', call: 'tool', operation: async (call) => (call.attempt < 3 ? new RawOutcome(UNAVAILABLE) : null) });
   assert.equal(r.outcome, 'ok');
   assert.equal(spans.getFinishedSpans().length, 0);
   const rm = await otel.metrics();

@@ -200,6 +200,24 @@ def main() -> None:
         func = inst.get_func(st, compiled.component.get_export_index(name, iface))
         return func(st, *texts)
 
+    def cells_for(op: str, obs: Any, text: str, ctx: Any) -> Dict[str, Callable[[], Any]]:
+        """The calls measured for one observation: each cell binds its inputs here."""
+        if op == "classify":
+            return {
+                "public": lambda: classify_func(store, text),
+                "json": swallow(lambda: policy.classify_json(text)),
+                "dict": swallow(lambda: policy.classify(obs)),
+                "naive": lambda: naive_call("classify-json", text),
+                "floor": floor("classify-json", text),
+            }
+        return {
+            "public": lambda: decide_func(store, text, CONTEXT),
+            "json": swallow(lambda: policy.decide_json(text, CONTEXT)),
+            "dict": swallow(lambda: policy.decide(obs, ctx)),
+            "naive": lambda: naive_call("decide-json", text, CONTEXT),
+            "floor": floor("decide-json", text, CONTEXT),
+        }
+
     print(f"component: {reference_path()} ({len(wasm)} bytes, sha256 {policy.sha256[:12]})")
     print(f"cold compile: {compile_ms:.0f} ms   Policy.load (cached compile): {load_ms:.1f} ms   "
           f"instantiate: {inst_us:.0f} us (median)")
@@ -213,22 +231,7 @@ def main() -> None:
         text = json.dumps(obs)
         ctx = json.loads(CONTEXT)
         for op in ("classify", "decide"):
-            if op == "classify":
-                cells = {
-                    "public": lambda: classify_func(store, text),
-                    "json": swallow(lambda: policy.classify_json(text)),
-                    "dict": swallow(lambda: policy.classify(obs)),
-                    "naive": lambda: naive_call("classify-json", text),
-                    "floor": floor("classify-json", text),
-                }
-            else:
-                cells = {
-                    "public": lambda: decide_func(store, text, CONTEXT),
-                    "json": swallow(lambda: policy.decide_json(text, CONTEXT)),
-                    "dict": swallow(lambda: policy.decide(obs, ctx)),
-                    "naive": lambda: naive_call("decide-json", text, CONTEXT),
-                    "floor": floor("decide-json", text, CONTEXT),
-                }
+            cells = cells_for(op, obs, text, ctx)
             row = {}
             for name, fn in cells.items():
                 if name == "public":

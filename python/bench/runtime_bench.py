@@ -119,7 +119,7 @@ def main() -> int:
                 fail_step(sides[k][1], f"{tag}{k}", i)
                 sums[k] += time.thread_time_ns() - t0
         mean = [s / 1e3 / rounds for s in sums]
-        for (name, _), m in zip(sides, mean):
+        for (name, _), m in zip(sides, mean, strict=True):
             print(f"{name:<28} {m:>8.1f} µs on CPU per run")
         return mean
 

@@ -13,7 +13,7 @@ def same(expected: Any, got: Any) -> bool:
         return (
             isinstance(got, list)
             and len(expected) == len(got)
-            and all(same(e, g) for e, g in zip(expected, got))
+            and all(same(e, g) for e, g in zip(expected, got, strict=True))
         )
     if isinstance(expected, dict):
         return isinstance(got, dict) and expected.keys() == got.keys() and all(

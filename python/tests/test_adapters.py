@@ -16,23 +16,21 @@ import subprocess
 import sys
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
+# The SDKs are in the `test` extra (python/pyproject.toml): a missing one fails here.
+import anthropic
+import botocore.config
+import botocore.session as botocore_session
+import openai
 import pytest
+import requests
+from google import genai
+from google.api_core import exceptions as gexc, retry as gretry
+from google.genai import types as gtypes
 
 from agent_recovery import Policy, RecoveryError, retry_sync
 from agent_recovery.adapters import failed_result, observation_from
 
 from .replay import Replay, closed_port, reply
-
-# The SDKs are in the `test` extra (python/pyproject.toml): a missing one fails here.
-import anthropic  # noqa: E402
-import botocore.config  # noqa: E402
-import botocore.session as botocore_session  # noqa: E402
-import openai  # noqa: E402
-import requests  # noqa: E402
-from google import genai  # noqa: E402
-from google.api_core import exceptions as gexc  # noqa: E402
-from google.api_core import retry as gretry  # noqa: E402
-from google.genai import types as gtypes  # noqa: E402
 
 TIMEOUT_S = 0.5  # the clients' own timeout, for the "server never answers" cases
 
@@ -407,10 +405,10 @@ def test_google_genai_errors(server: Replay, policy: Policy) -> None:
 
 
 def run_mcp(calls: Callable[[Any], Any]) -> List[Any]:
+    import mcp_types
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
     from mcp.shared.exceptions import UrlElicitationRequiredError
-    import mcp_types
 
     server = MCPServer("test-server")
 
@@ -603,7 +601,8 @@ def test_hostile_and_cyclic_objects_still_give_an_observation(policy: Policy) ->
         try:
             raise ConnectionResetError(104, "Connection reset by peer")
         except ConnectionResetError:
-            raise ValueError("bad input")
+            # no `from`: the test needs the implicit __context__ that `from` would replace
+            raise ValueError("bad input")  # noqa: B904
     except ValueError as e:
         assert observation_from(e)["type"] == "builtins.ValueError"
     deep: BaseException = ConnectionRefusedError(111, "Connection refused")

@@ -510,7 +510,7 @@ def test_a_killed_run_and_its_recovery_give_rusts_bytes(tmp_path: Path) -> None:
     assert [d["outcome"] for d in second["dead_letters"]] == ["interrupted"]
     assert journal_ids(store) == []
     db = tmp_path / "trip.db"
-    for i, (scenario, text) in enumerate(zip((killed, recover), ours)):
+    for i, (scenario, text) in enumerate(zip((killed, recover), ours, strict=True)):
         path = tmp_path / f"s{i}.json"
         path.write_text(json.dumps(scenario), encoding="utf-8")
         proc = cli("simulate", str(path), "--json", "--store", str(db))

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from agent_recovery import Failed, PolicyError, Response, Runtime, Step, SystemClock, VirtualClock
+from agent_recovery import Failed, PolicyError, RawOutcome, Runtime, Step, SystemClock, VirtualClock
 from agent_recovery.scenario import DEAD_LETTER_STREAM
 
 T0 = 1_767_225_600_000
@@ -32,7 +32,7 @@ def test_two_of_three_is_enough_and_the_virtual_clock_runs_branches_in_order() -
     report = run.fanout("quotes", 2, [
         Step("q-a", "quote", lambda c: Failed(UNAVAILABLE) if c.attempt == 1 else {"p": 1},
              call="tool", target="a"),
-        dict(id="q-b", tool="quote", call="tool", target="b", operation=lambda c: Response(BAD_REQUEST)),
+        dict(id="q-b", tool="quote", call="tool", target="b", operation=lambda c: RawOutcome(BAD_REQUEST)),
         dict(id="q-c", tool="quote", call="tool", target="c", operation=lambda c: {"p": 3}),
     ])
     assert report.outcome == "ok" and not report.run_finished
@@ -53,7 +53,7 @@ def test_too_few_results_compensate_the_successful_branch() -> None:
     report = run.fanout("holds", 2, [
         dict(id="hold-a", tool="seat.hold", call="tool", side_effect=True,
              operation=lambda c: {"seat": "12A"}, compensate=lambda c: undone.append(c.step)),
-        dict(id="hold-b", tool="seat.hold", call="tool", operation=lambda c: Response(BAD_REQUEST)),
+        dict(id="hold-b", tool="seat.hold", call="tool", operation=lambda c: RawOutcome(BAD_REQUEST)),
     ])
     assert report.outcome == "dead_lettered" and report.run_finished
     assert report.envelope["code"] == "runtime.fanout.insufficient"
@@ -107,7 +107,7 @@ def test_a_later_failure_compensates_the_branches_too() -> None:
     run.fanout("holds", 1, [
         dict(id=f"hold-{x}", tool="seat.hold", side_effect=True, operation=lambda c: "ok",
              compensate=lambda c: undone.append(c.step)) for x in "ab"])
-    report = run.step(id="pay", tool="payments.charge", call="tool", operation=lambda c: Response(UNAVAILABLE))
+    report = run.step(id="pay", tool="payments.charge", call="tool", operation=lambda c: RawOutcome(UNAVAILABLE))
     assert report.outcome == "dead_lettered"
     assert undone == ["hold-b", "hold-a"], "reverse order of completion (branch order)"
 

@@ -46,7 +46,7 @@ def subset(expected: Any, actual: Any, path: str) -> List[str]:
         if len(expected) != len(actual):
             return [f"{path}: expected {len(expected)} items, got {len(actual)}: {json.dumps(actual)}"]
         out = []
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             out += subset(e, a, f"{path}[{i}]")
         return out
     if type(expected) is bool or type(actual) is bool:
@@ -190,7 +190,7 @@ def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
     vector share one store: the CLI's `--store` file, Python's `MemoryStore`)."""
     for name, vector in VECTORS:
         db = tmp_path / f"{name}.db"
-        for i, (r, ours) in enumerate(zip(vector["runs"], run_all(vector))):
+        for i, (r, ours) in enumerate(zip(vector["runs"], run_all(vector), strict=True)):
             proc = rust_simulate(r["scenario"], tmp_path, "--store", str(db))
             assert proc.returncode == 0, proc.stderr
             assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"

@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from agent_recovery.redis_store import FallbackStore, RedisStore, RedisUrl, ServerClock, script_text
-from agent_recovery.runtime import Response, Runtime, SystemClock, VirtualClock
+from agent_recovery.runtime import RawOutcome, Runtime, SystemClock, VirtualClock
 from agent_recovery.store import SqliteStore, StoreError, open_store
 
 from .conftest import repo_root
@@ -367,7 +367,7 @@ def test_a_breaker_opened_by_one_runtime_is_seen_by_another_on_the_same_redis(se
     def failing(name: str) -> Any:
         def op(call: Any) -> Any:
             calls[name] += 1
-            return Response(UNAVAILABLE)
+            return RawOutcome(UNAVAILABLE)
         return op
 
     with RedisStore(url) as store_a:
@@ -419,7 +419,7 @@ def test_an_async_run_on_a_redis_url_uses_the_server_clock_and_shares_the_breake
 
     async def failing(call: Any) -> Any:
         calls.append(call.key)
-        return Response(UNAVAILABLE)
+        return RawOutcome(UNAVAILABLE)
 
     async def main() -> Tuple[Any, Any]:
         # No clock given: the runtime reads Redis TIME (ServerClock); retries

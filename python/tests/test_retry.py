@@ -97,7 +97,7 @@ def test_attempts_are_exhausted(policy: Policy) -> None:
     def op() -> Any:
         return script(FakeResponse(503))  # a returned response >= 400 is a failure
 
-    for result, calls, delays, decisions in run_both(policy, op, seed=3):
+    for result, calls, delays, _decisions in run_both(policy, op, seed=3):
         assert isinstance(result, RecoveryError)
         assert result.action == "dead_letter"
         assert result.decision["reason"] == "attempts_exhausted"
@@ -111,7 +111,7 @@ def test_retry_budget_is_respected(policy: Policy) -> None:
     def op() -> Any:
         return script(ConnectionResetError("reset by peer"))
 
-    for result, calls, delays, decisions in run_both(policy, op, seed=9, context=ctx):
+    for result, _calls, delays, decisions in run_both(policy, op, seed=9, context=ctx):
         assert isinstance(result, RecoveryError)
         assert result.decision["reason"] in ("budget_exhausted", "hint_exceeds_budget")
         assert sum(round(d * 1000) for d in delays) <= budget
@@ -127,7 +127,7 @@ def test_server_hint_beyond_budget_does_not_sleep(policy: Policy) -> None:
     def op() -> Any:
         return script(Failure.response(429, {"retry-after": "120"}))
 
-    for result, calls, delays, _ in run_both(policy, op):
+    for result, _calls, delays, _ in run_both(policy, op):
         assert isinstance(result, RecoveryError) and delays == []
         assert result.decision["reason"] == "hint_exceeds_budget"
 

@@ -22,7 +22,7 @@ from agent_recovery import (
     Policy,
     PolicyError,
     PolicyHandle,
-    Response,
+    RawOutcome,
     Runtime,
     SqliteStore,
     Step,
@@ -70,7 +70,7 @@ def test_fallback_chain_moves_on_a_quota_refusal() -> None:
 
     def chat(call: Any) -> Any:
         seen.append(call.target)
-        return Response(QUOTA) if call.target == "openai" else {"text": "ships Monday"}
+        return RawOutcome(QUOTA) if call.target == "openai" else {"text": "ships Monday"}
 
     run = Runtime(clock=VirtualClock(T0), seed=7).run("r-fb")
     report = run.step(Step("answer", "llm.chat", chat, call="llm", target="openai",
@@ -96,7 +96,7 @@ def test_a_later_failure_compensates_the_earlier_step_then_dead_letters(policy: 
     )
     assert booked.outcome == "ok"
     report = run.step(id="pay", tool="payments.charge", call="tool",
-                      operation=lambda call: Response(UNAVAILABLE))
+                      operation=lambda call: RawOutcome(UNAVAILABLE))
     assert report.outcome == "dead_lettered" and report.run_finished
     assert report.envelope["code"] == "tool.http.503_unavailable"
     assert len(store_calls) == 1
@@ -122,7 +122,7 @@ def test_a_breaker_opened_by_one_process_short_circuits_another(tmp_path: Path) 
     def failing(name: str) -> Any:
         def op(call: Any) -> Any:
             calls[name] += 1
-            return Response(UNAVAILABLE)
+            return RawOutcome(UNAVAILABLE)
         return op
 
     with SqliteStore(path) as store_a:
@@ -168,7 +168,7 @@ def test_a_cancellation_signal_stops_new_attempts() -> None:
     def op(call: Any) -> Any:
         calls.append(call.attempt)
         signal.set()  # another thread would do this; the run sees it before the next attempt
-        return Response(UNAVAILABLE)
+        return RawOutcome(UNAVAILABLE)
 
     run = Runtime(clock=VirtualClock(T0), seed=7).run("r-sig", signal=signal)
     report = run.step(id="s", tool="t", call="tool", operation=op)
@@ -192,7 +192,7 @@ def test_cancelling_the_task_cancels_the_run_during_a_real_sleep() -> None:
                              side_effect=True, compensate=lambda c: undone.append(c.step))
 
         async def op(call: Any) -> Any:
-            return Response(UNAVAILABLE)
+            return RawOutcome(UNAVAILABLE)
 
         tasks.append(asyncio.ensure_future(run.step_async(id="pay", tool="t", call="tool", operation=op)))
         return await tasks[0], run
@@ -214,7 +214,7 @@ def test_a_signal_set_from_another_thread_cuts_a_real_sleep_short() -> None:
         signal.clear()
         run = Runtime(seed=7, policy_config=LONG_BACKOFF, on_event=on_event).run(
             f"r-thread-{asynchronous}", signal=signal)
-        options = dict(id="pay", tool="t", call="tool", operation=lambda c: Response(UNAVAILABLE))
+        options = dict(id="pay", tool="t", call="tool", operation=lambda c: RawOutcome(UNAVAILABLE))
         report = asyncio.run(run.step_async(**options)) if asynchronous else run.step(**options)
         assert report.outcome == "cancelled"
         assert kinds(run).count("attempt") == 1 and "cancelled" in kinds(run)
@@ -277,7 +277,7 @@ def test_a_hot_swap_takes_effect_at_the_next_decision() -> None:
             calls.append(call.attempt)
             if call.attempt == 2:
                 handle.swap(payments)
-            return Response(UNAVAILABLE)
+            return RawOutcome(UNAVAILABLE)
         return op
 
     # The run pins the breaker (run configuration wins), so only the attempt limit changes.
@@ -397,3 +397,14 @@ def test_a_trap_in_the_loop_is_a_typed_error_not_a_crash() -> None:
         assert info.value.kind == "out_of_fuel" and "raise fuel_base" in info.value.message
     ok = Runtime(clock=VirtualClock(T0)).run("r-fuel")
     assert ok.step(id="s", tool="t", operation=lambda c: 1).outcome == "ok"
+
+
+def test_response_is_the_deprecated_name_of_raw_outcome() -> None:
+    """`Response`, the former name of RawOutcome, is the same class and warns."""
+    import agent_recovery
+    from agent_recovery import runtime
+
+    for module in (agent_recovery, runtime):
+        with pytest.warns(DeprecationWarning, match="use `RawOutcome`"):
+            assert module.Response is RawOutcome
+    assert "Response" not in agent_recovery.__all__ and "RawOutcome" in agent_recovery.__all__

@@ -14,7 +14,6 @@ import pytest
 
 from agent_recovery.store import (
     APPLICATION_ID,
-    MAX_INTEGER,
     MAX_VALUE_BYTES,
     SCHEMA_SQL,
     SCHEMA_VERSION,
@@ -295,14 +294,14 @@ def test_connections_racing_to_create_the_schema_all_open_the_store(tmp_path: Pa
         barrier = threading.Barrier(openers)
         errors: List[BaseException] = []
 
-        def open_it() -> None:
+        def open_it(barrier: threading.Barrier, path: Path, errors: List[BaseException]) -> None:
             barrier.wait()
             try:
                 SqliteStore(path).close()
             except BaseException as e:  # noqa: BLE001 - collected for the assertion
                 errors.append(e)
 
-        threads = [threading.Thread(target=open_it) for _ in range(openers)]
+        threads = [threading.Thread(target=open_it, args=(barrier, path, errors)) for _ in range(openers)]
         for t in threads:
             t.start()
         for t in threads:

@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import StatusCode
 
-from agent_recovery import PolicyError, PolicyHandle, Response, Runtime, VirtualClock
+from agent_recovery import PolicyError, PolicyHandle, RawOutcome, Runtime, VirtualClock
 from agent_recovery.telemetry import Telemetry
 
 from .conftest import artifact, repo_root
@@ -138,11 +138,11 @@ def answer_and_ship(sdk: Sdk) -> Tuple[Any, Any]:
         target="openai",
         fallbacks=["anthropic"],
         side_effect=True,
-        operation=lambda c: Response(QUOTA) if c.target == "openai" else {"text": "hi"},
+        operation=lambda c: RawOutcome(QUOTA) if c.target == "openai" else {"text": "hi"},
         compensate=lambda c: None,
     )
     ship = run.step(
-        id="ship", tool="shipping.create", call="tool", target="ship", operation=lambda c: Response(UNAVAILABLE)
+        id="ship", tool="shipping.create", call="tool", target="ship", operation=lambda c: RawOutcome(UNAVAILABLE)
     )
     return answer, ship
 
@@ -328,7 +328,7 @@ def test_fanout_breaker_and_short_circuit() -> None:
     )
     assert report.outcome == "ok"
     # One transient failure opens `flaky` (threshold 1); the retry finds it open.
-    report = run.step(id="poll", tool="status", call="tool", target="flaky", operation=lambda c: Response(UNAVAILABLE))
+    report = run.step(id="poll", tool="status", call="tool", target="flaky", operation=lambda c: RawOutcome(UNAVAILABLE))
     assert report.outcome != "ok"
 
     spans = sdk.spans()
@@ -402,7 +402,7 @@ def test_off_and_noop_global_give_the_same_events() -> None:
 
         def op(c: Any) -> Any:
             n[0] += 1
-            return Response(UNAVAILABLE) if n[0] < 3 else None
+            return RawOutcome(UNAVAILABLE) if n[0] < 3 else None
 
         kw = {} if telemetry is None else {"telemetry": telemetry}
         run = Runtime(clock=VirtualClock(T0), seed=7, **kw).run("r")
@@ -451,7 +451,7 @@ def test_a_step_is_a_child_of_the_current_span_and_async_gives_the_same() -> Non
             run = runtime.run("r-async")
 
             async def op(c: Any) -> Any:
-                return Response(UNAVAILABLE) if c.attempt == 1 else {"ok": True}
+                return RawOutcome(UNAVAILABLE) if c.attempt == 1 else {"ok": True}
 
             report = await run.step_async(id="s", tool="search", call="tool", operation=op)
             assert report.outcome == "ok"
@@ -486,7 +486,7 @@ def test_a_hot_swap_shows_in_the_policy_attributes(tmp_path: Path) -> None:
     handle = PolicyHandle()
     runtime = Runtime(clock=VirtualClock(T0), seed=7, policy=handle, telemetry=sdk.telemetry())
     run = runtime.run("r-swap")
-    fails_once = lambda c: Response(UNAVAILABLE) if c.attempt == 1 else None  # noqa: E731
+    fails_once = lambda c: RawOutcome(UNAVAILABLE) if c.attempt == 1 else None  # noqa: E731
     run.step(id="before", tool="t", call="tool", operation=fails_once)
     handle.swap(artifact("payments-policy"))
     run.step(id="after", tool="t", call="tool", operation=fails_once)
@@ -538,7 +538,7 @@ def test_a_store_failure_ends_the_open_spans_and_is_raised() -> None:
     runtime = Runtime(clock=VirtualClock(T0), seed=7, breaker=(10, 30_000), store=Broken(), telemetry=sdk.telemetry())
     run = runtime.run("r-broken")
     with pytest.raises(StoreError):
-        run.step(id="ship", tool="shipping.create", call="tool", operation=lambda c: Response(UNAVAILABLE))
+        run.step(id="ship", tool="shipping.create", call="tool", operation=lambda c: RawOutcome(UNAVAILABLE))
     spans = sdk.spans()
     step = by_step(spans, "ship")
     assert "agent_recovery.step.outcome" not in step.attributes
@@ -774,7 +774,7 @@ def test_the_same_spans_as_the_rust_runtime(name: str, both_runtimes: Dict[str, 
         # ... gives the same spans, span for span.
         r, p = canonical(rust["spans"]), canonical(python["spans"])
         assert [s["id"] for s in p] == [s["id"] for s in r], f"run {i}"
-        for rs, ps in zip(r, p):
+        for rs, ps in zip(r, p, strict=True):
             assert ps == rs, f"run {i}, span {rs['id']}: Rust (left) and Python differ"
         assert r, f"run {i} has spans"
 

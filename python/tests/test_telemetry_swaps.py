@@ -77,7 +77,7 @@ def identity(path: Path) -> Tuple[str, str, str]:
 
 
 def prefixed(prefix: str, ident: Tuple[str, str, str]) -> Dict[str, str]:
-    return dict(zip((f"{prefix}.name", f"{prefix}.version", f"{prefix}.sha256"), ident))
+    return dict(zip((f"{prefix}.name", f"{prefix}.version", f"{prefix}.sha256"), ident, strict=True))
 
 
 def doc_table() -> Dict[str, Tuple[str, List[str]]]:

@@ -29,6 +29,7 @@ assert envelope["code"] == "tool.http.503_unavailable"
 
 import importlib as _importlib
 import sys as _sys
+import warnings as _warnings
 from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,7 @@ _LAZY = {
     "Call": "runtime",
     "Clock": "runtime",
     "Failed": "runtime",
-    "Response": "runtime",
+    "RawOutcome": "runtime",
     "Run": "runtime",
     "Runtime": "runtime",
     "Step": "runtime",
@@ -79,7 +80,8 @@ if TYPE_CHECKING:
         Call,
         Clock,
         Failed,
-        Response,
+        RawOutcome,
+        Response as Response,  # deprecated: the former name of RawOutcome
         Run,
         Runtime,
         Step,
@@ -92,6 +94,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Response":  # the former name of RawOutcome
+        runtime = _importlib.import_module(".runtime", __name__)
+        _warnings.warn(runtime._RESPONSE_DEPRECATED, DeprecationWarning, stacklevel=2)
+        return runtime.RawOutcome
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -124,7 +130,7 @@ __all__ = [
     "Call",
     "Clock",
     "Failed",
-    "Response",
+    "RawOutcome",
     "Run",
     "Runtime",
     "ScenarioError",

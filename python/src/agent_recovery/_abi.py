@@ -31,8 +31,7 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_size_t, string_at
 from typing import Any, Callable, Sequence, Tuple
 
-from wasmtime import WasmtimeError
-from wasmtime import _ffi as ffi
+from wasmtime import WasmtimeError, _ffi as ffi
 
 _Val = ffi.wasmtime_component_val_t
 _ByteVec = ffi.wasm_byte_vec_t

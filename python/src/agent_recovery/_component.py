@@ -25,9 +25,9 @@ import os
 import stat
 import threading
 import warnings
-from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from wasmtime import Config, Engine, WasmtimeError
@@ -36,8 +36,8 @@ from wasmtime.component import (
     EnumType,
     ExportIndex,
     Func,
-    ListType,
     Linker,
+    ListType,
     OptionType,
     RecordType,
     ResultType,

@@ -45,9 +45,10 @@ import json
 import re
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
 from . import _quota
 from ._loop import LoopComponent
@@ -62,7 +63,7 @@ __all__ = [
     "Call",
     "Clock",
     "Failed",
-    "Response",
+    "RawOutcome",
     "Run",
     "Runtime",
     "Step",
@@ -174,7 +175,7 @@ class Failed:
         return f"Failed({self.observation!r})"
 
 
-class Response:
+class RawOutcome:
     """Returned by an operation: a raw outcome (observation-shaped dict or JSON
     text) for the component to judge (`check-outcome`): a 200 carrying a refusal
     fails, a 304 succeeds. Answered as `{"response": outcome}`."""
@@ -185,7 +186,22 @@ class Response:
         self.outcome = outcome
 
     def __repr__(self) -> str:
-        return f"Response({self.outcome!r})"
+        return f"RawOutcome({self.outcome!r})"
+
+
+#: The warning of `Response`, the former name of RawOutcome.
+_RESPONSE_DEPRECATED = "agent_recovery: `Response` is deprecated, use `RawOutcome` (the same class)"
+
+if TYPE_CHECKING:
+    #: Deprecated: the former name of RawOutcome (reading it warns).
+    Response = RawOutcome
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "Response":
+            warnings.warn(_RESPONSE_DEPRECATED, DeprecationWarning, stacklevel=2)
+            return RawOutcome
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -502,7 +518,7 @@ def _result_of(value: Any) -> Tuple[str, Any]:
         return '{"failed":' + _observation_text(value.observation) + "}", _UNSET
     if isinstance(value, Failure):
         return '{"failed":' + _observation_text(value.observation) + "}", _UNSET
-    if isinstance(value, Response):
+    if isinstance(value, RawOutcome):
         return '{"response":' + _observation_text(value.outcome) + "}", _UNSET
     sdk = _sdk_outcome(value)
     if sdk is not None:
@@ -1515,7 +1531,7 @@ def _after_the_end(outcome: str) -> StepReport:
     return StepReport(outcome=outcome, run_finished=True)
 
 
-def _is_count(v: Any) -> bool:
+def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 

@@ -15,7 +15,7 @@ print(out.to_json())  # {"outcome":"completed","events":[...],"dead_letters":[]}
 
 Each call of a step's operation (or of a fallback target, or of its
 compensation) consumes the next entry of its `outcomes`: `"ok"` (success,
-value null), or an observation passed as `Response` so the component judges it
+value null), or an observation passed as `RawOutcome` so the component judges it
 (a 304 succeeds, a 200 with a refusal fails). A call that finds no outcome left
 is a `ScenarioError` of kind `invalid`.
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PolicyError, PolicyRuntimeError
-from .runtime import Call, Failed, Response, Runtime, Step, VirtualClock, _Killed
+from .runtime import Call, Failed, RawOutcome, Runtime, Step, VirtualClock, _Killed
 from .store import MemoryStore, StoreError
 
 __all__ = ["DEAD_LETTER_STREAM", "ScenarioError", "ScenarioOutput", "main", "run_scenario"]
@@ -268,7 +268,7 @@ class _Script:
                     )
                 return Failed('{"source":"exception","type":"agent_recovery.simulate.NoOutcomeLeft"}')
             v = left.pop(0)
-        return None if v == "ok" else Response(v)
+        return None if v == "ok" else RawOutcome(v)
 
     def fill(self, st: Dict[str, Any]) -> None:
         """The queues of scenario step `st`, keyed by its `id`."""
