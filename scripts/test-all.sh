@@ -24,6 +24,9 @@ if ! command -v redis-server >/dev/null; then
   apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
 fi
 
+step "docs: every relative link and anchor of the documentation resolves"
+python3 scripts/check-links.py
+
 step "vectors: the independently computed idempotency keys are up to date"
 python3 tests/vectors/tools/keys.py --check
 
