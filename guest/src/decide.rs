@@ -1,4 +1,4 @@
-//! The recovery decision flow (seed 002, section 7).
+//! The recovery decision flow.
 //!
 //! 1. Classify. 2. Fatal -> escalate. 3. Input required -> await input.
 //! 4. Transient -> retry after `max(full-jitter delay, server hint)` while attempts

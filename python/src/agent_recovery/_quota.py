@@ -1,4 +1,4 @@
-"""The fleet retry quota's bounded add (issue 10 C.2), carried out on any store.
+"""The fleet retry quota's bounded add, carried out on any store.
 
 The loop keeps the token bucket's logic; a runtime only answers its `take`
 effect and carries out its `refund` effect with a compare-and-set loop on the
