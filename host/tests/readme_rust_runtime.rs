@@ -51,7 +51,7 @@ fn quickstart() -> Fallible {
     Ok(())
 }
 
-fn migration() -> Fallible {
+fn retry_and_runtime() -> Fallible {
     // README: `Retry` and `Runtime`
     use agent_recovery::Policy;
     use agent_recovery::retry::{Attempt, Retry};
@@ -110,8 +110,8 @@ fn the_quickstart_runs() {
 }
 
 #[test]
-fn the_migration_example_runs() {
-    migration().unwrap();
+fn the_retry_and_runtime_example_runs() {
+    retry_and_runtime().unwrap();
 }
 
 /// The code between `// README: <title>` and `// README: end` in this file,
