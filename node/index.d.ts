@@ -600,7 +600,7 @@ export declare class SqliteStore implements Store {
   purgeExpired(nowMs: number): number;
 }
 
-// ------------------------------------------------------------------ the Redis store (issue 10)
+// ------------------------------------------------------------------ the Redis store
 
 /** The options of a redis:// store URL (its query string) and their defaults. */
 export declare const REDIS_URL_DEFAULTS: Readonly<{

@@ -24,7 +24,7 @@ without Rust.
 `build_py` then precompiles it for this machine with the wasmtime the build
 environment has (`[build-system] requires`, the same major as the runtime
 dependency) and the engine configuration `agent_recovery._component` uses,
-writing `_wasm/<sha256 of the .wasm>.cwasm` (issue 14: a first load without a
+writing `_wasm/<sha256 of the .wasm>.cwasm` (so that a first load without a
 warm cache, e.g. a fresh container, deserializes it instead of compiling for
 1-2 s). At load, wasmtime refuses an artifact built by another wasmtime
 version, for another CPU or with another configuration, and the package then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One table of the figures issue 14 tracks, measured in one run on this machine.
+"""One table of the decision path's figures (docs/benchmarks.md), measured in one run on this machine.
 
     scripts/bench.sh            (builds what it needs, then runs this)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks of all three runtimes and print one table (issue 14);
+# Run the benchmarks of all three runtimes and print one table;
 # the last line is `bench: host_vs_native=.. host_us=.. native_us=.. node_us=.. python_us=.. wasm_kb=..`.
 # Sets up what it needs like scripts/test-all.sh: the wasm target, the release
 # build, node/node_modules, .venv with the Python package.

@@ -24,6 +24,9 @@ if ! command -v redis-server >/dev/null; then
   apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
 fi
 
+step "docs: every relative link and anchor of the documentation resolves"
+python3 scripts/check-links.py
+
 step "vectors: the independently computed idempotency keys are up to date"
 python3 tests/vectors/tools/keys.py --check
 
@@ -69,18 +72,18 @@ python3 -m venv .venv
 .venv/bin/ruff check python
 (cd python && ../.venv/bin/mypy)
 .venv/bin/python -m pytest -q python/tests
-# Telemetry (issue 11): protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
+# Telemetry: protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
 .venv/bin/pip install --quiet --no-cache-dir "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
 
 step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL, recovered across languages)"
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
 .venv/bin/python -m pytest -q tests/durability/kill.py
-.venv/bin/python -m pytest -q tests/fleet/fleet.py  # issue 10: Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
+.venv/bin/python -m pytest -q tests/fleet/fleet.py  # Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000
 
-# ---- playground (issue 15): the page in headless Chromium vs the CLI --------
+# ---- playground: the page in headless Chromium vs the CLI --------
 # Debian's chromium (Playwright's own browser download does not work here);
 # playwright-core drives it. Needs target/release/agent-recovery and
 # target/wasm-policies/artifacts.json, both made by the cargo steps above.

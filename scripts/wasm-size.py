@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the bytes of a wasm32-wasip2 component go (issue 14).
+"""Where the bytes of a wasm32-wasip2 component go.
 
     python3 scripts/wasm-size.py <component.wasm>
 

@@ -24,7 +24,7 @@ const runtime = await Runtime.create({
   clock,
   store,
   seed: 7, // reproducible jitter
-  breaker: { failureThreshold: 3, openMs: 30_000 }, // seed 000: 3 consecutive failures open a target for 30 s
+  breaker: { failureThreshold: 3, openMs: 30_000 }, // 3 consecutive failures open a target for 30 s
   onEvent: line,
 });
 
@@ -60,7 +60,7 @@ const answer = await run.step({
 });
 console.log(`=> answer: ${answer.outcome} ${JSON.stringify(answer.result)} (from the fallback)\n`);
 
-// 3. A fan-out: three shipping quotes, two are enough (seed 000, graceful degradation).
+// 3. A fan-out: three shipping quotes, two are enough (graceful degradation).
 const quote = (id, answer) => ({ id, tool: 'shipping.quote', call: 'tool', target: `${id}.example`, operation: () => answer });
 const quotes = await run.fanout('quotes', 2, [
   quote('dhl', { eur: 12 }),

@@ -82,7 +82,7 @@ def main() -> int:
         store=store,
         clock=clock,
         seed=7,  # reproducible jitter
-        breaker=(3, 30_000),  # seed 000: 3 consecutive failures open a target for 30 s
+        breaker=(3, 30_000),  # 3 consecutive failures open a target for 30 s
         on_event=show,
     )
 

@@ -10,7 +10,7 @@
 //!
 //! `retry_budget_ms`: 60000 (total retry delay one run may spend).
 //!
-//! `breaker`: `{"failure_threshold": 3, "open_ms": 30000}` (seed 000: three
+//! `breaker`: `{"failure_threshold": 3, "open_ms": 30000}` (three
 //! consecutive transient failures open a target's circuit breaker for 30 s).
 
 use crate::error::{ErrorKind, PolicyError};
@@ -33,7 +33,7 @@ pub struct Backoff {
     pub max_attempts: u32,
 }
 
-/// Circuit-breaker thresholds of a policy (seed 000): how many consecutive
+/// Circuit-breaker thresholds of a policy: how many consecutive
 /// transient failures open a target's breaker, and how long it stays open
 /// before one probe. Every decision carries them as its `breaker` member; the
 /// recovery loop applies them when it records the failure it decided on.

@@ -1,4 +1,4 @@
-//! The recovery decision flow (seed 002, section 7).
+//! The recovery decision flow.
 //!
 //! 1. Classify. 2. Fatal -> escalate. 3. Input required -> await input.
 //! 4. Transient -> retry after `max(full-jitter delay, server hint)` while attempts
@@ -142,14 +142,16 @@ impl Context {
             Some(c) => Some(serde_json::from_value::<ConfigOverrides>(c).map_err(|e| {
                 PolicyError::new(
                     ErrorKind::InvalidConfig,
-                    format!("context.config is invalid: {e}; see the README's defaults table"),
+                    format!("context.config is invalid: {e}; see the defaults in docs/envelope-and-decision.md"),
                 )
             })?),
         };
         let mut ctx: Context = serde_json::from_value(Value::Object(m)).map_err(|e| {
             PolicyError::new(
                 ErrorKind::InvalidContext,
-                format!("context is invalid: {e}; see the README's context fields"),
+                format!(
+                    "context is invalid: {e}; see the context in docs/envelope-and-decision.md"
+                ),
             )
         })?;
         ctx.config = config;

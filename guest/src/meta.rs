@@ -8,7 +8,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const CONTRACT: &str = "0.1.0";
 /// One line on what it is.
 pub const DESCRIPTION: &str =
-    "The reference recovery policy: seed 002 decision flow, seed 004 envelope.";
+    "The reference recovery policy: the decision flow and the agent-readable envelope.";
 
 /// The smoke set: JSON array of `{"observation", "context", "expect": {"action", "code"}}`.
 pub const SMOKE_TESTS: &str = r#"[

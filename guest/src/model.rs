@@ -156,7 +156,7 @@ pub struct Upstream {
     pub error_type: Option<String>,
 }
 
-/// The agent-readable error envelope (seed 004).
+/// The agent-readable error envelope.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Envelope {
     /// Stable dotted registry code.
@@ -215,7 +215,7 @@ pub struct Decision {
     pub envelope: Envelope,
     /// The policy's circuit-breaker thresholds, which the recovery loop applies
     /// to the failure decided on (absent from decisions of policies built
-    /// before it existed; the loop then uses seed 000's 3 / 30 000).
+    /// before it existed; the loop then uses 3 / 30 000).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breaker: Option<crate::config::BreakerThresholds>,
     /// Whether a retry may send the call again without repeating an effect or

@@ -49,7 +49,7 @@ pub trait RecoveryPolicy {
 
     /// This policy's circuit-breaker thresholds: how many consecutive
     /// transient failures open a target's breaker and how long it stays open
-    /// (default seed 000's 3 failures / 30 000 ms). Decisions carry them as
+    /// (default 3 failures / 30 000 ms). Decisions carry them as
     /// `breaker` (a decide context's `config.breaker` overrides them member by
     /// member), and the recovery loop applies them, so a hot swap to this
     /// policy changes them at its next decision. A run configuration's own

@@ -1,4 +1,4 @@
-//! Issue 9 in the loop (docs/durability.md §1-3, docs/runtime.md "The
+//! Durability in the loop (docs/durability.md §1-3, docs/runtime.md "The
 //! journal", "Recovery", "Replay"): every transition driven natively through
 //! `advance`, with hand-written answers (decisions are written here, not asked
 //! from a policy, so each test states exactly what the policy said).

@@ -96,7 +96,7 @@ fn registry_is_consistent() {
             "{} is not <surface>.<kind>.<detail>",
             c.code
         );
-        // Seed 004: retryable codes are transient; transient codes never fatal.
+        // Retryable codes are transient; transient codes never fatal.
         if c.retryable {
             assert_eq!(c.class.as_str(), "transient", "{}", c.code);
             assert_ne!(c.severity.as_str(), "fatal", "{}", c.code);

@@ -138,7 +138,7 @@ proptest! {
     }
 }
 
-/// Issue 10's `taken` input: refused outside the retry quota's phase and
+/// The `taken` input: refused outside the retry quota's phase and
 /// with a malformed `tokens`, each with a hint; the loop only asks it when
 /// the run configuration sets `retry_quota`.
 #[test]

@@ -4,7 +4,7 @@
 //! custom policies) build against; `tests/wit-frozen/agent-recovery@0.1.0/` is the
 //! snapshot taken when 0.1.0 was published. They must stay byte-identical: a
 //! change to a published version is a new version (like `wit/runtime/`, which is
-//! `agent:recovery@0.2.0`), never an edit. See README, "The WIT contract".
+//! `agent:recovery@0.2.0`), never an edit. See docs/wit.md.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The fleet load figure (README, "Fleet: many workers on Redis"): 8 worker
+//! The fleet load figure (docs/stores.md, "A fleet on Redis"): 8 worker
 //! processes of the Rust runtime doing steps on one store, for the memory
 //! store (the no-store baseline), a SQLite file and one Redis.
 //!

@@ -120,7 +120,7 @@ pub struct Attempt {
 pub enum Reply<T> {
     /// It succeeded with this value.
     Ok(T),
-    /// It failed, and it knows: an observation (JSON text, README "The observation").
+    /// It failed, and it knows: an observation (JSON text, docs/observation.md).
     Failed(String),
     /// A raw response (observation-shaped JSON text, e.g.
     /// `{"source":"http","status":200,"body":{..}}`) for the component to

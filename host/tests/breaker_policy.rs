@@ -1,10 +1,10 @@
-//! The circuit-breaker thresholds are policy configuration (issue 8, item 4):
+//! The circuit-breaker thresholds are policy configuration:
 //! a hot swap through a `PolicyHandle` changes them at the next decision, and
 //! an open breaker's stored `open_ms` decides when it half-opens for every
 //! worker, whatever that worker's own configuration.
 //!
 //! The expected timelines were derived by hand from `docs/runtime.md` ("The
-//! rules"), seed 000's breaker, the reference's 3 failures / 30 000 ms and
+//! rules"), the breaker's defaults, the reference's 3 failures / 30 000 ms and
 //! payments-policy's documented 2 failures / 60 000 ms (20 000 ms run budget),
 //! with the delays of `tests/vectors/tools/jitter.py` for seed 7 and base
 //! 250 ms: 53 ms after attempt 1, 152 ms after attempt 2 (both caps, 30 000

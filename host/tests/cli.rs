@@ -286,8 +286,7 @@ fn policy_flag_loads_another_component() {
 
 #[test]
 fn help_and_version() {
-    // Issue 12: `--help` and `--version` failed ("--help needs a value") and
-    // `-h` was an unknown option. Each form works for the program and for
+    // `--help`, `-h`, `--version` and `-V` work for the program and for
     // every subcommand, on stdout, exit 0.
     let version = concat!("agent-recovery ", env!("CARGO_PKG_VERSION"));
     for args in [&["help"][..], &["--help"], &["-h"], &[]] {

@@ -1,4 +1,4 @@
-//! The human summary of `classify`, `decide` and `walkthrough` (issue 15).
+//! The human summary of `classify`, `decide` and `walkthrough`.
 //!
 //! Tests run with stdout on a pipe, where the CLI prints JSON unless
 //! `--human` forces the summary; colour is forced with `--color always`.

@@ -35,7 +35,7 @@ fn json_output_is_the_issue_format_and_byte_identical() {
         attempts.iter().all(|a| a["key"] == attempts[0]["key"]),
         "one key per step"
     );
-    // seed 7, tool backoff (README; tests/vectors/tools/jitter.py): 53 then 152 ms.
+    // seed 7, tool backoff (docs/envelope-and-decision.md; tests/vectors/tools/jitter.py): 53 then 152 ms.
     let sleeps: Vec<u64> = events
         .iter()
         .filter(|e| e["event"] == "sleep")

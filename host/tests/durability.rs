@@ -58,7 +58,7 @@ fn sha(text: &str) -> String {
         .collect()
 }
 
-/// README "Idempotency keys" for args `null`: canonical JSON of
+/// docs/envelope-and-decision.md, "Idempotency keys", for args `null`: canonical JSON of
 /// `[run_id, step_id, tool, null]`.
 fn key(run_id: &str, step: &str, tool: &str) -> String {
     sha(&format!(r#"["{run_id}","{step}","{tool}",null]"#))

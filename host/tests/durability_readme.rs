@@ -1,11 +1,11 @@
-//! The README's durability quickstart compiles and runs as written: the body
-//! of `quickstart` below (between `// README:` markers) is the README's code,
-//! which a test checks.
+//! The durability example of docs/durability.md compiles and runs as written:
+//! the body of `quickstart` below (between `// README:` markers) is the page's
+//! code, which a test checks.
 
 type Fallible = Result<(), Box<dyn std::error::Error>>;
 
 fn quickstart() -> Fallible {
-    // README: Durability
+    // README: Example
     use agent_recovery::runtime::{
         Call, ListOptions, Operations, Outcome, RecoverOptions, Runtime, Step,
     };
@@ -95,25 +95,25 @@ fn marked(title: &str) -> String {
         .join("\n")
 }
 
-/// The first ```rust block after the heading `### <title>` in the README.
-fn readme_block(title: &str) -> String {
-    let readme = include_str!("../../README.md");
-    let heading = format!("\n### {title}\n");
-    let at = readme
+/// The first ```rust block after the heading `## <title>` in docs/durability.md.
+fn page_block(title: &str) -> String {
+    let page = include_str!("../../docs/durability.md");
+    let heading = format!("\n## {title}\n");
+    let at = page
         .find(&heading)
-        .unwrap_or_else(|| panic!("README has no heading {heading:?}"));
-    let rest = &readme[at..];
+        .unwrap_or_else(|| panic!("docs/durability.md has no heading {heading:?}"));
+    let rest = &page[at..];
     let from = rest.find("```rust\n").unwrap() + "```rust\n".len();
     let len = rest[from..].find("```\n").unwrap();
     rest[from..from + len].trim_end().to_owned()
 }
 
 #[test]
-fn the_readme_shows_exactly_the_code_that_runs() {
-    let (readme, tested) = (readme_block("Durability"), marked("Durability"));
+fn the_page_shows_exactly_the_code_that_runs() {
+    let (shown, tested) = (page_block("Example"), marked("Example"));
     assert!(
-        readme == tested.trim_end(),
-        "README section \"Durability\" differs from host/tests/durability_readme.rs; \
-         copy one to the other\n--- README\n{readme}\n--- test\n{tested}"
+        shown == tested.trim_end(),
+        "docs/durability.md, section \"Example\", differs from host/tests/durability_readme.rs; \
+         copy one to the other\n--- docs/durability.md\n{shown}\n--- test\n{tested}"
     );
 }

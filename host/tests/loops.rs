@@ -186,8 +186,8 @@ fn the_same_scenario_gives_the_same_bytes() {
 }
 
 /// payments-policy is a 0.1 component (no runtime export): it decides, the
-/// reference's loop runs. Its tool limit is 3 attempts (README, custom
-/// policies), so five 503s dead-letter at attempt 3, not 5. (The run pins its
+/// reference's loop runs. Its tool limit is 3 attempts
+/// (docs/custom-policies.md), so five 503s dead-letter at attempt 3, not 5. (The run pins its
 /// breaker: payments-policy's own, 2 failures, would open it first; that is
 /// `tests/breaker_policy.rs`.)
 #[test]
@@ -231,7 +231,7 @@ fn a_key_in_flight_is_not_called_twice() {
         .seed(7)
         .build()
         .unwrap();
-    // The key of ("r1", "s1", "t", null), as the component derives it (README, idempotency keys).
+    // The key of ("r1", "s1", "t", null), as the component derives it (docs/envelope-and-decision.md, "Idempotency keys").
     let key = Policy::reference()
         .unwrap()
         .key("r1", "s1", "t", "null")

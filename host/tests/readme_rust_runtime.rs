@@ -1,8 +1,28 @@
-//! The README's Rust runtime snippets compile and run as written: each one is
-//! the body of a function below (between `// README:` markers), which the
-//! tests run, and a test checks that the README shows exactly that code.
+//! The Rust snippets of README.md and docs/runtime.md compile and run as
+//! written: each one is the body of a function below (between `// README:`
+//! markers), which the tests run, and a test checks that the page shows
+//! exactly that code.
 
 type Fallible = Result<(), Box<dyn std::error::Error>>;
+
+fn readme_quickstart() -> Fallible {
+    // README: Rust
+    use agent_recovery::{Policy, retry::Retry};
+
+    let policy = Policy::reference()?; // the embedded reference policy
+    let step = Retry::new("run-1", "charge", "payments.charge", r#"{"amount":10}"#);
+    let answer = step.run(
+        &policy,
+        |a| match a.number {
+            1 => Err(r#"{"source":"http","status":503}"#.into()), // the failure, as an observation
+            _ => Ok("ch_1"), // a.idempotency_key is the same on every attempt
+        },
+        std::thread::sleep, // sleeps the delay the policy decided
+    )?;
+    assert_eq!(answer, "ch_1");
+    // README: end
+    Ok(())
+}
 
 fn quickstart() -> Fallible {
     // README: Quickstart (Rust)
@@ -31,8 +51,8 @@ fn quickstart() -> Fallible {
     Ok(())
 }
 
-fn migration() -> Fallible {
-    // README: Migrating from `Retry` to `Runtime`
+fn retry_and_runtime() -> Fallible {
+    // README: `Retry` and `Runtime`
     use agent_recovery::Policy;
     use agent_recovery::retry::{Attempt, Retry};
     use agent_recovery::runtime::{Call, Outcome, Runtime, Step, VirtualClock};
@@ -46,7 +66,7 @@ fn migration() -> Fallible {
     }
     let policy = Arc::new(Policy::reference()?);
 
-    // Before: one step; the sleeper is its clock (std::thread::sleep in production).
+    // One step with Retry; the sleeper is its clock (std::thread::sleep in production).
     let mut slept = Vec::new();
     let id = Retry::new("run-1", "charge", "payments.charge", r#"{"amount":10}"#)
         .seed(7)
@@ -56,7 +76,7 @@ fn migration() -> Fallible {
             |delay| slept.push(delay),
         )?;
 
-    // After: the same step in a run, whose budget, breakers and compensations span its steps.
+    // The same step in a run, whose budget, breakers and compensations span its steps.
     let runtime = Runtime::builder()
         .policy(policy.clone())
         .clock(Arc::new(VirtualClock::new(1_767_225_600_000))) // SystemClock by default
@@ -80,13 +100,18 @@ fn migration() -> Fallible {
 }
 
 #[test]
+fn the_readme_quickstart_runs() {
+    readme_quickstart().unwrap();
+}
+
+#[test]
 fn the_quickstart_runs() {
     quickstart().unwrap();
 }
 
 #[test]
-fn the_migration_example_runs() {
-    migration().unwrap();
+fn the_retry_and_runtime_example_runs() {
+    retry_and_runtime().unwrap();
 }
 
 /// The code between `// README: <title>` and `// README: end` in this file,
@@ -103,27 +128,34 @@ fn marked(title: &str) -> String {
         .join("\n")
 }
 
-/// The first ```rust block after the heading `### <title>` in the README.
-fn readme_block(title: &str) -> String {
-    let readme = include_str!("../../README.md");
-    let heading = format!("\n### {title}\n");
-    let at = readme
-        .find(&heading)
-        .unwrap_or_else(|| panic!("README has no heading {heading:?}"));
-    let rest = &readme[at..];
+/// The first ```rust block after the heading `<title>` (any level) in `page`.
+fn page_block(page: &str, title: &str) -> String {
+    let at = page
+        .lines()
+        .position(|l| {
+            l.trim_start_matches('#').strip_prefix(' ') == Some(title) && l.starts_with('#')
+        })
+        .unwrap_or_else(|| panic!("no heading {title:?}"));
+    let rest = page.lines().skip(at).collect::<Vec<_>>().join("\n") + "\n";
     let from = rest.find("```rust\n").unwrap() + "```rust\n".len();
     let len = rest[from..].find("```\n").unwrap();
     rest[from..from + len].trim_end().to_owned()
 }
 
 #[test]
-fn the_readme_shows_exactly_the_code_that_runs() {
-    for title in ["Quickstart (Rust)", "Migrating from `Retry` to `Runtime`"] {
-        let (readme, tested) = (readme_block(title), marked(title));
+fn the_pages_show_exactly_the_code_that_runs() {
+    let readme = include_str!("../../README.md");
+    let runtime = include_str!("../../docs/runtime.md");
+    for (file, page, title) in [
+        ("README.md", readme, "Rust"),
+        ("docs/runtime.md", runtime, "Quickstart (Rust)"),
+        ("docs/runtime.md", runtime, "`Retry` and `Runtime`"),
+    ] {
+        let (shown, tested) = (page_block(page, title), marked(title));
         assert!(
-            readme == tested.trim_end(),
-            "README section {title:?} differs from host/tests/readme_rust_runtime.rs; \
-             copy one to the other\n--- README\n{readme}\n--- test\n{tested}"
+            shown == tested.trim_end(),
+            "{file}, section {title:?}, differs from host/tests/readme_rust_runtime.rs; \
+             copy one to the other\n--- {file}\n{shown}\n--- test\n{tested}"
         );
     }
 }

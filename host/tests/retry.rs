@@ -207,7 +207,7 @@ fn args_that_are_not_json_are_an_error_before_any_call() {
 fn the_elapsed_time_of_earlier_steps_is_carried() {
     // 59 990 ms of the run's 60 000 ms budget spent before this step: the
     // first delay (53 ms for seed 7, tests/vectors/tools/jitter.py) does not
-    // fit, so the step is exhausted at once (seed 002 §2). The old Rust helper
+    // fit, so the step is exhausted at once. The old Rust helper
     // reset elapsed_ms to 0 and retried.
     let policy = Policy::reference().unwrap();
     let mut calls = 0;
@@ -431,7 +431,7 @@ fn the_attempt_budget_option_stops_before_the_policy() {
 
 #[test]
 fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
-    // Seed 000: 3 consecutive transient failures open the target for 30 s.
+    // By default 3 consecutive transient failures open the target for 30 s.
     // After the third failure (at 205 ms) the 3 ms retry finds it open; the
     // policy decides on runtime.circuit.open with retry_after_ms 29 997 (the
     // floor of the delay), and the fourth call is the probe.

@@ -1,5 +1,5 @@
 //! The example agent (`host/examples/runtime_agent.rs`) does what its docs
-//! say, checked against the runtime's rules (docs/runtime.md) and seed 000.
+//! say, checked against the runtime's rules (docs/runtime.md).
 
 #[allow(dead_code)]
 #[path = "../examples/runtime_agent.rs"]
@@ -27,7 +27,7 @@ fn the_trips_fall_back_trip_the_breaker_and_compensate_in_reverse_order() {
     assert_eq!(fallbacks.len(), 1);
     assert_eq!(fallbacks[0].1["target"], "airline-b");
 
-    // The hotel breaker opens after 3 consecutive 503s (seed 000), and a call
+    // The hotel breaker opens after 3 consecutive 503s, and a call
     // while it is open is a short_circuit, not an attempt.
     let opened = find(first, "breaker")
         .into_iter()

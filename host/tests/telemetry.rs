@@ -338,7 +338,7 @@ fn retries_fallback_compensation_dead_letter() {
         assert_eq!(s(span, "agent_recovery.action").as_deref(), Some(action));
     }
     // The key's hash, never the key: the key is sha256 of the canonical JSON
-    // of [run_id, step_id, tool, args] (README), so the attribute is its sha256.
+    // of [run_id, step_id, tool, args] (docs/envelope-and-decision.md), so the attribute is its sha256.
     let ship_key = sha256_hex(r#"["r-otel","ship","shipping.create",null]"#);
     assert_eq!(
         s(sh[0], "agent_recovery.idempotency_key.hash"),

@@ -10,7 +10,7 @@
 //
 //   npm run build && node bench/sdk-corpus.mjs [--json]
 //
-// The expected values come from the providers' docs and seed 002 §1 (429, 5xx,
+// The expected values come from the providers' docs and the specification of the classes (429, 5xx,
 // timeouts, resets: transient; other 4xx and auth: permanent; quota: policy):
 //   OpenAI    https://platform.openai.com/docs/guides/error-codes
 //   Anthropic https://docs.anthropic.com/en/api/errors (and /en/api/rate-limits

@@ -139,7 +139,7 @@ async function transpileAndImport(bytes) {
   // Imported lazily: the transpiler is only needed for components other than
   // the shipped reference, takes a moment to initialise, and is an optional
   // peer dependency (with binaryen it is ~100 MB that a user of the reference
-  // never needs; issue 14).
+  // never needs).
   let transpileBytes;
   try {
     ({ transpileBytes } = await import('@bytecodealliance/jco-transpile'));

@@ -1,7 +1,7 @@
 // retry(): one step under the recovery Runtime.
 //
-// Kept for its callers, and now a thin wrapper over the Runtime (issue 8: the
-// loop is written once, in the component, so the helpers cannot drift): one
+// A thin wrapper over the Runtime (the loop is written once, in the
+// component, so the helpers cannot drift): one
 // run of one step, the attempt budget left to the policy's own max_attempts,
 // no breaker unless asked, the caller's elapsed retry time carried into every
 // decision, failures judged by the component. The host still only runs the

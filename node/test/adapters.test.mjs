@@ -875,7 +875,7 @@ test('a2a: a v0.3 agent through the SDK compat layer: its input-required task as
 test('class names: the SDK classes as their prototype chains name them', async () => {
   const { url } = await serve(() => {});
   const err = await thrown(openai(url, { timeout: 50 }).chat.completions.create(CHAT));
-  assert.equal(err.name, 'Error'); // what `err.name` alone said before: the bug of issue 12
+  assert.equal(err.name, 'Error'); // what `err.name` alone says: the class names are read instead
   const { classNames } = await import('../src/sdk.js');
   assert.deepEqual(classNames(err), [
     'APIConnectionTimeoutError',
@@ -894,7 +894,7 @@ test('class names: the SDK classes as their prototype chains name them', async (
   assert.deepEqual(classNames(a2a), ['TaskNotFoundError', 'JsonRpcTaskNotFoundError', '_A2AError', 'Error']);
 });
 
-test('openai: a body whose `error` is a string (seed 003) keeps its shape', async () => {
+test('openai: a body whose `error` is a string (a minimal tool error) keeps its shape', async () => {
   const { url } = await serve((_q, res) => json(res, 429, { error: 'rate_limit', retry_after: 7 }));
   const err = await thrown(openai(url).chat.completions.create(CHAT));
   assert.equal(err.error, 'rate_limit'); // the SDK keeps only the `error` member

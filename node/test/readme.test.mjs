@@ -1,7 +1,7 @@
-// The Runtime quickstarts run as written: the first ```js block of the
-// package README's "Runtime" and "Telemetry" sections and of the root README's "### Node"
-// block, run by node from inside the package (so `from 'agent-recovery'`
-// resolves to it).
+// The documentation's JavaScript runs as written: the first ```js block of the
+// package README's "Runtime" and "Telemetry" sections, of the root README's
+// "### Node" quickstart and of docs/runtime.md's "## Node" section, run by node
+// from inside the package (so `from 'agent-recovery'` resolves to it).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -37,8 +37,15 @@ test('node/README.md, "Runtime": the quickstart runs and prints what its comment
   assert.match(r.stdout, /^ok \{ id: 'ch_1' \}$/m);
 });
 
-test('README.md, "### Node": the snippet runs; the fallback answers', () => {
+test('README.md, "### Node": the quickstart runs; the call is retried once and answers', () => {
   const code = firstJsBlock(readFileSync(join(REPO, 'README.md'), 'utf8'), '\n### Node\n');
+  const r = runSnippet(code, 'quickstart');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'ch_1');
+});
+
+test('docs/runtime.md, "## Node": the snippet runs; the fallback answers', () => {
+  const code = firstJsBlock(readFileSync(join(REPO, 'docs', 'runtime.md'), 'utf8'), '\n## Node\n');
   const r = runSnippet(`${code}\nconsole.log(JSON.stringify([r.outcome, r.result]));\n`, 'root');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim().split('\n').at(-1), '["ok","hi"]');

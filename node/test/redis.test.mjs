@@ -1,4 +1,4 @@
-// The Redis store (issue 10) against a real redis-server started here: the shared
+// The Redis store against a real redis-server started here: the shared
 // store vectors on RedisStore and on FallbackStore(Redis, SQLite), the Lua scripts
 // being the Rust crate's files, URL options and errors, six processes on one
 // counter and one stream, Redis killed and restarted under a FallbackStore (the

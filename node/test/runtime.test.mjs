@@ -355,7 +355,7 @@ test('checkOutcome: the component says what failed', async () => {
 });
 
 test('a hot swap takes effect at the next decision of the same step', async () => {
-  // The reference allows 5 tool attempts; payments-policy 3 (README, custom policies).
+  // The reference allows 5 tool attempts; payments-policy 3 (docs/custom-policies.md).
   const swappable = await Policy.load();
   const { runtime, events } = await virtualRuntime({ policy: swappable, breaker: { failureThreshold: 100 } });
   let calls = 0;

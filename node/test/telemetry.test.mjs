@@ -395,7 +395,7 @@ test('retries, a fallback, a compensation and a dead-letter write: the documente
     assert.deepEqual(s.startTime, at(T0 + starts[n]));
   });
   assert.equal(sh.length, 5);
-  // The key's hash, never the key: key = sha256(canonical JSON of [run_id, step_id, tool, args]) (README).
+  // The key's hash, never the key: key = sha256(canonical JSON of [run_id, step_id, tool, args]) (docs/envelope-and-decision.md).
   const key = sha256('["r-otel","ship","shipping.create",null]');
   assert.equal(sh[0].attributes['agent_recovery.idempotency_key.hash'], sha256(key));
   assert.ok(!JSON.stringify(sh.map((s) => s.attributes)).includes(key), 'the key itself is never an attribute');

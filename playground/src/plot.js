@@ -4,7 +4,7 @@
 // elapsed_ms, and the run's retry budget.
 //
 // ceiling(n) = min(cap_ms, base_ms * 2^(n-1)) is computed here from the
-// documented formula (guest/src/backoff.rs, README "Defaults"); the delays come
+// documented formula (guest/src/backoff.rs, docs/envelope-and-decision.md "Defaults"); the delays come
 // from the component's `backoff.delay`. A sample outside its range is drawn red.
 // The y axis is logarithmic from 10 ms (a delay under 10 ms sits on the floor).
 

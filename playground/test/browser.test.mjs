@@ -13,7 +13,7 @@
 //   CHROMIUM=/usr/bin/chromium            the browser (default)
 //   PLAYGROUND_SCREENSHOT=FILE            where the screenshot goes
 //                                         (default target/playground.png;
-//                                         docs/playground.png to refresh the README's)
+//                                         docs/playground.png to refresh the one docs/getting-started.md shows)
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

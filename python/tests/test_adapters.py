@@ -181,7 +181,7 @@ def messages(url: str, timeout: float = 30.0) -> Callable[[], Any]:
         # "400 invalid_request_error: an issue with the format or content of your request"
         (400, "invalid_request_error", "BadRequestError", ("permanent", False)),
         # "413 request_too_large: request exceeds the maximum allowed number of bytes"
-        # issue 12: an LLM request that is too large is fixed by shrinking it (replan)
+        # an LLM request that is too large is fixed by shrinking it (replan)
         (413, "request_too_large", "ContentTooLargeError", ("semantic", False)),
         # "429 rate_limit_error: your account has hit a rate limit" -> retry
         (429, "rate_limit_error", "RateLimitError", ("transient", True)),
@@ -453,7 +453,7 @@ def test_mcp_results_and_errors(policy: Policy) -> None:
     env = policy.classify(obs)
     assert (env["code"], env["class"], env["retryable"]) == ("tool.mcp.tool_error", "semantic", False)
     # "Resource not found: -32602 (invalid params)" -> not retried unchanged; invalid
-    # params are for the caller (the model) to fix (issue 12): semantic, re-plan
+    # params are for the caller (the model) to fix: semantic, re-plan
     assert type(unknown_resource).__name__ == "MCPError" and unknown_resource.error.code == -32602
     obs = observation_from(unknown_resource)
     assert obs["message"]["error"]["code"] == -32602

@@ -8,7 +8,7 @@ step is exhausted, so the completed steps are compensated, one of them after a
 failure), every point of
 interest `k` is tried: a worker runs the job and SIGKILLs itself at its `k`-th
 point, then a second worker recovers the store. The expected keys are computed
-here from hand-written canonical JSON (README, "Idempotency keys").
+here from hand-written canonical JSON (docs/envelope-and-decision.md, "Idempotency keys").
 """
 
 from __future__ import annotations

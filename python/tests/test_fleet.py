@@ -1,4 +1,4 @@
-"""Issue 10, the loop across a fleet (docs/runtime.md, "The rules"): two
+"""The loop across a fleet (docs/runtime.md, "The rules"): two
 runtimes, each with its own handle on one SQLite file, as two workers.
 
 - one half-open probe: both read the open breaker before either claims the

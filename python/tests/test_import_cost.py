@@ -1,5 +1,5 @@
-"""`import agent_recovery` brings only what loading a policy needs (issue 14:
-Python RSS with the policy loaded <= 40 MiB); the runtime, stores, adapters
+"""`import agent_recovery` brings only what loading a policy needs (a
+process that only decides stays small: docs/benchmarks.md); the runtime, stores, adapters
 and retry load on first use, and every public name still resolves to what it
 named when the package imported everything eagerly."""
 

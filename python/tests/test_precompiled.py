@@ -1,4 +1,4 @@
-"""The precompiled reference shipped by `pip install` (issue 14, python/setup.py):
+"""The precompiled reference shipped by `pip install` (python/setup.py):
 used when it was built for this wasmtime, CPU and engine configuration, ignored
 (and the component compiled) otherwise, never changing a decision."""
 

@@ -453,7 +453,7 @@ def test_a_spool_record_that_is_not_an_op_is_skipped_not_a_stall(server: RedisSe
 
 @pytest.mark.parametrize("backend", ["redis", "sqlite"])
 def test_the_retry_quota_bounded_add_is_atomic_across_threads(backend: str, server: RedisServer, tmp_path: Path) -> None:
-    """Issue 10 C.2's runtime side: take/refund as a compare-and-set loop on {"tokens":N}."""
+    """The retry quota's runtime side: take/refund as a compare-and-set loop on {"tokens":N}."""
     import threading
 
     from agent_recovery import _quota

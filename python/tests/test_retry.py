@@ -161,7 +161,7 @@ def test_async_operation_and_handle(policy: Policy) -> None:
 
 
 def test_the_component_judges_returned_responses(policy: Policy) -> None:
-    # issue 8: a 304 is not a failure; a 200 whose body is a refusal is (the component decides).
+    # A 304 is not a failure; a 200 whose body is a refusal is (the component decides).
     not_modified = FakeResponse(304)
     assert retry_sync(lambda **_: not_modified, policy=policy, sleep=Recorder(), **STEP) is not_modified
     refusal = FakeResponse(200, {"content-type": "application/json"}, json.dumps(

@@ -215,7 +215,7 @@ def test_retries_fallback_compensation_dead_letter() -> None:
         assert x["agent_recovery.policy.name"] == "agent-recovery-reference"
         assert span.start_time == at(T0 + starts[n])
     # The key's hash, never the key: the key is sha256 of the canonical JSON of
-    # [run_id, step_id, tool, args] (README), so the attribute is its sha256.
+    # [run_id, step_id, tool, args] (docs/envelope-and-decision.md), so the attribute is its sha256.
     ship_key = sha256_hex('["r-otel","ship","shipping.create",null]')
     assert sh[0].attributes["agent_recovery.idempotency_key.hash"] == sha256_hex(ship_key)
     assert all(ship_key not in str(v) for s in spans for v in s.attributes.values())

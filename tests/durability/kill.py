@@ -72,7 +72,7 @@ CLI = ROOT / "target" / "release" / "agent-recovery"
 
 
 def canonical(value: Any) -> str:
-    """Canonical JSON as README "Idempotency keys" defines it."""
+    """Canonical JSON as docs/envelope-and-decision.md, "Idempotency keys", defines it."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -1,4 +1,4 @@
-"""The fleet harness (issue 10): worker processes in Rust, Node and Python on
+"""The fleet harness: worker processes in Rust, Node and Python on
 one real `redis-server`, checked across workers.
 
     .venv/bin/python -m pytest -q tests/fleet/fleet.py
@@ -23,8 +23,8 @@ Checks, across workers of the languages in ``AR_FLEET_LANGUAGES`` (default
 - failures seen by one worker open the breaker for all: the next worker's
   first call to that target is short-circuited (no call in the ledger);
 - when the open period is over and several workers start at once, exactly
-  one probe call reaches the operation (needs the loop's fleet-wide probe,
-  issue 10 C);
+  one probe call reaches the operation (needs the loop's fleet-wide probe
+  lease);
 - one idempotency key run by two workers at once runs the tool once;
 - a dead-letter record written by one worker is replayed by another;
 - Redis SIGKILLed mid-run and restarted: the run's journal writes and its
@@ -306,7 +306,7 @@ def test_after_the_open_period_exactly_one_probe_reaches_the_operation(
     callers = [f"{language} probe-{i}" for i, ((language, _, _), r) in enumerate(zip(procs, reached)) if r]
     assert len(callers) == 1, (
         f"{len(callers)} workers called the target in half-open ({callers}); exactly one probe must "
-        "(the loop's fleet-wide probe lease, issue 10 C)"
+        "(the loop's fleet-wide probe lease)"
     )
     winner = reached.index(True)
     assert outs[winner]["outcome"] == "completed"

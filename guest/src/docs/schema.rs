@@ -17,7 +17,7 @@ fn nullable(t: &str) -> Value {
 fn envelope() -> Value {
     json!({
         "type": "object",
-        "description": "The agent-readable error envelope (seed 004).",
+        "description": "The agent-readable error envelope.",
         "required": ["code", "message", "class", "retryable", "severity", "category", "retry_after_ms", "field",
                      "allowed_values", "suggested_value", "hint", "request_id", "related_codes", "docs_url", "upstream"],
         "additionalProperties": true,
@@ -55,7 +55,7 @@ fn envelope() -> Value {
 fn decision() -> Value {
     json!({
         "type": "object",
-        "description": "The recovery decision (seed 002, section 7).",
+        "description": "The recovery decision.",
         "required": ["action", "delay_ms", "attempt", "max_attempts", "budget_remaining_ms", "reason", "reason_code", "envelope"],
         "additionalProperties": true,
         "properties": {

@@ -1,4 +1,4 @@
-//! Bodies that already carry an agent-readable envelope (seed 004), at the top
+//! Bodies that already carry an agent-readable envelope, at the top
 //! level (problem+json extension members, MCP `structuredContent`) or under
 //! `error`. This is what makes rendered envelopes round-trip through `classify`.
 
@@ -101,7 +101,7 @@ pub(crate) fn apply(e: &View<'_>, f: &mut Finding) {
     }
 }
 
-/// Seed 003's minimal tool error: `{"error": "rate_limit", "message": ..., "retry_after": 60}`.
+/// The minimal tool error: `{"error": "rate_limit", "message": ..., "retry_after": 60}`.
 pub(crate) fn apply_minimal(v: &View<'_>, f: &mut Finding) {
     if let Some(code) = v.get("error").and_then(View::as_str) {
         if f.upstream.code.is_none() {

@@ -189,7 +189,7 @@ pub(crate) fn finish(f: Finding, obs: &ObservationView<'_>) -> Envelope {
     if let Some(c) = f.class {
         class = c;
     }
-    // Seed 004: only transient failures are retryable, whatever the server said.
+    // Only transient failures are retryable, whatever the server said.
     if class != ErrorClass::Transient {
         retryable = false;
     }

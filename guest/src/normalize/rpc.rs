@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0, MCP and A2A messages: error responses, MCP `isError` tool
 //! results, MCP `input_required` results (2026-07-28), MCP cancellations, A2A
-//! task states (v0.3 and v1.0) and errors wrapped across agent chains (seed 000).
+//! task states (v0.3 and v1.0) and errors wrapped across agent chains.
 //!
 //! What SDKs hand to the caller is accepted without the JSON-RPC envelope too:
 //! a bare result (an MCP `CallToolResult`, an A2A `Task` or status-update
@@ -120,7 +120,7 @@ pub(super) fn error(
         ));
     };
     let data = err.get("data").filter(|d| d.is_object());
-    // Seed 000: a wrapped downstream error keeps the origin's class and retryable.
+    // A wrapped downstream error keeps the origin's class and retryable.
     if let Some(inner) = data
         .and_then(|d| d.get("downstreamError"))
         .filter(|d| d.get("code").is_some())

@@ -1,5 +1,5 @@
 //! The registry: every code the policy can emit, with class, severity,
-//! category, cause and recovery guidance (seed 002 section 6, seed 004).
+//! category, cause and recovery guidance.
 //!
 //! Codes are `<surface>.<kind>.<detail>`. A definition names a base
 //! (`http.429_rate_limited`) and the surfaces it applies to (`tool`, `llm`,

@@ -68,7 +68,7 @@ pub(super) const DEFS: &[CodeDef] = &[
         Dependency,
         true,
         "The target's circuit breaker is open; the call was not made.",
-        "The target failed with consecutive transient failures up to the breaker's threshold, and its open period has not ended (seed 000: 3 failures, 30 s).",
+        "The target failed with consecutive transient failures up to the breaker's threshold, and its open period has not ended (by default 3 failures, 30 s).",
         "Take a fallback target, or wait retry_after_ms (the time until the breaker lets one probe through) and try again.",
         related = ["budget.retry_exhausted"]
     ),
@@ -80,7 +80,7 @@ pub(super) const DEFS: &[CodeDef] = &[
         Dependency,
         false,
         "Fewer branches of a fan-out succeeded than it needs.",
-        "A fan-out ended with fewer branches ok than its min_results (seed 000, graceful degradation); each branch was already retried, fallen back or dead-lettered under its own decisions.",
+        "A fan-out ended with fewer branches ok than its min_results (graceful degradation); each branch was already retried, fallen back or dead-lettered under its own decisions.",
         "Do not retry the fan-out as a whole: act on the failed branches' envelopes (their dead-letter records), or lower min_results if fewer answers are acceptable.",
         related = ["budget.attempts_exhausted", "circuit.open"]
     ),

@@ -79,7 +79,7 @@ fn base(code: &str) -> &str {
 
 /// The JSON-RPC code for an envelope: its own JSON-RPC code when it came from
 /// one, the protocol code of a protocol registry code, else -32602 for
-/// validation and -32603 for everything else (seed 000).
+/// validation and -32603 for everything else.
 fn rpc_code(env: &EnvelopeIn) -> i64 {
     if let Some(c) = env.upstream_rpc_code() {
         return c;
@@ -290,7 +290,7 @@ fn model_result(env: &EnvelopeIn) -> ModelResult {
     }
 }
 
-/// Seed 001's coordinator convention, with the code and retry facts in brackets.
+/// The coordinator text convention, with the code and retry facts in brackets.
 fn coordinator_text(env: &EnvelopeIn, opts: &Options) -> String {
     let task = opts
         .task_id

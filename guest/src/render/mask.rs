@@ -1,5 +1,5 @@
-//! Masking of internal details before an envelope crosses a boundary (seed 000:
-//! "never expose stack traces, file paths, environment values"). This edits
+//! Masking of internal details before an envelope crosses a boundary
+//! (never expose stack traces, file paths, environment values). This edits
 //! outgoing text; it never influences classification.
 
 /// Mask one line of outgoing text: keep the first line only (stack traces are

@@ -2,7 +2,7 @@
 //! written by the component, so every runtime renders the same bytes.
 //!
 //! All formats but `coordinator-text` produce JSON; `coordinator-text` produces
-//! the one-line text convention of seed 001. Outgoing `message` and `hint` are
+//! the one-line text convention of agent coordinators. Outgoing `message` and `hint` are
 //! masked (see [`mask`]). The input is an envelope as printed by `classify`, or a
 //! decision (its `envelope` is used).
 

@@ -214,7 +214,7 @@ mod tests {
         // The run sets only open_ms: the threshold is still the policy's 1.
         let fx = loop_after(r#"{"breaker":{"open_ms":7000}}"#, &one).unwrap();
         assert_eq!(breaker_write(&fx)["open_ms"], 7000);
-        // A decision without `breaker` (a policy built before it): seed 000's threshold 3.
+        // A decision without `breaker` (a policy built before it): the default threshold 3.
         let fx = loop_after("{}", &retry_with("")).unwrap();
         assert_eq!(breaker_write(&fx)["state"], "closed");
     }

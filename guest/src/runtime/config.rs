@@ -33,7 +33,7 @@ impl From<BreakerConfig> for BreakerOverrides {
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
     /// Calls allowed per input (idempotency key) over its lifetime, persisted
-    /// in the store (seed 002 §5). Default 5.
+    /// in the store. Default 5.
     pub attempt_budget: u32,
     /// Circuit breaker thresholds set by the run (none: the policy's).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,7 +238,7 @@ impl Default for RunConfig {
 impl RunConfig {
     /// The thresholds that apply to a failure the active policy decided on:
     /// each member from the run configuration when it set it, else from the
-    /// decision's `breaker`, else seed 000's default.
+    /// decision's `breaker`, else the default (3 / 30 000 ms).
     pub fn breaker_for(&self, decided: Option<BreakerThresholds>) -> BreakerThresholds {
         let base = decided.unwrap_or_default();
         let run = self.breaker.map(|b| b.0).unwrap_or_default();

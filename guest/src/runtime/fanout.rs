@@ -1,5 +1,5 @@
 //! Fan-out: steps run concurrently, joined when they all ended; the fan-out
-//! succeeds when at least `min_results` branches did (seed 000, graceful
+//! succeeds when at least `min_results` branches did (graceful
 //! degradation).
 //!
 //! The loop stays one state machine per run: `fanout` answers with a `fork`

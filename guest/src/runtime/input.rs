@@ -57,7 +57,7 @@ pub struct ReplayOf {
 }
 
 /// A fan-out: steps run concurrently that succeed when at least
-/// `min_results` of them do (seed 000, graceful degradation).
+/// `min_results` of them do (graceful degradation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FanoutSpec {

@@ -1336,7 +1336,7 @@ impl Machine {
             json!(st.map_or(now, |st| st.started_ms)),
         );
         record.insert("dead_lettered_ms".into(), json!(now));
-        // Issue 9 (docs/durability.md §3): added, never removed.
+        // The durability fields (docs/durability.md §3): added, never removed.
         record.insert("v".into(), json!(1));
         let input = match st {
             Some(st) => {

@@ -216,7 +216,7 @@ impl RuntimeBuilder {
         self.seed = Some(seed);
         self
     }
-    /// Calls allowed per input (idempotency key) over its lifetime (seed 002 §5).
+    /// Calls allowed per input (idempotency key) over its lifetime.
     pub fn attempt_budget(mut self, calls: u32) -> Self {
         self.config.insert("attempt_budget".into(), json!(calls));
         self

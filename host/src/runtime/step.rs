@@ -26,7 +26,7 @@ pub struct Call {
 pub enum Outcome {
     /// It succeeded, with this value.
     Ok(Value),
-    /// It failed: an observation (JSON text, README "The observation").
+    /// It failed: an observation (JSON text, docs/observation.md).
     Failed(String),
     /// A raw response (observation-shaped JSON text) for the component to
     /// check: a 200 carrying a refusal is a failure, a 304 is not.

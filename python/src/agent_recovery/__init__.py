@@ -42,7 +42,7 @@ from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyIn
 
 # Imported on first use (PEP 562): the runtime, the stores, the adapters and
 # retry bring asyncio, sqlite3, socket, concurrent.futures..., about 75 ms and
-# 8 MiB of a process that only decides (issue 14, README "Benchmarks").
+# 8 MiB of a process that only decides (docs/benchmarks.md).
 _LAZY = {
     "Call": "runtime",
     "Clock": "runtime",

@@ -121,7 +121,7 @@ def engine_and_linker() -> Tuple[Engine, Linker]:
             config.consume_fuel = True
             cache = os.environ.get("AGENT_RECOVERY_COMPILE_CACHE", "").strip()
             if not cache:
-                # On by default (issue 14: a cold start compiles for ~1.5 s, a
+                # On by default (a cold start compiles for ~1.5 s, a
                 # cached one loads in ~0.2 s), in wasmtime's default directory,
                 # unless that directory is unsafe: then compile every time and
                 # say why once, instead of failing a caller who asked for nothing.

@@ -16,7 +16,7 @@ result = asyncio.run(retry(fetch, policy=policy, call="tool", run_id="run-1",
                            step_id="step-3", tool="search", args=ARGS))
 ```
 
-It is a thin wrapper over the recovery `Runtime` (issue 8: one loop, written
+It is a thin wrapper over the recovery `Runtime` (one loop, written
 once in the component, so the helpers of the three languages cannot drift): a
 run `run_id` with one step (`step_id`, `tool`, `args`, `call`) whose operation
 is `operation(attempt=..., idempotency_key=...)`. Each attempt gets the same

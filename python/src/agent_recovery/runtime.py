@@ -1080,7 +1080,7 @@ class Run:
                         cur = cas.current.value if cas.current is not None else "null"
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
                 elif kind == "take" or kind == "refund":
-                    # The fleet retry quota (issue 10): a bounded add on the store (_quota.py).
+                    # The fleet retry quota: a bounded add on the store (_quota.py).
                     key, capacity = fx.get("key"), fx.get("capacity")
                     arg = fx.get("cost") if kind == "take" else fx.get("amount")
                     if not isinstance(key, str) or not _is_count(capacity) or not _is_count(arg):

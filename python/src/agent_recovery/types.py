@@ -4,7 +4,7 @@ These are `TypedDict`s: at runtime the values are the plain dicts that
 `json.loads` makes of the component's output, so nothing is converted and every
 runtime sees the same data. Fields may be added in later versions of the
 contract, never renamed or removed; `total=False` marks what may be absent.
-The field-by-field specification is the WIT (`wit/types.wit`) and the README.
+The field-by-field specification is the WIT (`wit/types.wit`) and docs/envelope-and-decision.md.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ RenderFormat = Literal[
 ]
 
 #: An observation: `{"source": "http", "status": 429, "headers": {...}, "body": ...}`,
-#: `{"source": "exception", "type": "httpx.ReadTimeout"}` and so on (README).
+#: `{"source": "exception", "type": "httpx.ReadTimeout"}` and so on (docs/observation.md).
 Observation = dict[str, Any]
 
 

@@ -1,7 +1,7 @@
 """An independent implementation of the documented full-jitter formula.
 
 Used to compute the expected seeded delays in tests/vectors/decisions.json, so
-that those vectors check the Rust policy against the README's specification
+that those vectors check the Rust policy against the specification in docs/envelope-and-decision.md
 rather than against itself:
 
     ceiling = min(cap_ms, base_ms * 2**(attempt-1))

@@ -1,6 +1,6 @@
 //! The one place where a message is read: documented, fixed message prefixes.
 //!
-//! Seed 002 forbids classifying from free text, and everywhere else the policy
+//! The policy classifies from structure, never from free text: everywhere else it
 //! reads only codes, types, statuses and headers. Two providers give no code at
 //! all for an overflowing context window: Anthropic answers `400
 //! invalid_request_error` with `prompt is too long: N tokens > M maximum`, and
