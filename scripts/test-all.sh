@@ -26,6 +26,12 @@ fi
 
 step "docs: every relative link and anchor of the documentation resolves"
 python3 scripts/check-links.py
+# Project history (issue and specification-seed numbers) lives in CHANGELOG.md only.
+if git ls-files -z | grep -zv -e '^CHANGELOG.md$' -e 'package-lock.json$' \
+    | xargs -0 grep -nIiE "issue [0-9]+|seed 0[0-9]{2}|shared/seed[s]|issue-[0-9]+"; then
+  echo "project history in the product (above): say what the code or page does, and put history in CHANGELOG.md"
+  exit 1
+fi
 
 step "vectors: the independently computed idempotency keys are up to date"
 python3 tests/vectors/tools/keys.py --check
