@@ -11,6 +11,7 @@ assert envelope["code"] == "tool.http.503_unavailable"
 - `Policy`: load a component and call it (`classify`, `decide`, `backoff`,
   `key`, `registry`, `render`, `info`, and the byte-exact `*_json` entry points).
 - `PolicyHandle`: the active policy, hot-swappable after validation.
+- `recover`: the small door, `@recover(...)` around one call or one tool.
 - `retry` / `retry_sync`: run an operation and let the policy decide each retry.
 - `from_exception` / `from_response` / `from_rpc`: observations from what failed.
 - `observation_from`: the observation for an SDK's exception or result (OpenAI,
@@ -69,10 +70,13 @@ _LAZY = {
     "RecoveryError": "retry",
     "retry": "retry",
     "retry_sync": "retry",
+    "recover": "door",
+    "KeyNotUsedWarning": "door",
 }
 
 if TYPE_CHECKING:
     from .adapters import observation_from
+    from .door import KeyNotUsedWarning, recover
     from .interrupt import interruptible
     from .observe import Failure, from_exception, from_response, from_rpc
     from .retry import RecoveryError, retry, retry_sync
@@ -146,6 +150,7 @@ __all__ = [
     "Decision",
     "Envelope",
     "Failure",
+    "KeyNotUsedWarning",
     "Limits",
     "MemoryStore",
     "Policy",
@@ -162,6 +167,7 @@ __all__ = [
     "from_response",
     "from_rpc",
     "observation_from",
+    "recover",
     "reference_path",
     "retry",
     "retry_sync",

@@ -48,8 +48,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+import uuid
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Protocol
 
+from .errors import PolicyError
 from .observe import as_failure
 from .runtime import Call, Clock, Runtime, StepReport, SystemClock
 from .store import MemoryStore
@@ -88,6 +90,8 @@ class RecoveryError(Exception):
 #: Out of the way: the policy's `max_attempts` decides, no breaker opens
 #: (the loop takes a breaker threshold of at most 100, the policy's attempt limit too).
 _UNLIMITED = 2**31
+#: The context members `retry` reads; any other is refused, not ignored.
+_CONTEXT_KEYS = ("config", "idempotent")
 _NO_BREAKER = (100, 30_000)
 
 
@@ -116,6 +120,15 @@ class _Decisions:
             if inspect.isawaitable(note):
                 self.pending.append(note)
         return text
+
+    def render(self, envelope: Any, format: str, options: Any = None) -> Any:
+        """The envelope rendered by the policy (the reference when it cannot render)."""
+        renderer = getattr(self.policy, "render", None)
+        if not callable(renderer):
+            from .runtime import _default_policy
+
+            renderer = _default_policy().render
+        return renderer(envelope, format, options)
 
     async def flush(self) -> None:
         while self.pending:
@@ -150,10 +163,10 @@ class _Attempts:
         self,
         operation: Callable[..., Any],
         policy: Any,
-        call: str,
-        run_id: str,
-        step_id: str,
-        tool: str,
+        call: Optional[str],
+        run_id: Optional[str],
+        step_id: Optional[str],
+        tool: Optional[str],
         args: Any,
         seed: Optional[int],
         on_decision: Optional[Callable[[Decision], Any]],
@@ -164,10 +177,26 @@ class _Attempts:
         timeout_ms: Optional[int],
         runtime_options: Optional[Dict[str, Any]],
     ) -> None:
+        if policy is None:
+            from .runtime import _default_policy
+
+            policy = _default_policy()
         self.decisions = _Decisions(policy, on_decision)
         self.cause: Any = None
         self.value: Any = None
         ctx: Dict[str, Any] = dict(context or {})
+        unknown = sorted(set(ctx) - set(_CONTEXT_KEYS))
+        if unknown:
+            raise PolicyError(
+                "invalid_context",
+                f"retry() reads only {', '.join(_CONTEXT_KEYS)} from context, got {', '.join(map(repr, unknown))}; "
+                "the loop sets attempt, elapsed_ms and fallback_available itself: for fallbacks use "
+                "recover(fn, target=..., fallbacks=[...]) (agent_recovery.recover)",
+            )
+        name = getattr(operation, "__name__", "operation")
+        run_id = run_id if run_id is not None else f"retry-{uuid.uuid4().hex}"
+        step_id = step_id if step_id is not None else "retry"
+        tool = tool if tool is not None else name
         options: Dict[str, Any] = {
             "attempt_budget": _UNLIMITED,
             "breaker": _NO_BREAKER,
@@ -233,12 +262,12 @@ class _Attempts:
 async def retry(
     operation: Callable[..., Any],
     *,
-    policy: DecidingPolicy,
-    call: str,
-    run_id: str,
-    step_id: str,
-    tool: str,
-    args: Any,
+    policy: Optional[DecidingPolicy] = None,
+    call: Optional[str] = None,
+    run_id: Optional[str] = None,
+    step_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    args: Any = None,
     seed: Optional[int] = None,
     on_decision: Optional[Callable[[Decision], Any]] = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -273,12 +302,12 @@ async def retry(
 def retry_sync(
     operation: Callable[..., Any],
     *,
-    policy: DecidingPolicy,
-    call: str,
-    run_id: str,
-    step_id: str,
-    tool: str,
-    args: Any,
+    policy: Optional[DecidingPolicy] = None,
+    call: Optional[str] = None,
+    run_id: Optional[str] = None,
+    step_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    args: Any = None,
     seed: Optional[int] = None,
     on_decision: Optional[Callable[[Decision], Any]] = None,
     sleep: Callable[[float], Any] = time.sleep,

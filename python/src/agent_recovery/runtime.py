@@ -798,6 +798,17 @@ class Runtime:
 
         return await recover_async(self, operations, older_than_ms)
 
+    def render(self, envelope: Any, format: str = "model-tool-result", options: Any = None) -> Any:
+        """An envelope (a step report's `envelope`) rendered for a boundary by
+        the active policy (the reference when the policy cannot render).
+
+        The default, `model-tool-result`, is what a model reads as a failed
+        tool's result: the code, the message, whether to retry and the hint,
+        without the envelope's empty members. The formats: `Policy.render`.
+        """
+        renderer = self._decider if callable(getattr(self._decider, "render", None)) else _default_policy()
+        return renderer.render(envelope, format, options)
+
     def check_outcome(self, outcome: Any) -> Optional[Dict[str, Any]]:
         """Was this outcome (an observation-shaped dict or JSON text) a failure?
         The failure's envelope, or None for a success. The component decides: a

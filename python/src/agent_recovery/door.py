@@ -1,0 +1,289 @@
+"""The small door: `@recover` wraps one call or one tool in the recovery runtime.
+
+```python
+from agent_recovery import recover
+
+@recover(call="llm", target="gpt-4o", fallbacks=["gpt-4o-mini"])
+async def chat(messages, *, target, key):
+    return await client.chat.completions.create(
+        model=target, messages=messages, extra_headers={"Idempotency-Key": key})
+
+answer = await chat([{"role": "user", "content": "hi"}])
+```
+
+Each call of `chat` is a run of one step of the `Runtime` (the loop is the
+component's; this module decides nothing): the packaged reference policy
+decides, the run id is generated, the step id is the function's name, the
+operation's exceptions and returned SDK responses are observed through the
+adapters (`observation_from`), every attempt gets the same idempotency key.
+
+The wrapped function receives, when it declares them as parameters (never
+through `**kwargs`):
+
+- `key`: the idempotency key, the same on every attempt and every target.
+  Send it to the service (an `Idempotency-Key` header, a request id): an
+  attempt that timed out may still have been applied, and only the service
+  can tell a repeat from a new request;
+- `target`: the target to call, `target` or one of `fallbacks`;
+- `attempt`: the call number of this key, from 1.
+
+Breakers are kept in the door's store (a `MemoryStore` per door unless
+`store` is given) across calls: once a target's breaker is open, the next
+calls start at the first target whose breaker is not open, until the breaker
+lets a probe through.
+
+A sync function gives a sync (blocking) wrapper that sleeps on the clock; an
+async function an async one. Every option is keyword-only; an unknown one is
+refused (`PolicyError`, kind `invalid_argument`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import threading
+import uuid
+import warnings
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from .errors import PolicyError
+from .retry import RecoveryError, _Decisions
+from .runtime import Call, Clock, Runtime, StepReport, SystemClock
+from .store import MemoryStore
+
+__all__ = ["KeyNotUsedWarning", "OPTIONS", "recover"]
+
+#: The options of `recover`, with their defaults.
+OPTIONS: Dict[str, Any] = {
+    "policy": None,  # the packaged reference policy
+    "store": None,  # a MemoryStore per door: breakers shared by its calls
+    "clock": None,  # SystemClock()
+    "seed": None,  # jitter from WASI random
+    "call": None,  # "tool", "llm" or "agent"; None: read from each observation
+    "tool": None,  # the function's qualified name
+    "target": None,  # the tool name
+    "fallbacks": (),
+    "side_effect": False,
+    "idempotent": None,
+    "run_id": None,  # a new id per call (a string, or a function returning one)
+    "step_id": None,  # the function's name
+    "errors": "raise",  # or "model": return the failure rendered as a model tool result
+    "timeout_ms": None,
+    "policy_config": None,
+    "breaker": None,  # the policy's thresholds
+    "on_event": None,
+}
+
+_INJECTED = ("key", "target", "attempt")
+_ERRORS = ("raise", "model")
+
+
+class KeyNotUsedWarning(UserWarning):
+    """A step with side effects whose operation does not take its idempotency key."""
+
+
+def _bad(message: str) -> PolicyError:
+    return PolicyError("invalid_argument", message)
+
+
+def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in params if p.kind in kinds and p.name in _INJECTED)
+
+
+def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """The call's arguments as JSON (part of the key and of a dead-letter record);
+    a value with no JSON form is written as its repr."""
+    return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}, default=repr, sort_keys=True))
+
+
+class _Door:
+    """The state of one wrapped function: its options, its store and clock."""
+
+    def __init__(self, fn: Callable[..., Any], options: Dict[str, Any]) -> None:
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise _bad(
+                f"recover() has no option {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(OPTIONS)}"
+            )
+        if not callable(fn):
+            raise _bad(f"recover() wraps a function, got {type(fn).__name__}; pass a function or a coroutine function")
+        o = {**OPTIONS, **options}
+        if o["errors"] not in _ERRORS:
+            raise _bad(f"errors is 'raise' or 'model', got {o['errors']!r}")
+        fallbacks = o["fallbacks"]
+        if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
+            raise _bad(f"fallbacks is a list of target names, got {fallbacks!r}")
+        self.fn = fn
+        self.o = o
+        self.name = getattr(fn, "__name__", "operation")
+        self.tool: str = o["tool"] or getattr(fn, "__qualname__", self.name)
+        self.params = _named_parameters(fn)
+        if fallbacks and "target" not in self.params:
+            raise _bad(
+                f"{self.name}() has fallbacks {list(fallbacks)} but no `target` parameter, so it cannot call them; "
+                "add a keyword parameter `target` and call the target it names"
+            )
+        if o["side_effect"] and "key" not in self.params and o["idempotent"] is not True:
+            warnings.warn(
+                f"{self.name}() has side effects but no `key` parameter: a retried attempt may be applied twice; "
+                "add a keyword parameter `key` and send it to the service as its idempotency key, "
+                "or pass idempotent=True when repeating it is harmless",
+                KeyNotUsedWarning,
+                stacklevel=4,
+            )
+        self.store = o["store"] if o["store"] is not None else MemoryStore()
+        self.clock: Clock = o["clock"] if o["clock"] is not None else SystemClock()
+        self._policy: Any = o["policy"]
+        self._lock = threading.Lock()
+
+    def policy(self) -> Any:
+        with self._lock:
+            if self._policy is None:
+                from .runtime import _default_policy
+
+                self._policy = _default_policy()
+            return self._policy
+
+    def run_id(self) -> str:
+        given = self.o["run_id"]
+        if callable(given):
+            return str(given())
+        return given if given is not None else f"{self.name}-{uuid.uuid4().hex}"
+
+    def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Dict[str, Any], "_Outcome"]:
+        clash = sorted(set(kwargs) & set(self.params))
+        if clash:
+            raise _bad(
+                f"{self.name}() got {', '.join(clash)} from its caller; the door passes them "
+                "(the idempotency key, the target, the attempt number): leave them out of the call"
+            )
+        o = self.o
+        decisions = _Decisions(self.policy(), None)
+        runtime = Runtime(
+            policy=decisions, store=self.store, clock=self.clock, seed=o["seed"],
+            attempt_timeout_ms=o["timeout_ms"], policy_config=o["policy_config"],
+            breaker=o["breaker"], on_event=o["on_event"],
+        )
+        outcome = _Outcome(self, runtime, decisions)
+        step: Dict[str, Any] = dict(
+            id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=_args_json(args, kwargs),
+            target=o["target"], fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"],
+            idempotent=o["idempotent"], operation=outcome.operation(args, kwargs),
+        )
+        return runtime.run(self.run_id()), step, outcome
+
+
+class _Outcome:
+    """One call through the door: what the operation returned or raised."""
+
+    def __init__(self, door: _Door, runtime: Runtime, decisions: _Decisions) -> None:
+        self.door = door
+        self.runtime = runtime
+        self.decisions = decisions
+        self.value: Any = None
+        self.cause: Any = None
+
+    def operation(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Callable[[Call], Any]:
+        params = self.door.params
+
+        def op(call: Call) -> Any:
+            given = {"key": call.key, "target": call.target, "attempt": call.attempt}
+            extra = {name: given[name] for name in params}
+            try:
+                value = self.door.fn(*args, **kwargs, **extra)
+            except Exception as exc:
+                self.cause = exc
+                raise
+            if inspect.isawaitable(value):
+                return self.awaited(value)
+            self.value = self.cause = value
+            return value
+
+        return op
+
+    async def awaited(self, value: Any) -> Any:
+        try:
+            self.value = self.cause = await value
+        except Exception as exc:
+            self.cause = exc
+            raise
+        return self.value
+
+    def result(self, report: StepReport) -> Any:
+        if report.outcome == "ok":
+            return self.value if self.value is not None else report.result
+        if self.door.o["errors"] == "model":
+            if report.rendered is not None:
+                return report.rendered
+            return self.runtime.render(report.envelope or {"code": "runtime." + report.outcome})
+        decision: Any = self.decisions.last
+        if decision is None or decision.get("envelope") is None or decision.get("action") == "retry":
+            decision = {
+                "action": report.outcome, "attempt": 0, "reason": report.outcome,
+                "envelope": report.envelope or {"code": "runtime." + report.outcome},
+            }
+        error = RecoveryError(decision, self.cause)
+        if isinstance(self.cause, BaseException):
+            raise error from self.cause
+        raise error
+
+
+def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]:
+    door = _Door(fn, options)
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def recovered(*args: Any, **kwargs: Any) -> Any:
+            run, step, outcome = door.start(args, kwargs)
+            report = await run.step_async(**step)
+            if report.outcome == "ok":
+                await run.end_async()
+            return outcome.result(report)
+
+        return recovered
+
+    @functools.wraps(fn)
+    def recovered_sync(*args: Any, **kwargs: Any) -> Any:
+        run, step, outcome = door.start(args, kwargs)
+        report = run.step(**step)
+        if report.outcome == "ok":
+            run.end()
+        return outcome.result(report)
+
+    return recovered_sync
+
+
+def recover(fn: Optional[Callable[..., Any]] = None, /, **options: Any) -> Any:
+    """Wrap `fn` (async or sync) in the recovery runtime: `@recover`,
+    `@recover(**options)` or `recover(fn, **options)`.
+
+    | option | default |
+    | --- | --- |
+    | `policy` | the packaged reference policy (a `Policy`, a `PolicyHandle`) |
+    | `store` | a `MemoryStore` per wrapped function: its breakers outlive a call |
+    | `clock` | `SystemClock()`; a `VirtualClock` in tests |
+    | `seed` | None: jitter from WASI random |
+    | `call` | None: read from each observation; `"tool"`, `"llm"` or `"agent"` |
+    | `tool` | the function's qualified name |
+    | `target` | the tool name (a breaker's key); passed as `target=` |
+    | `fallbacks` | none: the targets to fall back to, in order (needs a `target` parameter) |
+    | `side_effect` | False; True without a `key` parameter warns (`KeyNotUsedWarning`) unless `idempotent=True` |
+    | `idempotent` | None (unknown) |
+    | `run_id` | a new id per call, `<name>-<uuid4 hex>`; a string or a function returning one |
+    | `step_id` | the function's name |
+    | `errors` | `"raise"`: a `RecoveryError`; `"model"`: return the envelope rendered `model-tool-result` |
+    | `timeout_ms` | None: the runtime's `attempt_timeout_ms` |
+    | `policy_config` | None: the policy's defaults |
+    | `breaker` | None: the policy's thresholds; `(failure_threshold, open_ms)` |
+    | `on_event` | None: the runtime's events |
+    """
+    if fn is None:
+        return lambda f: _wrap(f, options)
+    return _wrap(fn, options)
