@@ -455,6 +455,75 @@ export interface RetryOptions<T> {
 export declare function retry<T>(operation: (attempt: AttemptInfo) => Promise<T> | T, options: RetryOptions<T>): Promise<T>;
 export declare function sleep(ms: number, signal?: AbortSignal): Promise<void>;
 
+// ------------------------------------------------------------------ the small door (docs/getting-started.md)
+
+/** What the wrapped function gets as its first argument, on every attempt. */
+export interface RecoverCall {
+  /**
+   * The idempotency key: the same on every attempt and every target of one call. Send it to the
+   * service (an Idempotency-Key header): an attempt that failed may still have been applied.
+   */
+  readonly key: string;
+  /** The target to call: `target`, or one of `fallbacks`. */
+  readonly target: string;
+  /** The call number of this key, from 1. */
+  readonly attempt: number;
+  /** Aborted when the attempt timed out or the run was cancelled. */
+  readonly signal: AbortSignal;
+  /** Give up after this long (ms); null: no limit. */
+  readonly timeoutMs: number | null;
+}
+
+export interface RecoverOptions {
+  /** Default: the reference policy. */
+  policy?: Policy;
+  /** Default: a MemoryStore per wrapped function, so its breakers outlive a call. */
+  store?: Store;
+  /** Default: SystemClock; a VirtualClock in tests. */
+  clock?: Clock;
+  seed?: bigint | string | number;
+  /** Default: read from each observation. */
+  call?: CallKind;
+  /** Default: the function's name, else 'operation'. */
+  tool?: string;
+  /** The first target (a breaker's key). Default: the tool name. */
+  target?: string;
+  /** The targets to fall back to, in order; the function gets the one to call as `call.target`. */
+  fallbacks?: string[];
+  /** Default false. With true, a call that does not read `call.key` warns once (KeyNotUsedWarning) unless `idempotent: true`. */
+  sideEffect?: boolean;
+  idempotent?: boolean;
+  /** Default: a new id per call, `${tool}-${uuid}`. */
+  runId?: string | (() => string);
+  /** Default: the tool name. */
+  stepId?: string;
+  /** 'throw' (default): a RecoveryError; 'model': resolve with the failure rendered `model-tool-result`. */
+  errors?: 'throw' | 'model';
+  /** Per-attempt timeout (the runtime's attemptTimeoutMs). */
+  timeoutMs?: number;
+  policyConfig?: PolicyConfig;
+  /** Default: the policy's thresholds. */
+  breaker?: { failureThreshold?: number; openMs?: number };
+  onEvent?: (event: RuntimeEvent, text: string) => void;
+}
+
+/** The defaults of recover()'s options (every option it accepts is a key). */
+export declare const RECOVER_DEFAULTS: Readonly<Record<keyof RecoverOptions, unknown>>;
+
+/**
+ * Wrap `fn(call, ...args)` in the recovery runtime: one run of one step per call. Unknown options
+ * throw a PolicyError (`invalid_argument`). With `errors: 'model'` a failure resolves as the
+ * envelope rendered for the model (`{error: {code, message, retryable, hint, ...}}`).
+ */
+export declare function recover<A extends unknown[], T>(
+  fn: (call: RecoverCall, ...args: A) => Promise<T> | T,
+  options: RecoverOptions & { errors: 'model' },
+): (...args: A) => Promise<T | Json>;
+export declare function recover<A extends unknown[], T>(
+  fn: (call: RecoverCall, ...args: A) => Promise<T> | T,
+  options?: RecoverOptions & { errors?: 'throw' },
+): (...args: A) => Promise<T>;
+
 export interface ObserveOptions {
   call?: CallKind;
   provider?: string;

@@ -8,6 +8,7 @@
 export { Policy, RENDER_FORMATS, MAX_INPUT_BYTES } from './policy.js';
 export { IsolatedPolicy, DEFAULT_TIMEOUT_MS, DEFAULT_LOAD_TIMEOUT_MS } from './isolated.js';
 export { retry, sleep } from './retry.js';
+export { recover, RECOVER_DEFAULTS } from './recover.js';
 export { fromResponse, fromError, failureOf } from './observe.js';
 export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS, ERROR_CODES } from './errors.js';
 export { GRANTED_IMPORTS, CONTRACT } from './component.js';

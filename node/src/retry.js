@@ -40,6 +40,20 @@ const U32_MAX = 2 ** 32 - 1;
  */
 const NO_BREAKER = Object.freeze({ failureThreshold: 100 });
 
+/** The members of the policy's context (WIT `context`): the only ones retry() accepts in `context`. */
+const CONTEXT_KEYS = Object.freeze([
+  'call',
+  'attempt',
+  'elapsed_ms',
+  'seed',
+  'now_ms',
+  'idempotent',
+  'checkpoint_available',
+  'fallback_available',
+  'compensations_pending',
+  'config',
+]);
+
 /**
  * Run `operation({attempt, idempotencyKey, signal})` until it succeeds or the
  * policy decides to stop; then throw a RecoveryError with the decision.
@@ -79,6 +93,18 @@ export async function retry(operation, options = {}) {
   }
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new PolicyError('invalid_argument', `timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
+  }
+  if (context === null || typeof context !== 'object') {
+    throw new PolicyError('invalid_context', `context must be an object, got ${typeof context}`);
+  }
+  for (const k of Object.keys(context)) {
+    if (!CONTEXT_KEYS.includes(k)) {
+      throw new PolicyError(
+        'invalid_context',
+        `retry() context has unknown member ${JSON.stringify(k)}; the members are ${CONTEXT_KEYS.join(', ')} (the policy's context). ` +
+          'For a fallback chain use recover(fn, { target, fallbacks })',
+      );
+    }
   }
   const callerElapsed = context.elapsed_ms ?? 0;
   if (!(Number.isSafeInteger(callerElapsed) && callerElapsed >= 0)) {
