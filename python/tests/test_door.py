@@ -223,6 +223,18 @@ def test_payment_with_the_key_is_charged_once(server: tuple[str, Provider]) -> N
     assert list(provider.charges.values()) == [1]  # the service saw one key
 
 
+def test_a_returned_response_is_judged_and_returned(server: tuple[str, Provider]) -> None:
+    url, provider = server
+
+    @recover(call="tool", side_effect=True, clock=VirtualClock(T0), seed=7)
+    def charge(amount: int, *, key: str) -> httpx.Response:
+        return httpx.post(url + "/charge", json={"amount": amount}, headers={"Idempotency-Key": key})
+
+    r = charge(10)  # the first answer, a 503, is judged a failure by the component and retried
+    assert isinstance(r, httpx.Response) and r.status_code == 200
+    assert provider.charge_calls == 2 and list(provider.charges.values()) == [1]
+
+
 def test_payment_without_the_key_warns_and_is_charged_twice(server: tuple[str, Provider]) -> None:
     url, provider = server
     with pytest.warns(KeyNotUsedWarning, match="applied twice"):

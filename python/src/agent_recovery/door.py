@@ -39,6 +39,7 @@ refused (`PolicyError`, kind `invalid_argument`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -235,9 +236,14 @@ class _Outcome:
         raise error
 
 
+def _is_async(fn: Callable[..., Any]) -> bool:
+    method = type(fn).__dict__.get("__call__")  # an object whose __call__ is async
+    return inspect.iscoroutinefunction(fn) or (method is not None and inspect.iscoroutinefunction(method))
+
+
 def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]:
     door = _Door(fn, options)
-    if inspect.iscoroutinefunction(fn):
+    if _is_async(fn):
 
         @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
@@ -245,6 +251,8 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
             report = await run.step_async(**step)
             if report.outcome == "ok":
                 await run.end_async()
+            if report.outcome == "cancelled":
+                raise asyncio.CancelledError()
             return outcome.result(report)
 
         return recovered

@@ -16,6 +16,14 @@ result = asyncio.run(retry(fetch, policy=policy, call="tool", run_id="run-1",
                            step_id="step-3", tool="search", args=ARGS))
 ```
 
+For a new call, prefer the small door, `agent_recovery.recover` (fallback
+chains, breakers across calls, errors as data). `policy` (default: the
+packaged reference), `run_id` (default: a new id), `step_id` (`"retry"`),
+`tool` (the operation's name) and `args` (None) may be left out. `context` is
+read for `config` and `idempotent` only; any other member is refused
+(`PolicyError`, kind `invalid_context`), since the loop sets the rest itself
+(a fallback needs `recover(..., fallbacks=[...])`).
+
 It is a thin wrapper over the recovery `Runtime` (one loop, written
 once in the component, so the helpers of the three languages cannot drift): a
 run `run_id` with one step (`step_id`, `tool`, `args`, `call`) whose operation
