@@ -424,8 +424,10 @@ export interface RetryOptions<T> {
   /** The retry budget: total delay ms (sent as config.retry_budget_ms). */
   maxElapsedMs?: number;
   /**
-   * Extra context fields (checkpoint_available, fallback_available, compensations_pending, config, ...).
+   * Members of the policy's context (call, attempt, elapsed_ms, seed, now_ms, idempotent, checkpoint_available,
+   * fallback_available, compensations_pending, config); any other member is refused (PolicyError `invalid_context`).
    * `elapsed_ms` here is the retry delay earlier steps of the run already spent: this step's sleeps add to it.
+   * retry() has no fallbacks: for a fallback chain use recover(fn, { target, fallbacks }).
    */
   context?: Context;
   /**
