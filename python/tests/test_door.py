@@ -146,7 +146,28 @@ def test_without_fallbacks_quota_raises_with_the_envelope(server: tuple[str, Pro
     with pytest.raises(RecoveryError) as e:
         asyncio.run(chat("hello"))
     assert e.value.code == "llm.quota.exhausted"
+    # What retry() answered in the user trial: escalate after attempt 1 ... (no_fallback).
+    assert (e.value.action, e.value.attempts, e.value.decision["reason"]) == ("escalate", 1, "no_fallback")
+    assert e.value.decision["policy"]["name"] == Policy.load().name
     assert isinstance(e.value.__cause__, openai.RateLimitError)
+
+
+def test_concurrent_calls_each_get_their_own_decision(server: tuple[str, Provider]) -> None:
+    url, provider = server
+    provider.script = {"gpt-4o": ["quota"], "o3": ["400"]}
+    oa = client(url)
+
+    @recover(call="llm", clock=VirtualClock(T0))
+    async def chat(model: str) -> Any:
+        return await oa.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+
+    async def both() -> List[Any]:
+        return await asyncio.gather(chat("gpt-4o"), chat("o3"), chat("gpt-4o-mini"), return_exceptions=True)
+
+    quota, bad, ok = asyncio.run(both())
+    assert isinstance(quota, RecoveryError) and quota.decision["envelope"]["code"] == "llm.quota.exhausted"
+    assert isinstance(bad, RecoveryError) and bad.action == "fail" and bad.envelope["field"] == "temperature"
+    assert ok.choices[0].message.content == "hi from gpt-4o-mini"
 
 
 def test_retry_after_is_honoured_with_the_same_key(server: tuple[str, Provider]) -> None:

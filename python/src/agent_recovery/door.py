@@ -46,10 +46,11 @@ import json
 import threading
 import uuid
 import warnings
-from typing import Any, Callable, Dict, Optional, Tuple
+from contextvars import ContextVar
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import PolicyError
-from .retry import RecoveryError, _Decisions
+from .retry import RecoveryError
 from .runtime import Call, Clock, Runtime, StepReport, SystemClock
 from .store import MemoryStore
 
@@ -78,6 +79,36 @@ OPTIONS: Dict[str, Any] = {
 
 _INJECTED = ("key", "target", "attempt")
 _ERRORS = ("raise", "model")
+
+
+#: The decisions of the call in progress (this task's or thread's), for its `RecoveryError`.
+_CALL: ContextVar[Optional[List[Any]]] = ContextVar("agent_recovery_door_call", default=None)
+
+
+class _Decider:
+    """The policy, noting each decision's text for the call that asked (one
+    runtime serves every call of a door, concurrently)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def decide_json(self, observation: str, context: str) -> str:
+        text: str = self.policy.decide_json(observation, context)
+        box = _CALL.get()
+        if box is not None:
+            box[:] = [text, getattr(getattr(self.policy, "policy", self.policy), "_ref", None)]
+        return text
+
+    def render(self, envelope: Any, format: str, options: Any = None) -> Any:
+        renderer = getattr(self.policy, "render", None)
+        if not callable(renderer):
+            from .runtime import _default_policy
+
+            renderer = _default_policy().render
+        return renderer(envelope, format, options)
+
+    def __getattr__(self, name: str) -> Any:  # the policy's identity, for telemetry
+        return getattr(self.policy, name)
 
 
 class KeyNotUsedWarning(UserWarning):
@@ -141,16 +172,22 @@ class _Door:
             )
         self.store = o["store"] if o["store"] is not None else MemoryStore()
         self.clock: Clock = o["clock"] if o["clock"] is not None else SystemClock()
-        self._policy: Any = o["policy"]
+        self._runtime: Optional[Runtime] = None
         self._lock = threading.Lock()
 
-    def policy(self) -> Any:
+    def runtime(self) -> Runtime:
+        """The door's runtime, made at its first call and shared by every call."""
         with self._lock:
-            if self._policy is None:
+            if self._runtime is None:
                 from .runtime import _default_policy
 
-                self._policy = _default_policy()
-            return self._policy
+                o = self.o
+                self._runtime = Runtime(
+                    policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy()),
+                    store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
+                    policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
+                )
+            return self._runtime
 
     def run_id(self) -> str:
         given = self.o["run_id"]
@@ -166,13 +203,8 @@ class _Door:
                 "(the idempotency key, the target, the attempt number): leave them out of the call"
             )
         o = self.o
-        decisions = _Decisions(self.policy(), None)
-        runtime = Runtime(
-            policy=decisions, store=self.store, clock=self.clock, seed=o["seed"],
-            attempt_timeout_ms=o["timeout_ms"], policy_config=o["policy_config"],
-            breaker=o["breaker"], on_event=o["on_event"],
-        )
-        outcome = _Outcome(self, runtime, decisions)
+        runtime = self.runtime()
+        outcome = _Outcome(self, runtime)
         step: Dict[str, Any] = dict(
             id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=_args_json(args, kwargs),
             target=o["target"], fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"],
@@ -184,10 +216,11 @@ class _Door:
 class _Outcome:
     """One call through the door: what the operation returned or raised."""
 
-    def __init__(self, door: _Door, runtime: Runtime, decisions: _Decisions) -> None:
+    def __init__(self, door: _Door, runtime: Runtime) -> None:
         self.door = door
         self.runtime = runtime
-        self.decisions = decisions
+        #: The last decision's text and the policy's identity, noted by `_Decider`.
+        self.decision: List[Any] = []
         self.value: Any = None
         self.cause: Any = None
 
@@ -224,7 +257,9 @@ class _Outcome:
             if report.rendered is not None:
                 return report.rendered
             return self.runtime.render(report.envelope or {"code": "runtime." + report.outcome})
-        decision: Any = self.decisions.last
+        decision: Any = json.loads(self.decision[0]) if self.decision else None
+        if decision is not None and self.decision[1] is not None:
+            decision["policy"] = dict(self.decision[1])
         if decision is None or decision.get("envelope") is None or decision.get("action") == "retry":
             decision = {
                 "action": report.outcome, "attempt": 0, "reason": report.outcome,
@@ -248,7 +283,11 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
         @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
             run, step, outcome = door.start(args, kwargs)
-            report = await run.step_async(**step)
+            token = _CALL.set(outcome.decision)
+            try:
+                report = await run.step_async(**step)
+            finally:
+                _CALL.reset(token)
             if report.outcome == "ok":
                 await run.end_async()
             if report.outcome == "cancelled":
@@ -260,7 +299,11 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
     @functools.wraps(fn)
     def recovered_sync(*args: Any, **kwargs: Any) -> Any:
         run, step, outcome = door.start(args, kwargs)
-        report = run.step(**step)
+        token = _CALL.set(outcome.decision)
+        try:
+            report = run.step(**step)
+        finally:
+            _CALL.reset(token)
         if report.outcome == "ok":
             run.end()
         return outcome.result(report)
