@@ -7,6 +7,7 @@
 //     { call: 'llm', target: 'gpt-4o', fallbacks: ['gpt-4o-mini'] });
 //   const answer = await chat(messages);
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { PolicyError, RecoveryError } from './errors.js';
 import { describe } from './json.js';
@@ -36,6 +37,8 @@ export const RECOVER_DEFAULTS = Object.freeze({
 });
 
 const bad = (m) => new PolicyError('invalid_argument', m);
+/** The call in progress: where the door's decider notes its decisions (one runtime serves every call). */
+const current = new AsyncLocalStorage();
 const warned = new WeakSet();
 
 /**
@@ -61,34 +64,45 @@ export function recover(fn, options = {}) {
   if (o.policy !== undefined && !(o.policy instanceof Policy)) throw bad('policy must be a Policy (`await Policy.load()`)');
   const tool = o.tool ?? (fn.name || 'operation');
   const store = o.store ?? new MemoryStore();
-  let policy = o.policy;
+  let runtime; // a promise of the door's runtime, made at its first call
+
+  const runtimeOf = () => {
+    runtime ??= (async () => {
+      const policy = o.policy ?? (await Policy.load());
+      const decider = {
+        decideJson(observation, ctx) {
+          const text = policy.decideJson(observation, ctx);
+          const call = current.getStore();
+          if (call !== undefined) call.last = text;
+          return text;
+        },
+      };
+      const rt = await Runtime.create({
+        policy: decider,
+        store,
+        ...(o.clock === undefined ? {} : { clock: o.clock }),
+        ...(o.seed === undefined ? {} : { seed: o.seed }),
+        ...(o.timeoutMs === undefined ? {} : { attemptTimeoutMs: o.timeoutMs }),
+        ...(o.policyConfig === undefined ? {} : { policyConfig: o.policyConfig }),
+        ...(o.breaker === undefined ? {} : { breaker: o.breaker }),
+        ...(o.onEvent === undefined ? {} : { onEvent: o.onEvent }),
+      });
+      return { rt, policy };
+    })().catch((e) => {
+      runtime = undefined;
+      throw e;
+    });
+    return runtime;
+  };
 
   const recovered = async (...args) => {
-    policy ??= await Policy.load();
-    let last; // this call's last decision
-    let value;
+    const { rt, policy } = await runtimeOf();
+    const state = { last: undefined }; // this call's last decision (JSON text)
     let cause;
     let keyRead = false;
-    const decider = {
-      decideJson(observation, ctx) {
-        const text = policy.decideJson(observation, ctx);
-        last = JSON.parse(text);
-        return text;
-      },
-    };
-    const runtime = await Runtime.create({
-      policy: decider,
-      store,
-      ...(o.clock === undefined ? {} : { clock: o.clock }),
-      ...(o.seed === undefined ? {} : { seed: o.seed }),
-      ...(o.timeoutMs === undefined ? {} : { attemptTimeoutMs: o.timeoutMs }),
-      ...(o.policyConfig === undefined ? {} : { policyConfig: o.policyConfig }),
-      ...(o.breaker === undefined ? {} : { breaker: o.breaker }),
-      ...(o.onEvent === undefined ? {} : { onEvent: o.onEvent }),
-    });
     const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
-    const run = runtime.run(runId);
-    const report = await run.step({
+    const run = rt.run(runId);
+    const report = await current.run(state, () => run.step({
       id: o.stepId ?? tool,
       tool,
       args: argsOf(args),
@@ -109,7 +123,7 @@ export function recover(fn, options = {}) {
           timeoutMs: c.timeoutMs,
         };
         try {
-          value = await fn(call, ...args);
+          const value = await fn(call, ...args);
           cause = undefined;
           return value;
         } catch (e) {
@@ -126,13 +140,18 @@ export function recover(fn, options = {}) {
           }
         }
       },
-    });
+    }));
     if (report.outcome === 'ok') {
       await run.end();
       return report.value !== undefined ? report.value : report.result;
     }
     if (o.errors === 'model') {
       return report.rendered ?? policy.render(report.envelope ?? { code: `runtime.${report.outcome}` }, 'model-tool-result');
+    }
+    const last = state.last === undefined ? undefined : JSON.parse(state.last);
+    if (last !== undefined) {
+      const d = policy.describe();
+      last.policy = { name: d.name, version: d.version, sha256: d.sha256 };
     }
     const decision =
       last !== undefined && last.action !== 'retry'

@@ -200,7 +200,26 @@ test('without fallbacks, a quota error rejects with the envelope and the SDK err
   const e = await chat('hello').catch((err) => err);
   assert.ok(e instanceof RecoveryError);
   assert.equal(e.code, 'llm.quota.exhausted');
+  // What retry() answered in the user trial: escalate after attempt 1 ... (no_fallback).
+  assert.deepEqual([e.action, e.attempts, e.decision.reason], ['escalate', 1, 'no_fallback']);
+  assert.equal(e.decision.policy.name, (await Policy.load()).describe().name);
   assert.ok(e.cause instanceof OpenAI.RateLimitError);
+});
+
+test('concurrent calls of one door each get their own decision', async (t) => {
+  const p = await provider();
+  t.after(p.close);
+  p.state.script = { 'gpt-4o': ['quota'], o3: ['400'] };
+  const openai = new OpenAI({ baseURL: `${p.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  const chat = recover((_call, model) => openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }), {
+    call: 'llm',
+    clock: new VirtualClock(T0),
+  });
+  const [quota, bad, ok] = await Promise.allSettled([chat('gpt-4o'), chat('o3'), chat('gpt-4o-mini')]);
+  assert.equal(quota.reason.decision.envelope.code, 'llm.quota.exhausted');
+  assert.equal(bad.reason.action, 'fail');
+  assert.equal(bad.reason.envelope.field, 'temperature');
+  assert.equal(ok.value.choices[0].message.content, 'hi from gpt-4o-mini');
 });
 
 test('retry() refuses a context member the policy does not read; fallback_available reaches the policy', async () => {
