@@ -98,7 +98,8 @@ export function recover(fn, options = {}) {
   const recovered = async (...args) => {
     const { rt, policy } = await runtimeOf();
     const state = { last: undefined }; // this call's last decision (JSON text)
-    let cause;
+    let cause; // what the last attempt threw
+    let returned; // what the last attempt returned (a response the component judged a failure)
     let keyRead = false;
     const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
     const run = rt.run(runId);
@@ -123,9 +124,9 @@ export function recover(fn, options = {}) {
           timeoutMs: c.timeoutMs,
         };
         try {
-          const value = await fn(call, ...args);
+          returned = await fn(call, ...args);
           cause = undefined;
-          return value;
+          return returned;
         } catch (e) {
           cause = e;
           throw e;
@@ -157,7 +158,7 @@ export function recover(fn, options = {}) {
       last !== undefined && last.action !== 'retry'
         ? last
         : { action: report.outcome, attempt: 0, reason: report.outcome, envelope: report.envelope ?? { code: `runtime.${report.outcome}` } };
-    throw new RecoveryError({ decision, attempts: decision.attempt, cause });
+    throw new RecoveryError({ decision, attempts: decision.attempt, cause, result: cause === undefined ? returned : undefined });
   };
   Object.defineProperty(recovered, 'name', { value: tool });
   return recovered;
