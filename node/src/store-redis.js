@@ -547,6 +547,10 @@ const REAL_SLEEP = new SystemClock();
 // ------------------------------------------------------------------ FallbackStore
 
 const spooled = (key) => SPOOLED_PREFIXES.some((p) => key.startsWith(p));
+/** What a FallbackStore call yields for work its asynchronous face runs in the background. */
+const DETACH = Symbol('detach');
+/** What a FallbackStore call yields before serving itself locally: awaited, a turn of the event loop. */
+const TURN = Symbol('turn');
 
 /**
  * A store over a primary (a RedisStore) that falls back to a local store (the spool, a
@@ -569,6 +573,7 @@ export class FallbackStore {
   #healthy = true;
   #startup = true;
   #flushing = false; // a flush of this store is in progress (async calls interleave)
+  #spoolEnd = 0; // the last spool record this store wrote
   #degradedAt = 0;
   #lastProbe = 0;
   #lastNow = 0;
@@ -648,13 +653,23 @@ export class FallbackStore {
     const took = this.#local.compareAndSet(SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs);
     if (!took.written) return { done: false, flushed: 0 };
     this.#flushing = true;
+    const target = this.#spoolEnd; // what this store had spooled when the flush began
     let flushed = 0;
+    let opened = false;
     try {
       for (;;) {
         const cur = this.#local.get(SPOOL_CURSOR, nowMs);
         const seq = cur ? JSON.parse(cur.value).seq : 0;
         const batch = this.#local.read(SPOOL_STREAM, seq, 64);
         if (batch.length === 0) break;
+        if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
+          // The last batch, or past what this store had spooled when the flush began: new
+          // calls go to the primary from here, so calls served locally meanwhile (the
+          // asynchronous face) cannot keep the spool growing faster than this flush
+          // drains it; the tail they spooled is drained by this loop.
+          this.#healthy = true;
+          opened = true;
+        }
         let cursor = cur;
         for (const [n, text] of batch) {
           yield* this.#apply(JSON.parse(text));
@@ -663,6 +678,9 @@ export class FallbackStore {
           cursor = w.written ? { version: w.version } : this.#local.get(SPOOL_CURSOR, nowMs);
         }
       }
+    } catch (e) {
+      if (opened && this.#healthy) this.#healthy = false; // still degraded: the flush goes on at the next probe
+      throw e;
     } finally {
       this.#flushing = false;
       const held = this.#local.get(SPOOL_LEASE, nowMs);
@@ -685,16 +703,25 @@ export class FallbackStore {
   }
 
   *#restore(nowMs) {
+    const wasDegraded = !this.#healthy;
     const { done, flushed } = yield* this.#flush(nowMs);
     if (!done) return false;
-    // No yield from the flush's last (empty) read to here: a concurrent call served
-    // locally meanwhile spooled before that read, so its record was flushed.
-    const wasDegraded = !this.#healthy;
     this.#healthy = true;
     if (wasDegraded || flushed > 0) {
       this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: wasDegraded ? Math.max(0, nowMs - this.#degradedAt) : 0, flushed });
     }
     return true;
+  }
+
+  /** Probe the primary and, when it answers, flush the spool and serve it again. */
+  *#reconnect(now) {
+    try {
+      yield* this.#probe();
+      yield* this.#restore(now);
+      this.#startup = false;
+    } catch (e) {
+      if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
+    }
   }
 
   /** The call: `primary` = [method, args] on the primary or, degraded, `local()`. */
@@ -712,13 +739,9 @@ export class FallbackStore {
     }
     if (!this.#healthy && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
-      try {
-        yield* this.#probe();
-        yield* this.#restore(now);
-        this.#startup = false;
-      } catch (e) {
-        if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
-      }
+      // Blocking: this call probes and flushes, then goes on. Awaited (store.async):
+      // they run in the background and this call is served locally at once.
+      yield [DETACH, this.#reconnect(now)];
     }
     if (this.#healthy) {
       try {
@@ -728,6 +751,9 @@ export class FallbackStore {
         this.#degrade(now, e);
       }
     }
+    // Awaited, the local store's synchronous writes (an fsync each) take a turn of
+    // the event loop of their own: timers and I/O run between a step's calls.
+    yield [TURN];
     return local();
   }
 
@@ -738,7 +764,8 @@ export class FallbackStore {
       const [method, args] = step.value;
       let value;
       try {
-        value = this.#primary[method](...args);
+        if (method === TURN) value = undefined;
+        else value = method === DETACH ? this.#runSync(args) : this.#primary[method](...args);
       } catch (e) {
         step = gen.throw(e);
         continue;
@@ -754,6 +781,17 @@ export class FallbackStore {
     let step = gen.next();
     while (!step.done) {
       const [method, args] = step.value;
+      if (method === TURN) {
+        await new Promise((resolve) => setImmediate(resolve));
+        step = gen.next();
+        continue;
+      }
+      if (method === DETACH) {
+        // A store error other than `unavailable` there is retried at the next probe.
+        this.#runAsync(args).catch(() => {});
+        step = gen.next();
+        continue;
+      }
       let value;
       try {
         value = await primary[method](...args);
@@ -767,7 +805,7 @@ export class FallbackStore {
   }
 
   #spool(record, nowMs) {
-    this.#local.append(SPOOL_STREAM, JSON.stringify(record), nowMs);
+    this.#spoolEnd = Math.max(this.#spoolEnd, this.#local.append(SPOOL_STREAM, JSON.stringify(record), nowMs));
   }
 
   #get(key, nowMs) {
