@@ -17,6 +17,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { SystemClock } from './clock.js';
 import { connection, perform } from './store-redis-client.js';
+import { SqliteOffThread } from './store-sqlite-async.js';
 import { SyncBridge } from './sync-bridge.js';
 import { SCHEMA_VERSION, SqliteStore, StoreError, asyncFace, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
 
@@ -549,8 +550,8 @@ const REAL_SLEEP = new SystemClock();
 const spooled = (key) => SPOOLED_PREFIXES.some((p) => key.startsWith(p));
 /** What a FallbackStore call yields for work its asynchronous face runs in the background. */
 const DETACH = Symbol('detach');
-/** What a FallbackStore call yields before serving itself locally: awaited, a turn of the event loop. */
-const TURN = Symbol('turn');
+/** What a FallbackStore call yields for an operation of its local store: [LOCAL, method, args]. */
+const LOCAL = Symbol('local');
 
 /**
  * A store over a primary (a RedisStore) that falls back to a local store (the spool, a
@@ -574,6 +575,7 @@ export class FallbackStore {
   #startup = true;
   #flushing = false; // a flush of this store is in progress (async calls interleave)
   #spoolEnd = 0; // the last spool record this store wrote
+  #localAsync = undefined; // the local store's asynchronous face, made at the first awaited call
   #degradedAt = 0;
   #lastProbe = 0;
   #lastNow = 0;
@@ -645,22 +647,26 @@ export class FallbackStore {
   /** Flush the spool to the primary; {done, flushed}: done when it is empty now. Throws the primary's errors. */
   *#flush(nowMs) {
     if (this.#flushing) return { done: false, flushed: 0 };
-    const start = this.#local.get(SPOOL_CURSOR, nowMs);
-    if (this.#local.read(SPOOL_STREAM, start ? JSON.parse(start.value).seq : 0, 1).length === 0) return { done: true, flushed: 0 };
-    const lease = this.#local.get(SPOOL_LEASE, nowMs);
+    const start = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
+    if ((yield [LOCAL, 'read', [SPOOL_STREAM, start ? JSON.parse(start.value).seq : 0, 1]]).length === 0) return { done: true, flushed: 0 };
+    if (this.#flushing) return { done: false, flushed: 0 };
+    const lease = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
     const mine = JSON.stringify({ owner: this.#owner });
     if (lease && lease.value !== mine) return { done: false, flushed: 0 };
-    const took = this.#local.compareAndSet(SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs);
-    if (!took.written) return { done: false, flushed: 0 };
+    if (this.#flushing) return { done: false, flushed: 0 };
     this.#flushing = true;
-    const target = this.#spoolEnd; // what this store had spooled when the flush began
     let flushed = 0;
     let opened = false;
+    let held = false;
     try {
+      const took = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs]];
+      if (!took.written) return { done: false, flushed: 0 };
+      held = true;
+      const target = this.#spoolEnd; // what this store had spooled when the flush began
       for (;;) {
-        const cur = this.#local.get(SPOOL_CURSOR, nowMs);
+        const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
-        const batch = this.#local.read(SPOOL_STREAM, seq, 64);
+        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
         if (batch.length === 0) break;
         if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
           // The last batch, or past what this store had spooled when the flush began: new
@@ -674,8 +680,8 @@ export class FallbackStore {
         for (const [n, text] of batch) {
           yield* this.#apply(JSON.parse(text));
           flushed += 1;
-          const w = this.#local.compareAndSet(SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs);
-          cursor = w.written ? { version: w.version } : this.#local.get(SPOOL_CURSOR, nowMs);
+          const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
+          cursor = w.written ? { version: w.version } : yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         }
       }
     } catch (e) {
@@ -683,8 +689,10 @@ export class FallbackStore {
       throw e;
     } finally {
       this.#flushing = false;
-      const held = this.#local.get(SPOOL_LEASE, nowMs);
-      if (held && held.value === mine) this.#local.delete(SPOOL_LEASE);
+      if (held) {
+        const now = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
+        if (now && now.value === mine) yield [LOCAL, 'delete', [SPOOL_LEASE]];
+      }
     }
     return { done: true, flushed };
   }
@@ -724,7 +732,7 @@ export class FallbackStore {
     }
   }
 
-  /** The call: `primary` = [method, args] on the primary or, degraded, `local()`. */
+  /** The call: `primary` = [method, args] on the primary or, degraded, the generator `local()`. */
   *#route(nowMs, primary, local) {
     if (nowMs !== undefined) this.#lastNow = Math.max(this.#lastNow, nowMs);
     const now = nowMs ?? this.#lastNow;
@@ -751,21 +759,19 @@ export class FallbackStore {
         this.#degrade(now, e);
       }
     }
-    // Awaited, the local store's synchronous writes (an fsync each) take a turn of
-    // the event loop of their own: timers and I/O run between a step's calls.
-    yield [TURN];
-    return local();
+    return yield* local();
   }
 
-  /** Carry out a call's generator, blocking on the primary's synchronous methods. */
+  /** Carry out a call's generator, blocking on the primary's and the local store's synchronous methods. */
   #runSync(gen) {
     let step = gen.next();
     while (!step.done) {
-      const [method, args] = step.value;
+      const [method, a, b] = step.value;
       let value;
       try {
-        if (method === TURN) value = undefined;
-        else value = method === DETACH ? this.#runSync(args) : this.#primary[method](...args);
+        if (method === DETACH) value = this.#runSync(a);
+        else if (method === LOCAL) value = this.#local[a](...b);
+        else value = this.#primary[method](...a);
       } catch (e) {
         step = gen.throw(e);
         continue;
@@ -775,26 +781,30 @@ export class FallbackStore {
     return step.value;
   }
 
-  /** Carry out a call's generator, awaiting the primary's asynchronous face. */
+  /** The local store's asynchronous face: a SqliteStore's file through a worker thread. */
+  #localFace() {
+    if (this.#localAsync === undefined) {
+      const l = this.#local;
+      this.#localAsync = l instanceof SqliteStore ? new SqliteOffThread(l.path, { synchronous: l.synchronous }) : asyncFace(l);
+    }
+    return this.#localAsync;
+  }
+
+  /** Carry out a call's generator, awaiting the primary's and the local store's asynchronous faces. */
   async #runAsync(gen) {
     const primary = asyncFace(this.#primary);
     let step = gen.next();
     while (!step.done) {
-      const [method, args] = step.value;
-      if (method === TURN) {
-        await new Promise((resolve) => setImmediate(resolve));
-        step = gen.next();
-        continue;
-      }
+      const [method, a, b] = step.value;
       if (method === DETACH) {
         // A store error other than `unavailable` there is retried at the next probe.
-        this.#runAsync(args).catch(() => {});
+        this.#runAsync(a).catch(() => {});
         step = gen.next();
         continue;
       }
       let value;
       try {
-        value = await primary[method](...args);
+        value = method === LOCAL ? await this.#localFace()[a](...b) : await primary[method](...a);
       } catch (e) {
         step = gen.throw(e);
         continue;
@@ -804,52 +814,64 @@ export class FallbackStore {
     return step.value;
   }
 
-  #spool(record, nowMs) {
-    this.#spoolEnd = Math.max(this.#spoolEnd, this.#local.append(SPOOL_STREAM, JSON.stringify(record), nowMs));
+  *#spool(record, nowMs) {
+    const seq = yield [LOCAL, 'append', [SPOOL_STREAM, JSON.stringify(record), nowMs]];
+    this.#spoolEnd = Math.max(this.#spoolEnd, seq);
   }
 
   #get(key, nowMs) {
-    return this.#route(nowMs, ['get', [key, nowMs]], () => this.#local.get(key, nowMs));
+    return this.#route(nowMs, ['get', [key, nowMs]], function* () {
+      return yield [LOCAL, 'get', [key, nowMs]];
+    });
   }
 
   #compareAndSet(key, expected, value, ttlMs, nowMs) {
-    return this.#route(nowMs, ['compareAndSet', [key, expected, value, ttlMs, nowMs]], () => {
-      const r = this.#local.compareAndSet(key, expected, value, ttlMs, nowMs);
-      if (r.written && spooled(key)) this.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs }, nowMs);
+    const self = this;
+    return this.#route(nowMs, ['compareAndSet', [key, expected, value, ttlMs, nowMs]], function* () {
+      const r = yield [LOCAL, 'compareAndSet', [key, expected, value, ttlMs, nowMs]];
+      if (r.written && spooled(key)) yield* self.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs }, nowMs);
       return r;
     });
   }
 
   #append(stream, record, nowMs) {
-    return this.#route(nowMs, ['append', [stream, record, nowMs]], () => {
+    const self = this;
+    return this.#route(nowMs, ['append', [stream, record, nowMs]], function* () {
       checkName('stream', stream);
       checkInt('nowMs', nowMs);
       checkJson('record', stream, record);
       // The spool first: a crash between the two leaves the record to flush, never lost.
-      this.#spool({ op: 'append', stream, record, now_ms: nowMs }, nowMs);
-      return this.#local.append(stream, record, nowMs);
+      yield* self.#spool({ op: 'append', stream, record, now_ms: nowMs }, nowMs);
+      return yield [LOCAL, 'append', [stream, record, nowMs]];
     });
   }
 
   #read(stream, after, limit) {
-    return this.#route(undefined, ['read', [stream, after, limit]], () => this.#local.read(stream, after, limit));
+    return this.#route(undefined, ['read', [stream, after, limit]], function* () {
+      return yield [LOCAL, 'read', [stream, after, limit]];
+    });
   }
 
   #delete(key) {
-    return this.#route(undefined, ['delete', [key]], () => {
-      const existed = this.#local.delete(key);
+    const self = this;
+    return this.#route(undefined, ['delete', [key]], function* () {
+      const existed = yield [LOCAL, 'delete', [key]];
       // Spooled even when absent here: the entry may exist in the primary only.
-      if (spooled(key)) this.#spool({ op: 'delete', key }, this.#lastNow);
+      if (spooled(key)) yield* self.#spool({ op: 'delete', key }, self.#lastNow);
       return existed;
     });
   }
 
   #keys(prefix, nowMs) {
-    return this.#route(nowMs, ['keys', [prefix, nowMs]], () => this.#local.keys(prefix, nowMs));
+    return this.#route(nowMs, ['keys', [prefix, nowMs]], function* () {
+      return yield [LOCAL, 'keys', [prefix, nowMs]];
+    });
   }
 
   #purgeExpired(nowMs) {
-    return this.#route(nowMs, ['purgeExpired', [nowMs]], () => this.#local.purgeExpired(nowMs));
+    return this.#route(nowMs, ['purgeExpired', [nowMs]], function* () {
+      return yield [LOCAL, 'purgeExpired', [nowMs]];
+    });
   }
 
   get(key, nowMs) {
@@ -882,8 +904,9 @@ export class FallbackStore {
 
   /**
    * The same methods returning promises: the primary's are awaited on its
-   * asynchronous face (a RedisStore's `async`), the local store's run here. A call
-   * waits for Redis at most its timeout, then is served locally.
+   * asynchronous face (a RedisStore's `async`), the local SQLite spool's in a
+   * worker thread. A call waits for Redis at most its timeout, then is served
+   * locally; the probe and the flush run in the background.
    */
   get async() {
     this.#async ??= Object.freeze({
@@ -902,6 +925,7 @@ export class FallbackStore {
   close() {
     this.#primary.close?.();
     this.#local.close?.();
+    if (this.#localAsync !== this.#local) this.#localAsync?.close?.();
   }
 }
 

@@ -420,6 +420,9 @@ test('a runtime on a FallbackStore forwards store_degraded and store_restored to
   }
   clock.advance(5000);
   assert.equal((await rt.run('c').step({ id: 's', tool: 't', operation: () => 3 })).outcome, 'ok');
+  // That step's first call started the probe and the flush; the runtime awaits the store,
+  // so they run in the background (docs/store.md, "Redis and the event loop").
+  for (let i = 0; i < 1000 && !seen.some(([e]) => e === 'store_restored'); i++) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(seen.map(([e]) => e).filter((e) => e.startsWith('store_')), ['store_degraded', 'store_restored']);
 });
 
