@@ -130,6 +130,7 @@ async def _scenario(
             lags.append(time.perf_counter() - start - TICK_S)
 
     async def op(call: Any) -> Any:
+        await asyncio.sleep(0)  # a tool call yields to the loop, as real I/O does
         return {"ok": True}
 
     async def worker(name: str) -> None:

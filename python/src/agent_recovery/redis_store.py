@@ -741,10 +741,6 @@ class FallbackStore:
                     seq = n
                     cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
                     version = cas.version if isinstance(cas, Written) else self._cursor(t)[1]
-                    if threading.current_thread().name == _FLUSH_THREAD:
-                        # A flush in the background: hand the GIL to the event
-                        # loop's thread between records (a yield, not a wait).
-                        time.sleep(0)
         finally:
             self._local.delete(SPOOL_LEASE)
 
