@@ -633,6 +633,21 @@ export interface Store {
   purgeExpired(nowMs: number): number;
 }
 
+/**
+ * The same methods returning promises: what the runtime awaits (`store.async` of a
+ * RedisStore or FallbackStore, never blocking the event loop; docs/store.md,
+ * "Redis and the event loop"). A store without `async` is called as it is.
+ */
+export interface AsyncStore {
+  get(key: string, nowMs: number): Promise<Versioned | null>;
+  compareAndSet(key: string, expected: number | null, value: string, ttlMs: number | null, nowMs: number): Promise<Cas>;
+  append(stream: string, record: string, nowMs: number): Promise<number>;
+  read(stream: string, after: number, limit: number): Promise<Array<[number, string]>>;
+  delete(key: string): Promise<boolean>;
+  keys(prefix: string, nowMs: number): Promise<string[]>;
+  purgeExpired(nowMs: number): Promise<number>;
+}
+
 /** A store in process memory: the same semantics as SqliteStore, nothing persists. */
 export declare class MemoryStore implements Store {
   constructor();
@@ -712,13 +727,22 @@ export declare function defaultSpoolPath(spec: string): string;
 /** The server's clock: TIME sampled on first use and every 10 s, never backwards, the last offset when unreachable. */
 export declare class ServerClock implements Clock {
   readonly offsetMs: number;
+  /** Take the first TIME sample unless one was taken; resolves when it is done. */
+  ready(): Promise<void>;
+  /** Never waits for Redis: a due sample runs in the background. */
   nowMs(): number;
   sleepMs(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-/** A store on Redis 7 (the shared Lua scripts), synchronous like SqliteStore. Needs the optional dependency @redis/client. */
+/**
+ * A store on Redis 7 (the shared Lua scripts), synchronous like SqliteStore (blocking on a
+ * worker thread), with `async` for callers on the event loop. Needs the optional dependency @redis/client.
+ */
 export declare class RedisStore implements Store {
-  constructor(url: string);
+  /** `options.open` (default true): check the store's metadata now, blocking; false: at the first call. */
+  constructor(url: string, options?: { open?: boolean });
+  /** The same methods returning promises, on a client of this thread (never blocks it); also ping and sampleTime. */
+  readonly async: AsyncStore & { ping(): Promise<void> };
   /** The URL without its password. */
   readonly url: string;
   /** The parsed URL options, without the URLs that carry the password. */
@@ -752,6 +776,8 @@ export declare class FallbackStore implements Store {
   readonly local: Store;
   /** True while calls go to the primary. */
   readonly healthy: boolean;
+  /** The same methods returning promises: the primary's `async` awaited, the local store called in place. */
+  readonly async: AsyncStore;
   /** Also call `fn` with each event's JSON text; returns a function that stops it. */
   subscribe(fn: (text: string) => void): () => void;
   serverClock(): ServerClock | undefined;

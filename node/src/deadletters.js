@@ -17,7 +17,7 @@
 
 import { createHash } from 'node:crypto';
 import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
-import { StoreError } from './store.js';
+import { StoreError, asyncFace } from './store.js';
 import { Failed } from './outcome.js';
 import { DEAD_LETTERS } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
@@ -101,9 +101,35 @@ export function streamLength(store, stream = DEAD_LETTER_STREAM) {
   return lo;
 }
 
+/** `streamLength` on a store's asynchronous face. */
+export async function streamLengthAsync(store, stream = DEAD_LETTER_STREAM) {
+  const has = async (seq) => (await store.read(stream, seq - 1, 1)).length > 0;
+  if (!(await has(1))) return 0;
+  let lo = 1;
+  let hi = 2;
+  while (await has(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (await has(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** `closed.count` (0 when the key is absent). */
 export function closedCount(store, nowMs) {
-  const v = store.get(CLOSED_KEY, nowMs);
+  return countOf(store.get(CLOSED_KEY, nowMs));
+}
+
+/** `closedCount` on a store's asynchronous face (`asyncFace(store)`). */
+export async function closedCountAsync(store, nowMs) {
+  return countOf(await store.get(CLOSED_KEY, nowMs));
+}
+
+function countOf(v) {
   if (v === null) return 0;
   const count = safeParse(v.value)?.count;
   return Number.isSafeInteger(count) && count >= 0 ? count : 0;
@@ -136,6 +162,28 @@ function casUpdate(store, key, nowMs, change) {
   throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
 }
 
+/** `casUpdate` on a store's asynchronous face. */
+async function casUpdateAsync(store, key, nowMs, change) {
+  for (let round = 0; round < CAS_ROUNDS; round++) {
+    const cur = await store.get(key, nowMs);
+    const next = change(cur === null ? undefined : safeParse(cur.value));
+    if (next === UNCHANGED) return cur;
+    const cas = await store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
+    if (cas.written) return next;
+  }
+  throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
+}
+
+const bumpClosed = (cur) => {
+  const count = Number.isSafeInteger(cur?.count) && cur.count >= 0 ? cur.count : 0;
+  return { ...(cur ?? {}), count: count + 1 };
+};
+
+/** `closeOne` on a store's asynchronous face. */
+function closeOneAsync(store, nowMs) {
+  return casUpdateAsync(store, CLOSED_KEY, nowMs, bumpClosed);
+}
+
 /** closed.count + 1, by compare-and-set. */
 function closeOne(store, nowMs) {
   casUpdate(store, CLOSED_KEY, nowMs, (cur) => {
@@ -151,10 +199,10 @@ function closeOne(store, nowMs) {
  * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
  * before the append, `step` the record's `step_id` (docs/durability.md §3).
  */
-export function depthEvent(rt, seq, record, tMs, nowMs) {
+export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs)) {
   const threshold = rt.depthThreshold;
   if (threshold === null || threshold === undefined) return undefined;
-  const depth = Math.max(0, seq - closedCount(rt.store, nowMs));
+  const depth = Math.max(0, seq - closed());
   if (!(depth >= threshold && depth - 1 < threshold)) return undefined;
   const step = typeof record?.step_id === 'string' ? record.step_id : null;
   const event = { t_ms: tMs, event: 'dead_letter_depth', step, target: null, depth, threshold, id: String(seq) };
@@ -195,6 +243,20 @@ export class DeadLetters {
 
   get #store() {
     return this.#rt.store;
+  }
+
+  /** The store's asynchronous face (the paths that await: replay, recover). */
+  get #async() {
+    return asyncFace(this.#rt.store);
+  }
+
+  /** `#record` on the asynchronous face. */
+  async #recordAsync(id) {
+    const rows = await this.#async.read(DEAD_LETTER_STREAM, Number(id) - 1, 1);
+    if (rows.length === 0 || rows[0][0] !== Number(id)) {
+      throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
+    }
+    return [parseLossless(rows[0][1]), rows[0][1]];
   }
 
   #now() {
@@ -319,6 +381,23 @@ export class DeadLetters {
     return entry;
   }
 
+  /** `#request(rid, record, true)` on the asynchronous face. */
+  async #requestAsync(rid, record) {
+    mustReplay(rid, record);
+    const now = this.#now();
+    let entry;
+    await casUpdateAsync(this.#async, ITEM_PREFIX + rid, now, (cur) => {
+      const item = itemValue(cur);
+      entry = item.status === 'replay_requested' ? pending(item) : undefined;
+      if (entry !== undefined) return UNCHANGED;
+      if (item.status !== 'open') throw new DeadLetterError('conflict', notOpen(rid, item.status));
+      const n = item.replays.length + 1;
+      entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
+      return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
+    });
+    return entry;
+  }
+
   /**
    * Replay record `id` now with these operations (tool name ->
    * `{operation, compensate?, checkpoint?}`): its `input` step runs again as
@@ -329,14 +408,14 @@ export class DeadLetters {
    */
   async replay(id, operations) {
     const rid = recordId(id);
-    const [record] = this.#record(rid);
+    const [record] = await this.#recordAsync(rid);
     checkOperations(operations);
     mustReplay(rid, record);
     const tool = record.input?.tool;
     if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
       throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
     }
-    const entry = this.#request(rid, record, true);
+    const entry = await this.#requestAsync(rid, record);
     const done = await this.runPending(rid, record, entry, operations);
     if (done === undefined) {
       throw new DeadLetterError('conflict', `dead-letter ${rid}: replay ${entry.n} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); try later`);
@@ -351,18 +430,18 @@ export class DeadLetters {
    */
   async runPending(rid, record, entry, operations) {
     const rt = this.#rt;
-    const store = this.#store;
+    const store = this.#async;
     const lease = LEASE_PREFIX + entry.run_id;
     const start = this.#now();
     const ttl = rt.inFlightTtlMs;
-    if (!takeLease(store, lease, start, ttl)) return undefined;
+    if (!(await takeLeaseAsync(store, lease, start, ttl))) return undefined;
     let outcome;
     let events;
     let deadLetterId;
     try {
       // Another worker may have carried it out between our read and the lease.
       const now0 = this.#now();
-      const cur = store.get(ITEM_PREFIX + rid, now0);
+      const cur = await store.get(ITEM_PREFIX + rid, now0);
       const still = pending(itemValue(cur === null ? undefined : safeParse(cur.value)));
       if (still?.n !== entry.n) return undefined;
       const ops = operationsOf(operations, record.input.tool);
@@ -375,7 +454,7 @@ export class DeadLetters {
       deadLetterId = run[DEAD_LETTERS].at(-1)?.id ?? null;
       const now = this.#now();
       let closes = false;
-      casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
+      await casUpdateAsync(store, ITEM_PREFIX + rid, now, (cur) => {
         const item = itemValue(cur);
         const replays = item.replays.map((r) => (r?.n === entry.n ? { ...r, outcome, finished_ms: now } : r));
         const ok = outcome === 'ok';
@@ -385,28 +464,41 @@ export class DeadLetters {
         return { ...item, status, replays };
       });
       if (closes) {
-        closeOne(store, now);
-        recordDeadLetterDepth(this.#rt.telemetry, () => this.depth());
+        await closeOneAsync(store, now);
+        await this.#recordDepthAsync(now);
       }
     } finally {
-      store.delete(lease);
+      await store.delete(lease);
     }
     return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id, outcome, deadLetterId, events };
   }
 
-  /** @internal The items with a pending replay request: [{rid, record, entry}], in id order. */
-  pendingReplays() {
+  /** The depth gauge, its store reads awaited (only when telemetry records). */
+  async #recordDepthAsync(now) {
+    const tel = this.#rt.telemetry;
+    if (tel === null || tel === undefined || tel.tel.inert()) return;
+    let depth;
+    try {
+      depth = Math.max(0, (await streamLengthAsync(this.#async)) - (await closedCountAsync(this.#async, now)));
+    } catch {
+      return; // telemetry never fails what it observes
+    }
+    recordDeadLetterDepth(tel, () => depth);
+  }
+
+  /** @internal The items with a pending replay request: [{rid, record, entry}], in id order (awaits the store). */
+  async pendingReplays() {
     const now = this.#now();
     const out = [];
-    for (const key of this.#store.keys(ITEM_PREFIX, now)) {
+    for (const key of await this.#async.keys(ITEM_PREFIX, now)) {
       const rid = key.slice(ITEM_PREFIX.length);
-      const v = this.#store.get(key, now);
+      const v = await this.#async.get(key, now);
       const item = itemValue(v === null ? undefined : safeParse(v.value));
       const entry = item.status === 'replay_requested' ? pending(item) : undefined;
       if (entry === undefined) continue;
       let record;
       try {
-        [record] = this.#record(recordId(rid));
+        [record] = await this.#recordAsync(recordId(rid));
       } catch (e) {
         if (e instanceof DeadLetterError) continue; // an item key without its record: nothing to run
         throw e;
@@ -455,6 +547,11 @@ function replayable(record) {
 /** Take a recovery lease (a claim: created only when absent or expired); false when another worker holds it. */
 export function takeLease(store, key, nowMs, ttlMs) {
   return store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs).written;
+}
+
+/** `takeLease` on a store's asynchronous face. */
+export async function takeLeaseAsync(store, key, nowMs, ttlMs) {
+  return (await store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs)).written;
 }
 
 /** The last replays entry without an outcome. */

@@ -18,7 +18,8 @@ import { describe, parseLossless, rawMembers } from './json.js';
 import { Failed } from './outcome.js';
 import { RECOVER, resumeRun } from './run.js';
 import { checkMs } from './step.js';
-import { LEASE_PREFIX, checkOperations, operationsOf, takeLease, unknownToolFailure } from './deadletters.js';
+import { asyncFace } from './store.js';
+import { LEASE_PREFIX, checkOperations, operationsOf, takeLeaseAsync, unknownToolFailure } from './deadletters.js';
 
 /** The journal key prefix: `agent-recovery/journal/<run_id>`. */
 export const JOURNAL_PREFIX = 'agent-recovery/journal/';
@@ -40,15 +41,15 @@ export async function recover(rt, operations, options = {}) {
   checkOperations(operations);
   const olderThanMs = options.olderThanMs ?? rt.inFlightTtlMs;
   checkMs('olderThanMs', olderThanMs);
-  const store = rt.store;
+  const store = asyncFace(rt.store);
   if (typeof store.keys !== 'function') throw invalid('recover needs a store with keys(prefix, nowMs): a MemoryStore or a SqliteStore');
   const reports = [];
-  for (const key of store.keys(JOURNAL_PREFIX, rt.clock.nowMs())) {
+  for (const key of await store.keys(JOURNAL_PREFIX, rt.clock.nowMs())) {
     const report = await recoverOne(rt, operations, key, olderThanMs);
     if (report !== undefined) reports.push(report);
   }
   const dlq = rt.deadLetters;
-  for (const { rid, record, entry } of dlq.pendingReplays()) {
+  for (const { rid, record, entry } of await dlq.pendingReplays()) {
     const tool = record.input?.tool;
     const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: () => new Failed(unknownToolFailure(tool)) };
     const done = await dlq.runPending(rid, record, entry, { [tool]: ops });
@@ -60,9 +61,9 @@ export async function recover(rt, operations, options = {}) {
 }
 
 async function recoverOne(rt, operations, key, olderThanMs) {
-  const store = rt.store;
+  const store = asyncFace(rt.store);
   const now = rt.clock.nowMs();
-  const cur = store.get(key, now);
+  const cur = await store.get(key, now);
   if (cur === null) return undefined; // ended meanwhile
   let entry;
   let stateText;
@@ -79,10 +80,10 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   }
   if (entry.written_ms + olderThanMs > now) return undefined; // a live worker may be calling
   const lease = LEASE_PREFIX + runId;
-  if (!takeLease(store, lease, now, rt.inFlightTtlMs)) return undefined; // another worker is recovering it
+  if (!(await takeLeaseAsync(store, lease, now, rt.inFlightTtlMs))) return undefined; // another worker is recovering it
   try {
     // The journal may have gone while we took the lease (its run ended): look again.
-    const again = store.get(key, rt.clock.nowMs());
+    const again = await store.get(key, rt.clock.nowMs());
     if (again === null || again.version !== cur.version) return undefined;
     const run = resumeRun(rt, runId, stateText);
     let r;
@@ -112,7 +113,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
       events: run.events,
     };
   } finally {
-    store.delete(lease);
+    await store.delete(lease);
   }
 }
 

@@ -7,9 +7,9 @@ import { passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, invalidArg, prepareStep, specText } from './step.js';
-import { StoreError } from './store.js';
+import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
-import { DEAD_LETTER_STREAM, closedCount, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
+import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -295,18 +295,20 @@ export class Run {
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
         const now = rt.clock.nowMs();
-        const parts = fx.keys.map((k) => `${q(k)}:${rt.store.get(k, now)?.value ?? 'null'}`);
+        const store = asyncFace(rt.store);
+        const parts = [];
+        for (const k of fx.keys) parts.push(`${q(k)}:${(await store.get(k, now))?.value ?? 'null'}`);
         return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}}}`;
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
-        put(rt.store, fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs());
+        await put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs());
         return NO_REPORT;
       }
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        const cas = rt.store.compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
+        const cas = await asyncFace(rt.store).compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
         return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
       }
@@ -315,31 +317,39 @@ export class Run {
           throw badEffect('take without key, cost or capacity');
         }
         const now = rt.clock.nowMs();
-        const [ok, tokens] = quota(rt.store, fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null));
+        const [ok, tokens] = await quota(asyncFace(rt.store), fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null));
         return `{"input":"taken","now_ms":${now},"ok":${ok},"tokens":${tokens}}`;
       }
       case 'refund': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.amount)) {
           throw badEffect('refund without key, amount or capacity');
         }
-        quota(rt.store, fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
+        await quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
         return NO_REPORT;
       }
       case 'delete': {
         if (typeof fx.key !== 'string') throw badEffect('delete without key');
-        rt.store.delete(fx.key);
+        await asyncFace(rt.store).delete(fx.key);
         return NO_REPORT;
       }
       case 'append': {
         if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
         const now = rt.clock.nowMs();
-        const seq = rt.store.append(fx.stream, raw.record, now);
+        const store = asyncFace(rt.store);
+        const seq = await store.append(fx.stream, raw.record, now);
         ctx.tel.appended(fx.stream, raw.record, now);
         if (fx.stream === DEAD_LETTER_STREAM) {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
-          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, seq - closedCount(rt.store, now)));
+          // closed.count, read once (awaited) when the gauge or the depth event needs it.
+          const wanted = !(rt.telemetry === null || rt.telemetry === undefined || rt.telemetry.tel.inert()) || rt.depthThreshold != null;
+          const closed = wanted ? await closedCountAsync(store, now).then((n) => ({ n }), (error) => ({ error })) : undefined;
+          const closedNow = () => {
+            if (closed.error !== undefined) throw closed.error;
+            return closed.n;
+          };
+          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, seq - closedNow()));
           // The only event a runtime makes itself: only the store knows the sequence number.
-          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now);
+          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow);
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);
@@ -599,9 +609,9 @@ function afterTheEnd(outcome) {
  * 0..capacity. `change(tokens)` returns the new count, or null when the
  * bucket holds too few (nothing is written). Returns [wrote, tokens left].
  */
-function quota(store, key, capacity, now, change) {
+async function quota(store, key, capacity, now, change) {
   for (let i = 0; i < 16; i++) {
-    const current = store.get(key, now);
+    const current = await store.get(key, now);
     let tokens = capacity;
     if (current) {
       try {
@@ -614,7 +624,7 @@ function quota(store, key, capacity, now, change) {
     const changed = change(tokens);
     if (changed === null) return [false, tokens];
     const next = Math.min(changed, capacity);
-    const cas = store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now);
+    const cas = await store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now);
     if (cas.written) return [true, next];
   }
   throw new StoreError(
@@ -623,10 +633,10 @@ function quota(store, key, capacity, now, change) {
   );
 }
 
-function put(store, key, value, ttlMs, now) {
+async function put(store, key, value, ttlMs, now) {
   for (let i = 0; i < 16; i++) {
-    const current = store.get(key, now);
-    const cas = store.compareAndSet(key, current ? current.version : null, value, ttlMs, now);
+    const current = await store.get(key, now);
+    const cas = await store.compareAndSet(key, current ? current.version : null, value, ttlMs, now);
     if (cas.written) return;
   }
   throw new StoreError(

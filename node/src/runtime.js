@@ -88,6 +88,8 @@ export class Runtime {
     const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
     // A store on Redis brings the server's clock: breakers, leases and TTLs then agree across workers.
     const serverClock = options.clock == null && typeof options.store?.serverClock === 'function' ? options.store.serverClock() : undefined;
+    // Its first TIME sample, awaited here: later samples run in the background, never blocking the loop.
+    if (typeof serverClock?.ready === 'function') await serverClock.ready();
     let clock = options.clock ?? serverClock ?? new SystemClock();
     if (typeof clock.nowMs !== 'function' || typeof clock.sleepMs !== 'function') {
       throw invalidConfig('clock must have nowMs() and sleepMs(ms, signal): a SystemClock, a VirtualClock or your own');

@@ -1,184 +1,27 @@
-// The worker thread behind RedisStore: the official Redis client (@redis/client,
-// node-redis) is asynchronous, the store interface is synchronous, so RedisStore
-// calls into this worker through SyncBridge (src/sync-bridge.js: a worker thread
-// and Atomics.wait).
-// One worker serves every RedisStore of the process; each store has its own
-// connection here, keyed by an id. Replies are plain objects: {ok: value} or
-// {err: {kind, message}} (the kinds of STORE_ERROR_KINDS).
+// The worker thread behind RedisStore's synchronous methods: the Redis client
+// is asynchronous, the synchronous store interface blocks this process's
+// calling thread on Atomics.wait (src/sync-bridge.js) while this worker runs
+// the operation (src/store-redis-client.js). One worker serves every
+// RedisStore of the process; each store has its own connection here, keyed by
+// an id. RedisStore's asynchronous methods (`store.async`) never come here.
 
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { serveSync } from './sync-bridge.js';
+import { connection, perform } from './store-redis-client.js';
 
-const SCRIPT_NAMES = ['get', 'cas', 'append', 'delete', 'keys', 'purge', 'open'];
-
-let redis; // @redis/client, loaded on first open
-const conns = new Map(); // id -> {options, client, scripts}
-
-class Failure extends Error {
-  constructor(kind, message) {
-    super(message);
-    this.kind = kind;
-  }
-}
-
-function loadClient() {
-  if (redis) return redis;
-  try {
-    redis = createRequire(import.meta.url)('@redis/client');
-  } catch (e) {
-    throw new Failure(
-      'io',
-      `RedisStore needs the optional dependency @redis/client, which could not be loaded (${e.message}); install it with \`npm install @redis/client\``,
-    );
-  }
-  return redis;
-}
-
-let defined; // the scripts, defined once per worker
-
-function scripts() {
-  if (defined) return defined;
-  const { defineScript } = loadClient();
-  const out = {};
-  for (const name of SCRIPT_NAMES) {
-    const SCRIPT = readFileSync(new URL(`./redis/${name}.lua`, import.meta.url), 'utf8');
-    out[name] = defineScript({
-      SCRIPT,
-      NUMBER_OF_KEYS: 0,
-      parseCommand(parser, ...args) {
-        parser.push(...args);
-      },
-      transformReply: (reply) => reply,
-    });
-  }
-  defined = out;
-  return out;
-}
-
-/** Race `promise` against `ms`; on expiry the connection is dropped (its state is unknown). */
-function bounded(conn, promise, ms, what) {
-  let timer;
-  const expiry = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Failure('unavailable', `${what} took longer than ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, expiry]).finally(() => clearTimeout(timer));
-}
-
-function drop(conn) {
-  const c = conn.client;
-  conn.client = null;
-  if (c) {
-    try {
-      c.destroy();
-    } catch {
-      // already closed
-    }
-  }
-}
-
-/** The store kind of an error from the client or the server. */
-function classify(e) {
-  if (e instanceof Failure) return e;
-  const msg = String(e?.message ?? e);
-  const first = msg.split(' ', 1)[0];
-  if (['NOAUTH', 'WRONGPASS', 'NOPERM'].includes(first)) {
-    return new Failure('io', `${msg}; check the user and password in the store URL`);
-  }
-  if (['LOADING', 'BUSY', 'OOM', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'READONLY'].includes(first)) {
-    return new Failure('unavailable', `${msg}; the server cannot serve now, retry later`);
-  }
-  if (msg.includes('max number of clients reached')) {
-    return new Failure('unavailable', `${msg}; the server has no connection to spare, retry later or raise maxclients`);
-  }
-  if (first === 'WRONGTYPE') {
-    return new Failure('corrupt', `${msg}; a key under the store's prefix was written by another program, use another prefix`);
-  }
-  if (e?.constructor?.name === 'ErrorReply' || e?.constructor?.name === 'SimpleError') {
-    return new Failure('corrupt', `the server answered an error (${msg}); a key under the store's prefix holds data the scripts do not expect`);
-  }
-  return new Failure('unavailable', `${msg}; is redis-server running and reachable?`);
-}
-
-async function connect(conn) {
-  if (conn.client?.isReady) return conn.client;
-  drop(conn);
-  const { createClient } = loadClient();
-  const o = conn.options;
-  const client = createClient({
-    url: o.clientUrl,
-    socket: { connectTimeout: o.connectTimeoutMs, reconnectStrategy: false },
-    disableOfflineQueue: true,
-    scripts: conn.scripts,
-  });
-  // Errors also reach the pending command; without a listener they would crash the worker.
-  client.on('error', () => {});
-  conn.client = client;
-  try {
-    await bounded(conn, client.connect(), o.connectTimeoutMs, 'connecting');
-  } catch (e) {
-    drop(conn);
-    throw classify(e);
-  }
-  return client;
-}
-
-async function call(conn, body) {
-  const client = await connect(conn);
-  try {
-    return await bounded(conn, body(client), conn.options.timeoutMs, 'the command');
-  } catch (e) {
-    const f = classify(e);
-    if (f.kind === 'unavailable') drop(conn); // lost, timed out or refused: reconnect on the next call
-    throw f;
-  }
-}
-
-const OPS = {
-  async open(conn, [schema]) {
-    const r = await call(conn, (c) => c.open(conn.prefix, String(schema)));
-    const names = Object.values(conn.scripts).map((s) => s.SCRIPT);
-    await call(conn, (c) => Promise.all(names.map((s) => c.sendCommand(['SCRIPT', 'LOAD', s]))));
-    return r;
-  },
-  get: (conn, [key, now]) => call(conn, (c) => c.get(conn.prefix, key, String(now))),
-  cas: (conn, [key, expected, value, ttl, now, grace, batch]) =>
-    call(conn, (c) =>
-      c.cas(conn.prefix, key, expected === null ? '' : String(expected), value, ttl === null ? '' : String(ttl), String(now), String(grace), String(batch)),
-    ),
-  append: (conn, [stream, record, now]) => call(conn, (c) => c.append(conn.prefix, stream, record, String(now))),
-  read: (conn, [stream, after, limit]) =>
-    call(conn, (c) => c.sendCommand(['XRANGE', `${conn.prefix}:s:${stream}`, `(${after}-0`, '+', 'COUNT', String(limit)])),
-  delete: (conn, [key]) => call(conn, (c) => c.delete(conn.prefix, key)),
-  keys: (conn, [prefix, now]) => call(conn, (c) => c.keys(conn.prefix, prefix, String(now))),
-  purge: (conn, [now]) => call(conn, (c) => c.purge(conn.prefix, String(now))),
-  ping: (conn) => call(conn, (c) => c.sendCommand(['PING'])),
-  time: async (conn) => {
-    const t0 = performance.timeOrigin + performance.now();
-    const reply = await call(conn, (c) => c.sendCommand(['TIME']));
-    const t1 = performance.timeOrigin + performance.now();
-    return { reply, t0, t1 };
-  },
-  async close(conn) {
-    drop(conn);
-    return null;
-  },
-};
+const conns = new Map(); // id -> connection
 
 serveSync(async ({ id, op, args }) => {
-  try {
-    if (op === 'init') {
-      const [options] = args;
-      conns.set(id, { options, prefix: `{${options.prefix}}`, client: null, scripts: scripts() });
-      return { ok: null };
+  if (op === 'init') {
+    try {
+      conns.set(id, connection(args[0]));
+    } catch (e) {
+      return { err: { kind: e.kind ?? 'io', message: e.message } };
     }
-    const conn = conns.get(id);
-    if (!conn) return { err: { kind: 'io', message: 'the store was closed; open a new RedisStore' } };
-    const value = await OPS[op](conn, args);
-    if (op === 'close') conns.delete(id);
-    return { ok: value };
-  } catch (e) {
-    const f = classify(e);
-    return { err: { kind: f.kind, message: f.message } };
+    return { ok: null };
   }
+  const conn = conns.get(id);
+  if (!conn) return { err: { kind: 'io', message: 'the store was closed; open a new RedisStore' } };
+  const reply = await perform(conn, op, args);
+  if (op === 'close') conns.delete(id);
+  return reply;
 });

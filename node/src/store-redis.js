@@ -16,8 +16,10 @@ import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { SystemClock } from './clock.js';
+import { connection, perform } from './store-redis-client.js';
+import { SqliteOffThread } from './store-sqlite-async.js';
 import { SyncBridge } from './sync-bridge.js';
-import { SCHEMA_VERSION, SqliteStore, StoreError, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
+import { SCHEMA_VERSION, SqliteStore, StoreError, asyncFace, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
 
 /** The options of a redis:// store URL and their defaults (the query string). */
 export const REDIS_URL_DEFAULTS = Object.freeze({
@@ -154,31 +156,67 @@ function replyInt(what, n) {
   return n;
 }
 
+/** The reply of one operation as its value, or the StoreError it stands for. */
+function unwrap(display, reply, what) {
+  if (reply && 'ok' in reply) return reply.ok;
+  const err = reply?.err ?? { kind: 'unavailable', message: 'no reply from the worker thread' };
+  const at = err.message.indexOf('; ');
+  const [why, hint] = at < 0 ? [err.message, 'retry later'] : [err.message.slice(0, at), err.message.slice(at + 2)];
+  throw new StoreError(err.kind, `redis store ${display}: ${what} failed (${why.replaceAll('\n', ' ')}); ${hint}`);
+}
+
+/** The methods a store offers as `store.async`, each resolving as its synchronous twin returns. */
+export const ASYNC_METHODS = Object.freeze(['get', 'compareAndSet', 'append', 'read', 'delete', 'keys', 'purgeExpired']);
+
 /**
  * A store on a Redis 7 server (or Valkey), shared by every process that opens the same
  * URL and prefix. `new RedisStore(url)`; the URL's options: README, "Stores".
  * Same methods and errors as SqliteStore; `serverClock()` reads the server's clock.
+ *
+ * Two faces on two connections: the synchronous methods block the calling thread
+ * (a worker thread runs the client, src/sync-bridge.js), for scripts and blocking
+ * callers; `store.async` has the same methods returning promises, on a client of
+ * this thread that never blocks it. The runtime uses `store.async`.
  */
 export class RedisStore {
   #id;
   #o;
   #closed = false;
   #clock;
+  #conn = null; // this thread's connection (store.async)
+  #opening = null; // open.lua on it, once
+  #async;
+  #syncOpen = false; // the worker's connection checked the store's metadata
 
-  constructor(url) {
+  /**
+   * `options.open` (default true): check the store's metadata now, blocking
+   * (`open.lua`; throws `unavailable` when Redis does not answer). With false
+   * nothing is sent until the first call, and each face checks it then.
+   */
+  constructor(url, { open = true } = {}) {
     this.#o = parseRedisUrl(url);
     this.#id = nextId++;
-    this.#call('init', [{ clientUrl: this.#o.clientUrl, prefix: this.#o.prefix, timeoutMs: this.#o.timeoutMs, connectTimeoutMs: this.#o.connectTimeoutMs }]);
-    try {
-      this.#open();
-    } catch (e) {
-      this.close(); // the worker forgets the connection
-      throw e;
-    }
+    if (open) this.#openSync();
   }
 
-  #open() {
-    const r = this.#call('open', [SCHEMA_VERSION], 'opening');
+  /** The worker's connection, its metadata checked (once; again after a failure). */
+  #openSync() {
+    if (this.#syncOpen) return;
+    this.#call('init', [this.#connOptions()]);
+    try {
+      this.#checkOpen(this.#call('open', [SCHEMA_VERSION], 'opening'));
+    } catch (e) {
+      this.#call('close', []); // the worker forgets the connection
+      throw e;
+    }
+    this.#syncOpen = true;
+  }
+
+  #connOptions() {
+    return { clientUrl: this.#o.clientUrl, prefix: this.#o.prefix, timeoutMs: this.#o.timeoutMs, connectTimeoutMs: this.#o.connectTimeoutMs };
+  }
+
+  #checkOpen(r) {
     if (!Array.isArray(r) || r.length !== 3) throw this.#corrupt('opening', badShape('open', r));
     if (r[0] !== 1) {
       throw new StoreError(
@@ -202,123 +240,222 @@ export class RedisStore {
     return new StoreError('corrupt', `redis store ${this.#o.display}: ${what} failed (${e.message}); the data under prefix {${this.#o.prefix}} was written by another program, use another prefix`);
   }
 
+  #closedError(what) {
+    return new StoreError('io', `redis store ${this.#o.display}: ${what} after close(); open a new RedisStore`);
+  }
+
   #call(op, args, what = op) {
-    if (this.#closed) throw new StoreError('io', `redis store ${this.#o.display}: ${what} after close(); open a new RedisStore`);
+    if (this.#closed) throw this.#closedError(what);
     // The worker bounds each step itself; this is the backstop: connect, a command and
     // (on open) SCRIPT LOAD, plus a second for the thread.
     const reply = callWorker(this.#id, op, args, this.#o.connectTimeoutMs + 2 * this.#o.timeoutMs + 1000);
-    if (reply && 'ok' in reply) return reply.ok;
-    const err = reply?.err ?? { kind: 'unavailable', message: 'no reply from the worker thread' };
-    const at = err.message.indexOf('; ');
-    const [why, hint] = at < 0 ? [err.message, 'retry later'] : [err.message.slice(0, at), err.message.slice(at + 2)];
-    throw new StoreError(err.kind, `redis store ${this.#o.display}: ${what} failed (${why.replaceAll('\n', ' ')}); ${hint}`);
+    return unwrap(this.#o.display, reply, what);
   }
 
-  get(key, nowMs) {
+  /** `op` on this thread's connection (never blocks it): bounded by connect_timeout_ms + timeout_ms per step. */
+  async #callAsync(op, args, what = op) {
+    if (this.#closed) throw this.#closedError(what);
+    try {
+      this.#conn ??= connection(this.#connOptions());
+    } catch (e) {
+      throw new StoreError(e.kind ?? 'io', `redis store ${this.#o.display}: ${e.message}`);
+    }
+    if (op !== 'ping' && op !== 'time') {
+      // The store's metadata is checked on this connection too, once (again after a failure).
+      this.#opening ??= perform(this.#conn, 'open', [SCHEMA_VERSION]).then((reply) => this.#checkOpen(unwrap(this.#o.display, reply, 'opening')));
+      try {
+        await this.#opening;
+      } catch (e) {
+        this.#opening = null;
+        throw e;
+      }
+    }
+    return unwrap(this.#o.display, await perform(this.#conn, op, args), what);
+  }
+
+  /** Run `plan` = [op, args, what, parse] blocking. */
+  #sync([op, args, what, parse]) {
+    if (this.#closed) throw this.#closedError(what);
+    this.#openSync();
+    return parse(this.#call(op, args, what));
+  }
+
+  /** Run `plan` = [op, args, what, parse] on this thread's connection. */
+  async #await([op, args, what, parse]) {
+    return parse(await this.#callAsync(op, args, what));
+  }
+
+  #getPlan(key, nowMs) {
     checkName('key', key);
     checkInt('nowMs', nowMs);
-    const r = this.#call('get', [key, nowMs], `reading ${JSON.stringify(key)}`);
-    try {
-      if (!Array.isArray(r)) throw badShape('get', r);
-      if (r.length === 0) return null;
-      if (r.length !== 2 || typeof r[0] !== 'string') throw badShape('get', r);
-      return { value: r[0], version: replyInt('get', r[1]) };
-    } catch (e) {
-      throw this.#corrupt(`reading ${JSON.stringify(key)}`, e);
-    }
-  }
-
-  compareAndSet(key, expected, value, ttlMs, nowMs) {
-    checkCas(key, expected, value, ttlMs, nowMs);
-    const r = this.#call(
-      'cas',
-      [key, expected ?? null, value, ttlMs ?? null, nowMs, this.#o.graceMs, PURGE_BATCH],
-      `compare-and-set of ${JSON.stringify(key)}`,
-    );
-    try {
-      if (!Array.isArray(r)) throw badShape('cas', r);
-      if (r[0] === 1 && r.length === 2) return { written: true, version: replyInt('cas', r[1]) };
-      if (r[0] === 0 && r.length === 1) return { written: false, current: null };
-      if (r[0] === 0 && r.length === 3 && typeof r[1] === 'string') {
-        return { written: false, current: { value: r[1], version: replyInt('cas', r[2]) } };
+    const what = `reading ${JSON.stringify(key)}`;
+    return ['get', [key, nowMs], what, (r) => {
+      try {
+        if (!Array.isArray(r)) throw badShape('get', r);
+        if (r.length === 0) return null;
+        if (r.length !== 2 || typeof r[0] !== 'string') throw badShape('get', r);
+        return { value: r[0], version: replyInt('get', r[1]) };
+      } catch (e) {
+        throw this.#corrupt(what, e);
       }
-      throw badShape('cas', r);
-    } catch (e) {
-      throw this.#corrupt(`compare-and-set of ${JSON.stringify(key)}`, e);
-    }
+    }];
   }
 
-  append(stream, record, nowMs) {
+  #casPlan(key, expected, value, ttlMs, nowMs) {
+    checkCas(key, expected, value, ttlMs, nowMs);
+    const what = `compare-and-set of ${JSON.stringify(key)}`;
+    return ['cas', [key, expected ?? null, value, ttlMs ?? null, nowMs, this.#o.graceMs, PURGE_BATCH], what, (r) => {
+      try {
+        if (!Array.isArray(r)) throw badShape('cas', r);
+        if (r[0] === 1 && r.length === 2) return { written: true, version: replyInt('cas', r[1]) };
+        if (r[0] === 0 && r.length === 1) return { written: false, current: null };
+        if (r[0] === 0 && r.length === 3 && typeof r[1] === 'string') {
+          return { written: false, current: { value: r[1], version: replyInt('cas', r[2]) } };
+        }
+        throw badShape('cas', r);
+      } catch (e) {
+        throw this.#corrupt(what, e);
+      }
+    }];
+  }
+
+  #appendPlan(stream, record, nowMs) {
     checkName('stream', stream);
     checkInt('nowMs', nowMs);
     checkJson('record', stream, record);
-    const r = this.#call('append', [stream, record, nowMs], `appending to ${JSON.stringify(stream)}`);
-    try {
-      return replyInt('append', r);
-    } catch (e) {
-      throw this.#corrupt(`appending to ${JSON.stringify(stream)}`, e);
-    }
+    const what = `appending to ${JSON.stringify(stream)}`;
+    return ['append', [stream, record, nowMs], what, (r) => {
+      try {
+        return replyInt('append', r);
+      } catch (e) {
+        throw this.#corrupt(what, e);
+      }
+    }];
   }
 
-  read(stream, after, limit) {
+  #readPlan(stream, after, limit) {
     checkName('stream', stream);
     checkInt('after', after);
     checkInt('limit', limit);
-    if (limit === 0) return [];
-    const r = this.#call('read', [stream, after, limit], `reading ${JSON.stringify(stream)}`);
-    try {
-      if (!Array.isArray(r)) throw badShape('read', r);
-      return r.map((entry) => {
-        const [id, fields] = Array.isArray(entry) ? entry : [];
-        const m = typeof id === 'string' ? /^([0-9]+)-0$/.exec(id) : null;
-        if (!m || !Array.isArray(fields)) throw badShape('read', entry);
-        const at = fields.findIndex((f, i) => i % 2 === 0 && f === 'r');
-        if (at < 0 || typeof fields[at + 1] !== 'string') throw badShape('read', entry);
-        return [replyInt('read', Number(m[1])), fields[at + 1]];
-      });
-    } catch (e) {
-      throw this.#corrupt(`reading ${JSON.stringify(stream)}`, e);
-    }
+    const what = `reading ${JSON.stringify(stream)}`;
+    return ['read', [stream, after, limit], what, (r) => {
+      try {
+        if (!Array.isArray(r)) throw badShape('read', r);
+        return r.map((entry) => {
+          const [id, fields] = Array.isArray(entry) ? entry : [];
+          const m = typeof id === 'string' ? /^([0-9]+)-0$/.exec(id) : null;
+          if (!m || !Array.isArray(fields)) throw badShape('read', entry);
+          const at = fields.findIndex((f, i) => i % 2 === 0 && f === 'r');
+          if (at < 0 || typeof fields[at + 1] !== 'string') throw badShape('read', entry);
+          return [replyInt('read', Number(m[1])), fields[at + 1]];
+        });
+      } catch (e) {
+        throw this.#corrupt(what, e);
+      }
+    }];
+  }
+
+  #deletePlan(key) {
+    checkName('key', key);
+    const what = `deleting ${JSON.stringify(key)}`;
+    return ['delete', [key], what, (r) => {
+      if (r !== 0 && r !== 1) throw this.#corrupt(what, badShape('delete', r));
+      return r === 1;
+    }];
+  }
+
+  #keysPlan(prefix, nowMs) {
+    checkName('prefix', prefix, true);
+    checkInt('nowMs', nowMs);
+    return ['keys', [prefix, nowMs], 'listing keys', (r) => {
+      if (!Array.isArray(r) || r.some((k) => typeof k !== 'string')) throw this.#corrupt('listing keys', badShape('keys', r));
+      return r;
+    }];
+  }
+
+  #purgePlan(nowMs) {
+    checkInt('nowMs', nowMs);
+    return ['purge', [nowMs], 'purging expired entries', (r) => {
+      try {
+        return replyInt('purge', r);
+      } catch (e) {
+        throw this.#corrupt('purging expired entries', e);
+      }
+    }];
+  }
+
+  #timePlan() {
+    return ['time', [], 'TIME', ({ reply, t0, t1 }) => {
+      if (!Array.isArray(reply) || reply.length !== 2 || !reply.every((x) => /^[0-9]+$/.test(String(x)))) {
+        throw this.#corrupt('TIME', badShape('time', reply));
+      }
+      return { serverMs: Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000), t0, t1 };
+    }];
+  }
+
+  get(key, nowMs) {
+    return this.#sync(this.#getPlan(key, nowMs));
+  }
+
+  compareAndSet(key, expected, value, ttlMs, nowMs) {
+    return this.#sync(this.#casPlan(key, expected, value, ttlMs, nowMs));
+  }
+
+  append(stream, record, nowMs) {
+    return this.#sync(this.#appendPlan(stream, record, nowMs));
+  }
+
+  read(stream, after, limit) {
+    const plan = this.#readPlan(stream, after, limit);
+    return limit === 0 ? [] : this.#sync(plan);
   }
 
   delete(key) {
-    checkName('key', key);
-    const r = this.#call('delete', [key], `deleting ${JSON.stringify(key)}`);
-    if (r !== 0 && r !== 1) throw this.#corrupt(`deleting ${JSON.stringify(key)}`, badShape('delete', r));
-    return r === 1;
+    return this.#sync(this.#deletePlan(key));
   }
 
   keys(prefix, nowMs) {
-    checkName('prefix', prefix, true);
-    checkInt('nowMs', nowMs);
-    const r = this.#call('keys', [prefix, nowMs], 'listing keys');
-    if (!Array.isArray(r) || r.some((k) => typeof k !== 'string')) throw this.#corrupt('listing keys', badShape('keys', r));
-    return r;
+    return this.#sync(this.#keysPlan(prefix, nowMs));
   }
 
   /** Remove every entry expired at `nowMs`; returns how many were removed. */
   purgeExpired(nowMs) {
-    checkInt('nowMs', nowMs);
-    const r = this.#call('purge', [nowMs], 'purging expired entries');
-    try {
-      return replyInt('purge', r);
-    } catch (e) {
-      throw this.#corrupt('purging expired entries', e);
-    }
+    return this.#sync(this.#purgePlan(nowMs));
   }
 
   /** PING the server: throws StoreError 'unavailable' when it does not answer within timeout_ms. */
   ping() {
-    this.#call('ping', [], 'PING');
+    this.#sync(['ping', [], 'PING', () => undefined]);
   }
 
   /** @internal One TIME sample: {serverMs, t0, t1} (local ms before and after the round trip). */
   sampleTime() {
-    const { reply, t0, t1 } = this.#call('time', [], 'TIME');
-    if (!Array.isArray(reply) || reply.length !== 2 || !reply.every((x) => /^[0-9]+$/.test(String(x)))) {
-      throw this.#corrupt('TIME', badShape('time', reply));
-    }
-    return { serverMs: Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000), t0, t1 };
+    return this.#sync(this.#timePlan());
+  }
+
+  /**
+   * The same methods returning promises, on a connection of this thread: a call never
+   * blocks the event loop; it settles within timeout_ms (plus connect_timeout_ms when it
+   * must connect). Also `ping()` and `sampleTime()`.
+   */
+  get async() {
+    this.#async ??= Object.freeze({
+      get: async (key, nowMs) => this.#await(this.#getPlan(key, nowMs)),
+      compareAndSet: async (key, expected, value, ttlMs, nowMs) => this.#await(this.#casPlan(key, expected, value, ttlMs, nowMs)),
+      append: async (stream, record, nowMs) => this.#await(this.#appendPlan(stream, record, nowMs)),
+      read: async (stream, after, limit) => {
+        const plan = this.#readPlan(stream, after, limit);
+        return limit === 0 ? [] : this.#await(plan);
+      },
+      delete: async (key) => this.#await(this.#deletePlan(key)),
+      keys: async (prefix, nowMs) => this.#await(this.#keysPlan(prefix, nowMs)),
+      purgeExpired: async (nowMs) => this.#await(this.#purgePlan(nowMs)),
+      ping: async () => {
+        await this.#callAsync('ping', [], 'PING');
+      },
+      sampleTime: async () => this.#await(this.#timePlan()),
+    });
+    return this.#async;
   }
 
   /**
@@ -331,10 +468,11 @@ export class RedisStore {
     return this.#clock;
   }
 
-  /** Close the connection (the data stays in Redis). */
+  /** Close both connections (the data stays in Redis). */
   close() {
     if (this.#closed) return;
-    this.#call('close', []);
+    if (this.#conn) perform(this.#conn, 'close', []);
+    if (this.#syncOpen) this.#call('close', []);
     this.#closed = true;
   }
 }
@@ -355,16 +493,44 @@ export class ServerClock {
     return this.#offset;
   }
 
+  /**
+   * Take a sample now unless one was taken already; resolves when it is done (the
+   * runtime awaits it at creation, so its first readings are the server's).
+   */
+  async ready() {
+    if (this.#sampledAt === -Infinity) {
+      this.#sampledAt = performance.timeOrigin + performance.now();
+      await this.#sample();
+    } else {
+      await this.#pending;
+    }
+  }
+
+  #pending = undefined;
+
+  /** One TIME round trip; sets the offset when Redis answered. */
+  async #sample() {
+    const sampler = this.#store.async?.sampleTime;
+    try {
+      const { serverMs, t0, t1 } = sampler ? await (this.#pending = sampler()) : this.#store.sampleTime();
+      this.#offset = serverMs - (t0 + t1) / 2;
+    } catch {
+      // unreachable: keep the last offset
+    } finally {
+      this.#pending = undefined;
+    }
+  }
+
+  /**
+   * The server's time now, Unix ms. A due sample runs in the background on the
+   * store's asynchronous connection (`store.async`, when it has one): this call
+   * answers at once with the offset it has, and never waits for Redis.
+   */
   nowMs() {
     const local = performance.timeOrigin + performance.now();
     if (local - this.#sampledAt >= CLOCK_SAMPLE_MS) {
       this.#sampledAt = local;
-      try {
-        const { serverMs, t0, t1 } = this.#store.sampleTime();
-        this.#offset = serverMs - (t0 + t1) / 2;
-      } catch {
-        // unreachable: keep the last offset
-      }
+      this.#sample();
     }
     const now = Math.floor(performance.timeOrigin + performance.now() + this.#offset);
     this.#last = Math.max(this.#last, now);
@@ -382,12 +548,22 @@ const REAL_SLEEP = new SystemClock();
 // ------------------------------------------------------------------ FallbackStore
 
 const spooled = (key) => SPOOLED_PREFIXES.some((p) => key.startsWith(p));
+/** What a FallbackStore call yields for work its asynchronous face runs in the background. */
+const DETACH = Symbol('detach');
+/** What a FallbackStore call yields for an operation of its local store: [LOCAL, method, args]. */
+const LOCAL = Symbol('local');
 
 /**
  * A store over a primary (a RedisStore) that falls back to a local store (the spool, a
  * SqliteStore) while the primary is `unavailable`, and flushes what must not be lost
  * when it answers again. `options`: {onEvent(text), probeMs = 1000, name}. See
  * docs in README, "Stores".
+ *
+ * Each call is written once, as a generator that yields the primary's operations
+ * ([method, args]) and does the local store's (synchronous, on this machine) itself;
+ * the synchronous methods carry them out blocking, `store.async` awaits the
+ * primary's asynchronous face, so a primary that stopped answering never holds
+ * the event loop.
  */
 export class FallbackStore {
   #primary;
@@ -397,10 +573,14 @@ export class FallbackStore {
   #listeners = [];
   #healthy = true;
   #startup = true;
+  #flushing = false; // a flush of this store is in progress (async calls interleave)
+  #spoolEnd = 0; // the last spool record this store wrote
+  #localAsync = undefined; // the local store's asynchronous face, made at the first awaited call
   #degradedAt = 0;
   #lastProbe = 0;
   #lastNow = 0;
   #owner = randomUUID();
+  #async;
 
   constructor(primary, local, { onEvent, probeMs = 1000, name } = {}) {
     checkInt('probeMs', probeMs);
@@ -452,66 +632,88 @@ export class FallbackStore {
   }
 
   #degrade(nowMs, err) {
+    if (!this.#healthy) return; // concurrent calls that failed together: one event
     this.#healthy = false;
     this.#degradedAt = nowMs;
     this.#lastProbe = nowMs;
     this.#emit({ event: 'store_degraded', store: this.#name, at_ms: nowMs, kind: err.kind, message: err.message });
   }
 
-  #probe() {
-    if (typeof this.#primary.ping === 'function') this.#primary.ping();
-    else this.#primary.get('agent-recovery/ping', this.#lastNow);
+  *#probe() {
+    if (typeof this.#primary.ping === 'function') yield ['ping', []];
+    else yield ['get', ['agent-recovery/ping', this.#lastNow]];
   }
 
-  /** Flush the spool to the primary; true when it is empty now. Throws the primary's errors. */
-  #flush(nowMs) {
-    const start = this.#local.get(SPOOL_CURSOR, nowMs);
-    if (this.#local.read(SPOOL_STREAM, start ? JSON.parse(start.value).seq : 0, 1).length === 0) return { done: true, flushed: 0 };
-    const lease = this.#local.get(SPOOL_LEASE, nowMs);
+  /** Flush the spool to the primary; {done, flushed}: done when it is empty now. Throws the primary's errors. */
+  *#flush(nowMs) {
+    if (this.#flushing) return { done: false, flushed: 0 };
+    const start = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
+    if ((yield [LOCAL, 'read', [SPOOL_STREAM, start ? JSON.parse(start.value).seq : 0, 1]]).length === 0) return { done: true, flushed: 0 };
+    if (this.#flushing) return { done: false, flushed: 0 };
+    const lease = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
     const mine = JSON.stringify({ owner: this.#owner });
     if (lease && lease.value !== mine) return { done: false, flushed: 0 };
-    const took = this.#local.compareAndSet(SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs);
-    if (!took.written) return { done: false, flushed: 0 };
+    if (this.#flushing) return { done: false, flushed: 0 };
+    this.#flushing = true;
     let flushed = 0;
+    let opened = false;
+    let held = false;
     try {
+      const took = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs]];
+      if (!took.written) return { done: false, flushed: 0 };
+      held = true;
+      const target = this.#spoolEnd; // what this store had spooled when the flush began
       for (;;) {
-        const cur = this.#local.get(SPOOL_CURSOR, nowMs);
+        const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
-        const batch = this.#local.read(SPOOL_STREAM, seq, 64);
+        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
         if (batch.length === 0) break;
+        if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
+          // The last batch, or past what this store had spooled when the flush began: new
+          // calls go to the primary from here, so calls served locally meanwhile (the
+          // asynchronous face) cannot keep the spool growing faster than this flush
+          // drains it; the tail they spooled is drained by this loop.
+          this.#healthy = true;
+          opened = true;
+        }
         let cursor = cur;
         for (const [n, text] of batch) {
-          this.#apply(JSON.parse(text));
+          yield* this.#apply(JSON.parse(text));
           flushed += 1;
-          const w = this.#local.compareAndSet(SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs);
-          cursor = w.written ? { version: w.version } : this.#local.get(SPOOL_CURSOR, nowMs);
+          const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
+          cursor = w.written ? { version: w.version } : yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         }
       }
+    } catch (e) {
+      if (opened && this.#healthy) this.#healthy = false; // still degraded: the flush goes on at the next probe
+      throw e;
     } finally {
-      const held = this.#local.get(SPOOL_LEASE, nowMs);
-      if (held && held.value === mine) this.#local.delete(SPOOL_LEASE);
+      this.#flushing = false;
+      if (held) {
+        const now = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
+        if (now && now.value === mine) yield [LOCAL, 'delete', [SPOOL_LEASE]];
+      }
     }
     return { done: true, flushed };
   }
 
-  #apply(rec) {
-    const p = this.#primary;
-    if (rec.op === 'append') p.append(rec.stream, rec.record, rec.now_ms);
-    else if (rec.op === 'delete') p.delete(rec.key);
+  *#apply(rec) {
+    if (rec.op === 'append') yield ['append', [rec.stream, rec.record, rec.now_ms]];
+    else if (rec.op === 'delete') yield ['delete', [rec.key]];
     else if (rec.op === 'set') {
       // Last writer wins: the spooled value replaces whatever version is there.
       for (let i = 0; ; i++) {
-        const cur = p.get(rec.key, rec.now_ms);
-        if (p.compareAndSet(rec.key, cur ? cur.version : null, rec.value, rec.ttl_ms, rec.now_ms).written) return;
+        const cur = yield ['get', [rec.key, rec.now_ms]];
+        if ((yield ['compareAndSet', [rec.key, cur ? cur.version : null, rec.value, rec.ttl_ms, rec.now_ms]]).written) return;
         if (i >= 100) throw new StoreError('unavailable', `flushing ${JSON.stringify(rec.key)}: 100 conflicting writes in a row; the flush resumes at the next probe`);
       }
     }
   }
 
-  #restore(nowMs) {
-    const { done, flushed } = this.#flush(nowMs);
-    if (!done) return false;
+  *#restore(nowMs) {
     const wasDegraded = !this.#healthy;
+    const { done, flushed } = yield* this.#flush(nowMs);
+    if (!done) return false;
     this.#healthy = true;
     if (wasDegraded || flushed > 0) {
       this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: wasDegraded ? Math.max(0, nowMs - this.#degradedAt) : 0, flushed });
@@ -519,13 +721,24 @@ export class FallbackStore {
     return true;
   }
 
-  /** Run `primary()` or, degraded, `local()`. */
-  #route(nowMs, primary, local) {
+  /** Probe the primary and, when it answers, flush the spool and serve it again. */
+  *#reconnect(now) {
+    try {
+      yield* this.#probe();
+      yield* this.#restore(now);
+      this.#startup = false;
+    } catch (e) {
+      if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
+    }
+  }
+
+  /** The call: `primary` = [method, args] on the primary or, degraded, the generator `local()`. */
+  *#route(nowMs, primary, local) {
     if (nowMs !== undefined) this.#lastNow = Math.max(this.#lastNow, nowMs);
     const now = nowMs ?? this.#lastNow;
     if (this.#startup && this.#healthy) {
       try {
-        this.#restore(now); // a spool left by an earlier process
+        yield* this.#restore(now); // a spool left by an earlier process
         this.#startup = false;
       } catch (e) {
         if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
@@ -534,89 +747,185 @@ export class FallbackStore {
     }
     if (!this.#healthy && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
-      try {
-        this.#probe();
-        this.#restore(now);
-        this.#startup = false;
-      } catch (e) {
-        if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
-      }
+      // Blocking: this call probes and flushes, then goes on. Awaited (store.async):
+      // they run in the background and this call is served locally at once.
+      yield [DETACH, this.#reconnect(now)];
     }
     if (this.#healthy) {
       try {
-        return primary();
+        return yield primary;
       } catch (e) {
         if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
         this.#degrade(now, e);
       }
     }
-    return local();
+    return yield* local();
   }
 
-  #spool(record, nowMs) {
-    this.#local.append(SPOOL_STREAM, JSON.stringify(record), nowMs);
+  /** Carry out a call's generator, blocking on the primary's and the local store's synchronous methods. */
+  #runSync(gen) {
+    let step = gen.next();
+    while (!step.done) {
+      const [method, a, b] = step.value;
+      let value;
+      try {
+        if (method === DETACH) value = this.#runSync(a);
+        else if (method === LOCAL) value = this.#local[a](...b);
+        else value = this.#primary[method](...a);
+      } catch (e) {
+        step = gen.throw(e);
+        continue;
+      }
+      step = gen.next(value);
+    }
+    return step.value;
+  }
+
+  /** The local store's asynchronous face: a SqliteStore's file through a worker thread. */
+  #localFace() {
+    if (this.#localAsync === undefined) {
+      const l = this.#local;
+      this.#localAsync = l instanceof SqliteStore ? new SqliteOffThread(l.path, { synchronous: l.synchronous }) : asyncFace(l);
+    }
+    return this.#localAsync;
+  }
+
+  /** Carry out a call's generator, awaiting the primary's and the local store's asynchronous faces. */
+  async #runAsync(gen) {
+    const primary = asyncFace(this.#primary);
+    let step = gen.next();
+    while (!step.done) {
+      const [method, a, b] = step.value;
+      if (method === DETACH) {
+        // A store error other than `unavailable` there is retried at the next probe.
+        this.#runAsync(a).catch(() => {});
+        step = gen.next();
+        continue;
+      }
+      let value;
+      try {
+        value = method === LOCAL ? await this.#localFace()[a](...b) : await primary[method](...a);
+      } catch (e) {
+        step = gen.throw(e);
+        continue;
+      }
+      step = gen.next(value);
+    }
+    return step.value;
+  }
+
+  *#spool(record, nowMs) {
+    const seq = yield [LOCAL, 'append', [SPOOL_STREAM, JSON.stringify(record), nowMs]];
+    this.#spoolEnd = Math.max(this.#spoolEnd, seq);
+  }
+
+  #get(key, nowMs) {
+    return this.#route(nowMs, ['get', [key, nowMs]], function* () {
+      return yield [LOCAL, 'get', [key, nowMs]];
+    });
+  }
+
+  #compareAndSet(key, expected, value, ttlMs, nowMs) {
+    const self = this;
+    return this.#route(nowMs, ['compareAndSet', [key, expected, value, ttlMs, nowMs]], function* () {
+      const r = yield [LOCAL, 'compareAndSet', [key, expected, value, ttlMs, nowMs]];
+      if (r.written && spooled(key)) yield* self.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs }, nowMs);
+      return r;
+    });
+  }
+
+  #append(stream, record, nowMs) {
+    const self = this;
+    return this.#route(nowMs, ['append', [stream, record, nowMs]], function* () {
+      checkName('stream', stream);
+      checkInt('nowMs', nowMs);
+      checkJson('record', stream, record);
+      // The spool first: a crash between the two leaves the record to flush, never lost.
+      yield* self.#spool({ op: 'append', stream, record, now_ms: nowMs }, nowMs);
+      return yield [LOCAL, 'append', [stream, record, nowMs]];
+    });
+  }
+
+  #read(stream, after, limit) {
+    return this.#route(undefined, ['read', [stream, after, limit]], function* () {
+      return yield [LOCAL, 'read', [stream, after, limit]];
+    });
+  }
+
+  #delete(key) {
+    const self = this;
+    return this.#route(undefined, ['delete', [key]], function* () {
+      const existed = yield [LOCAL, 'delete', [key]];
+      // Spooled even when absent here: the entry may exist in the primary only.
+      if (spooled(key)) yield* self.#spool({ op: 'delete', key }, self.#lastNow);
+      return existed;
+    });
+  }
+
+  #keys(prefix, nowMs) {
+    return this.#route(nowMs, ['keys', [prefix, nowMs]], function* () {
+      return yield [LOCAL, 'keys', [prefix, nowMs]];
+    });
+  }
+
+  #purgeExpired(nowMs) {
+    return this.#route(nowMs, ['purgeExpired', [nowMs]], function* () {
+      return yield [LOCAL, 'purgeExpired', [nowMs]];
+    });
   }
 
   get(key, nowMs) {
-    return this.#route(nowMs, () => this.#primary.get(key, nowMs), () => this.#local.get(key, nowMs));
+    return this.#runSync(this.#get(key, nowMs));
   }
 
   compareAndSet(key, expected, value, ttlMs, nowMs) {
-    return this.#route(
-      nowMs,
-      () => this.#primary.compareAndSet(key, expected, value, ttlMs, nowMs),
-      () => {
-        const r = this.#local.compareAndSet(key, expected, value, ttlMs, nowMs);
-        if (r.written && spooled(key)) this.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs }, nowMs);
-        return r;
-      },
-    );
+    return this.#runSync(this.#compareAndSet(key, expected, value, ttlMs, nowMs));
   }
 
   append(stream, record, nowMs) {
-    return this.#route(
-      nowMs,
-      () => this.#primary.append(stream, record, nowMs),
-      () => {
-        checkName('stream', stream);
-        checkInt('nowMs', nowMs);
-        checkJson('record', stream, record);
-        // The spool first: a crash between the two leaves the record to flush, never lost.
-        this.#spool({ op: 'append', stream, record, now_ms: nowMs }, nowMs);
-        return this.#local.append(stream, record, nowMs);
-      },
-    );
+    return this.#runSync(this.#append(stream, record, nowMs));
   }
 
   read(stream, after, limit) {
-    return this.#route(undefined, () => this.#primary.read(stream, after, limit), () => this.#local.read(stream, after, limit));
+    return this.#runSync(this.#read(stream, after, limit));
   }
 
   delete(key) {
-    return this.#route(
-      undefined,
-      () => this.#primary.delete(key),
-      () => {
-        const existed = this.#local.delete(key);
-        // Spooled even when absent here: the entry may exist in the primary only.
-        if (spooled(key)) this.#spool({ op: 'delete', key }, this.#lastNow);
-        return existed;
-      },
-    );
+    return this.#runSync(this.#delete(key));
   }
 
   keys(prefix, nowMs) {
-    return this.#route(nowMs, () => this.#primary.keys(prefix, nowMs), () => this.#local.keys(prefix, nowMs));
+    return this.#runSync(this.#keys(prefix, nowMs));
   }
 
   purgeExpired(nowMs) {
-    return this.#route(nowMs, () => this.#primary.purgeExpired(nowMs), () => this.#local.purgeExpired(nowMs));
+    return this.#runSync(this.#purgeExpired(nowMs));
+  }
+
+  /**
+   * The same methods returning promises: the primary's are awaited on its
+   * asynchronous face (a RedisStore's `async`), the local SQLite spool's in a
+   * worker thread. A call waits for Redis at most its timeout, then is served
+   * locally; the probe and the flush run in the background.
+   */
+  get async() {
+    this.#async ??= Object.freeze({
+      get: (key, nowMs) => this.#runAsync(this.#get(key, nowMs)),
+      compareAndSet: (key, expected, value, ttlMs, nowMs) => this.#runAsync(this.#compareAndSet(key, expected, value, ttlMs, nowMs)),
+      append: (stream, record, nowMs) => this.#runAsync(this.#append(stream, record, nowMs)),
+      read: (stream, after, limit) => this.#runAsync(this.#read(stream, after, limit)),
+      delete: (key) => this.#runAsync(this.#delete(key)),
+      keys: (prefix, nowMs) => this.#runAsync(this.#keys(prefix, nowMs)),
+      purgeExpired: (nowMs) => this.#runAsync(this.#purgeExpired(nowMs)),
+    });
+    return this.#async;
   }
 
   /** Close both stores. */
   close() {
     this.#primary.close?.();
     this.#local.close?.();
+    if (this.#localAsync !== this.#local) this.#localAsync?.close?.();
   }
 }
 
@@ -632,77 +941,18 @@ export function openStore(spec, { onEvent } = {}) {
   if (!/^rediss?:\/\//i.test(spec)) return new SqliteStore(spec);
   const o = parseRedisUrl(spec);
   let primary;
+  let down = false;
   try {
     primary = new RedisStore(spec);
   } catch (e) {
     if (o.fallback === 'none' || !(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
-    primary = new LazyRedisStore(spec, e);
+    primary = new RedisStore(spec, { open: false }); // opened at its first successful call
+    down = true;
   }
   if (o.fallback === 'none') return primary;
   const spool = o.spool ?? defaultSpoolPath(spec);
   mkdirSync(dirname(spool), { recursive: true });
   const store = new FallbackStore(primary, new SqliteStore(spool), { onEvent, probeMs: o.probeMs, name: o.display });
-  if (primary instanceof LazyRedisStore) store.get('agent-recovery/ping', Date.now()); // degrade now, with the opening error
+  if (down) store.get('agent-recovery/ping', Date.now()); // degrade now, with the opening error
   return store;
-}
-
-/** A RedisStore opened at its first successful call (when Redis was down at openStore). */
-class LazyRedisStore {
-  #spec;
-  #store = null;
-  #error;
-  #clock;
-
-  constructor(spec, error) {
-    this.#spec = spec;
-    this.#error = error;
-  }
-
-  get url() {
-    return parseRedisUrl(this.#spec).display;
-  }
-
-  #s() {
-    if (this.#store) return this.#store;
-    this.#store = new RedisStore(this.#spec);
-    return this.#store;
-  }
-
-  serverClock() {
-    const lazy = this;
-    this.#clock ??= new ServerClock({ sampleTime: () => lazy.#s().sampleTime() });
-    return this.#clock;
-  }
-
-  get(...a) {
-    return this.#s().get(...a);
-  }
-  compareAndSet(...a) {
-    return this.#s().compareAndSet(...a);
-  }
-  append(...a) {
-    return this.#s().append(...a);
-  }
-  read(...a) {
-    return this.#s().read(...a);
-  }
-  delete(...a) {
-    return this.#s().delete(...a);
-  }
-  keys(...a) {
-    return this.#s().keys(...a);
-  }
-  purgeExpired(...a) {
-    return this.#s().purgeExpired(...a);
-  }
-  ping() {
-    this.#s().ping();
-  }
-  close() {
-    this.#store?.close();
-  }
-  /** @internal the error Redis answered when the store was opened. */
-  get openingError() {
-    return this.#error;
-  }
 }

@@ -608,3 +608,14 @@ export class SqliteStore {
     return this.#run('purging expired entries', () => this.#stmts.purge.run(BigInt(nowMs)).changes);
   }
 }
+
+/**
+ * The asynchronous face of a store, what the runtime awaits: `store.async` when the
+ * store has one (RedisStore, FallbackStore: their calls never block the event
+ * loop), else the store itself (MemoryStore, SqliteStore and stores of your own:
+ * synchronous and local; awaiting their values is fine).
+ */
+export function asyncFace(store) {
+  const a = store?.async;
+  return a !== null && typeof a === 'object' ? a : store;
+}

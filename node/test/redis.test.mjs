@@ -28,7 +28,7 @@ import {
 import { spawnSync } from 'node:child_process';
 import { REPO } from './helpers.mjs';
 import { freePort, rawCommand, startRedis } from './redis_server.mjs';
-import { apply } from './store_ops.mjs';
+import { apply, applyAsync } from './store_ops.mjs';
 
 const T = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-redis-'));
@@ -93,6 +93,32 @@ test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is down
     return store;
   });
   assert.deepEqual([...new Set(events)], ['store_degraded']);
+});
+
+async function runCasesAsync(backend, open) {
+  const failures = [];
+  for (const c of cases) {
+    const store = open();
+    for (const [i, op] of c.ops.entries()) {
+      const got = await applyAsync(store.async, op);
+      try {
+        assert.deepStrictEqual(got, op.expect);
+      } catch {
+        failures.push(`${backend}: case ${JSON.stringify(c.name)} op ${i} ${op.op}\n  expected: ${JSON.stringify(op.expect)}\n  got: ${JSON.stringify(got)}`);
+      }
+    }
+    store.close();
+  }
+  assert.deepEqual(failures, []);
+}
+
+test('store.async of RedisStore and FallbackStore (up and down) passes the shared vectors', async () => {
+  await runCasesAsync('redis.async', () => new RedisStore(redis.url(`prefix=${prefix()}`), { open: false }));
+  await runCasesAsync('fallback.async', () => openStore(redis.url(`prefix=${prefix()}&spool=${join(dir, `va-${n}.sqlite`)}`)));
+  const port = await freePort(); // nobody listens there
+  await runCasesAsync('fallback-degraded.async', () =>
+    openStore(`redis://127.0.0.1:${port}/0?spool=${join(dir, `da-${n++}.sqlite`)}&probe_ms=${Number.MAX_SAFE_INTEGER}`),
+  );
 });
 
 test('the Redis layout is the one host/src/store/redis/README.md documents', async () => {
@@ -394,6 +420,9 @@ test('a runtime on a FallbackStore forwards store_degraded and store_restored to
   }
   clock.advance(5000);
   assert.equal((await rt.run('c').step({ id: 's', tool: 't', operation: () => 3 })).outcome, 'ok');
+  // That step's first call started the probe and the flush; the runtime awaits the store,
+  // so they run in the background (docs/store.md, "Redis and the event loop").
+  for (let i = 0; i < 1000 && !seen.some(([e]) => e === 'store_restored'); i++) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(seen.map(([e]) => e).filter((e) => e.startsWith('store_')), ['store_degraded', 'store_restored']);
 });
 

@@ -43,3 +43,37 @@ export function apply(store, op) {
       throw new Error(`unknown op ${JSON.stringify(op.op)}`);
   }
 }
+
+async function outcomeAsync(run, ok) {
+  let result;
+  try {
+    result = await run();
+  } catch (e) {
+    if (!(e instanceof StoreError)) throw e;
+    assert.ok(e.message.includes(';'), `error message without a hint: ${e.message}`);
+    return { error: e.kind.replaceAll('_', '-') };
+  }
+  return ok(result);
+}
+
+/** `apply` on a store's asynchronous face (`store.async`): the same answers, awaited. */
+export function applyAsync(face, op) {
+  switch (op.op) {
+    case 'get':
+      return outcomeAsync(() => face.get(op.key, op.now_ms), versioned);
+    case 'cas':
+      return outcomeAsync(() => face.compareAndSet(op.key, op.expected, op.value, op.ttl_ms, op.now_ms), casJson);
+    case 'append':
+      return outcomeAsync(() => face.append(op.stream, op.record, op.now_ms), (n) => n);
+    case 'read':
+      return outcomeAsync(() => face.read(op.stream, op.after, op.limit), (records) => records);
+    case 'delete':
+      return outcomeAsync(() => face.delete(op.key), (b) => b);
+    case 'keys':
+      return outcomeAsync(() => face.keys(op.prefix, op.now_ms), (k) => k);
+    case 'purge_expired':
+      return outcomeAsync(() => face.purgeExpired(op.now_ms), (n) => n);
+    default:
+      throw new Error(`unknown op ${JSON.stringify(op.op)}`);
+  }
+}

@@ -438,8 +438,10 @@ class DeadLetters:
         """`replay` for asyncio (operations may be async)."""
         from .durable import Operations, run_replay_async
 
+        from ._offloop import call
+
         ops = Operations.of(operations)
-        item, pending = self._pending(id)
+        item, pending = await call(self._store, self._pending, id)
         done = await run_replay_async(self._rt, item, pending, ops)
         return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
 

@@ -45,6 +45,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
+from . import _offloop
 from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, finish_replay
 from .errors import PolicyError, PolicyRuntimeError
 from .store import Written
@@ -339,15 +340,17 @@ def recover(runtime: "Runtime", operations: Any, older_than_ms: Optional[int] = 
 async def recover_async(
     runtime: "Runtime", operations: Any, older_than_ms: Optional[int] = None
 ) -> List[RecoverReport]:
-    """`recover` for asyncio (operations may be async)."""
+    """`recover` for asyncio (operations may be async; store calls run off the
+    loop, see `agent_recovery._offloop`)."""
     ops = Operations.of(operations)
     reports: List[RecoverReport] = []
-    for run_id, key, version in journaled(runtime, older_than_ms):
-        lease = _lease(runtime, run_id)
+    store = runtime.store
+    for run_id, key, version in await _offloop.call(store, journaled, runtime, older_than_ms):
+        lease = await _offloop.call(store, _lease, runtime, run_id)
         if lease is None:
             continue
         try:
-            state = _state_text(runtime, key, version)
+            state = await _offloop.call(store, _state_text, runtime, key, version)
             if state is None:
                 continue
             run = _recovering_run(runtime, state, ops, run_id)
@@ -356,10 +359,10 @@ async def recover_async(
             except (PolicyError, PolicyRuntimeError) as e:
                 reports.append(_failed(run, run_id, e))
                 continue
-            reports.append(_report(run, run_id))
+            reports.append(await _offloop.call(store, _report, run, run_id))
         finally:
-            runtime.store.delete(lease)
-    for item, pending in runtime.dead_letters.pending_replays():
+            await _offloop.call(store, store.delete, lease)
+    for item, pending in await _offloop.call(store, runtime.dead_letters.pending_replays):
         done = await run_replay_async(runtime, item, pending, ops)
         if done is not None and done.report is not None:
             reports.append(done.report)
@@ -435,12 +438,13 @@ def run_replay(runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops:
 async def run_replay_async(
     runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations
 ) -> Optional[_Replayed]:
-    """`run_replay` for asyncio."""
-    lease = _lease(runtime, pending.run_id)
+    """`run_replay` for asyncio (store calls off the loop)."""
+    store = runtime.store
+    lease = await _offloop.call(store, _lease, runtime, pending.run_id)
     if lease is None:
         return None
     try:
-        if not _still_pending(runtime, pending):
+        if not await _offloop.call(store, _still_pending, runtime, pending):
             return None
         spec = _replay_spec(item, pending)
         run = runtime.run(pending.run_id)
@@ -448,6 +452,6 @@ async def run_replay_async(
         report = await run._step_spec_async(spec, ops.step(spec))
         if report.outcome == "ok":
             await run.end_async()
-        return _replayed(runtime, run, spec, pending, report.outcome)
+        return await _offloop.call(store, _replayed, runtime, run, spec, pending, report.outcome)
     finally:
-        runtime.store.delete(lease)
+        await _offloop.call(store, store.delete, lease)

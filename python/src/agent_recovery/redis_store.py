@@ -24,6 +24,7 @@ docs/store.md, "The Redis backend" and "When Redis is down".
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -465,6 +466,11 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
     offset (0 at first) is kept, and it tries again 10 s later. Workers on
     one Redis then agree on the time within half a round trip, whatever
     their own clocks say. `sleep_ms` sleeps for real.
+
+    Called on a thread running an asyncio loop, a due sample is taken in a
+    background thread and `now_ms()` answers at once with the offset it has;
+    the new offset applies when the sample is back. The loop never waits for
+    Redis to answer `TIME`.
     """
 
     def __init__(self, store: RedisStore) -> None:
@@ -492,24 +498,43 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
             if due:
                 self._sampled_at = mono
         if due:
-            t0 = time.monotonic_ns()
-            try:
-                server = self._store.time_ms()
-            except StoreError:
-                server = None
-            t1 = time.monotonic_ns()
-            if server is not None:
-                with self._lock:
-                    self._offset = server - self._local_ms((t0 + t1) // 2)
-            mono = time.monotonic_ns()
+            if _on_event_loop():
+                threading.Thread(target=self._sample, name="agent-recovery-clock", daemon=True).start()
+            else:
+                self._sample()
+                mono = time.monotonic_ns()
         with self._lock:
             now = max(self._last, self._local_ms(mono) + self._offset)
             self._last = now
             return now
 
+    def _sample(self) -> None:
+        """One `TIME` round trip; sets the offset when Redis answered."""
+        t0 = time.monotonic_ns()
+        try:
+            server = self._store.time_ms()
+        except StoreError:
+            return
+        t1 = time.monotonic_ns()
+        with self._lock:
+            self._offset = server - self._local_ms((t0 + t1) // 2)
+
     def sleep_ms(self, ms: int) -> None:
         """`time.sleep(ms / 1000)`."""
         time.sleep(ms / 1000)
+
+
+#: The name of the thread a `FallbackStore` flushes in for the async paths.
+_FLUSH_THREAD = "agent-recovery-flush"
+
+
+def _on_event_loop() -> bool:
+    """True on a thread that runs an asyncio event loop now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- FallbackStore
@@ -561,6 +586,8 @@ class FallbackStore:
         self._last_probe = 0
         self._last_now = 0
         self._startup_done = False
+        #: The last spool record this store wrote.
+        self._spool_end = 0
 
     @property
     def primary(self) -> Any:
@@ -627,15 +654,37 @@ class FallbackStore:
             self._primary.get("agent-recovery/ping", self._last_now)
 
     def _restore(self, t: int) -> None:
-        """Probe, flush, and become healthy; stays degraded on `unavailable`."""
+        """Probe, flush, and become healthy; stays degraded on `unavailable`.
+        Called from the store pool of the runtime's async paths
+        (`agent_recovery._offloop`), the probe and the flush run in a
+        background thread and the call is served locally at once."""
         with self._lock:
             if self._degraded_at is None or t < self._last_probe + self._probe_ms:
                 return
             self._last_probe = t
             since = self._degraded_at
+            # Up to what was spooled when the flush began: calls served locally
+            # meanwhile (other threads) cannot keep it going forever.
+            until = self._spool_end
+        from ._offloop import in_pool
+
+        if in_pool():
+            threading.Thread(
+                target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=True
+            ).start()
+        else:
+            self._reconnect(t, since, until)
+
+    def _reconnect_quietly(self, t: int, since: int, until: int) -> None:
+        try:
+            self._reconnect(t, since, until)
+        except StoreError:
+            pass  # retried at the next probe
+
+    def _reconnect(self, t: int, since: int, until: int) -> None:
         try:
             self._probe()
-            flushed = self._flush(t)
+            flushed = self._flush(t, until)
         except StoreError as e:
             if e.kind == "unavailable":
                 return
@@ -672,9 +721,10 @@ class FallbackStore:
             seq = 0
         return (seq if isinstance(seq, int) and seq >= 0 else 0), got.version
 
-    def _flush(self, t: int) -> Optional[int]:
-        """Apply the spool after the cursor to the primary; how many records,
-        or None when another process holds the flush lease."""
+    def _flush(self, t: int, until: Optional[int] = None) -> Optional[int]:
+        """Apply the spool after the cursor to the primary (up to record
+        `until` when given, else to its end); how many records, or None when
+        another process holds the flush lease."""
         lease = json.dumps({"pid": os.getpid()}, separators=(",", ":"))
         if isinstance(self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, t), Conflict):
             return None
@@ -683,7 +733,7 @@ class FallbackStore:
             seq, version = self._cursor(t)
             while True:
                 batch = self._local.read(SPOOL_STREAM, seq, 64)
-                if not batch:
+                if not batch or (until is not None and seq >= until):
                     return flushed
                 for n, text in batch:
                     if self._apply_text(text):
@@ -727,7 +777,9 @@ class FallbackStore:
             raise StoreError("unavailable", f"flushing {key!r}: 1000 conflicts in a row; the flush resumes at the next probe")
 
     def _spool(self, record: Dict[str, Any], t: int) -> None:
-        self._local.append(SPOOL_STREAM, json.dumps(record, separators=(",", ":"), ensure_ascii=False), t)
+        seq = self._local.append(SPOOL_STREAM, json.dumps(record, separators=(",", ":"), ensure_ascii=False), t)
+        with self._lock:
+            self._spool_end = max(self._spool_end, seq)
 
     # -- the calls
 

@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
-from . import _quota
+from . import _offloop, _quota
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -822,7 +822,8 @@ class Runtime:
 
 
 #: A need of the driver: ("sleep", ms, cancellable), ("restore", hook),
-#: ("call", Call, fn, holder), ("fork", fx, fanout, lane).
+#: ("call", Call, fn, holder), ("fork", fx, fanout, lane), ("store", fn, *args)
+#: (store work: `fn(*args)`, answered with its value).
 _Need = Tuple[Any, ...]
 
 
@@ -960,25 +961,22 @@ class Run:
         self._claim_ids([step.id])
         return await self._async(self._step_input(spec), step)
 
-    def _dead_lettered(self, holder: _Holder, seq: int, record: Any) -> None:
-        """After the loop appended dead-letter record `seq`: remember its id, and
-        report `dead_letter_depth` when the depth crossed the threshold (the only
-        event a runtime makes: only the store knows the sequence number). Its
-        `t_ms` is the `dead_letter` event's, emitted just before the append."""
+    def _dead_letter_depth(self, seq: int, record: Any, t_ms: int) -> Optional[str]:
+        """Store work after the loop appended dead-letter record `seq`: record the
+        depth gauge, and return the `dead_letter_depth` event text when the depth
+        crossed the threshold (the only event a runtime makes: only the store
+        knows the sequence number), else None. `t_ms` is the `dead_letter`
+        event's, emitted just before the append."""
         from .deadletters import closed_count, depth_event
 
-        self._dead_letter_ids.append(seq)
         rt = self._rt
         rt._telemetry.dead_letter_depth(lambda: max(0, seq - closed_count(rt._store, rt._clock.now_ms())))
-        t_ms = 0
-        if holder.events:
-            last = json.loads(holder.events[-1])
-            if isinstance(last, dict) and isinstance(last.get("t_ms"), int):
-                t_ms = last["t_ms"]
         step = record.get("step_id") if isinstance(record, dict) else None
-        text = depth_event(rt._store, rt._config_dict, seq, step, t_ms, rt._clock.now_ms())
-        if text is None:
-            return
+        return depth_event(rt._store, rt._config_dict, seq, step, t_ms, rt._clock.now_ms())
+
+    def _depth_event(self, holder: _Holder, text: str) -> None:
+        """Report a `dead_letter_depth` event (on the caller's thread)."""
+        rt = self._rt
         holder.events.append(text)
         holder.tel.event(json.loads(text), rt._clock)
         if rt._on_event is not None:
@@ -1069,22 +1067,21 @@ class Run:
                     holder.tel.event(fx["event"], clock)
                 elif kind == "read":
                     now = clock.now_ms()
-                    parts = []
-                    for key in fx.get("keys") or ():
-                        got = store.get(key, now)
-                        parts.append(_jstr(key) + ":" + (got.value if got is not None else "null"))
+                    keys = list(fx.get("keys") or ())
+                    values = yield ("store", _read_values, store, keys, now)
+                    parts = [_jstr(key) + ":" + value for key, value in zip(keys, values)]
                     nxt = f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}}}}'
                 elif kind == "write":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("write without key or value")
-                    _put(store, key, value, fx.get("ttl_ms"), clock.now_ms())
+                    yield ("store", _put, store, key, value, fx.get("ttl_ms"), clock.now_ms())
                 elif kind == "claim":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("claim without key or value")
                     now = clock.now_ms()
-                    cas = store.compare_and_set(key, None, value, fx.get("ttl_ms"), now)
+                    cas = yield ("store", store.compare_and_set, key, None, value, fx.get("ttl_ms"), now)
                     if isinstance(cas, Written):
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":true}}'
                     else:
@@ -1098,23 +1095,27 @@ class Run:
                         raise _malformed(f"{kind} without key, {'cost' if kind == 'take' else 'amount'} or capacity")
                     now = clock.now_ms()
                     if kind == "take":
-                        ok, tokens = _quota.take(store, key, arg, capacity, now)
+                        ok, tokens = yield ("store", _quota.take, store, key, arg, capacity, now)
                         nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
                     else:
-                        _quota.refund(store, key, arg, capacity, now)
+                        yield ("store", _quota.refund, store, key, arg, capacity, now)
                 elif kind == "delete":
                     key = fx.get("key")
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
-                    store.delete(key)
+                    yield ("store", store.delete, key)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
                         raise _malformed("append without stream or record")
-                    seq = store.append(stream, record, clock.now_ms())
+                    seq = yield ("store", store.append, stream, record, clock.now_ms())
                     holder.tel.appended(stream, record, clock)
                     if stream == _DEAD_LETTER_STREAM:
-                        self._dead_lettered(holder, seq, fx.get("record"))
+                        self._dead_letter_ids.append(seq)
+                        t_ms = _last_t_ms(holder)
+                        text = yield ("store", self._dead_letter_depth, seq, fx.get("record"), t_ms)
+                        if text is not None:
+                            self._depth_event(holder, text)
                 elif kind == "decide":
                     obs, ctx = fx.get("observation"), fx.get("context")
                     if not isinstance(obs, str) or not isinstance(ctx, str):
@@ -1238,9 +1239,11 @@ class Run:
             report: StepReport = stop.value
             return report
 
-    def _do_sync(self, need: _Need) -> str:
+    def _do_sync(self, need: _Need) -> Any:
         clock = self._rt._clock
         what = need[0]
+        if what == "store":
+            return need[1](*need[2:])
         if what == "sleep":
             _, ms, cancellable = need
             if cancellable and self._is_cancelled():
@@ -1342,6 +1345,9 @@ class Run:
         try:
             need = next(gen)
             while True:
+                if need[0] == "store":
+                    need = gen.send(await self._store_async(need))
+                    continue
                 try:
                     answer = await self._do_async(need)
                 except asyncio.CancelledError:
@@ -1356,6 +1362,23 @@ class Run:
         except StopIteration as stop:
             report: StepReport = stop.value
             return report
+
+    async def _store_async(self, need: _Need) -> Any:
+        """Store work off the loop (`_offloop`). Cancelling the task while it
+        runs cancels the run once the call has answered (it is bounded by the
+        store's own timeout): the loop gets the store's real answer."""
+        store = self._rt._store
+        if _offloop.on_loop(store):
+            return need[1](*need[2:])
+        fut = _offloop.start(store, need[1], *need[2:])
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self.cancelled.set()
+            return await fut
 
     def _interrupted(self, need: _Need) -> str:
         """The answer to `need` when the task was cancelled while carrying it out."""
@@ -1544,6 +1567,24 @@ def _after_the_end(outcome: str) -> StepReport:
 
 def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _read_values(store: Any, keys: List[str], now: int) -> List[str]:
+    """The value texts of `keys` (`null` for an absent one), for a `read` effect."""
+    out = []
+    for key in keys:
+        got = store.get(key, now)
+        out.append(got.value if got is not None else "null")
+    return out
+
+
+def _last_t_ms(holder: _Holder) -> int:
+    """The `t_ms` of the lane's last event (0 when none)."""
+    if holder.events:
+        last = json.loads(holder.events[-1])
+        if isinstance(last, dict) and isinstance(last.get("t_ms"), int):
+            return int(last["t_ms"])
+    return 0
 
 
 def _put(store: Any, key: str, value: str, ttl_ms: Optional[int], now: int) -> None:
