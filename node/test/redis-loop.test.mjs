@@ -2,9 +2,10 @@
 // and the event loop"). A real redis-server on 127.0.0.1 is paused with SIGSTOP for
 // 6 s while steps run through the runtime; a 1 ms setInterval ticker in this process
 // measures how late it fires. The runtime awaits the store's asynchronous face
-// (`store.async`: node-redis on this thread, no Atomics.wait), so the ticker is never
-// late by more than 50 ms, where a blocking call would hold it for the store's
-// timeout. Each store call settles within the documented bound (timeout_ms, plus
+// (`store.async`: node-redis on this thread, no Atomics.wait), so no store call
+// holds the loop: the ticker is never late by half a store timeout, where one
+// blocking call would hold it for the whole timeout. (The lag itself, tens of ms
+// on an idle machine, is printed; a figure, not an assertion: docs/benchmarks.md.) Each store call settles within the documented bound (timeout_ms, plus
 // connect_timeout_ms when it must reconnect); then the default store serves the
 // steps from its local spool (store_degraded), a bare Redis store fails them with
 // `unavailable`, and after SIGCONT both serve Redis again.
@@ -18,9 +19,10 @@ import { FallbackStore, RedisStore, Runtime, StoreError, openStore } from '../sr
 import { startRedis } from './redis_server.mjs';
 
 const PAUSE_MS = 6000;
-const MAX_LAG_MS = 50;
 // The URL's documented defaults, written out: a call's bound is their sum.
 const TIMEOUT_MS = 1000;
+// A store call made on the loop would hold it for at least TIMEOUT_MS.
+const MAX_LAG_MS = TIMEOUT_MS / 2;
 const CONNECT_TIMEOUT_MS = 1000;
 // Scheduling slack on top of the documented bound (2 shared cores).
 const SLACK_MS = 500;
@@ -96,7 +98,7 @@ async function until(cond) {
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test('Redis paused 6 s under the default store: the loop is never late by 50 ms, the steps go on from the spool, then Redis again', async () => {
+test('Redis paused 6 s under the default store: no store call holds the loop, the steps go on from the spool, then Redis again', async () => {
   const redis = await startRedis();
   const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-loop-'));
   try {
@@ -144,7 +146,7 @@ test('Redis paused 6 s under the default store: the loop is never late by 50 ms,
   }
 });
 
-test('Redis paused 6 s under a bare RedisStore: the loop is never late by 50 ms, steps fail unavailable within the bound, then succeed again', async () => {
+test('Redis paused 6 s under a bare RedisStore: no store call holds the loop, steps fail unavailable within the bound, then succeed again', async () => {
   const redis = await startRedis();
   try {
     const store = new RedisStore(redis.url(`fallback=none&timeout_ms=${TIMEOUT_MS}&connect_timeout_ms=${CONNECT_TIMEOUT_MS}`));

@@ -5,8 +5,9 @@ A real `redis-server` on 127.0.0.1 is paused with SIGSTOP for 6 s while steps
 run through `step_async` on the default store of a `redis://` URL
 (`FallbackStore` over `RedisStore`, a SQLite spool). A 1 ms ticker task on the
 same loop measures how late it wakes: the store's calls run off the loop, so
-it is never late by more than 50 ms (a call made on the loop would hold it for
-`timeout_ms`, 1000 ms). Each store call waits at most the documented bound
+it is never late by half a store timeout (a call made on the loop would hold
+it for `timeout_ms`, 1000 ms). The lag itself, tens of ms on an idle machine,
+is printed: a figure, not an assertion (docs/benchmarks.md). Each store call waits at most the documented bound
 (`timeout_ms` plus `connect_timeout_ms`), the steps go on on the local spool
 (`store_degraded`), and after SIGCONT the store flushes and serves Redis
 again (`store_restored`).
@@ -26,12 +27,14 @@ from agent_recovery.store import open_store
 
 from .redis_server import RedisServer
 
-#: The ticker's period and the lateness it may show (the behaviour under test).
+#: The ticker's period.
 TICK_S = 0.001
-MAX_LAG_S = 0.050
 PAUSE_S = 6.0
 #: The URL's documented defaults, written out: the bound of one store call.
 TIMEOUT_MS = 1000
+#: The lateness the ticker may show: a store call on the loop would hold it
+#: for at least TIMEOUT_MS (the behaviour under test).
+MAX_LAG_S = TIMEOUT_MS / 2 / 1000
 CONNECT_TIMEOUT_MS = 1000
 #: Scheduling slack on top of the documented bound (2 shared cores).
 SLACK_S = 0.5
@@ -92,6 +95,7 @@ def test_a_paused_redis_never_stalls_the_event_loop(tmp_path: Path) -> None:
         rt = Runtime(store=timed, seed=7, on_event=events.append)
         lags, reports, paused_at, resumed_at = asyncio.run(_scenario(rt, srv, events))
 
+        print(f"default store: ticker max lag {max(lags) * 1000:.1f} ms over {len(lags)} ticks")
         assert max(lags) <= MAX_LAG_S, f"the loop was late by {max(lags) * 1000:.0f} ms (ticker max lag)"
         assert len(lags) > 1000, "the ticker ran through the pause"
         bound = (TIMEOUT_MS + CONNECT_TIMEOUT_MS) / 1000 + SLACK_S
