@@ -51,7 +51,9 @@ pub use component::{
     Limits, Loader, Policy, PolicyId, Verified, WORLD, check_decision_json, check_envelope_json,
 };
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
-pub use store::{Cas, MemoryStore, SqliteStore, Store, StoreError, StoreErrorKind, Versioned};
+#[cfg(feature = "sqlite")]
+pub use store::SqliteStore;
+pub use store::{Cas, MemoryStore, Store, StoreError, StoreErrorKind, Versioned};
 pub use swap::{
     ActivePolicy, Answer, Event, FailurePolicy, HandleBuilder, PolicyHandle, Stats, SwapError,
     SwapOptions, SwapStage, WatchOptions, Watcher,
