@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null
-cargo build --release --quiet -p agent-recovery
+cargo build --release --quiet -p agent-recovery-cli
 [ -d node/node_modules/@bytecodealliance/jco-transpile ] || (cd node && npm ci --no-audit --no-fund --loglevel=error)
 (cd node && node scripts/build.mjs >/dev/null 2>&1)
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi

@@ -10,15 +10,15 @@
 # directly, with nothing else on stdout or stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=target/release/agent-recovery
+BIN=${CARGO_TARGET_DIR:-target}/release/agent-recovery
 stale() {
     [ ! -x "$BIN" ] && return 0
-    [ -n "$(find Cargo.toml Cargo.lock host guest wit -newer "$BIN" -type f -print -quit 2>/dev/null)" ]
+    [ -n "$(find Cargo.toml Cargo.lock host cli guest wit -newer "$BIN" -type f -print -quit 2>/dev/null)" ]
 }
 if stale; then
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
-    if ! { rustup target add wasm32-wasip2 && cargo build --release -p agent-recovery; } >"$log" 2>&1; then
+    if ! { rustup target add wasm32-wasip2 && cargo build --release -p agent-recovery-cli; } >"$log" 2>&1; then
         cat "$log" >&2
         echo "run.sh: the build failed (output above)" >&2
         exit 2

@@ -43,9 +43,10 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
 cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker --example durable_worker
-# The fixtures the Node and Python tests load (target/wasm-policies/artifacts.json);
-# already built as a dev-dependency of the host, named here so the order is explicit.
-cargo build --release --quiet -p agent-recovery -p agent-recovery-test-artifacts
+# The CLI (target/release/agent-recovery) and the fixtures the Node and Python
+# tests load (target/wasm-policies/artifacts.json); both already built by the
+# tests above, named here so the order is explicit.
+cargo build --release --quiet -p agent-recovery-cli -p agent-recovery-test-artifacts
 
 step "node: install, build and test"
 # better-sqlite3 (the optional dependency behind SqliteStore) compiles SQLite with

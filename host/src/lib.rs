@@ -39,42 +39,22 @@
 
 #![deny(missing_docs)]
 
-mod active;
-mod cache;
-mod calls;
-mod candidate;
+mod component;
 mod error;
-mod events;
-mod failure;
-mod gen_;
-mod handle;
-mod identity;
-mod limits;
-mod output;
-mod policy;
-mod pool;
 pub mod retry;
 pub mod runtime;
-mod sandbox;
 pub mod store;
-mod swap_error;
-mod swap_options;
-mod swap_telemetry;
+mod swap;
 pub mod types;
-mod verify;
-mod watch;
 
-pub use active::{ActivePolicy, Answer};
+pub use component::{
+    Limits, Loader, Policy, PolicyId, Verified, WORLD, check_decision_json, check_envelope_json,
+};
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
-pub use events::{Event, Stats};
-pub use failure::FailurePolicy;
-pub use handle::{HandleBuilder, PolicyHandle};
-pub use identity::PolicyId;
-pub use limits::Limits;
-pub use output::{check_decision_json, check_envelope_json};
-pub use policy::{Loader, Policy, WORLD};
-pub use store::{Cas, MemoryStore, SqliteStore, Store, StoreError, StoreErrorKind, Versioned};
-pub use swap_error::{SwapError, SwapStage};
-pub use swap_options::SwapOptions;
-pub use verify::Verified;
-pub use watch::{WatchOptions, Watcher};
+#[cfg(feature = "sqlite")]
+pub use store::SqliteStore;
+pub use store::{Cas, MemoryStore, Store, StoreError, StoreErrorKind, Versioned};
+pub use swap::{
+    ActivePolicy, Answer, Event, FailurePolicy, HandleBuilder, PolicyHandle, Stats, SwapError,
+    SwapOptions, SwapStage, WatchOptions, Watcher,
+};

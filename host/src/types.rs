@@ -5,11 +5,11 @@
 //! [`Policy::decide`](crate::Policy::decide) and friends. Their JSON twins
 //! (snake_case) are what the `*_json` methods take and return.
 
-pub use crate::gen_::exports::agent::recovery::observation::{
+pub use crate::component::gen_::exports::agent::recovery::observation::{
     Exception, Failure, HttpResponse, NetworkError, Observation, RpcMessage, RpcProtocol, Timeout,
 };
-pub use crate::gen_::exports::agent::recovery::render::RenderFormat;
-pub use crate::gen_::exports::agent::recovery::types::{
+pub use crate::component::gen_::exports::agent::recovery::render::RenderFormat;
+pub use crate::component::gen_::exports::agent::recovery::types::{
     Action, BackoffConfig, CallKind, Category, CodeInfo, Context, Decision, Envelope, ErrorClass,
     PolicyConfig, PolicyInfo, Severity, SourceKind, Stability, TimeoutPhase, Upstream,
 };

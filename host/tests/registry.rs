@@ -161,24 +161,3 @@ fn a_custom_policy_serves_its_own_registry() {
         .expect("errors block");
     assert!(block.contains("Do not retry: check the payment"), "{block}");
 }
-
-/// `agent-recovery --policy payments_policy.wasm registry` prints that policy's registry.
-#[test]
-fn the_cli_prints_the_registry_of_the_policy_it_is_given() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
-        .args(["--policy", env!("AGENT_RECOVERY_PAYMENTS_WASM"), "registry"])
-        .env("AGENT_RECOVERY_CACHE_DIR", "")
-        .output()
-        .expect("runs the CLI");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let conflict = rows
-        .as_array()
-        .and_then(|r| r.iter().find(|r| r["code"] == "tool.http.409_conflict"))
-        .expect("listed");
-    assert_eq!(conflict["class"], "permanent");
-}

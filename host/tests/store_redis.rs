@@ -8,7 +8,7 @@ mod redis_server;
 mod store_ops;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -73,8 +73,15 @@ struct Worker {
 
 impl Worker {
     fn start(url: &str) -> Self {
-        let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/release/examples/store_worker");
+        // This test is <target>/<profile>/deps/store_redis-<hash>; the
+        // example is <target>/<profile>/examples/store_worker (wherever
+        // CARGO_TARGET_DIR put them).
+        let exe = std::env::current_exe()
+            .expect("the test's own path")
+            .parent()
+            .and_then(Path::parent)
+            .expect("<target>/<profile>")
+            .join("examples/store_worker");
         assert!(
             exe.exists(),
             "{} is missing; run `cargo build --release -p agent-recovery --example store_worker`",

@@ -464,7 +464,7 @@ test('a worker process killed by SIGKILL mid-run is recovered by another: nothin
 });
 
 test('a record written by the Rust CLI (simulate --store) is listed, shown and replayed by Node', async (t) => {
-  assert.ok(existsSync(CLI), `${CLI} is missing; run \`cargo build --release -p agent-recovery\``);
+  assert.ok(existsSync(CLI), `${CLI} is missing; run \`cargo build --release -p agent-recovery-cli\``);
   const path = tempStore(t);
   const scenario = join(path, '..', 'scenario.json');
   writeFileSync(

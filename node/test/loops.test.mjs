@@ -133,7 +133,7 @@ test('a second implementation: the Rust `agent-recovery simulate --json` prints 
   const { tmpdir } = await import('node:os');
   const target = process.env.CARGO_TARGET_DIR ?? join(REPO, 'target');
   const exe = join(target, 'release', 'agent-recovery');
-  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery\``);
+  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery-cli\``);
   const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-loops-'));
   try {
     for (const { file, v } of VECTORS) {

@@ -278,7 +278,7 @@ const fromNode = (list) => {
 /** `agent-recovery simulate SCENARIO --trace-out FILE`: the Rust runtime's spans for it. */
 function rustTrace(name, scenario, dir) {
   const exe = join(process.env.CARGO_TARGET_DIR ?? join(REPO, 'target'), 'release', 'agent-recovery');
-  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery\``);
+  assert.ok(existsSync(exe), `${exe} is missing; run \`cargo build --release -p agent-recovery-cli\``);
   const path = join(dir, `${name}.json`);
   const out = join(dir, `${name}.otlp.jsonl`);
   writeFileSync(path, JSON.stringify(scenario));

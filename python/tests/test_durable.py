@@ -480,7 +480,7 @@ def cli(*args: str) -> Any:
 
     target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
     exe = target / "release" / "agent-recovery"
-    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery-cli`"
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
 
 

@@ -159,7 +159,7 @@ def rust_simulate(scenario: Any, tmp_path: Path, *extra: str) -> Any:
 
     target = Path(os.environ.get("CARGO_TARGET_DIR", repo_root() / "target"))
     exe = target / "release" / "agent-recovery"
-    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery`"
+    assert exe.exists(), f"{exe} is missing; run `cargo build --release -p agent-recovery-cli`"
     path = tmp_path / f"scenario-{len(list(tmp_path.iterdir()))}.json"
     path.write_text(scenario if isinstance(scenario, str) else json.dumps(scenario), encoding="utf-8")
     return subprocess.run([str(exe), "simulate", str(path), "--json", *extra],

@@ -736,7 +736,7 @@ def both_runtimes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, List[Tu
     (`telemetry_twin.py`, sharing a `MemoryStore`): name -> one (rust, python)
     pair per run, each with the outcome, the events and the spans."""
     if not CLI.is_file():
-        pytest.fail(f"{CLI} is missing; run `cargo build --release -p agent-recovery`", pytrace=False)
+        pytest.fail(f"{CLI} is missing; run `cargo build --release -p agent-recovery-cli`", pytrace=False)
     tmp = tmp_path_factory.mktemp("twin")
     rust: Dict[str, List[Dict[str, Any]]] = {}
     for g, (name, scenarios) in enumerate(GROUPS.items()):

@@ -9,9 +9,9 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
+use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
+use crate::component::sandbox::Sandbox;
 use crate::error::{Error, ErrorKind, Result};
-use crate::gen_::runtime::{RuntimeHost, RuntimeHostPre};
-use crate::sandbox::Sandbox;
 use crate::{Limits, Loader};
 
 /// The new state and effects of one `advance`, as JSON text.
@@ -36,7 +36,7 @@ impl LoopComponent {
     /// Instantiate-ready loop from the embedded reference.
     pub(crate) fn reference(loader: &Loader, limits: Limits) -> Result<Self> {
         let component = loader.reference_component()?;
-        let engine = crate::policy::engine()?;
+        let engine = crate::component::policy::engine()?;
         let mut linker = Linker::<Sandbox>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| {
             Error::new(

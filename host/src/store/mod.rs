@@ -17,6 +17,10 @@
 //! scripts, and [`FallbackStore`] keeps a fleet working on a local spool while
 //! Redis is down; [`open`] builds either from a spec. See `docs/store.md`.
 //!
+//! [`MemoryStore`] is always there; [`SqliteStore`] needs the crate's
+//! `sqlite` feature and [`RedisStore`] its `redis` feature (both default
+//! features, so `default-features = false` leaves the memory store alone).
+//!
 //! ```
 //! use agent_recovery::store::{Cas, MemoryStore, Store};
 //!
@@ -60,7 +64,9 @@ mod check;
 mod error;
 pub mod fallback;
 mod memory;
+#[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::sync::Arc;
@@ -71,7 +77,9 @@ pub use check::{MAX_INTEGER, MAX_NAME_BYTES, MAX_VALUE_BYTES};
 pub use error::{StoreError, StoreErrorKind};
 pub use fallback::{FallbackOptions, FallbackStore, Listener, Listeners};
 pub use memory::MemoryStore;
+#[cfg(feature = "redis")]
 pub use redis::{Fallback, REDIS_SCHEMA, RedisOptions, RedisStore, ServerClock, URL_OPTIONS};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{
     APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous,
 };
@@ -167,9 +175,14 @@ impl std::fmt::Debug for OpenedStore {
 }
 
 /// Opens a store from a spec: a `redis://` URL (docs/store.md, "The Redis
-/// backend") gives a [`FallbackStore`] over a [`RedisStore`] and its local
-/// spool (or the bare [`RedisStore`] with `fallback=none`); anything else is
-/// the path of a [`SqliteStore`] file (created when missing).
+/// backend") gives a [`FallbackStore`] over a `RedisStore` and its local
+/// spool (or the bare `RedisStore` with `fallback=none`); anything else is
+/// the path of a `SqliteStore` file (created when missing).
+///
+/// The Redis backend needs the crate's `redis` feature and SQLite files
+/// (the store, or the spool of `fallback=local`) its `sqlite` feature; both
+/// are on by default. A spec this build cannot open is an
+/// [`InvalidArgument`](StoreErrorKind::InvalidArgument) naming the feature.
 pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     Ok(open_with(spec, None)?.store)
 }
@@ -190,11 +203,41 @@ pub fn open_with(
             )));
         }
         return Ok(OpenedStore {
-            store: Arc::new(SqliteStore::open(spec)?),
+            store: open_sqlite(std::path::Path::new(spec))?,
             clock: None,
             listeners: None,
         });
     }
+    open_redis(spec, on_event)
+}
+
+/// The SQLite store file at `path` (the store of a path spec, or the spool
+/// of a `redis://` spec with `fallback=local`).
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(Arc::new(SqliteStore::open(path)?))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
+    Err(StoreError::invalid(format!(
+        "SQLite store file {}: this build of agent-recovery has no SQLite store; enable the `sqlite` feature of the agent-recovery crate (on by default), or for a redis:// store pass fallback=none in the URL",
+        path.display()
+    )))
+}
+
+#[cfg(not(feature = "redis"))]
+fn open_redis(spec: &str, _: Option<fallback::Listener>) -> Result<OpenedStore, StoreError> {
+    // Never echo a password: keep the scheme and what follows the userinfo.
+    let (scheme, rest) = spec.split_once("://").unwrap_or(("redis", spec));
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    Err(StoreError::invalid(format!(
+        "store {scheme}://{host}: this build of agent-recovery has no Redis store; enable the `redis` feature of the agent-recovery crate (on by default)"
+    )))
+}
+
+#[cfg(feature = "redis")]
+fn open_redis(spec: &str, on_event: Option<fallback::Listener>) -> Result<OpenedStore, StoreError> {
     let options = RedisOptions::parse(spec)?;
     if options.fallback == Fallback::None {
         let redis = RedisStore::with_options(options)?;
@@ -219,7 +262,7 @@ pub fn open_with(
             )
         })?;
     }
-    let local = SqliteStore::open(&spool)?;
+    let local = open_sqlite(&spool)?;
     let listeners = Listeners::default();
     if let Some(f) = on_event {
         listeners.subscribe(f);
@@ -230,7 +273,7 @@ pub fn open_with(
     let clock = redis.server_clock();
     let store = FallbackStore::new(
         Arc::new(redis),
-        Arc::new(local),
+        local,
         FallbackOptions {
             name,
             probe_ms,

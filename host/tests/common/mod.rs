@@ -4,7 +4,6 @@
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
-pub mod cli;
 pub mod handle;
 
 use std::path::{Path, PathBuf};

@@ -17,11 +17,11 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use crate::Limits;
-use crate::cache;
+use crate::component::cache;
+use crate::component::gen_::RecoveryPolicyPre;
+use crate::component::pool::Pool;
+use crate::component::sandbox::Sandbox;
 use crate::error::{Error, ErrorKind, Result};
-use crate::gen_::RecoveryPolicyPre;
-use crate::pool::Pool;
-use crate::sandbox::Sandbox;
 
 /// The reference policy built from `guest/`, embedded at build time.
 static REFERENCE: &[u8] = include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"));

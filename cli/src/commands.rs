@@ -7,9 +7,9 @@ use agent_recovery::{Loader, Policy};
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::cli::args::{self, Cli, Command, Global};
-use crate::cli::style::Output;
-use crate::cli::{Usage, context, dlq, human, input, render, serve, simulate};
+use crate::args::{self, Cli, Command, Global};
+use crate::style::Output;
+use crate::{Usage, context, dlq, human, input, render, serve, simulate};
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {

@@ -12,9 +12,9 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::{Store, Trap};
 
 use crate::Policy;
+use crate::component::gen_::RecoveryPolicy;
+use crate::component::sandbox::Sandbox;
 use crate::error::{Error, ErrorKind, Result};
-use crate::gen_::RecoveryPolicy;
-use crate::sandbox::Sandbox;
 
 /// One instance with the store that owns it.
 pub(crate) struct Instance {

@@ -13,8 +13,8 @@ use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
 
 use crate::PolicyId;
-use crate::events::Event;
 use crate::runtime::Telemetry;
+use crate::swap::events::Event;
 
 /// The handle's telemetry: on (span events, and the counter from the
 /// [`Telemetry`]'s meter) or off.

@@ -165,7 +165,7 @@ fn policy_previews_a_0_1_component_under_the_loop() {
     };
     let reference = ok(&run(&["simulate", path_str(&path), "--json"], b""));
     assert_eq!(count(&reference), 5);
-    let wasm = common::handle::payments_wasm();
+    let wasm = common::fixtures::payments_wasm();
     let payments = ok(&run(
         &[
             "simulate",

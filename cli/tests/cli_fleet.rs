@@ -1,4 +1,4 @@
-//! The demo: two `agent-recovery simulate --store redis://...`
+//! The fleet demo: two `agent-recovery simulate --store redis://...`
 //! processes one after the other on a real `redis-server`. The first
 //! (examples/fleet/trip.json) trips api.pay's breaker (three 503s); the
 //! second (examples/fleet/next.json, one second later) short-circuits its
@@ -6,6 +6,8 @@
 //! store the second run calls api.pay.
 
 mod common;
+// The real redis-server helper of the library tests.
+#[path = "../../host/tests/redis_server/mod.rs"]
 mod redis_server;
 
 use std::path::PathBuf;

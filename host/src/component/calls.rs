@@ -7,9 +7,11 @@
 //! methods use the generated [`types`](crate::types).
 
 use crate::Policy;
+use crate::component::gen_::exports::agent::recovery::types::{
+    ErrorKind as WitErrorKind, PolicyError,
+};
+use crate::component::output::{self, Shape};
 use crate::error::{Error, ErrorKind, PolicyErrorKind, Result};
-use crate::gen_::exports::agent::recovery::types::{ErrorKind as WitErrorKind, PolicyError};
-use crate::output::{self, Shape};
 use crate::types::{
     CallKind, CodeInfo, Context, Decision, Envelope, Failure, Observation, PolicyConfig,
     PolicyInfo, RenderFormat,

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::PolicyId;
 use crate::error::Error;
-use crate::swap_error::SwapError;
+use crate::swap::error::SwapError;
 
 /// Something a [`PolicyHandle`](crate::PolicyHandle) did or refused to do.
 ///

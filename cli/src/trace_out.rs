@@ -59,7 +59,7 @@ impl TraceOut {
     /// provider; the runtime built next picks it up (`Telemetry::global()`).
     pub fn install(path: &Path) -> anyhow::Result<TraceOut> {
         let file = std::fs::File::create(path).map_err(|e| {
-            crate::cli::Usage(format!(
+            crate::Usage(format!(
                 "--trace-out {}: {e}; give a writable file path",
                 path.display()
             ))
@@ -99,7 +99,7 @@ impl TraceOut {
             serde_json::to_string(&request).context("encoding the spans as OTLP JSON")?;
         line.push('\n');
         std::io::Write::write_all(&mut self.file, line.as_bytes())
-            .map_err(|e| crate::cli::Usage(format!("--trace-out {}: {e}", path.display())))?;
+            .map_err(|e| crate::Usage(format!("--trace-out {}: {e}", path.display())))?;
         Ok(())
     }
 }

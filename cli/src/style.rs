@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 
 use anstyle::{AnsiColor, Style};
 
-use crate::cli::args::{ColorWhen, Global};
+use crate::args::{ColorWhen, Global};
 
 /// The output mode of one run.
 #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,7 @@
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::cli::Usage;
+use crate::Usage;
 
 /// What follows the usage line of `--help` (the program's, not a subcommand's).
 const AFTER_HELP: &str = "\

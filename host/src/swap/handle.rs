@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arc_swap::ArcSwap;
 
-use crate::active::{ActivePolicy, Answer};
-use crate::candidate;
 use crate::error::{Error, Result};
-use crate::events::{Counters, Event, Sink, Stats};
 use crate::runtime::Telemetry;
-use crate::swap_error::SwapError;
-use crate::swap_telemetry::SwapTelemetry;
+use crate::swap::active::{ActivePolicy, Answer};
+use crate::swap::candidate;
+use crate::swap::error::SwapError;
+use crate::swap::events::{Counters, Event, Sink, Stats};
+use crate::swap::telemetry::SwapTelemetry;
 use crate::{FailurePolicy, Loader, Policy, PolicyId, SwapOptions};
 
 /// The policy every caller uses, swappable at runtime.

@@ -193,3 +193,26 @@ fn registry_output_writes_the_committed_errors_md() {
     );
     assert!(err.contains("cannot write /no/such/dir/errors.md"), "{err}");
 }
+
+/// `agent-recovery --policy payments_policy.wasm registry` prints that policy's registry.
+#[test]
+fn the_cli_prints_the_registry_of_the_policy_it_is_given() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agent-recovery"))
+        .arg("--policy")
+        .arg(common::fixtures::payments_wasm())
+        .arg("registry")
+        .env("AGENT_RECOVERY_CACHE_DIR", "")
+        .output()
+        .expect("runs the CLI");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let conflict = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["code"] == "tool.http.409_conflict"))
+        .expect("listed");
+    assert_eq!(conflict["class"], "permanent");
+}

@@ -13,7 +13,7 @@ use agent_recovery::Policy;
 use serde_json::Value;
 
 use common::cli::{fails, path_str, run, scratch, stdout};
-use common::handle::{CTX_409, OBS_409, hostile, payments_wasm};
+use common::fixtures::{CTX_409, OBS_409, hostile, payments_wasm};
 use common::policy;
 
 fn parse(line: &str) -> Value {

@@ -18,10 +18,10 @@ use agent_recovery::runtime::{Clock, ListOptions, Runtime, SystemClock, journal_
 use agent_recovery::store::{SqliteStore, Store};
 use serde_json::{Value, json};
 
-use crate::cli::Usage;
-use crate::cli::args::{Dlq, DlqAction, Global, Recover, StoreArg};
-use crate::cli::commands::print;
-use crate::cli::style::{Output, Paint};
+use crate::Usage;
+use crate::args::{Dlq, DlqAction, Global, Recover, StoreArg};
+use crate::commands::print;
+use crate::style::{Output, Paint};
 
 /// The default age of a journal entry `recover` takes (the run
 /// configuration's default `in_flight_ttl_ms`).

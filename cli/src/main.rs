@@ -1,9 +1,16 @@
-//! The `agent-recovery` command line.
+//! `agent-recovery`: the command line of the agent-recovery policy host.
+//!
+//! See `agent-recovery --help`. Errors print one lowercase line on stderr that
+//! names the bad input and ends with a hint.
 //!
 //! Exit status: 0 on success, 2 for bad input or usage (the message names the
 //! input and ends with a hint; also a component file that cannot be read or
 //! compiled, or a sha256 mismatch), 1 when the policy itself fails (trap,
 //! fuel, memory, invalid output, incompatible component, failed smoke tests).
+//!
+//! A thin binary over the `agent-recovery` library: argument parsing (clap),
+//! terminal output, and the OTLP JSON file of `simulate --trace-out` (the
+//! OpenTelemetry SDK) live here, so the library depends on none of them.
 
 mod args;
 mod commands;
@@ -21,6 +28,27 @@ use std::fmt;
 use std::process::ExitCode;
 
 use agent_recovery::ErrorKind;
+
+fn main() -> ExitCode {
+    // A panic here is a bug; say so on one line instead of a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("agent-recovery: internal error{at}; please report it with the command you ran");
+    }));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let result = std::panic::catch_unwind(|| run(args));
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("agent-recovery: {}", one_line(&error));
+            exit_code(&error)
+        }
+        Err(_) => ExitCode::from(1),
+    }
+}
 
 /// A usage or input error of the CLI itself (exit status 2).
 #[derive(Debug)]

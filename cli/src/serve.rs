@@ -25,8 +25,8 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::cli::Usage;
-use crate::cli::args::{Global, OnFailure, Serve};
+use crate::Usage;
+use crate::args::{Global, OnFailure, Serve};
 
 /// `serve [--policy WASM] [--watch] [--sha256 HEX] [--on-failure closed|reference] [--poll-ms MS]`.
 pub fn serve(g: &Global, args: Serve, loader: Loader) -> anyhow::Result<()> {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::active::ActivePolicy;
+use crate::component::policy::hex;
 use crate::error::{Error, ErrorKind, Result};
-use crate::policy::hex;
-use crate::swap_error::{SwapError, SwapStage};
+use crate::swap::active::ActivePolicy;
+use crate::swap::error::{SwapError, SwapStage};
 use crate::{Loader, Policy, PolicyId, SwapOptions};
 
 /// The largest component file a handle reads (the reference is under 1 MB).

@@ -25,9 +25,9 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::candidate;
+use crate::component::policy::hex;
 use crate::error::{Error, ErrorKind, Result};
-use crate::policy::hex;
+use crate::swap::candidate;
 use crate::{PolicyHandle, SwapOptions};
 
 /// Options for [`PolicyHandle::watch`].

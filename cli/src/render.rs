@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use crate::cli::{Usage, input};
+use crate::{Usage, input};
 
 /// The `--as` names, in the WIT's order.
 const FORMATS: &[(&str, RenderFormat)] = &[

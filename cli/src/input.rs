@@ -5,7 +5,7 @@ use std::io::Read;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::cli::Usage;
+use crate::Usage;
 
 /// Input text and the name used for it in messages.
 pub struct Input {

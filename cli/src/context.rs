@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use agent_recovery::types::{BackoffConfig, CallKind, PolicyConfig};
 
-use crate::cli::Usage;
-use crate::cli::args::{CallArg, ContextFlags};
+use crate::Usage;
+use crate::args::{CallArg, ContextFlags};
 
 /// The WIT call kind for `--call`.
 pub fn call_kind(call: CallArg) -> CallKind {

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::cli::style::Paint;
+use crate::style::Paint;
 
 /// Width of the labels column.
 const LABEL: usize = 9;

@@ -15,8 +15,8 @@ use agent_recovery::store::{MemoryStore, Store};
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::cli::Usage;
-use crate::cli::trace_out::TraceOut;
+use crate::Usage;
+use crate::trace_out::TraceOut;
 
 /// What `simulate` runs.
 #[derive(Clone, Debug)]

@@ -1,0 +1,30 @@
+//! The component host: load a policy component into the sandbox and call it.
+//!
+//! - `policy.rs`: [`Policy`] and its [`Loader`]: compile, check the imports,
+//!   link WASI, resolve the exports of the world.
+//! - `calls.rs`: the exports of the world as methods on [`Policy`], and
+//!   `output.rs`, the cheap shape check of what they return.
+//! - `sandbox.rs` and `limits.rs`: what a component sees, and the memory,
+//!   fuel and input-size [`Limits`] of each call.
+//! - `pool.rs`: the idle instances a call takes and gives back.
+//! - `cache.rs`: the optional on-disk cache of compiled components.
+//! - `identity.rs` and `verify.rs`: which policy answered ([`PolicyId`]), and
+//!   the checks a host runs before it trusts one ([`Verified`]).
+//! - `gen_.rs`: the bindings generated from `wit/` (private).
+
+pub(crate) mod cache;
+mod calls;
+pub(crate) mod gen_;
+mod identity;
+mod limits;
+pub(crate) mod output;
+pub(crate) mod policy;
+pub(crate) mod pool;
+pub(crate) mod sandbox;
+mod verify;
+
+pub use identity::PolicyId;
+pub use limits::Limits;
+pub use output::{check_decision_json, check_envelope_json};
+pub use policy::{Loader, Policy, WORLD};
+pub use verify::Verified;
