@@ -44,7 +44,7 @@ pub struct Breaker {
 pub const MIN_OPEN_MS: u64 = 250;
 
 /// An open window lasts 1/`DOWN_SHARE` of how long the target has been down.
-pub const DOWN_SHARE: u64 = 20;
+pub const DOWN_SHARE: u64 = 40;
 
 /// What a breaker allows now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl Breaker {
     /// A transient failure: count it; open at the threshold, reopen after a
     /// failed probe. Returns true when the breaker (re)opened.
     ///
-    /// The open window follows the evidence: it is `down / DOWN_SHARE` (5 %
+    /// The open window follows the evidence: it is `down / DOWN_SHARE` (2.5 %
     /// of how long the target has been down, since it first opened), at
     /// least [`MIN_OPEN_MS`], at most `cfg.open_ms`. So a target that comes
     /// back after a short outage is probed again within 250 ms, and one that
@@ -120,7 +120,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn three_failures_open_for_250_ms_then_a_share_of_the_outage() {
+    fn three_failures_open_for_250_ms_then_for_a_share_of_the_outage() {
         let cfg = BreakerThresholds::default();
         let other = 5; // another worker's fallback: the stored open_ms wins
         let mut b = Breaker::default();
@@ -134,27 +134,27 @@ mod tests {
         assert_eq!(b.gate(other, 252), Gate::Probe);
         b.probe(252);
         assert_eq!(b.gate(other, 253), Gate::Blocked(249));
-        // A failed probe 10 s into the outage: open for 10 000 / 20 ms.
-        b.probe(10_002);
-        assert!(b.failure(&cfg, 10_002));
+        // A failed probe 20 s into the outage: open for 20 000 / 40 ms.
+        b.probe(20_002);
+        assert!(b.failure(&cfg, 20_002));
         assert_eq!(b.state, BreakerState::Open);
         assert_eq!(b.open_ms, Some(500));
-        // 20 minutes down: the window stops at the thresholds' open_ms.
-        b.probe(1_200_002);
-        assert!(b.failure(&cfg, 1_200_002));
+        // 30 minutes down: the window stops at the thresholds' open_ms.
+        b.probe(1_800_002);
+        assert!(b.failure(&cfg, 1_800_002));
         assert_eq!(b.open_ms, Some(30_000));
         assert_eq!(b.down_since_ms, Some(2));
         assert!(b.success());
         assert_eq!((b.open_ms, b.down_since_ms), (None, None));
-        assert_eq!(b.gate(other, 1_200_003), Gate::Pass);
+        assert_eq!(b.gate(other, 1_800_003), Gate::Pass);
     }
 
     #[test]
     fn the_window_is_the_down_share_between_the_floor_and_the_cap() {
         assert_eq!(open_window(0, 30_000), MIN_OPEN_MS);
-        assert_eq!(open_window(5_000, 30_000), 250);
-        assert_eq!(open_window(6_000, 30_000), 300);
-        assert_eq!(open_window(600_000, 30_000), 30_000);
+        assert_eq!(open_window(10_000, 30_000), 250);
+        assert_eq!(open_window(12_000, 30_000), 300);
+        assert_eq!(open_window(1_200_000, 30_000), 30_000);
         assert_eq!(open_window(10_000_000, 30_000), 30_000);
         // A cap below the floor wins.
         assert_eq!(open_window(0, 100), 100);
@@ -307,7 +307,10 @@ mod tests {
         assert_eq!(finish["outcome"], "failed");
         assert_eq!(finish["envelope"]["code"], "runtime.circuit.open");
         assert_eq!(finish["envelope"]["retry_after_ms"], 150);
-        assert!(!fx.iter().any(|e| e["effect"] == "call" || e["effect"] == "sleep"));
+        assert!(
+            !fx.iter()
+                .any(|e| e["effect"] == "call" || e["effect"] == "sleep")
+        );
         // `wait`: the policy decides on the short-circuit.
         let fx = open_target(r#"{"on_open":"wait"}"#).unwrap();
         let decide = fx.last().unwrap();
