@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import http.server
-import socket
 import statistics
 import threading
 import time
