@@ -1491,7 +1491,6 @@ impl Machine {
     }
 }
 
-/// The envelope of a registry code, built by `classify` itself.
 /// The chain's breakers as `read` answered them (absent: closed).
 fn stored_breakers(
     targets: Vec<String>,
@@ -1515,6 +1514,7 @@ fn stored_breakers(
     Ok(breakers)
 }
 
+/// The envelope of a registry code, built by `classify` itself.
 pub(super) fn envelope_for(
     code: &str,
     message: &str,
