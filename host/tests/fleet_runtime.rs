@@ -71,7 +71,7 @@ fn a_breaker_opened_by_one_runtime_is_seen_by_another() {
     let (events_b, sink_b) = collect();
     let b = runtime(
         &url(2),
-        Some(Arc::new(VirtualClock::new(t0 + 1000))),
+        Some(Arc::new(VirtualClock::new(t0 + 300))),
         sink_b,
     );
     let mut run = b.run("run-b").expect("run");
