@@ -61,7 +61,7 @@ fn the_table_names_every_event() {
 }
 
 /// Run A opens api.pay's breaker (3 consecutive 503s) in a store file; run B,
-/// one second later, finds it open: the call is short-circuited without
+/// 300 ms later, finds it open: the call is short-circuited without
 /// consuming an outcome and the chain falls back to api.pay-b. Without the
 /// file, run B calls api.pay.
 #[test]
@@ -76,7 +76,7 @@ fn a_store_file_shares_breakers_between_runs() {
     );
     let b = scratch(
         "simulate-b.json",
-        br#"{"run_id": "r-b", "seed": 7, "now_ms": 1767225601000,
+        br#"{"run_id": "r-b", "seed": 7, "now_ms": 1767225600300,
             "steps": [{"id": "pay", "tool": "payments.charge", "call": "tool", "target": "api.pay",
             "outcomes": [{"source":"http","status":503}, "ok"], "fallbacks": [{"target": "api.pay-b", "outcomes": ["ok"]}]}]}"#,
     );
@@ -114,8 +114,8 @@ fn a_store_file_shares_breakers_between_runs() {
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     assert_eq!(events, expect);
-    // 30 000 ms open from t=205 of run A; run B starts 1 000 ms after A.
-    assert_eq!(out_b["events"][0]["delay_ms"], 29_205);
+    // The first open window, 250 ms from t=205 of run A; run B starts 300 ms after A.
+    assert_eq!(out_b["events"][0]["delay_ms"], 155);
     let alone: Value =
         serde_json::from_str(&ok(&run(&["simulate", path_str(&b), "--json"], b""))).unwrap();
     assert_eq!(alone["events"][0]["event"], "attempt");

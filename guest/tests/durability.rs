@@ -463,6 +463,9 @@ fn a_resumed_step_can_retry_under_the_ordinary_rules() {
     );
     assert_eq!(labels(&fx).last().unwrap(), "sleep");
     let (s, fx, _) = adv(&s, json!({"input":"slept","now_ms":T0 + 53}));
+    // After the sleep the loop reads the target's breaker again.
+    assert_eq!(labels(&fx), ["read"]);
+    let (s, fx, _) = adv(&s, json!({"input":"read","now_ms":T0 + 53,"values":{}}));
     // The second call counts as attempt 2 and is journaled like any call.
     assert_eq!(
         labels(&fx),

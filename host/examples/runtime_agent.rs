@@ -158,6 +158,9 @@ fn worker(db: &Path, clock: &Arc<VirtualClock>, log: &Log) -> Result<Runtime, Bo
         .clock(clock.clone()) // SystemClock by default
         .store(Arc::new(SqliteStore::open(db)?)) // MemoryStore by default
         .seed(7) // reproducible jitter
+        // A step whose target is open waits for the probe (the default, "fail",
+        // ends it at once with runtime.circuit.open).
+        .config_json(json!({"on_open": "wait"}))
         .on_event(move |event| log.say(timeline_line(event)))
         .build()?)
 }

@@ -111,14 +111,15 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
         .swap_policy(payments, &SwapOptions::default())
         .expect("payments-policy passes its checks");
 
-    // Same run, same target: now 2 failures open it, for 60 000 ms.
+    // Same run, same target: now 2 failures open it (its first window 250 ms,
+    // under payments' 60 000 ms cap).
     let outcomes = failing_twice_then_ok();
     let report = run.step(step("second", &outcomes)).expect("step 2 runs");
     let second: Vec<_> = timeline(run.events()).split_off(first.len());
     // Step 1 took 53 + 152 = 205 ms; step 2's attempt 1 fails at 205, its
-    // attempt 2 at 258, which opens the breaker until 258 + 60 000. At 410 the
-    // next call is short-circuited (60 258 - 410 = 59 848 ms to the probe),
-    // more than payments' budget left (20 000 - 410 = 19 590): dead letter.
+    // attempt 2 at 258, which opens the breaker until 258 + 250. At 410 the
+    // next call is short-circuited (508 - 410 = 98 ms to the probe) and, with
+    // on_open "fail" (the default), the step fails at once.
     let expected = vec![
         ("attempt", 205, json!({"attempt": 1})),
         (
@@ -138,22 +139,21 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
         (
             "short_circuit",
             410,
-            json!({"code": "runtime.circuit.open", "delay_ms": 59848, "state": "open"}),
+            json!({"code": "runtime.circuit.open", "delay_ms": 98, "state": "open"}),
         ),
         (
             "decision",
             410,
-            json!({"attempt": 2, "action": "dead_letter", "code": "runtime.circuit.open"}),
+            json!({"attempt": 2, "action": "fail", "code": "runtime.circuit.open"}),
         ),
-        ("dead_letter", 410, json!({"code": "runtime.circuit.open"})),
-        ("outcome", 410, json!({"state": "dead_lettered"})),
+        ("outcome", 410, json!({"state": "failed"})),
     ];
     let expected: Vec<(String, u64, Value)> = expected
         .into_iter()
         .map(|(e, t, d)| (e.to_owned(), t, d))
         .collect();
     assert_eq!(second, expected);
-    assert_eq!(report.outcome, "dead_lettered");
+    assert_eq!(report.outcome, "failed");
     assert_eq!(
         outcomes
             .lock()
@@ -162,22 +162,24 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
         0,
         "both failures were called; the short-circuit called nothing"
     );
-    // The open breaker carries the duration in force when it opened.
+    // The open breaker carries its window and when the outage began.
     assert_eq!(
         stored_breaker(&store, T0 + 410),
-        json!({"state": "open", "failures": 2, "since_ms": T0 + 258, "open_ms": 60000})
+        json!({"state": "open", "failures": 2, "since_ms": T0 + 258, "open_ms": 250, "down_since_ms": T0 + 258})
     );
 
-    // Another worker sharing the store, 5 000 ms later, with its own run
-    // configuration saying open_ms 1 000: the stored 60 000 decides, so it is
-    // short-circuited until 60 258 (54 848 ms from 5 410), and its reference
-    // policy retries after exactly that wait, as the probe.
-    clock.advance(5_000);
+    // Another worker sharing the store, 50 ms later, with its own run
+    // configuration saying open_ms 100 (and on_open "wait"): the stored 250
+    // decides, so it is short-circuited until 508 (48 ms from 460), and its
+    // reference policy retries after max(48, 53) = 53 ms, as the probe.
+    clock.advance(50);
     let worker = Runtime::builder()
         .clock(clock.clone())
         .store(store.clone())
         .seed(7)
-        .breaker(3, 1_000)
+        .config_json(
+            json!({"breaker": {"failure_threshold": 3, "open_ms": 100}, "on_open": "wait"}),
+        )
         .build()
         .expect("the second worker builds");
     let mut other = worker.run("other-worker").expect("the run starts");
@@ -192,19 +194,19 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
             (
                 "short_circuit".to_owned(),
                 0,
-                json!({"code": "runtime.circuit.open", "delay_ms": 54848, "state": "open"})
+                json!({"code": "runtime.circuit.open", "delay_ms": 48, "state": "open"})
             ),
             (
                 "decision".to_owned(),
                 0,
                 // The key has no call yet: the decision event's count is 0.
-                json!({"attempt": 0, "action": "retry", "code": "runtime.circuit.open", "delay_ms": 54848})
+                json!({"attempt": 0, "action": "retry", "code": "runtime.circuit.open", "delay_ms": 53})
             ),
-            ("sleep".to_owned(), 0, json!({"delay_ms": 54848})),
-            ("breaker".to_owned(), 54848, json!({"state": "half_open"})),
+            ("sleep".to_owned(), 0, json!({"delay_ms": 53})),
+            ("breaker".to_owned(), 53, json!({"state": "half_open"})),
         ]
     );
-    assert_eq!(stored_breaker(&store, T0 + 60_258)["state"], "closed");
+    assert_eq!(stored_breaker(&store, T0 + 513)["state"], "closed");
 }
 
 /// Bad thresholds are refused, never crash: in a decide context (the real

@@ -23,9 +23,10 @@ const T0: u64 = 1_767_225_600_000;
 const JOURNAL: &str = "agent-recovery/journal/";
 const STREAM: &str = "agent-recovery/dead-letter";
 
-/// Retries wait a few ms, three attempts per step.
+/// Retries wait a few ms, three attempts per step; a step whose target is
+/// open waits for the probe (so every failing run ends dead-lettered).
 fn config() -> Value {
-    json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}}})
+    json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}}, "on_open": "wait"})
 }
 
 fn runtime(store: Arc<dyn Store>, clock: Arc<VirtualClock>, config: Value) -> Runtime {
@@ -144,7 +145,7 @@ fn end_deletes_the_journal_and_drop_ends_a_run_unless_panicking() {
 fn recover_resumes_the_step_with_its_key_then_compensates_in_reverse_order() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let clock = Arc::new(VirtualClock::new(T0));
-    let config = json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}},
+    let config = json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}}, "on_open": "wait",
                         "dead_letter": {"owner": "payments-oncall", "runbook": "https://runbooks.example/dlq"}});
     let rt = runtime(Arc::clone(&store), Arc::clone(&clock), config);
     let comps = Arc::new(Mutex::new(Vec::new()));
@@ -478,7 +479,7 @@ fn the_depth_event_fires_when_the_threshold_is_crossed() {
         .clock(Arc::new(VirtualClock::new(T0)))
         .seed(7)
         .config_json(
-            json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}},
+            json!({"policy": {"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 3}}, "on_open": "wait",
                             "dead_letter": {"depth_threshold": 2}}),
         )
         .on_event(move |e| seen.lock().unwrap().push(e.to_owned()))

@@ -52,7 +52,8 @@ fn a_breaker_opened_by_one_runtime_is_seen_by_another() {
         ))
     };
     // Virtual clocks (the breaker's open period passes without waiting),
-    // starting at the real time; B starts one second after A.
+    // starting at the real time; B starts 100 ms after A, inside the
+    // breaker's first open window (250 ms).
     let t0 = SystemClock.now_ms();
     let (_, sink_a) = collect();
     let a = runtime(&url(1), Some(Arc::new(VirtualClock::new(t0))), sink_a);
@@ -69,11 +70,7 @@ fn a_breaker_opened_by_one_runtime_is_seen_by_another() {
     assert_ne!(report.outcome, "ok");
 
     let (events_b, sink_b) = collect();
-    let b = runtime(
-        &url(2),
-        Some(Arc::new(VirtualClock::new(t0 + 1000))),
-        sink_b,
-    );
+    let b = runtime(&url(2), Some(Arc::new(VirtualClock::new(t0 + 100))), sink_b);
     let mut run = b.run("run-b").expect("run");
     let pay_calls = Arc::new(Mutex::new(0));
     let counter = Arc::clone(&pay_calls);

@@ -430,14 +430,15 @@ fn the_attempt_budget_option_stops_before_the_policy() {
 }
 
 #[test]
-fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
-    // By default 3 consecutive transient failures open the target for 30 s.
-    // After the third failure (at 205 ms) the 3 ms retry finds it open; the
-    // policy decides on runtime.circuit.open with retry_after_ms 29 997 (the
-    // floor of the delay), and the fourth call is the probe.
+fn the_breaker_opens_after_three_failures_and_the_next_call_fails_at_once() {
+    // By default 3 consecutive transient failures open the target for a
+    // first window of 250 ms (docs/fallbacks-and-breakers.md). After the
+    // third failure (at 205 ms) the 3 ms retry finds it open: the call ends at
+    // once with runtime.circuit.open, retry_after_ms 205 + 250 - 208 = 247,
+    // and no fourth call.
     let policy = Policy::reference().unwrap();
     let mut slept = Vec::new();
-    let out = Retry::new("r", "s", "t", "{}")
+    let err = Retry::new("r", "s", "t", "{}")
         .seed(7)
         .now_ms(0)
         .breaker(3, 30_000)
@@ -452,9 +453,12 @@ fn the_breaker_opens_after_three_failures_and_lets_one_probe_through() {
             },
             |d| slept.push(d.as_millis()),
         )
-        .unwrap();
-    assert_eq!(out, 4);
-    assert_eq!(slept, [53, 152, 3, 29_997]);
+        .unwrap_err();
+    let (action, decision) = stopped(err);
+    assert_eq!(action, "fail");
+    assert_eq!(decision["reason_code"], "runtime.circuit.open");
+    assert_eq!(decision["envelope"]["retry_after_ms"], 247);
+    assert_eq!(slept, [53, 152, 3]);
 }
 
 #[test]

@@ -62,7 +62,7 @@ test('deadLetters on a SQLite file: list, show, purge, depth; a second connectio
   const store = new SqliteStore(path);
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
   await deadLetter(runtime, 3);
   const dlq = runtime.deadLetters;
   const items = dlq.list();
@@ -143,7 +143,7 @@ test('item changes are compare-and-set: a change made by another connection in b
   const store = new SqliteStore(path);
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
   await deadLetter(runtime, 1);
   // A second operator, on its own connection, purges record 1 right after our first read of
   // its item: our compare-and-set then fails (the version moved) and reads again.
@@ -202,7 +202,7 @@ const BOOK = { id: 'book', tool: 'air.book', args: { flight: 'LH1' }, sideEffect
 test('end(): a completed run leaves no journal entry; withRun ends on return and leaves the run on a throw', async (t) => {
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
-  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7 });
+  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7, config: { on_open: 'wait' } });
   const ledger = [];
   const ops = tools(ledger);
   const run = runtime.run('ended');
@@ -234,7 +234,7 @@ test('recover: a run that was never ended is rolled back in reverse order and de
   const store = new SqliteStore(path);
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7, deadLetter: { owner: 'ops', runbook: 'https://runbooks/dlq' } });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait', dead_letter: { owner: 'ops', runbook: 'https://runbooks/dlq' } } });
   const ledger = [];
   const ops = tools(ledger);
   const run = runtime.run('order-1');
@@ -288,7 +288,7 @@ test('recover: a tool with no operation is answered runtime.recover.unknown_tool
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
   const ledger = [];
   const ops = tools(ledger);
   const run = runtime.run('order-2');
@@ -325,7 +325,7 @@ test('dead_letter_depth: reported when the depth crosses the threshold, once per
     store,
     clock,
     seed: 7,
-    deadLetter: { depthThreshold: 2 },
+    config: { on_open: 'wait', dead_letter: { depth_threshold: 2 } },
     onEvent: (e, text) => e.event === 'dead_letter_depth' && seen.push(text),
   });
   await deadLetter(runtime, 1, 'a');
@@ -352,7 +352,7 @@ test('replay: the record runs again under the replay key and run id; ok closes t
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
   await deadLetter(runtime, 2);
   const dlq = runtime.deadLetters;
   const original = dlq.show('1').record;
@@ -473,6 +473,7 @@ test('a record written by the Rust CLI (simulate --store) is listed, shown and r
       run_id: 'rust-1',
       seed: 7,
       now_ms: T0,
+      config: { on_open: 'wait' },
       steps: [{ id: 'sync', tool: 'erp.sync', args: { batch: 3 }, side_effect: true, outcomes: Array(5).fill(UNAVAILABLE) }],
     }),
   );
@@ -555,7 +556,7 @@ test('scenarios: kill_after_calls leaves the run in the journal; recover: true f
 test("a fan-out's record is listed but not replayable (invalid_record): its input is the fan-out, not a step", async (t) => {
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
-  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7 });
+  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), seed: 7, config: { on_open: 'wait' } });
   const run = runtime.run('fan-1');
   await run.step({ ...CHARGE, operation: () => ({ ok: 1 }), compensate: () => ({}) });
   const quote = (id, ok) => ({ id, tool: 'quote', target: `q-${id}`, operation: () => (ok ? { price: 1 } : new RawOutcome({ source: 'http', status: 400 })) });
@@ -621,7 +622,7 @@ test('recover reports a journal entry it cannot drive (outcome error) and leaves
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
   const clock = new VirtualClock(T0);
-  const runtime = await Runtime.create({ store, clock, seed: 7 });
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
   // A state the loop never returned, and an entry that is not a journal entry at all.
   assert.ok(store.compareAndSet(`${JOURNAL}a-forged`, null, '{"run_id":"a-forged","state":{"v":1,"phase":"calling"},"v":1,"written_ms":0}', null, T0).written);
   assert.ok(store.compareAndSet(`${JOURNAL}b-junk`, null, '[1,2,3]', null, T0).written);

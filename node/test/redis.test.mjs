@@ -393,12 +393,14 @@ test('a breaker one runtime opened on Redis short-circuits a second runtime on a
   const secondStart = clock.nowMs();
   const events = [];
   const otherConnection = openStore(url);
-  const second = await Runtime.create({ store: otherConnection, clock, seed: 7, onEvent: (e) => events.push(e) });
+  // on_open "wait": the step waits for the probe instead of failing at once.
+  const second = await Runtime.create({ store: otherConnection, clock, seed: 7, config: { on_open: 'wait' }, onEvent: (e) => events.push(e) });
   const r2 = await second.run('r2').step({ ...failing, operation: () => ({ price: 10 }) });
   assert.equal(r2.outcome, 'ok');
   assert.equal(events[0].event, 'short_circuit');
   assert.equal(events[0].code, 'runtime.circuit.open');
-  assert.equal(events[0].delay_ms, 30_000 - (secondStart - openedAt));
+  // The first open window is 250 ms (docs/fallbacks-and-breakers.md).
+  assert.equal(events[0].delay_ms, 250 - (secondStart - openedAt));
   // The dead letter of run r1 is in Redis, listed through the second runtime.
   assert.equal(second.deadLetters.depth(), 1);
 });

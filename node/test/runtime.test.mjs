@@ -196,7 +196,8 @@ test('a breaker opened by one run short-circuits the next run sharing the SQLite
   clock.advance(1);
   const secondStart = clock.nowMs();
   const events = [];
-  const second = await Runtime.create({ store: new SqliteStore(path), clock, seed: 7, onEvent: (e) => events.push(e) });
+  // on_open "wait": the step waits for the probe instead of failing at once.
+  const second = await Runtime.create({ store: new SqliteStore(path), clock, seed: 7, config: { on_open: 'wait' }, onEvent: (e) => events.push(e) });
   const seen = [];
   const r2 = await second.run('r2').step({
     ...failing,
@@ -209,10 +210,11 @@ test('a breaker opened by one run short-circuits the next run sharing the SQLite
   assert.deepEqual(r2.result, { price: 10 });
   assert.equal(events[0].event, 'short_circuit');
   assert.equal(events[0].code, 'runtime.circuit.open');
-  assert.equal(events[0].delay_ms, 30_000 - (secondStart - openedAt));
-  // The one probe goes once the breaker's 30 s are over, and closes it.
+  // The first open window is 250 ms (docs/fallbacks-and-breakers.md).
+  assert.equal(events[0].delay_ms, 250 - (secondStart - openedAt));
+  // The one probe goes once the breaker's window is over, and closes it.
   assert.equal(seen.length, 1);
-  assert.ok(seen[0] >= openedAt + 30_000, `probe at ${seen[0] - openedAt} ms after opening`);
+  assert.ok(seen[0] >= openedAt + 250, `probe at ${seen[0] - openedAt} ms after opening`);
   const breaker = events.filter((e) => e.event === 'breaker').map((e) => e.state);
   assert.deepEqual(breaker, ['half_open', 'closed']);
   assert.equal(events.filter((e) => e.event === 'attempt').length, 1);

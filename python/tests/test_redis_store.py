@@ -378,16 +378,18 @@ def test_a_breaker_opened_by_one_runtime_is_seen_by_another_on_the_same_redis(se
     assert calls["a"] == 3
     events_b: List[Dict[str, Any]] = []
     with RedisStore(url) as store_b:
-        run_b = Runtime(store=store_b, clock=VirtualClock(T0 + 1_000), seed=7, deadline_ms=5_000,
+        # 300 ms: inside the first open window (250 ms from the third failure at 205 ms).
+        run_b = Runtime(store=store_b, clock=VirtualClock(T0 + 300), seed=7, deadline_ms=5_000,
                         on_event=events_b.append).run("worker-b")
         report = run_b.step(id="pay", tool="payments.charge", target="api.pay", operation=failing("b"))
     assert calls["b"] == 0, "an open breaker is not called"
     short = next(e for e in events_b if e["event"] == "short_circuit")
     assert short["target"] == "api.pay" and short["code"] == "runtime.circuit.open"
-    assert report.outcome == "dead_lettered"
+    # on_open "fail" (the default): the step fails at once with runtime.circuit.open.
+    assert report.outcome == "failed" and report.envelope["code"] == "runtime.circuit.open"
     tag = RedisUrl(url).hash_tag
     breaker = json.loads(raw(server).hget(f"{tag}:e:agent-recovery/breaker/api.pay", "v") or b"null")
-    assert breaker["state"] == "open" and breaker["open_ms"] == 30_000
+    assert breaker["state"] == "open" and breaker["open_ms"] == 250
 
 
 def test_a_runtime_forwards_the_store_events(tmp_path: Path) -> None:
@@ -427,13 +429,16 @@ def test_an_async_run_on_a_redis_url_uses_the_server_clock_and_shares_the_breake
         rt = Runtime(store=open_store(url), seed=7, breaker=(2, 600_000),
                      policy_config={"tool": {"base_ms": 1, "cap_ms": 4, "max_attempts": 2}})
         assert isinstance(rt.clock, ServerClock)
-        first = await rt.run("a").step_async(id="s", tool="t", target="api", operation=failing)
+        # Built before the first run: the second step starts within the
+        # breaker's first open window (250 ms of Redis time).
         other = Runtime(store=open_store(url), seed=7, deadline_ms=1_000)
+        first = await rt.run("a").step_async(id="s", tool="t", target="api", operation=failing)
         second = await other.run("b").step_async(id="s", tool="t", target="api", operation=failing)
         return first, second
 
     first, second = asyncio.run(main())
-    assert first.outcome == "dead_lettered" and second.outcome == "dead_lettered"
+    # on_open "fail" (the default): the second step fails at once.
+    assert first.outcome == "dead_lettered" and second.outcome == "failed"
     assert len(calls) == 2, "the second runtime's call was short-circuited by the shared breaker"
 
 

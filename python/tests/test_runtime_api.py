@@ -136,7 +136,8 @@ def test_a_breaker_opened_by_one_process_short_circuits_another(tmp_path: Path) 
         e for e in events_of(run_a) if e["event"] == "breaker").items()
 
     with SqliteStore(path) as store_b:  # another connection: what another process sees
-        run_b = Runtime(store=store_b, clock=VirtualClock(T0 + 1_000), seed=7,
+        # 300 ms: inside the first open window (250 ms from the third failure at 205 ms).
+        run_b = Runtime(store=store_b, clock=VirtualClock(T0 + 300), seed=7,
                         deadline_ms=5_000).run("worker-b")
         report = run_b.step(id="pay", tool="payments.charge", call="tool", target="api.pay",
                             operation=failing("b"))
@@ -145,7 +146,8 @@ def test_a_breaker_opened_by_one_process_short_circuits_another(tmp_path: Path) 
     short = next(e for e in evs if e["event"] == "short_circuit")
     assert short["target"] == "api.pay" and short["code"] == "runtime.circuit.open"
     assert "attempt" not in kinds(run_b)
-    assert report.outcome == "dead_lettered"
+    # on_open "fail" (the default): the step fails at once with runtime.circuit.open.
+    assert report.outcome == "failed" and report.envelope["code"] == "runtime.circuit.open"
 
 
 def test_cancel_between_steps_runs_the_compensations() -> None:

@@ -33,7 +33,18 @@ pub struct Breaker {
     /// (then the reader's run configuration or 30 000 ms applies).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_ms: Option<u64>,
+    /// When the breaker first opened in this outage, Unix ms: the next open
+    /// window is a share of how long the target has been down
+    /// ([`Breaker::failure`]). Absent in a closed breaker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_since_ms: Option<u64>,
 }
+
+/// The shortest open window, ms (unless the thresholds' `open_ms` is shorter).
+pub const MIN_OPEN_MS: u64 = 250;
+
+/// An open window lasts 1/`DOWN_SHARE` of how long the target has been down.
+pub const DOWN_SHARE: u64 = 40;
 
 /// What a breaker allows now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,17 +79,25 @@ impl Breaker {
         changed
     }
 
-    /// A transient failure: count it; open at the threshold for `cfg.open_ms`,
-    /// reopen after a probe. Returns true when the breaker (re)opened.
+    /// A transient failure: count it; open at the threshold, reopen after a
+    /// failed probe. Returns true when the breaker (re)opened.
+    ///
+    /// The open window follows the evidence: it is `down / DOWN_SHARE` (2.5 %
+    /// of how long the target has been down, since it first opened), at
+    /// least [`MIN_OPEN_MS`], at most `cfg.open_ms`. So a target that comes
+    /// back after a short outage is probed again within 250 ms, and one that
+    /// stays down is probed ever less often, every `cfg.open_ms` at most.
     pub fn failure(&mut self, cfg: &BreakerThresholds, now: u64) -> bool {
         self.failures = self.failures.saturating_add(1);
         let open = self.state == BreakerState::HalfOpen
             || self.state == BreakerState::Open
             || self.failures >= cfg.failure_threshold.max(1);
         if open {
+            let down_since = *self.down_since_ms.get_or_insert(now);
+            let down = now.saturating_sub(down_since);
             self.state = BreakerState::Open;
             self.since_ms = now;
-            self.open_ms = Some(cfg.open_ms);
+            self.open_ms = Some(open_window(down, cfg.open_ms));
         }
         open
     }
@@ -90,12 +109,18 @@ impl Breaker {
     }
 }
 
+/// The open window of a target down for `down` ms: `down / DOWN_SHARE`,
+/// at least [`MIN_OPEN_MS`], at most `cap` (the thresholds' `open_ms`).
+pub fn open_window(down: u64, cap: u64) -> u64 {
+    (down / DOWN_SHARE).max(MIN_OPEN_MS).min(cap)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn seed_000_three_failures_thirty_seconds() {
+    fn three_failures_open_for_250_ms_then_for_a_share_of_the_outage() {
         let cfg = BreakerThresholds::default();
         let other = 5; // another worker's fallback: the stored open_ms wins
         let mut b = Breaker::default();
@@ -103,21 +128,40 @@ mod tests {
         assert!(!b.failure(&cfg, 1));
         assert_eq!(b.open_ms, None);
         assert!(b.failure(&cfg, 2));
-        assert_eq!(b.open_ms, Some(30_000));
-        assert_eq!(b.gate(other, 2), Gate::Blocked(30_000));
-        assert_eq!(b.gate(other, 30_001), Gate::Blocked(1));
-        assert_eq!(b.gate(other, 30_002), Gate::Probe);
-        b.probe(30_002);
-        assert_eq!(b.gate(other, 30_003), Gate::Blocked(29_999));
-        assert!(b.failure(&cfg, 30_010));
+        assert_eq!((b.open_ms, b.down_since_ms), (Some(250), Some(2)));
+        assert_eq!(b.gate(other, 2), Gate::Blocked(250));
+        assert_eq!(b.gate(other, 251), Gate::Blocked(1));
+        assert_eq!(b.gate(other, 252), Gate::Probe);
+        b.probe(252);
+        assert_eq!(b.gate(other, 253), Gate::Blocked(249));
+        // A failed probe 20 s into the outage: open for 20 000 / 40 ms.
+        b.probe(20_002);
+        assert!(b.failure(&cfg, 20_002));
         assert_eq!(b.state, BreakerState::Open);
+        assert_eq!(b.open_ms, Some(500));
+        // 30 minutes down: the window stops at the thresholds' open_ms.
+        b.probe(1_800_002);
+        assert!(b.failure(&cfg, 1_800_002));
+        assert_eq!(b.open_ms, Some(30_000));
+        assert_eq!(b.down_since_ms, Some(2));
         assert!(b.success());
-        assert_eq!(b.open_ms, None);
-        assert_eq!(b.gate(other, 30_011), Gate::Pass);
+        assert_eq!((b.open_ms, b.down_since_ms), (None, None));
+        assert_eq!(b.gate(other, 1_800_003), Gate::Pass);
     }
 
     #[test]
-    fn a_policy_threshold_opens_sooner_and_its_duration_is_stored() {
+    fn the_window_is_the_down_share_between_the_floor_and_the_cap() {
+        assert_eq!(open_window(0, 30_000), MIN_OPEN_MS);
+        assert_eq!(open_window(10_000, 30_000), 250);
+        assert_eq!(open_window(12_000, 30_000), 300);
+        assert_eq!(open_window(1_200_000, 30_000), 30_000);
+        assert_eq!(open_window(10_000_000, 30_000), 30_000);
+        // A cap below the floor wins.
+        assert_eq!(open_window(0, 100), 100);
+    }
+
+    #[test]
+    fn a_policy_threshold_opens_sooner_and_its_cap_is_applied() {
         // payments-policy's choice: 2 failures, 60 s.
         let cfg = BreakerThresholds {
             failure_threshold: 2,
@@ -129,15 +173,18 @@ mod tests {
         let stored = serde_json::to_value(&b).unwrap();
         assert_eq!(
             stored,
-            serde_json::json!({"state":"open","failures":2,"since_ms":200,"open_ms":60000})
+            serde_json::json!({"state":"open","failures":2,"since_ms":200,"open_ms":250,"down_since_ms":200})
         );
-        assert_eq!(b.gate(30_000, 60_199), Gate::Blocked(1));
-        assert_eq!(b.gate(30_000, 60_200), Gate::Probe);
-        // A probe that fails reopens for the thresholds in force now.
-        b.probe(60_200);
-        assert!(b.failure(&BreakerThresholds::default(), 60_300));
+        assert_eq!(b.gate(30_000, 449), Gate::Blocked(1));
+        assert_eq!(b.gate(30_000, 450), Gate::Probe);
+        // Down for 40 minutes: the default thresholds in force now cap it at 30 s.
+        b.probe(2_400_200);
+        assert!(b.failure(&cfg, 2_400_200));
+        assert_eq!(b.open_ms, Some(60_000));
+        b.probe(2_460_200);
+        assert!(b.failure(&BreakerThresholds::default(), 2_460_300));
         assert_eq!(b.open_ms, Some(30_000));
-        assert_eq!(b.gate(1, 60_301), Gate::Blocked(29_999));
+        assert_eq!(b.gate(1, 2_460_301), Gate::Blocked(29_999));
     }
 
     #[test]
@@ -195,11 +242,11 @@ mod tests {
     #[test]
     fn the_loop_applies_the_decisions_breaker_unless_the_run_sets_one() {
         let one = retry_with(r#","breaker":{"failure_threshold":1,"open_ms":5000}"#);
-        // The policy's threshold 1 opens the breaker at the first failure, for its 5 s.
+        // The policy's threshold 1 opens the breaker at the first failure, for the first 250 ms window.
         let fx = loop_after("{}", &one).unwrap();
         assert_eq!(
             breaker_write(&fx),
-            serde_json::json!({"state":"open","failures":1,"since_ms":1000,"open_ms":5000})
+            serde_json::json!({"state":"open","failures":1,"since_ms":1000,"open_ms":250,"down_since_ms":1000})
         );
         assert!(
             fx.iter()
@@ -212,8 +259,8 @@ mod tests {
             serde_json::json!({"state":"closed","failures":1,"since_ms":0})
         );
         // The run sets only open_ms: the threshold is still the policy's 1.
-        let fx = loop_after(r#"{"breaker":{"open_ms":7000}}"#, &one).unwrap();
-        assert_eq!(breaker_write(&fx)["open_ms"], 7000);
+        let fx = loop_after(r#"{"breaker":{"open_ms":70}}"#, &one).unwrap();
+        assert_eq!(breaker_write(&fx)["open_ms"], 70);
         // A decision without `breaker` (a policy built before it): the default threshold 3.
         let fx = loop_after("{}", &retry_with("")).unwrap();
         assert_eq!(breaker_write(&fx)["state"], "closed");
@@ -233,5 +280,46 @@ mod tests {
             );
             assert!(e.ends_with("or omit it"), "{bad}: {e}");
         }
+    }
+
+    /// A step whose only target is open (stored open at 900 ms for 250 ms),
+    /// read at 1 000 ms: the effects after the read.
+    fn open_target(run_config: &str) -> Result<Vec<serde_json::Value>, String> {
+        use crate::runtime::advance;
+        let run = format!(
+            r#"{{"input":"run","now_ms":1000,"run_id":"r","seed":7,"config":{run_config}}}"#
+        );
+        let mut state = advance("", &run).map_err(|e| e.message)?.state;
+        let step = r#"{"input":"step","now_ms":1000,"step":{"id":"s","tool":"t","call":"tool"}}"#;
+        state = advance(&state, step).map_err(|e| e.message)?.state;
+        let read = r#"{"input":"read","now_ms":1000,"values":{"agent-recovery/breaker/t":{"state":"open","failures":3,"since_ms":900,"open_ms":250}}}"#;
+        state = advance(&state, read).map_err(|e| e.message)?.state;
+        let claimed = r#"{"input":"claimed","now_ms":1000,"ok":true}"#;
+        let next = advance(&state, claimed).map_err(|e| e.message)?;
+        Ok(serde_json::from_str(&next.effects).unwrap())
+    }
+
+    #[test]
+    fn an_open_target_fails_at_once_unless_the_run_waits() {
+        let fx = open_target("{}").unwrap();
+        let finish = fx.last().unwrap();
+        assert_eq!(finish["effect"], "finish");
+        assert_eq!(finish["outcome"], "failed");
+        assert_eq!(finish["envelope"]["code"], "runtime.circuit.open");
+        assert_eq!(finish["envelope"]["retry_after_ms"], 150);
+        assert!(
+            !fx.iter()
+                .any(|e| e["effect"] == "call" || e["effect"] == "sleep")
+        );
+        // `wait`: the policy decides on the short-circuit.
+        let fx = open_target(r#"{"on_open":"wait"}"#).unwrap();
+        let decide = fx.last().unwrap();
+        assert_eq!(decide["effect"], "decide");
+        let obs: serde_json::Value =
+            serde_json::from_str(decide["observation"].as_str().unwrap()).unwrap();
+        assert_eq!(obs["error"]["code"], "runtime.circuit.open");
+        assert_eq!(obs["error"]["retry_after_ms"], 150);
+        let e = open_target(r#"{"on_open":"later"}"#).unwrap_err();
+        assert!(e.contains("later"), "{e}");
     }
 }

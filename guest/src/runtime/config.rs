@@ -69,6 +69,32 @@ pub struct RunConfig {
     /// worker); none by default (off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_quota: Option<RetryQuota>,
+    /// What a step does when every target left in its chain has an open
+    /// breaker. Default `fail`: the step ends `failed` at once with the
+    /// `runtime.circuit.open` envelope (`retry_after_ms`: the time to the next
+    /// probe); `wait`: the policy decides on that envelope (the reference
+    /// policy retries after `retry_after_ms`, within the run's retry budget).
+    #[serde(skip_serializing_if = "OnOpen::is_fail")]
+    pub on_open: OnOpen,
+}
+
+/// The run configuration's `on_open`: what a step does when every target
+/// left in its chain is open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnOpen {
+    /// End the step `failed` at once, with the `runtime.circuit.open` envelope.
+    #[default]
+    Fail,
+    /// Ask the policy about the `runtime.circuit.open` envelope (usually a
+    /// retry after the time to the next probe).
+    Wait,
+}
+
+impl OnOpen {
+    fn is_fail(&self) -> bool {
+        *self == OnOpen::Fail
+    }
 }
 
 /// The largest retry quota capacity (tokens).
@@ -231,6 +257,7 @@ impl Default for RunConfig {
             journal: true,
             dead_letter: None,
             retry_quota: None,
+            on_open: OnOpen::Fail,
         }
     }
 }

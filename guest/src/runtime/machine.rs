@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::breaker::{Breaker, Gate};
+use super::config::OnOpen;
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
     JOURNAL_PREFIX, JournalEntry, PROBE_PREFIX,
@@ -151,7 +152,9 @@ impl Machine {
             }
             Input::Read(values) => {
                 self.phase_is(Phase::Reading, "read")?;
-                if self.s.recovering {
+                if self.s.step.as_ref().is_some_and(|st| st.refreshing) {
+                    self.refreshed(&values)
+                } else if self.s.recovering {
                     self.recover_read(&values)
                 } else {
                     self.read(values)
@@ -193,7 +196,7 @@ impl Machine {
                     self.step_mut()?.polling = false;
                     self.read_step()
                 } else {
-                    self.next_call()
+                    self.refresh_breakers()
                 }
             }
             Input::Restored(ok) => {
@@ -478,21 +481,7 @@ impl Machine {
             .and_then(|v| v.get("count"))
             .and_then(Value::as_u64)
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
-        let mut breakers = BTreeMap::new();
-        for t in targets {
-            let stored = values
-                .get(&format!("{BREAKER_PREFIX}{t}"))
-                .cloned()
-                .unwrap_or(Value::Null);
-            let b: Breaker = if stored.is_null() {
-                Breaker::default()
-            } else {
-                serde_json::from_value(stored).map_err(|e| {
-                    bad(format!("the stored breaker of target {t:?} is not a breaker ({e}); delete the key {BREAKER_PREFIX}{t}"))
-                })?
-            };
-            breakers.insert(t, b);
-        }
+        let breakers = stored_breakers(targets, &values)?;
         let st = self.step_mut()?;
         st.attempts = attempts;
         st.breakers = breakers;
@@ -510,6 +499,32 @@ impl Machine {
             ),
         });
         Ok(())
+    }
+
+    /// After a retry sleep, read the chain's breakers again (another worker
+    /// may have opened or closed one meanwhile); `read` goes on to the call.
+    fn refresh_breakers(&mut self) -> Result<(), PolicyError> {
+        let st = self.step_mut()?;
+        st.refreshing = true;
+        let mut keys: Vec<String> = Vec::new();
+        for t in &st.targets {
+            let k = format!("{BREAKER_PREFIX}{t}");
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        self.s.phase = Phase::Reading;
+        self.fx.push(Effect::Read { keys });
+        Ok(())
+    }
+
+    fn refreshed(&mut self, values: &Map<String, Value>) -> Result<(), PolicyError> {
+        let targets = self.step()?.targets.clone();
+        let breakers = stored_breakers(targets, values)?;
+        let st = self.step_mut()?;
+        st.refreshing = false;
+        st.breakers = breakers;
+        self.next_call()
     }
 
     /// A recorded outcome (`done`) or another caller's mark (`in_flight`) ends
@@ -637,6 +652,9 @@ impl Machine {
         let wait = wait.unwrap_or(0);
         let st = self.step()?;
         let target = st.targets.get(start).cloned().unwrap_or_default();
+        if self.s.config.on_open == OnOpen::Fail {
+            return self.fail_open(&target, wait);
+        }
         let obs = json!({"error": {
             "code": "runtime.circuit.open",
             "message": format!("circuit open for target {target}; the call was not made"),
@@ -645,6 +663,24 @@ impl Machine {
         }});
         self.step_mut()?.short_circuit = true;
         self.decide(obs)
+    }
+
+    /// `on_open: fail`: every target left is open, so the step ends `failed`
+    /// now, with the `runtime.circuit.open` envelope whose `retry_after_ms`
+    /// is the time to the first probe, for the caller to fall back on.
+    fn fail_open(&mut self, target: &str, wait: u64) -> Result<(), PolicyError> {
+        let env = envelope_for(
+            "runtime.circuit.open",
+            &format!("circuit open for target {target}; the call was not made"),
+            Some(wait),
+        )?;
+        let mut e = self.event("decision");
+        e.action = Some("fail".into());
+        e.code = Some("runtime.circuit.open".into());
+        e.attempt = Some(self.step()?.attempts);
+        self.emit(e);
+        self.step_mut()?.trail.push(env.clone());
+        self.finish("failed", None, Some(env))
     }
 
     fn short_circuit(&mut self, ms: u64) {
@@ -1453,6 +1489,29 @@ impl Machine {
         }
         Ok(())
     }
+}
+
+/// The chain's breakers as `read` answered them (absent: closed).
+fn stored_breakers(
+    targets: Vec<String>,
+    values: &Map<String, Value>,
+) -> Result<BTreeMap<String, Breaker>, PolicyError> {
+    let mut breakers = BTreeMap::new();
+    for t in targets {
+        let stored = values
+            .get(&format!("{BREAKER_PREFIX}{t}"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let b: Breaker = if stored.is_null() {
+            Breaker::default()
+        } else {
+            serde_json::from_value(stored).map_err(|e| {
+                bad(format!("the stored breaker of target {t:?} is not a breaker ({e}); delete the key {BREAKER_PREFIX}{t}"))
+            })?
+        };
+        breakers.insert(t, b);
+    }
+    Ok(breakers)
 }
 
 /// The envelope of a registry code, built by `classify` itself.

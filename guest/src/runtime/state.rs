@@ -206,6 +206,10 @@ pub struct StepState {
     /// The pending sleep is a poll of the key in flight: `slept` reads again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub polling: bool,
+    /// The pending read re-reads the chain's breakers after a retry sleep:
+    /// `read` goes on to the next call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refreshing: bool,
 }
 
 /// The chain's scan, paused while a probe lease is claimed.
@@ -239,6 +243,7 @@ impl StepState {
             retry_cost: None,
             in_flight_until: None,
             polling: false,
+            refreshing: false,
         }
     }
 }
