@@ -142,7 +142,7 @@ impl Runtime {
 /// | [`clock`](Self::clock) | [`SystemClock`] (real time, real sleeps) |
 /// | [`seed`](Self::seed) | none: jitter drawn from WASI random |
 /// | [`attempt_budget`](Self::attempt_budget) | 5 calls per idempotency key, persisted |
-/// | [`breaker`](Self::breaker) | none: the active policy's thresholds (each decision's `breaker`; the reference: 3 consecutive transient failures open a target for 30 000 ms) |
+/// | [`breaker`](Self::breaker) | none: the active policy's thresholds (each decision's `breaker`; the reference: 3 consecutive transient failures open a target, for a window of 250 ms that grows with the outage up to 30 000 ms) |
 /// | [`idempotency_ttl_ms`](Self::idempotency_ttl_ms) | 86 400 000 (24 h) |
 /// | [`in_flight_ttl_ms`](Self::in_flight_ttl_ms) | 300 000 (5 min) |
 /// | [`attempt_timeout_ms`](Self::attempt_timeout_ms) | none |

@@ -590,7 +590,7 @@ class Runtime:
     | `clock` | `SystemClock()` (real time, real sleeps); on a store with `server_clock()` (opened from a redis:// URL), that clock: the Redis server's time |
     | `seed` | None: jitter drawn from WASI random |
     | `attempt_budget` | 5 calls per idempotency key, persisted |
-    | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target for 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
+    | `breaker` | the policy's thresholds (the reference's: 3 consecutive transient failures open a target, for a window of 250 ms that grows with the outage up to 30 000 ms); when set, a `(failure_threshold, open_ms)` pair or a dict with those keys, it wins over the policy's |
     | `idempotency_ttl_ms` | 86 400 000 (24 h) |
     | `in_flight_ttl_ms` | 300 000 (5 min) |
     | `in_flight_wait_ms` | 0: a step whose key is in flight elsewhere ends `in_flight` at once; > 0: it waits up to this long, re-reading the key every 250 ms at most |
