@@ -124,7 +124,8 @@ test('deadLetters on a SQLite file: list, show, purge, depth; a second connectio
 test('deadLetters: bad ids and a missing record are DeadLetterErrors, nothing changes', async (t) => {
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());
-  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0) });
+  // Dead-lettered by waiting for the probe, not failed at once on the open breaker.
+  const runtime = await Runtime.create({ store, clock: new VirtualClock(T0), config: { on_open: 'wait' } });
   await deadLetter(runtime, 1);
   const dlq = runtime.deadLetters;
   for (const bad of ['0', '-1', 'x', '1.5', '', null, 1.5, '01']) {
