@@ -24,7 +24,10 @@ const runtime = await Runtime.create({
   clock,
   store,
   seed: 7, // reproducible jitter
-  breaker: { failureThreshold: 3, openMs: 30_000 }, // 3 consecutive failures open a target for 30 s
+  // The run configuration (docs/runtime.md): 3 consecutive failures open a target (its
+  // open window grows with the outage up to 30 s); on_open 'wait' waits for the probe
+  // instead of failing at once, so the payment below ends dead-lettered, its hold released.
+  config: { breaker: { failure_threshold: 3, open_ms: 30_000 }, on_open: 'wait' },
   onEvent: line,
 });
 
