@@ -436,9 +436,8 @@ class DeadLetters:
 
     async def replay_async(self, id: Any, operations: Dict[str, Any]) -> ReplayReport:
         """`replay` for asyncio (operations may be async)."""
-        from .durable import Operations, run_replay_async
-
         from ._offloop import call
+        from .durable import Operations, run_replay_async
 
         ops = Operations.of(operations)
         item, pending = await call(self._store, self._pending, id)

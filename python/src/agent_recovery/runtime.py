@@ -1069,7 +1069,7 @@ class Run:
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
                     values = yield ("store", _read_values, store, keys, now)
-                    parts = [_jstr(key) + ":" + value for key, value in zip(keys, values)]
+                    parts = [_jstr(key) + ":" + value for key, value in zip(keys, values, strict=True)]
                     nxt = f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}}}}'
                 elif kind == "write":
                     key, value = fx.get("key"), raw.get("value")
