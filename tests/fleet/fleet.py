@@ -267,23 +267,27 @@ FAILING = [{"id": "pay", "fail_always": True}]
 WORKING = [{"id": "pay"}]
 
 
-def open_breaker(fleet: Fleet) -> None:
-    """A worker of the first language fails three times on t.pay: its breaker opens."""
+def open_breaker(fleet: Fleet) -> int:
+    """A worker of the first language fails three times on t.pay: its breaker
+    opens. Returns when it opened (`since_ms`): it stays open at least 250 ms
+    (the shortest open window, docs/fallbacks-and-breakers.md)."""
     out = fleet.work(lang(0), fleet.job("run", "opener", FAILING, NOW_MS))
     assert out["outcome"] == "dead_lettered", out
     assert fleet.calls(op_key("opener", "pay")) == [("operation", 0)] * 3
     breaker = fleet.redis().hget("{" + fleet.prefix + "}:e:agent-recovery/breaker/t.pay", "v")
     assert breaker is not None and json.loads(breaker)["state"] == "open"
+    return int(json.loads(breaker)["since_ms"])
 
 
 def test_failures_seen_by_one_worker_open_the_breaker_for_all(server: RedisServer, tmp_path: Path, cache: Path) -> None:
     fleet = Fleet(server, tmp_path, cache, "breaker")
-    open_breaker(fleet)
+    opened = open_breaker(fleet)
     for i, language in enumerate(LANGUAGES):
         run_id = f"next-{language}"
-        out = fleet.work(language, fleet.job("run", run_id, WORKING, NOW_MS + 1_000 + i))
+        # Within the shortest open window; a step whose targets are all open fails at once.
+        out = fleet.work(language, fleet.job("run", run_id, WORKING, opened + 1 + i))
         assert fleet.calls(op_key(run_id, "pay")) == [], f"the {language} worker called an open target"
-        assert out["outcome"] == "dead_lettered", out
+        assert out["outcome"] == "failed", out
         if "events" in out:
             short = events_of(out, "short_circuit")
             assert short and short[0]["target"] == "t.pay" and short[0]["code"] == "runtime.circuit.open"
@@ -312,7 +316,8 @@ def test_after_the_open_period_exactly_one_probe_reaches_the_operation(
     assert outs[winner]["outcome"] == "completed"
     for i, out in enumerate(outs):
         if i != winner:
-            assert out["outcome"] == "dead_lettered" and fleet.calls(op_key(f"probe-{i}", "pay")) == []
+            # The probe lease is taken: the others fail at once on the open target, uncalled.
+            assert out["outcome"] == "failed" and fleet.calls(op_key(f"probe-{i}", "pay")) == []
 
 
 def test_one_key_run_by_two_workers_at_once_runs_the_tool_once(server: RedisServer, tmp_path: Path, cache: Path) -> None:
