@@ -100,12 +100,9 @@ class _Decider:
         return text
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
-        renderer = getattr(self.policy, "render", None)
-        if not callable(renderer):
-            from .runtime import _default_policy
+        from .runtime import _render_by
 
-            renderer = _default_policy().render
-        return renderer(envelope, format, options)
+        return _render_by(self.policy, envelope, format, options)
 
     def __getattr__(self, name: str) -> Any:  # the policy's identity, for telemetry
         return getattr(self.policy, name)

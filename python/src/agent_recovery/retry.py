@@ -131,12 +131,9 @@ class _Decisions:
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
         """The envelope rendered by the policy (the reference when it cannot render)."""
-        renderer = getattr(self.policy, "render", None)
-        if not callable(renderer):
-            from .runtime import _default_policy
+        from .runtime import _render_by
 
-            renderer = _default_policy().render
-        return renderer(envelope, format, options)
+        return _render_by(self.policy, envelope, format, options)
 
     async def flush(self) -> None:
         while self.pending:

@@ -580,6 +580,14 @@ def _default_policy() -> Any:
         return _DEFAULT_POLICY[0]
 
 
+def _render_by(policy: Any, envelope: Any, format: str, options: Any = None) -> Any:
+    """`envelope` rendered by `policy`, or by the reference when it cannot render."""
+    renderer = getattr(policy, "render", None)
+    if not callable(renderer):
+        renderer = _default_policy().render
+    return renderer(envelope, format, options)
+
+
 class Runtime:
     """Runs steps under the recovery loop. Build it once and share it (thread-safe).
 
