@@ -38,7 +38,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Policy, RecoveryError, failureOf, fromError, retry } from '../src/index.js';
-import { fakeSleep } from './helpers.mjs';
+import { closedPort, fakeSleep, thrown } from './helpers.mjs';
 
 let policy;
 const servers = [];
@@ -76,25 +76,6 @@ async function serve(handler) {
 function json(res, status, body, headers = {}) {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
-}
-
-/** A port nothing listens on: bind one, then close it. */
-async function closedPort() {
-  const s = createServer();
-  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address();
-  await new Promise((resolve) => s.close(resolve));
-  return `http://127.0.0.1:${port}`;
-}
-
-/** What the SDK threw (the call must fail). */
-async function thrown(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('the call succeeded; it was meant to fail');
 }
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };

@@ -16,6 +16,7 @@
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { closedPort, thrown } from './helpers.mjs';
 import { after, before, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -79,23 +80,6 @@ async function serve(...replies) {
   servers.push(server);
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${server.address().port}`, count: () => n };
-}
-
-async function closedPort() {
-  const s = createServer();
-  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address();
-  await new Promise((resolve) => s.close(resolve));
-  return `http://127.0.0.1:${port}`;
-}
-
-async function thrown(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('the call succeeded; it was meant to fail');
 }
 
 function aiModel(url) {

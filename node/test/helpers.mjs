@@ -1,6 +1,8 @@
 // Shared by the tests: the shared vectors and a subset matcher.
 
+import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -118,3 +120,22 @@ export function schemaViolations(name, value) {
 
 /** The expectation kinds a vector case may name; every runner fails on any other. */
 export const EXPECT_KINDS = Object.freeze(['envelope', 'decision', 'error']);
+
+/** A URL of 127.0.0.1 whose port nothing listens on: bind one, then close it. */
+export async function closedPort() {
+  const s = createServer();
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address();
+  await new Promise((resolve) => s.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** What a call threw (the call must fail). */
+export async function thrown(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('the call succeeded; it was meant to fail');
+}
