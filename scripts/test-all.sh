@@ -6,12 +6,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-step() { printf '\n==> %s\n' "$*"; }
+START=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)) "$*"; }
 
 # Nothing from this machine's package caches: npm gets a new, empty cache for
 # this run and pip keeps none, so this run behaves as on a new machine.
 NPM_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/agent-recovery-npm-cache.XXXXXX")
-trap 'rm -rf "$NPM_CACHE"' EXIT
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/agent-recovery-setup.XXXXXX")
+BACKGROUND=()
+cleanup() {
+  for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$NPM_CACHE" "$LOGS"
+}
+trap cleanup EXIT
+# Package installs run in the background while cargo builds (they mostly wait
+# on the network); `joined NAME` waits for one and prints its log if it failed.
+background() {
+  local name=$1; shift
+  ( "$@" ) >"$LOGS/$name.log" 2>&1 &
+  BACKGROUND+=($!)
+  eval "PID_$name=$!"
+}
+joined() {
+  local pid_var="PID_$1"
+  if ! wait "${!pid_var}"; then
+    echo "setup step '$1' failed:"; cat "$LOGS/$1.log"; exit 1
+  fi
+}
 export npm_config_cache="$NPM_CACHE" PIP_NO_CACHE_DIR=1
 
 step "toolchain"
@@ -36,19 +57,10 @@ fi
 step "vectors: the independently computed idempotency keys are up to date"
 python3 tests/vectors/tools/keys.py --check
 
-step "rust: format and lints"
-cargo fmt --all --check
-cargo clippy --release --workspace --all-targets --quiet -- -D warnings
-
-step "rust: tests (release profile, one build for tests, CLI and benches)"
-cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker --example durable_worker
-# The CLI (target/release/agent-recovery) and the fixtures the Node and Python
-# tests load (target/wasm-policies/artifacts.json); both already built by the
-# tests above, named here so the order is explicit.
-cargo build --release --quiet -p agent-recovery-cli -p agent-recovery-test-artifacts
-
-step "node: install, build and test"
+step "the policy component (what the Node and Python packages embed), then package installs in the background"
+# guest/release.toml: the profile every host embeds the component with (same bytes everywhere).
+cargo build -q -p agent-recovery-policy --release --config guest/release.toml --target wasm32-wasip2
+COMPONENT="$ROOT/target/wasm32-wasip2/release/agent_recovery_policy.wasm"
 # better-sqlite3 (the optional dependency behind SqliteStore) compiles SQLite with
 # node-gyp when it cannot download a prebuilt binary (no network beyond the npm
 # registry): it needs make and a C++ compiler, and the Node headers, taken from
@@ -62,25 +74,42 @@ if [ -z "${npm_config_nodedir:-}" ]; then
 fi
 # Every lock entry has a version (a version-less placeholder crashes npm ci).
 node scripts/check-locks.mjs node/package-lock.json playground/package-lock.json
-(cd node && npm ci --no-audit --no-fund --loglevel=error)
+background npm_node bash -c 'cd node && npm ci --no-audit --no-fund --loglevel=error'
+background npm_playground bash -c 'cd playground && npm ci --no-audit --no-fund --loglevel=error'
+background pip bash -c '
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --no-cache-dir --upgrade pip
+  AGENT_RECOVERY_WASM="'"$COMPONENT"'" .venv/bin/pip install --quiet --no-cache-dir "./python[test]" "opentelemetry-proto>=1.45,<2"'
+
+step "rust: format and lints"
+cargo fmt --all --check
+cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+
+step "rust: tests (release profile, one build for tests, CLI and benches)"
+cargo test --release --workspace
+cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker --example durable_worker
+# The CLI (target/release/agent-recovery) and the fixtures the Node and Python
+# tests load (target/wasm-policies/artifacts.json); both already built by the
+# tests above, named here so the order is explicit.
+cargo build --release --quiet -p agent-recovery-cli -p agent-recovery-test-artifacts
+
+step "node: install, build and test"
+joined npm_node
 (cd node && node -e "require('better-sqlite3')") || {
   echo "better-sqlite3 did not install (npm skips a failed optional dependency); run 'cd node && npm ci --foreground-scripts' to see why"
   exit 1
 }
-# index.d.ts and the type tests in node/test/types (tsc), and ESLint (node/eslint.config.js).
 (cd node && npm run typecheck && npm run lint)
 (cd node && npm test)
 
 step "python: install and test"
-python3 -m venv .venv
-.venv/bin/pip install --quiet --no-cache-dir --upgrade pip
-.venv/bin/pip install --quiet --no-cache-dir "./python[test]"
+joined pip
 # Lints and types ([tool.ruff] and [tool.mypy] in python/pyproject.toml; strict mypy over the package).
 .venv/bin/ruff check python
 (cd python && ../.venv/bin/mypy)
 .venv/bin/python -m pytest -q python/tests
 # Telemetry: protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
-.venv/bin/pip install --quiet --no-cache-dir "opentelemetry-proto>=1.45,<2" && .venv/bin/python -m pytest -q tests/telemetry
+.venv/bin/python -m pytest -q tests/telemetry
 
 step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL, recovered across languages)"
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
@@ -98,7 +127,8 @@ step "playground: build, and test in headless chromium against the CLI"
 if ! command -v chromium >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-(cd playground && npm ci --no-audit --no-fund --loglevel=error && npm test)
+joined npm_playground
+(cd playground && npm test)
 # ---- end playground ------------------------------------------------------------
 
 step "examples"
@@ -109,4 +139,5 @@ node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/runtime_agent.py >/dev/null
 echo "examples ran"
 
+step "done"
 printf '\nall tests passed\n'
