@@ -68,7 +68,10 @@ fn thirty_two_threads_at_ten_percent_first_attempt_failures_never_open_the_rate_
         .collect();
     assert!(opened.is_empty(), "the breaker changed state: {opened:?}");
     let stored = store
-        .get("agent-recovery/breaker/flaky", u64::MAX / 2)
+        .get(
+            "agent-recovery/breaker/flaky",
+            agent_recovery::store::MAX_INTEGER,
+        )
         .expect("get")
         .expect("the breaker is stored");
     let b: Value = serde_json::from_str(&stored.value).unwrap();
