@@ -44,6 +44,11 @@ pub struct BreakerThresholds {
     pub failure_threshold: u32,
     /// How long an open breaker short-circuits calls before one probe, ms. Default 30 000.
     pub open_ms: u64,
+    /// The failure-rate mode: when set, the breaker opens on the rate of
+    /// transient failures over a sliding time window instead of on
+    /// `failure_threshold` consecutive ones. None (the default): consecutive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<BreakerRate>,
 }
 
 impl Default for BreakerThresholds {
@@ -51,7 +56,62 @@ impl Default for BreakerThresholds {
         Self {
             failure_threshold: 3,
             open_ms: 30_000,
+            rate: None,
         }
+    }
+}
+
+/// The failure-rate mode of a breaker (in the manner of resilience4j's
+/// time-based sliding window): it opens when, over the last `window_ms`, at
+/// least `minimum_calls` calls were recorded and at least
+/// `failure_rate_threshold` percent of them failed transiently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerRate {
+    /// The failure rate that opens the breaker, percent (1..=100). Default 50.
+    pub failure_rate_threshold: u32,
+    /// Calls the window must hold before the rate counts. Default 100.
+    pub minimum_calls: u32,
+    /// The sliding window, ms (recorded in ten buckets). Default 100 000.
+    pub window_ms: u64,
+}
+
+impl Default for BreakerRate {
+    fn default() -> Self {
+        Self {
+            failure_rate_threshold: 50,
+            minimum_calls: 100,
+            window_ms: 100_000,
+        }
+    }
+}
+
+/// The largest `minimum_calls` accepted.
+pub const MAX_MINIMUM_CALLS: u32 = 100_000;
+
+impl BreakerRate {
+    /// `failure_rate_threshold` 1..=100, `minimum_calls` 1..=[`MAX_MINIMUM_CALLS`],
+    /// `window_ms` 10..=[`MAX_MS`]; the error names `what` and ends with a hint.
+    pub fn validate(&self, what: &str) -> Result<(), PolicyError> {
+        if self.failure_rate_threshold == 0 || self.failure_rate_threshold > 100 {
+            return Err(invalid(format!(
+                "{what}.rate.failure_rate_threshold must be between 1 and 100 (got {}); it is a percentage, e.g. 50",
+                self.failure_rate_threshold
+            )));
+        }
+        if self.minimum_calls == 0 || self.minimum_calls > MAX_MINIMUM_CALLS {
+            return Err(invalid(format!(
+                "{what}.rate.minimum_calls must be between 1 and {MAX_MINIMUM_CALLS} (got {}); use e.g. 100",
+                self.minimum_calls
+            )));
+        }
+        if self.window_ms < 10 || self.window_ms > MAX_MS {
+            return Err(invalid(format!(
+                "{what}.rate.window_ms must be between 10 and {MAX_MS} (got {}); use e.g. 100000",
+                self.window_ms
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -63,6 +123,9 @@ impl BreakerThresholds {
         }
         if let Some(ms) = o.open_ms {
             self.open_ms = ms;
+        }
+        if let Some(r) = o.rate {
+            self.rate = Some(r);
         }
         self.validate("breaker")?;
         Ok(self)
@@ -83,6 +146,9 @@ impl BreakerThresholds {
                 self.open_ms
             )));
         }
+        if let Some(r) = &self.rate {
+            r.validate(what)?;
+        }
         Ok(())
     }
 }
@@ -97,6 +163,9 @@ pub struct BreakerOverrides {
     /// How long an open breaker stays open, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_ms: Option<u64>,
+    /// The failure-rate mode (its members default to 50 %, 100 calls, 100 000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<BreakerRate>,
 }
 
 /// All policy parameters, resolved.
@@ -273,6 +342,7 @@ mod tests {
             breaker: BreakerThresholds {
                 failure_threshold: 0,
                 open_ms: 1,
+                rate: None,
             },
             ..Config::default()
         };

@@ -40,6 +40,15 @@ pub fn decision(d: &Decision) -> Result<String, PolicyError> {
         u64_(&mut out, u64::from(b.failure_threshold));
         out.push_str(",\"open_ms\":");
         u64_(&mut out, b.open_ms);
+        if let Some(r) = &b.rate {
+            out.push_str(",\"rate\":{\"failure_rate_threshold\":");
+            u64_(&mut out, u64::from(r.failure_rate_threshold));
+            out.push_str(",\"minimum_calls\":");
+            u64_(&mut out, u64::from(r.minimum_calls));
+            out.push_str(",\"window_ms\":");
+            u64_(&mut out, r.window_ms);
+            out.push('}');
+        }
         out.push('}');
     }
     if let Some(safe) = d.replay_safe {

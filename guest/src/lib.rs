@@ -60,7 +60,9 @@ pub use api::{
     MAX_INPUT, backoff_delay, classify, classify_json, decide, decide_from, decide_json,
     idempotency_key,
 };
-pub use config::{BackoffOverrides, BreakerOverrides, BreakerThresholds, Config, ConfigOverrides};
+pub use config::{
+    BackoffOverrides, BreakerOverrides, BreakerRate, BreakerThresholds, Config, ConfigOverrides,
+};
 pub use decide::{Context, Seed};
 pub use error::{ErrorKind, PolicyError};
 pub use model::{

@@ -9,10 +9,22 @@ use serde_json::{Value, json};
 const T0: u64 = 1_767_225_600_000;
 
 /// One `advance`: the new state, the effects parsed, and the effects' text.
+/// A breaker `swap` the batch ends with is answered at once (the store took
+/// it), and the next batch's effects follow.
 fn adv(state: &str, input: Value) -> (String, Vec<Value>, String) {
     let r = advance(state, &input.to_string())
         .unwrap_or_else(|e| panic!("{input}: {:?} {}", e.kind, e.message));
-    let fx: Vec<Value> = serde_json::from_str(&r.effects).unwrap();
+    let mut fx: Vec<Value> = serde_json::from_str(&r.effects).unwrap();
+    if fx.last().is_some_and(|f| f["effect"] == "swap") {
+        fx.pop();
+        let now = input["now_ms"].clone();
+        let (s, more, text) = adv(
+            &r.state,
+            json!({"input":"swapped","now_ms":now,"ok":true,"version":1}),
+        );
+        fx.extend(more);
+        return (s, fx, text);
+    }
     (r.state, fx, r.effects)
 }
 

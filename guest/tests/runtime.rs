@@ -171,6 +171,8 @@ fn taken_is_checked() {
         r#"{"input":"claimed","now_ms":0,"ok":true}"#,
         r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
         r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
+        // The failure is recorded in the target's breaker (a fresh store took the swap).
+        r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
     ] {
         let next = advance(&state, input).unwrap();
         state = next.state;

@@ -162,10 +162,11 @@ fn a_hot_swap_to_payments_policy_applies_its_breaker_at_the_next_decision() {
         0,
         "both failures were called; the short-circuit called nothing"
     );
-    // The open breaker carries its window and when the outage began.
+    // The open breaker carries its window, when the outage began and its
+    // epoch (its first state change).
     assert_eq!(
         stored_breaker(&store, T0 + 410),
-        json!({"state": "open", "failures": 2, "since_ms": T0 + 258, "open_ms": 250, "down_since_ms": T0 + 258})
+        json!({"state": "open", "failures": 2, "since_ms": T0 + 258, "open_ms": 250, "down_since_ms": T0 + 258, "epoch": 1})
     );
 
     // Another worker sharing the store, 50 ms later, with its own run

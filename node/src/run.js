@@ -297,8 +297,13 @@ export class Run {
         const now = rt.clock.nowMs();
         const store = asyncFace(rt.store);
         const parts = [];
-        for (const k of fx.keys) parts.push(`${q(k)}:${(await store.get(k, now))?.value ?? 'null'}`);
-        return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}}}`;
+        const versions = [];
+        for (const k of fx.keys) {
+          const got = await store.get(k, now);
+          parts.push(`${q(k)}:${got?.value ?? 'null'}`);
+          if (got) versions.push(`${q(k)}:${got.version}`);
+        }
+        return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
@@ -311,6 +316,15 @@ export class Run {
         const cas = await asyncFace(rt.store).compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
         return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
+      }
+      case 'swap': {
+        // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
+        if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
+        const now = rt.clock.nowMs();
+        const cas = await asyncFace(rt.store).compareAndSet(fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
+        if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
+        if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
+        return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
       }
       case 'take': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.cost)) {
@@ -582,7 +596,7 @@ export class Run {
 /** Where each effect's own text is kept (the component's bytes, passed on unchanged). */
 const RAW_TEXT = Symbol('raw effect text');
 /** Effects with a member whose bytes are passed on unchanged (event, value, record, branches). */
-const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'append', 'fork']);
+const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'swap', 'append', 'fork']);
 
 const EMIT_HEAD = '{"effect":"emit","event":';
 

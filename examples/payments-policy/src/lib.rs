@@ -45,6 +45,7 @@ pub struct Payments;
 pub const BREAKER: BreakerThresholds = BreakerThresholds {
     failure_threshold: 2,
     open_ms: 60_000,
+    rate: None,
 };
 
 /// The parameters this policy imposes; a caller may tighten them further, never loosen.
@@ -68,6 +69,7 @@ pub const LIMITS: ConfigOverrides = ConfigOverrides {
     breaker: Some(BreakerOverrides {
         failure_threshold: Some(BREAKER.failure_threshold),
         open_ms: Some(BREAKER.open_ms),
+        rate: None,
     }),
 };
 
@@ -111,6 +113,8 @@ pub fn clamp(asked: Option<ConfigOverrides>) -> ConfigOverrides {
                 b.open_ms
                     .map_or(BREAKER.open_ms, |ms| ms.max(BREAKER.open_ms)),
             ),
+            // Consecutive failures only: a failure-rate mode could open later.
+            rate: None,
         }),
     }
 }

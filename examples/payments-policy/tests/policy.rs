@@ -120,6 +120,7 @@ fn the_sdk_default_decide_carries_the_policys_breaker() {
             agent_recovery_policy::BreakerThresholds {
                 failure_threshold: 1,
                 open_ms: 5_000,
+                rate: None,
             }
         }
     }

@@ -272,6 +272,7 @@ impl RunConfig {
         BreakerThresholds {
             failure_threshold: run.failure_threshold.unwrap_or(base.failure_threshold),
             open_ms: run.open_ms.unwrap_or(base.open_ms),
+            rate: run.rate.or(base.rate),
         }
     }
 
@@ -295,6 +296,7 @@ mod tests {
         let thresholds = BreakerThresholds {
             failure_threshold: 2,
             open_ms: 60_000,
+            rate: None,
         };
         let policy = Some(thresholds);
         let none = run("{}").unwrap();

@@ -85,6 +85,20 @@ pub enum Effect {
         /// Expiry, ms from now.
         ttl_ms: Option<u64>,
     },
+    /// Compare-and-set: write `value` under `key` if its store version is
+    /// still `expected` (null: only if the key is absent); answer `swapped`.
+    /// The breaker updates: on a conflict the loop applies the same outcome
+    /// to the value `swapped` returns and swaps again.
+    Swap {
+        /// Key.
+        key: String,
+        /// The version the value must still have; null: the key must be absent.
+        expected: Option<u64>,
+        /// Value.
+        value: Value,
+        /// Expiry, ms from now; null: never.
+        ttl_ms: Option<u64>,
+    },
     /// Take `cost` tokens from the retry quota `key` (`{"tokens":N}`, absent:
     /// `capacity`) if it holds that many; answer `taken`.
     Take {

@@ -122,8 +122,24 @@ pub enum Input {
     Fanout(FanoutSpec),
     /// The branches of the fan-out ended: their final states, in branch order.
     Joined(Vec<String>),
-    /// Store values asked for by `read` (null: absent).
-    Read(serde_json::Map<String, Value>),
+    /// Store values asked for by `read` (null: absent), and the versions
+    /// of those present when the host gives them (`versions`, optional).
+    Read {
+        /// Key -> value or null.
+        values: serde_json::Map<String, Value>,
+        /// Key -> store version.
+        versions: std::collections::BTreeMap<String, u64>,
+    },
+    /// The answer to `swap`: whether it wrote; the value the key holds now
+    /// (null: absent) and its version.
+    Swapped {
+        /// Written.
+        ok: bool,
+        /// On a conflict, the value found (null: absent).
+        current: Value,
+        /// The version written (`ok`) or found; null: none (absent).
+        version: Option<u64>,
+    },
     /// The answer to `claim`: whether the key was created, else what is there.
     Claimed {
         /// Created.
@@ -260,12 +276,34 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
             }
         },
         "read" => match take("values") {
-            Some(Value::Object(values)) => Input::Read(values),
+            Some(Value::Object(values)) => {
+                let versions = match take("versions") {
+                    None | Some(Value::Null) => Default::default(),
+                    Some(v) => serde_json::from_value(v).map_err(|e| {
+                        bad(format!(
+                            "input `read`: `versions` is key -> store version, a positive integer ({e}); omit it if the store has none"
+                        ))
+                    })?,
+                };
+                Input::Read { values, versions }
+            }
             _ => {
                 return Err(bad(
                     "input `read` needs a `values` object: key -> stored value or null",
                 ));
             }
+        },
+        "swapped" => Input::Swapped {
+            ok: take("ok")
+                .and_then(|b| b.as_bool())
+                .ok_or_else(|| bad("input `swapped` needs a boolean `ok`"))?,
+            current: take("current").unwrap_or(Value::Null),
+            version: match take("version") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().ok_or_else(|| {
+                    bad("input `swapped`: `version` is the store version, a positive integer or null")
+                })?),
+            },
         },
         "claimed" => Input::Claimed {
             ok: take("ok")
@@ -309,7 +347,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "recover" => Input::Recover,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, fanout, read, claimed, taken, attempt, decision, slept, restored, joined, cancel, end or recover"
+                "unknown input {other:?}; use run, step, fanout, read, claimed, swapped, taken, attempt, decision, slept, restored, joined, cancel, end or recover"
             )));
         }
     };

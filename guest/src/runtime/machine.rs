@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::breaker::{Breaker, Gate};
+use super::breaker::{Breaker, Gate, Report};
 use super::config::OnOpen;
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
@@ -150,15 +150,23 @@ impl Machine {
                 self.phase_is(Phase::Joining, "joined")?;
                 self.joined(&states)
             }
-            Input::Read(values) => {
+            Input::Read { values, versions } => {
                 self.phase_is(Phase::Reading, "read")?;
                 if self.s.step.as_ref().is_some_and(|st| st.refreshing) {
-                    self.refreshed(&values)
+                    self.refreshed(&values, &versions)
                 } else if self.s.recovering {
                     self.recover_read(&values)
                 } else {
-                    self.read(values)
+                    self.read(values, &versions)
                 }
+            }
+            Input::Swapped {
+                ok,
+                current,
+                version,
+            } => {
+                self.phase_is(Phase::Swapping, "swapped")?;
+                self.swapped(ok, current, version)
             }
             Input::Claimed { ok, current } => {
                 if self.s.phase == Phase::Leasing {
@@ -181,11 +189,11 @@ impl Machine {
             }
             Input::Decision(d) => {
                 self.phase_is(Phase::Deciding, "decision")?;
-                let d = Decided::parse(&d)?;
+                let parsed = Decided::parse(&d)?;
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
-                    self.comp_decision(d)
+                    self.comp_decision(parsed)
                 } else {
-                    self.decision(d)
+                    self.decision(parsed, d)
                 }
             }
             Input::Slept => {
@@ -465,7 +473,11 @@ impl Machine {
         Ok(true)
     }
 
-    fn read(&mut self, values: Map<String, Value>) -> Result<(), PolicyError> {
+    fn read(
+        &mut self,
+        values: Map<String, Value>,
+        versions: &BTreeMap<String, u64>,
+    ) -> Result<(), PolicyError> {
         let st = self.step()?;
         let key = st.key.clone();
         let targets = st.targets.clone();
@@ -481,10 +493,11 @@ impl Machine {
             .and_then(|v| v.get("count"))
             .and_then(Value::as_u64)
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
-        let breakers = stored_breakers(targets, &values)?;
+        let (breakers, found) = stored_breakers(targets, &values, versions)?;
         let st = self.step_mut()?;
         st.attempts = attempts;
         st.breakers = breakers;
+        st.versions = found;
         let key = format!("{IDEM_PREFIX}{}", st.key);
         let now = self.s.now_ms;
         self.s.phase = Phase::Claiming;
@@ -518,12 +531,17 @@ impl Machine {
         Ok(())
     }
 
-    fn refreshed(&mut self, values: &Map<String, Value>) -> Result<(), PolicyError> {
+    fn refreshed(
+        &mut self,
+        values: &Map<String, Value>,
+        versions: &BTreeMap<String, u64>,
+    ) -> Result<(), PolicyError> {
         let targets = self.step()?.targets.clone();
-        let breakers = stored_breakers(targets, values)?;
+        let (breakers, found) = stored_breakers(targets, values, versions)?;
         let st = self.step_mut()?;
         st.refreshing = false;
         st.breakers = breakers;
+        st.versions = found;
         self.next_call()
     }
 
@@ -606,7 +624,7 @@ impl Machine {
     /// short-circuit the open ones; when every remaining target is open, ask
     /// the policy about the short-circuit (back at `start`). `wait`: the
     /// shortest wait of the open targets seen before `from`.
-    fn scan(
+    pub(super) fn scan(
         &mut self,
         from: usize,
         start: usize,
@@ -627,7 +645,7 @@ impl Machine {
                 self.emit(e);
             }
             match breaker.gate(fallback_open_ms, now) {
-                Gate::Pass => return self.call_target(false),
+                Gate::Pass => return self.call_target(None),
                 Gate::Probe => {
                     // One probe across the fleet: whoever creates the lease probes.
                     let id = self.step()?.spec.id.clone();
@@ -700,7 +718,7 @@ impl Machine {
             .take()
             .ok_or_else(|| internal("no probe lease pending; please report this"))?;
         if ok {
-            return self.call_target(true);
+            return self.call_target(Some(scan));
         }
         let now = self.s.now_ms;
         let fallback_open_ms = self.s.config.fallback_open_ms();
@@ -730,26 +748,26 @@ impl Machine {
         self.scan(i.saturating_add(1), scan.start, wait)
     }
 
-    /// Call the chosen target (`probe`: as the breaker's half-open probe).
-    fn call_target(&mut self, probe: bool) -> Result<(), PolicyError> {
-        let now = self.s.now_ms;
+    /// Call the chosen target; `probe`: as the breaker's half-open probe
+    /// (the breaker moves to half-open first), with the scan it paused.
+    fn call_target(&mut self, probe: Option<LeaseScan>) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let target = st.targets.get(st.index).cloned().unwrap_or_default();
+        let gate_epoch = st.breakers.get(&target).map_or(0, |b| b.epoch);
+        if let Some(scan) = probe {
+            let then = super::swap::Then::Probe(scan);
+            if self.report_breaker(target, Report::Probe, gate_epoch, then)? {
+                return Ok(());
+            }
+        }
+        self.step_mut()?.gate_epoch = gate_epoch;
+        self.call_now(probe.is_some())
+    }
+
+    /// Make the call: count the attempt, journal, `call`.
+    pub(super) fn call_now(&mut self, probe: bool) -> Result<(), PolicyError> {
         let key = self.step()?.key.clone();
         let ttl = self.s.config.idempotency_ttl_ms;
-        if probe {
-            let st = self.step_mut()?;
-            let target = st.targets.get(st.index).cloned().unwrap_or_default();
-            let b = st.breakers.entry(target.clone()).or_default();
-            b.probe(now);
-            let value = serde_json::to_value(&*b).map_err(|e| internal(e.to_string()))?;
-            self.fx.push(Effect::Write {
-                key: format!("{BREAKER_PREFIX}{target}"),
-                value,
-                ttl_ms: None,
-            });
-            let mut e = self.event("breaker");
-            e.state = Some("half_open".into());
-            self.emit(e);
-        }
         let st = self.step_mut()?;
         st.probe = probe;
         st.attempts = st.attempts.saturating_add(1);
@@ -810,7 +828,15 @@ impl Machine {
         let mut e = self.event("ok");
         e.attempt = Some(st.attempts);
         self.emit(e);
-        self.breaker_answered()?;
+        let then = super::swap::Then::Success(value);
+        let Some(super::swap::Then::Success(value)) = self.breaker_answered(then)? else {
+            return Ok(());
+        };
+        self.succeeded(value)
+    }
+
+    /// The call succeeded and its breaker is recorded: the cache, the quota, `finish`.
+    pub(super) fn succeeded(&mut self, value: Value) -> Result<(), PolicyError> {
         let st = self.step()?;
         let target = st.targets.get(st.index).cloned().unwrap_or_default();
         let now = self.s.now_ms;
@@ -849,56 +875,32 @@ impl Machine {
         Ok(())
     }
 
-    /// The target answered (success or a non-transient failure): its breaker closes.
-    fn breaker_answered(&mut self) -> Result<(), PolicyError> {
-        let st = self.step_mut()?;
-        let Some(target) = st.calling.clone() else {
-            return Ok(());
-        };
-        let b = st.breakers.entry(target.clone()).or_default();
-        let had_failures = b.failures > 0;
-        let changed = b.success();
-        if changed || had_failures {
-            self.fx.push(Effect::Write {
-                key: format!("{BREAKER_PREFIX}{target}"),
-                value: serde_json::to_value(Breaker::default())
-                    .map_err(|e| internal(e.to_string()))?,
-                ttl_ms: None,
-            });
-        }
-        if changed {
-            let mut e = self.event("breaker");
-            e.target = Some(target);
-            e.state = Some("closed".into());
-            self.emit(e);
-        }
-        Ok(())
+    /// The target answered (success or a non-transient failure): record it
+    /// in its breaker (`swap`) and return `None`, or, when nothing is to be
+    /// written, return `then` for the caller to go on at once.
+    fn breaker_answered(
+        &mut self,
+        then: super::swap::Then,
+    ) -> Result<Option<super::swap::Then>, PolicyError> {
+        let rate = self.s.config.breaker_for(None).rate;
+        self.record_outcome(Report::Success { rate }, then)
     }
 
-    /// A transient failure of the call in flight, under the thresholds the
-    /// run configuration sets, else the decision's (`RunConfig::breaker_for`).
-    fn breaker_failed(&mut self, decided: Option<BreakerThresholds>) -> Result<(), PolicyError> {
-        let now = self.s.now_ms;
-        let cfg = self.s.config.breaker_for(decided);
-        let st = self.step_mut()?;
+    /// Records `report` for the call in flight (none: `then` back).
+    fn record_outcome(
+        &mut self,
+        report: Report,
+        then: super::swap::Then,
+    ) -> Result<Option<super::swap::Then>, PolicyError> {
+        let st = self.step()?;
         let Some(target) = st.calling.clone() else {
-            return Ok(());
+            return Ok(Some(then));
         };
-        let b = st.breakers.entry(target.clone()).or_default();
-        let opened = b.failure(&cfg, now);
-        let value = serde_json::to_value(&*b).map_err(|e| internal(e.to_string()))?;
-        self.fx.push(Effect::Write {
-            key: format!("{BREAKER_PREFIX}{target}"),
-            value,
-            ttl_ms: None,
-        });
-        if opened {
-            let mut e = self.event("breaker");
-            e.target = Some(target);
-            e.state = Some("open".into());
-            self.emit(e);
+        let gate_epoch = st.gate_epoch;
+        if self.report_breaker(target, report, gate_epoch, then.clone())? {
+            return Ok(None);
         }
-        Ok(())
+        Ok(Some(then))
     }
 
     fn decide(&mut self, observation: Value) -> Result<(), PolicyError> {
@@ -933,7 +935,7 @@ impl Machine {
         Ok(())
     }
 
-    fn decision(&mut self, d: Decided) -> Result<(), PolicyError> {
+    fn decision(&mut self, d: Decided, raw: Value) -> Result<(), PolicyError> {
         let st = self.step_mut()?;
         st.trail.push(d.envelope.clone());
         let short = std::mem::take(&mut st.short_circuit);
@@ -945,13 +947,31 @@ impl Machine {
         e.delay_ms = d.delay_ms;
         self.emit(e);
         if !short {
+            // A transient failure counts under the thresholds the run
+            // configuration sets, else the decision's (`RunConfig::breaker_for`).
             let transient = d.envelope.get("class").and_then(Value::as_str) == Some("transient");
-            if transient {
-                self.breaker_failed(d.breaker)?
+            let then = super::swap::Then::Decision(raw);
+            let pending = if transient {
+                let cfg = self.s.config.breaker_for(d.breaker);
+                self.record_outcome(Report::Failure(cfg), then)?
             } else {
-                self.breaker_answered()?
+                self.breaker_answered(then)?
+            };
+            if pending.is_none() {
+                return Ok(());
             }
         }
+        self.act_on(d)
+    }
+
+    /// Act on a decision whose outcome the breaker has recorded (`raw`: the
+    /// decision as the policy gave it).
+    pub(super) fn act(&mut self, raw: &Value) -> Result<(), PolicyError> {
+        let d = Decided::parse(raw)?;
+        self.act_on(d)
+    }
+
+    fn act_on(&mut self, d: Decided) -> Result<(), PolicyError> {
         self.step_mut()?.calling = None;
         let env = Some(d.envelope.clone());
         match d.action.as_str() {
@@ -1491,17 +1511,24 @@ impl Machine {
     }
 }
 
-/// The chain's breakers as `read` answered them (absent: closed).
+/// Breakers by target, and the store versions of those present.
+type Stored = (BTreeMap<String, Breaker>, BTreeMap<String, u64>);
+
+/// The chain's breakers as `read` answered them (absent: closed), with the
+/// store versions the host gave for them.
 fn stored_breakers(
     targets: Vec<String>,
     values: &Map<String, Value>,
-) -> Result<BTreeMap<String, Breaker>, PolicyError> {
+    versions: &BTreeMap<String, u64>,
+) -> Result<Stored, PolicyError> {
     let mut breakers = BTreeMap::new();
+    let mut found = BTreeMap::new();
     for t in targets {
-        let stored = values
-            .get(&format!("{BREAKER_PREFIX}{t}"))
-            .cloned()
-            .unwrap_or(Value::Null);
+        let key = format!("{BREAKER_PREFIX}{t}");
+        let stored = values.get(&key).cloned().unwrap_or(Value::Null);
+        if let (false, Some(v)) = (stored.is_null(), versions.get(&key)) {
+            found.insert(t.clone(), *v);
+        }
         let b: Breaker = if stored.is_null() {
             Breaker::default()
         } else {
@@ -1511,7 +1538,7 @@ fn stored_breakers(
         };
         breakers.insert(t, b);
     }
-    Ok(breakers)
+    Ok((breakers, found))
 }
 
 /// The envelope of a registry code, built by `classify` itself.

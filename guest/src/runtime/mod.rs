@@ -24,6 +24,7 @@ pub mod input;
 mod machine;
 pub mod outcome;
 pub mod state;
+mod swap;
 
 use crate::error::{ErrorKind, PolicyError};
 

@@ -34,6 +34,8 @@ pub enum Phase {
     Restoring,
     /// Waiting for `joined`: the fan-out's branches run.
     Joining,
+    /// Waiting for `swapped`: a breaker update.
+    Swapping,
     /// The run is over: no more steps.
     Finished,
 }
@@ -210,6 +212,20 @@ pub struct StepState {
     /// `read` goes on to the next call.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub refreshing: bool,
+    /// The store versions of the chain's breakers, as read and swapped (a
+    /// target without one: absent, or the host gave no versions).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub versions: BTreeMap<String, u64>,
+    /// The epoch of the breaker the call in flight passed the gate at.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gate_epoch: u64,
+    /// The breaker update waiting for `swapped`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<super::swap::PendingSwap>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The chain's scan, paused while a probe lease is claimed.
@@ -244,6 +260,9 @@ impl StepState {
             in_flight_until: None,
             polling: false,
             refreshing: false,
+            versions: BTreeMap::new(),
+            gate_epoch: 0,
+            swap: None,
         }
     }
 }

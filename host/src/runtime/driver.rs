@@ -118,6 +118,7 @@ struct Fx<'a> {
     #[serde(borrow)]
     value: Option<&'a RawValue>,
     ttl_ms: Option<u64>,
+    expected: Option<u64>,
     call: Option<String>,
     tool: Option<String>,
     step: Option<String>,
@@ -227,6 +228,7 @@ fn effect<'a>(
         "read" => {
             let now = rt.clock.now_ms();
             let mut values = String::from("{");
+            let mut versions = String::from("{");
             for (i, key) in fx.keys.iter().enumerate() {
                 if i > 0 {
                     values.push(',');
@@ -234,13 +236,20 @@ fn effect<'a>(
                 values.push_str(&json_str(key));
                 values.push(':');
                 match store.get(key, now)? {
-                    Some(v) => values.push_str(&v.value),
+                    Some(v) => {
+                        values.push_str(&v.value);
+                        if versions.len() > 1 {
+                            versions.push(',');
+                        }
+                        versions.push_str(&format!("{}:{}", json_str(key), v.version));
+                    }
                     None => values.push_str("null"),
                 }
             }
             values.push('}');
+            versions.push('}');
             *next = Some(format!(
-                r#"{{"input":"read","now_ms":{now},"values":{values}}}"#
+                r#"{{"input":"read","now_ms":{now},"values":{values},"versions":{versions}}}"#
             ));
         }
         "write" => {
@@ -267,6 +276,30 @@ fn effect<'a>(
                         r#"{{"input":"claimed","now_ms":{now},"ok":false,"current":{}}}"#,
                         current.map_or_else(|| "null".to_owned(), |v| v.value)
                     ),
+                },
+            );
+        }
+        "swap" => {
+            let key = fx
+                .key
+                .as_deref()
+                .ok_or_else(|| bad_effect("swap without key"))?;
+            let value = fx.value.ok_or_else(|| bad_effect("swap without value"))?;
+            let now = rt.clock.now_ms();
+            *next = Some(
+                match store.compare_and_set(key, fx.expected, value.get(), fx.ttl_ms, now)? {
+                    Cas::Written { version } => format!(
+                        r#"{{"input":"swapped","now_ms":{now},"ok":true,"version":{version}}}"#
+                    ),
+                    Cas::Conflict { current } => match current {
+                        Some(v) => format!(
+                            r#"{{"input":"swapped","now_ms":{now},"ok":false,"current":{},"version":{}}}"#,
+                            v.value, v.version
+                        ),
+                        None => format!(
+                            r#"{{"input":"swapped","now_ms":{now},"ok":false,"current":null,"version":null}}"#
+                        ),
+                    },
                 },
             );
         }

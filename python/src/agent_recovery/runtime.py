@@ -1076,9 +1076,13 @@ class Run:
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
-                    values = yield ("store", _read_values, store, keys, now)
-                    parts = [_jstr(key) + ":" + value for key, value in zip(keys, values, strict=True)]
-                    nxt = f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}}}}'
+                    got = yield ("store", _read_values, store, keys, now)
+                    parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
+                    vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
+                    nxt = (
+                        f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}},'
+                        f'"versions":{{{",".join(vers)}}}}}'
+                    )
                 elif kind == "write":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
@@ -1095,6 +1099,23 @@ class Run:
                     else:
                         cur = cas.current.value if cas.current is not None else "null"
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
+                elif kind == "swap":
+                    # A compare-and-set the loop re-applies itself on a conflict (a breaker update).
+                    key, value, expected = fx.get("key"), raw.get("value"), fx.get("expected")
+                    if not isinstance(key, str) or value is None:
+                        raise _malformed("swap without key or value")
+                    now = clock.now_ms()
+                    cas = yield ("store", store.compare_and_set, key, expected, value, fx.get("ttl_ms"), now)
+                    if isinstance(cas, Written):
+                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":true,"version":{cas.version}}}'
+                    elif cas.current is None:
+                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":false,"current":null,"version":null}}'
+                    else:
+                        cur = cas.current
+                        nxt = (
+                            f'{{"input":"swapped","now_ms":{now},"ok":false,'
+                            f'"current":{cur.value},"version":{cur.version}}}'
+                        )
                 elif kind == "take" or kind == "refund":
                     # The fleet retry quota: a bounded add on the store (_quota.py).
                     key, capacity = fx.get("key"), fx.get("capacity")
@@ -1577,13 +1598,9 @@ def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def _read_values(store: Any, keys: List[str], now: int) -> List[str]:
-    """The value texts of `keys` (`null` for an absent one), for a `read` effect."""
-    out = []
-    for key in keys:
-        got = store.get(key, now)
-        out.append(got.value if got is not None else "null")
-    return out
+def _read_values(store: Any, keys: List[str], now: int) -> List[Any]:
+    """The live entries of `keys` (None for an absent one), for a `read` effect."""
+    return [store.get(key, now) for key in keys]
 
 
 def _last_t_ms(holder: _Holder) -> int:

@@ -1,8 +1,18 @@
 //! The circuit breaker of one target: pure transitions over data the host stores.
+//!
+//! Every worker updates a stored breaker with a compare-and-set (`swap`), so
+//! no outcome is lost; [`update`] says what an outcome does to the value the
+//! store holds now, and [`window`] is the failure-rate mode's sliding window.
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::BreakerThresholds;
+
+pub mod update;
+pub mod window;
+
+pub use update::{Applied, MAX_SWAP_ROUNDS, Report};
+pub use window::Bucket;
 
 /// Where a breaker stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +48,23 @@ pub struct Breaker {
     /// ([`Breaker::failure`]). Absent in a closed breaker.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub down_since_ms: Option<u64>,
+    /// How many state changes (open, half-open, closed) this breaker went
+    /// through: a call remembers the epoch it passed the gate at, and its
+    /// outcome counts only while the breaker is still in that epoch
+    /// ([`update`]). Absent: 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+    /// The failure-rate mode's window, ms (present: the breaker counts in
+    /// that mode, so successes are recorded too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
+    /// The failure-rate mode's buckets, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub window: Vec<Bucket>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The shortest open window, ms (unless the thresholds' `open_ms` is shorter).
@@ -75,7 +102,13 @@ impl Breaker {
     /// (a non-transient failure): the breaker closes.
     pub fn success(&mut self) -> bool {
         let changed = self.state != BreakerState::Closed;
-        *self = Breaker::default();
+        let epoch = self.epoch + u64::from(changed);
+        let window_ms = self.window_ms;
+        *self = Breaker {
+            epoch,
+            window_ms,
+            ..Breaker::default()
+        };
         changed
     }
 
@@ -87,17 +120,38 @@ impl Breaker {
     /// least [`MIN_OPEN_MS`], at most `cfg.open_ms`. So a target that comes
     /// back after a short outage is probed again within 250 ms, and one that
     /// stays down is probed ever less often, every `cfg.open_ms` at most.
+    ///
+    /// In the failure-rate mode (`cfg.rate`) a closed breaker records the
+    /// failure in its window and opens when the window's rate reaches the
+    /// threshold ([`window`]); `failures` still counts consecutive ones.
     pub fn failure(&mut self, cfg: &BreakerThresholds, now: u64) -> bool {
         self.failures = self.failures.saturating_add(1);
-        let open = self.state == BreakerState::HalfOpen
-            || self.state == BreakerState::Open
-            || self.failures >= cfg.failure_threshold.max(1);
+        let reached = match &cfg.rate {
+            None => {
+                self.window_ms = None;
+                self.window.clear();
+                self.failures >= cfg.failure_threshold.max(1)
+            }
+            Some(rate) if self.state == BreakerState::Closed => {
+                self.window_ms = Some(rate.window_ms);
+                self.record(rate.window_ms, now, true);
+                self.rate_reached(rate)
+            }
+            Some(rate) => {
+                self.window_ms = Some(rate.window_ms);
+                false
+            }
+        };
+        let open =
+            self.state == BreakerState::HalfOpen || self.state == BreakerState::Open || reached;
         if open {
             let down_since = *self.down_since_ms.get_or_insert(now);
             let down = now.saturating_sub(down_since);
             self.state = BreakerState::Open;
             self.since_ms = now;
             self.open_ms = Some(open_window(down, cfg.open_ms));
+            self.epoch = self.epoch.saturating_add(1);
+            self.window.clear();
         }
         open
     }
@@ -106,6 +160,7 @@ impl Breaker {
     pub fn probe(&mut self, now: u64) {
         self.state = BreakerState::HalfOpen;
         self.since_ms = now;
+        self.epoch = self.epoch.saturating_add(1);
     }
 }
 
@@ -166,6 +221,7 @@ mod tests {
         let cfg = BreakerThresholds {
             failure_threshold: 2,
             open_ms: 60_000,
+            rate: None,
         };
         let mut b = Breaker::default();
         assert!(!b.failure(&cfg, 100));
@@ -173,7 +229,7 @@ mod tests {
         let stored = serde_json::to_value(&b).unwrap();
         assert_eq!(
             stored,
-            serde_json::json!({"state":"open","failures":2,"since_ms":200,"open_ms":250,"down_since_ms":200})
+            serde_json::json!({"state":"open","failures":2,"since_ms":200,"open_ms":250,"down_since_ms":200,"epoch":1})
         );
         assert_eq!(b.gate(30_000, 449), Gate::Blocked(1));
         assert_eq!(b.gate(30_000, 450), Gate::Probe);
@@ -222,7 +278,14 @@ mod tests {
             state = next.state;
             effects = next.effects;
         }
-        Ok(serde_json::from_str(&effects).unwrap())
+        let mut fx: Vec<serde_json::Value> = serde_json::from_str(&effects).unwrap();
+        // The breaker's swap is answered: the store took it.
+        if fx.last().is_some_and(|e| e["effect"] == "swap") {
+            let ok = r#"{"input":"swapped","now_ms":1000,"ok":true,"version":1}"#;
+            let next = advance(&state, ok).map_err(|e| e.message)?;
+            fx.extend(serde_json::from_str::<Vec<serde_json::Value>>(&next.effects).unwrap());
+        }
+        Ok(fx)
     }
 
     fn retry_with(breaker: &str) -> String {
@@ -234,7 +297,7 @@ mod tests {
     fn breaker_write(effects: &[serde_json::Value]) -> serde_json::Value {
         effects
             .iter()
-            .find(|e| e["effect"] == "write" && e["key"] == "agent-recovery/breaker/t")
+            .find(|e| e["effect"] == "swap" && e["key"] == "agent-recovery/breaker/t")
             .map(|e| e["value"].clone())
             .unwrap_or_default()
     }
@@ -246,7 +309,7 @@ mod tests {
         let fx = loop_after("{}", &one).unwrap();
         assert_eq!(
             breaker_write(&fx),
-            serde_json::json!({"state":"open","failures":1,"since_ms":1000,"open_ms":250,"down_since_ms":1000})
+            serde_json::json!({"state":"open","failures":1,"since_ms":1000,"open_ms":250,"down_since_ms":1000,"epoch":1})
         );
         assert!(
             fx.iter()
