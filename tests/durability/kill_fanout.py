@@ -221,7 +221,7 @@ def test_fanout_kills_recovered_by_another_language(
     with capsys.disabled():
         print(
             f"\nfan-out kill tests: seed {SEED}, {rounds} rounds, {runs_total} runs, {kills} killed with SIGKILL "
-            f"({in_fanout} during a fan-out) and recovered by another language; branch side effects applied "
+            f"({in_fanout} during a fan-out) and recovered by a worker of another language; branch side effects applied "
             f"{totals['applied']}, kept {totals['kept']}, compensated {totals['compensated']}, "
             f"unaccounted {totals['unaccounted']}"
         )
