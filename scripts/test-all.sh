@@ -113,7 +113,7 @@ joined pip
 
 step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL, recovered across languages)"
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
-.venv/bin/python -m pytest -q tests/durability/kill.py
+.venv/bin/python -m pytest -q tests/durability/kill.py tests/durability/kill_fanout.py
 .venv/bin/python -m pytest -q tests/fleet/fleet.py  # Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
 .venv/bin/python -m pytest -q tests/fleet/breaker_race.py  # 8 worker processes failing at once, on redis-server and on SQLite
 

@@ -534,21 +534,27 @@ fn recover_while_joining_rolls_back_the_completed_steps() {
     assert_eq!(labels(&fx), ["emit:fanout", "write:journal", "fork"]);
     assert!(text.contains(&format!(r#""state":{s},"v":1"#)));
     assert_eq!(state_of(&s)["phase"], "joining");
-    // A branch does not journal.
+    // The branch journals its own state before its call.
     let branch = fx[2]["branches"][0]["state"].as_str().unwrap().to_owned();
     let (_, bfx, _) = to_call(&branch, json!({"id":"a","tool":"quote"}));
-    assert_eq!(labels(&bfx), ["write:attempts", "call:operation:a:1"]);
+    assert_eq!(
+        labels(&bfx),
+        ["write:attempts", "write:branch", "call:operation:a:1"]
+    );
+    // Recovery reads the branch's entry; none here (the branch never reached
+    // its call), so only charge is rolled back.
     let (s, fx, _) = recover(&s, T0);
+    assert_eq!(labels(&fx), ["emit:recover", "read"]);
+    assert_eq!(fx[0]["event"]["step"], "quotes");
+    let (s, fx, _) = adv(&s, json!({"input":"read","now_ms":T0,"values":{}}));
     assert_eq!(
         labels(&fx),
         [
-            "emit:recover",
             "emit:compensate",
             "write:journal",
             "call:compensation:charge:1"
         ]
     );
-    assert_eq!(fx[0]["event"]["step"], "quotes");
     let (_, fx, _) = ok(&s);
     let r = record(&fx);
     assert_eq!(r["outcome"], "interrupted");

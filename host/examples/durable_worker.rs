@@ -82,6 +82,24 @@ struct JobStep {
     fail_always: bool,
     #[serde(default)]
     permanent: bool,
+    /// This step is a fan-out of these branches (then only `id` counts).
+    #[serde(default)]
+    fanout: Option<JobFanout>,
+}
+
+/// A fan-out step of the job: `{"min_results", "branches": [step, ..]}`.
+#[derive(Clone, Deserialize)]
+struct JobFanout {
+    min_results: u32,
+    branches: Vec<JobStep>,
+}
+
+/// The job's steps and its fan-outs' branches, flat.
+fn plain_steps(steps: &[JobStep]) -> impl Iterator<Item = &JobStep> {
+    steps.iter().flat_map(|s| match &s.fanout {
+        Some(f) => f.branches.iter().collect::<Vec<_>>(),
+        None => vec![s],
+    })
 }
 
 /// Points of interest reached, the one to hold at and the one to die at.
@@ -385,7 +403,7 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
     let runtime = builder.build()?;
     let operations = || {
         let mut ops = Operations::new();
-        for s in &job.steps {
+        for s in plain_steps(&job.steps) {
             ops.insert(step(s, &ledger, &points));
         }
         ops
@@ -409,7 +427,17 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
             let mut run = runtime.run(&job.run_id)?;
             let mut outcome = "completed".to_owned();
             for s in &job.steps {
-                let report = run.step(step(s, &ledger, &points))?;
+                let report = match &s.fanout {
+                    Some(f) => {
+                        let branches = f
+                            .branches
+                            .iter()
+                            .map(|b| step(b, &ledger, &points))
+                            .collect();
+                        run.fanout(&s.id, f.min_results, branches)?
+                    }
+                    None => run.step(step(s, &ledger, &points))?,
+                };
                 if report.outcome != "ok" {
                     outcome = report.outcome;
                     break;

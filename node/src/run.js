@@ -561,8 +561,10 @@ export class Run {
     // Each branch is a lane of its own: its state, its events (appended to the
     // run's in branch order once all are done, as Rust does), no compensations
     // of its own (the run compensates after the join).
+    const lanes = [];
     const runBranch = async (b, now) => {
       const lane = { state: b.state, events: [], branch: true, deadLetters: holder.deadLetters, lastTms: holder.lastTms };
+      lanes.push(lane);
       const step = ctx.branches?.get(b.id);
       const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, now) };
       const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
@@ -572,10 +574,16 @@ export class Run {
     if (rt.clock.virtual === true && typeof rt.clock.set === 'function') {
       ends = [];
       let latest = forkAt;
-      for (const b of branchRaw) {
-        rt.clock.set(forkAt);
-        ends.push(await runBranch(b, forkAt));
-        latest = Math.max(latest, rt.clock.nowMs());
+      try {
+        for (const b of branchRaw) {
+          rt.clock.set(forkAt);
+          ends.push(await runBranch(b, forkAt));
+          latest = Math.max(latest, rt.clock.nowMs());
+        }
+      } catch (e) {
+        // A scenario's kill: the branches' events so far stay, as in Rust and Python.
+        if (e instanceof RunKilled) for (const lane of lanes) holder.events.push(...lane.events);
+        throw e;
       }
       rt.clock.set(latest);
     } else {

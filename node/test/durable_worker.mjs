@@ -6,7 +6,8 @@
 //
 // JOB is JSON text: {"mode": "run" | "recover" | "replay", "run_id", "seed",
 // "now_ms", "kill_at", "config", "steps": [{"id", "fail_times", "compensation",
-// "comp_fail_times", "fail_always", "permanent"}], "id"?}. The worker opens
+// "comp_fail_times", "fail_always", "permanent"} | {"id", "fanout": {"min_results",
+// "branches": [step, ..]}}], "id"?}. The worker opens
 // the runtime on openStore(STORE) (a file or a redis:// URL) with the system clock; the LEDGER is an
 // SQLite file standing for the external system (the tools apply their effect
 // there, idempotently by key). At the `kill_at`-th point of interest the
@@ -91,9 +92,14 @@ function tool(s, kind) {
   };
 }
 
+/** The job's steps and its fan-outs' branches, flat. */
+function plainSteps() {
+  return (job.steps ?? []).flatMap((s) => (s.fanout ? s.fanout.branches : [s]));
+}
+
 function operations() {
   const ops = {};
-  for (const s of job.steps ?? []) {
+  for (const s of plainSteps()) {
     ops[`t.${s.id}`] = { operation: tool(s, 'operation'), ...(s.compensation ? { compensate: tool(s, 'compensation') } : {}) };
   }
   return ops;
@@ -165,16 +171,21 @@ let line;
 if (job.mode === 'run') {
   const run = runtime.run(job.run_id);
   let outcome = 'completed';
-  for (const s of job.steps) {
+  const stepOf = (s) => {
     const ops = operations()[`t.${s.id}`];
-    const report = await run.step({
+    return {
       id: s.id,
       tool: `t.${s.id}`,
       args: { step: s.id },
       sideEffect: true,
       operation: ops.operation,
       ...(ops.compensate ? { compensate: ops.compensate } : {}),
-    });
+    };
+  };
+  for (const s of job.steps) {
+    const report = s.fanout
+      ? await run.fanout(s.id, s.fanout.min_results, s.fanout.branches.map(stepOf))
+      : await run.step(stepOf(s));
     if (report.outcome !== 'ok') {
       outcome = report.outcome;
       break;

@@ -29,6 +29,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -50,7 +51,10 @@ class Worker:
         self.job = job
         self.kill_at: Optional[int] = job.get("kill_at")
         self.points = 0
-        self.db = sqlite3.connect(ledger, timeout=10, isolation_level=None)
+        # A fan-out's branches run on threads: one lock for the count, one for the ledger.
+        self.lock = threading.Lock()
+        self.db_lock = threading.Lock()
+        self.db = sqlite3.connect(ledger, timeout=10, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA busy_timeout = 10000")
         self.db.execute("PRAGMA journal_mode = WAL")
         for sql in _LEDGER_SCHEMA:
@@ -58,13 +62,15 @@ class Worker:
 
     def point(self) -> None:
         """A point of interest: die here when it is the `kill_at`-th."""
-        self.points += 1
-        if self.job.get("hold_at") == self.points:
+        with self.lock:
+            self.points += 1
+            n = self.points
+        if self.job.get("hold_at") == n:
             hold = Path(self.job["hold_file"])
             Path(str(hold) + ".reached").touch()
             while not hold.exists():  # waiting for the harness, not timing
                 time.sleep(0.01)
-        if self.kill_at is not None and self.points == self.kill_at:
+        if self.kill_at is not None and n == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def tool(self, s: Dict[str, Any], kind: str) -> Any:
@@ -75,30 +81,34 @@ class Worker:
 
         def call(c: Call) -> Any:
             self.point()
-            (k,) = self.db.execute(
-                "SELECT COUNT(*) FROM calls WHERE key = ? AND kind = ?", (c.key, kind)
-            ).fetchone()
-            if fail_always or k < fail_times:
-                self.db.execute(
-                    "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, 0)",
-                    (s["id"], kind, c.key, c.attempt, os.getpid()),
-                )
+            with self.db_lock:
+                (k,) = self.db.execute(
+                    "SELECT COUNT(*) FROM calls WHERE key = ? AND kind = ?", (c.key, kind)
+                ).fetchone()
+                failed = bool(fail_always or k < fail_times)
+                if failed:
+                    self.db.execute(
+                        "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, 0)",
+                        (s["id"], kind, c.key, c.attempt, os.getpid()),
+                    )
+                else:
+                    self.db.execute("BEGIN IMMEDIATE")
+                    try:
+                        cur = self.db.execute(
+                            "INSERT OR IGNORE INTO applied(key, step, kind, seq) "
+                            "VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM applied))",
+                            (c.key, s["id"], kind),
+                        )
+                        self.db.execute(
+                            "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, ?)",
+                            (s["id"], kind, c.key, c.attempt, os.getpid(), 1 if cur.rowcount == 1 else 0),
+                        )
+                        self.db.execute("COMMIT")
+                    except BaseException:
+                        self.db.execute("ROLLBACK")
+                        raise
+            if failed:
                 return Failed({"source": "http", "status": status})
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                cur = self.db.execute(
-                    "INSERT OR IGNORE INTO applied(key, step, kind, seq) "
-                    "VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM applied))",
-                    (c.key, s["id"], kind),
-                )
-                self.db.execute(
-                    "INSERT INTO calls(step, kind, key, attempt, pid, applied) VALUES (?, ?, ?, ?, ?, ?)",
-                    (s["id"], kind, c.key, c.attempt, os.getpid(), 1 if cur.rowcount == 1 else 0),
-                )
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
             self.point()
             return {"step": s["id"]}
 
@@ -114,9 +124,16 @@ class Worker:
             compensate=self.tool(s, "compensation") if s.get("compensation") else None,
         )
 
+    def plain_steps(self) -> List[Dict[str, Any]]:
+        """The job's steps and its fan-outs' branches, flat."""
+        out: List[Dict[str, Any]] = []
+        for s in self.job["steps"]:
+            out.extend(s["fanout"]["branches"] if s.get("fanout") else [s])
+        return out
+
     def operations(self) -> Dict[str, Any]:
         ops: Dict[str, Any] = {}
-        for s in self.job["steps"]:
+        for s in self.plain_steps():
             entry: Dict[str, Any] = {"operation": self.tool(s, "operation")}
             if s.get("compensation"):
                 entry["compensate"] = self.tool(s, "compensation")
@@ -185,7 +202,11 @@ def main(argv: List[str]) -> int:
         run = runtime.run(job["run_id"])
         outcome = "completed"
         for s in job["steps"]:
-            report = run.step(worker.step(s))
+            if s.get("fanout"):
+                branches = [worker.step(b) for b in s["fanout"]["branches"]]
+                report = run.fanout(s["id"], s["fanout"]["min_results"], branches)
+            else:
+                report = run.step(worker.step(s))
             if report.outcome != "ok":
                 outcome = report.outcome
                 break

@@ -14,6 +14,9 @@ pub const ATTEMPTS_PREFIX: &str = "agent-recovery/attempts/";
 pub const IDEM_PREFIX: &str = "agent-recovery/idem/";
 /// Store key prefix of a run's journal entry (docs/durability.md §1).
 pub const JOURNAL_PREFIX: &str = "agent-recovery/journal/";
+/// Store key prefix of a fan-out branch's journal entry
+/// (`agent-recovery/branch/<run_id>/<hex>`, docs/durability.md §2).
+pub const BRANCH_PREFIX: &str = "agent-recovery/branch/";
 /// Store key prefix of a target's half-open probe lease.
 pub const PROBE_PREFIX: &str = "agent-recovery/probe/";
 /// Store key prefix of a fleet retry quota (`{"tokens":N}`).
@@ -177,10 +180,11 @@ pub enum Effect {
         event: Event,
     },
     /// The journal entry, a `write` (`"effect":"write"` on the wire): `advance`
-    /// fills `value.state` with the state it returns, serialized once.
+    /// fills `value.state` with the state it returns, serialized once. A
+    /// fan-out branch writes its own entry under `agent-recovery/branch/`.
     #[serde(rename = "write")]
     Journal {
-        /// `agent-recovery/journal/<run_id>`.
+        /// `agent-recovery/journal/<run_id>`, or a branch's key.
         key: String,
         /// `{"run_id","state","v","written_ms"}`.
         value: JournalEntry,

@@ -9,10 +9,14 @@
 //! their outcomes, results, completed compensable steps and retry spend from
 //! them. A branch is a full step: its own key, breaker target, fallbacks,
 //! attempt budget, decisions and dead-letter record.
+//!
+//! Each branch journals its own state under [`branch_key`] before every call
+//! and when it ends, so a worker killed during a fan-out is recovered branch by
+//! branch (`fanout_recover`).
 
 use serde_json::{Value, json};
 
-use super::effect::{Branch, Effect};
+use super::effect::{BRANCH_PREFIX, Branch, Effect};
 use super::input::{FanoutSpec, StepSpec};
 use super::machine::{Machine, bad, envelope_for, internal};
 use super::state::{FanoutState, Phase, State, StepState};
@@ -20,6 +24,19 @@ use crate::error::PolicyError;
 
 /// The `tool` of a fan-out's own step (its events, key and dead-letter record).
 pub const FANOUT_TOOL: &str = "fanout";
+
+/// The store key of branch `index` of fan-out `fanout` of run `run_id`:
+/// `agent-recovery/branch/<run_id>/<hex>`, where `<hex>` is
+/// `hex(sha256(canonical_json([run_id, fanout, "fanout.branch", index])))`.
+pub fn branch_key(run_id: &str, fanout: &str, index: u32) -> Result<String, PolicyError> {
+    let hex = crate::idempotency::key(run_id, fanout, "fanout.branch", &index.to_string())?;
+    Ok(format!("{BRANCH_PREFIX}{run_id}/{hex}"))
+}
+
+/// A branch's entry in the record's `branches`.
+pub(super) fn branch_entry(id: &str, key: Option<&str>, outcome: &str) -> Value {
+    json!({"id": id, "key": key, "outcome": outcome})
+}
 
 impl Machine {
     /// A fan-out starts: one branch state per branch, then `fork`.
@@ -59,8 +76,15 @@ impl Machine {
         let e = self.event("fanout");
         self.emit(e);
         let mut branches = Vec::with_capacity(spec.branches.len());
-        for step in spec.branches {
-            let state = self.s.branch_of(&spec.id);
+        for (i, step) in (0u32..).zip(spec.branches) {
+            let mut state = self.s.branch_of(&spec.id);
+            state.branch_index = Some(i);
+            if self.s.config.journal {
+                let key = branch_key(&self.s.run_id, &spec.id, i)?;
+                if !self.s.branch_keys.contains(&key) {
+                    self.s.branch_keys.push(key);
+                }
+            }
             branches.push(Branch {
                 state: crate::api::to_json(&state)?,
                 step,
@@ -100,6 +124,7 @@ impl Machine {
         let mut spent = self.s.retry_spent_ms;
         let mut done = Vec::new();
         let mut cancelled = false;
+        let mut entries = Vec::with_capacity(states.len());
         for (i, (text, id)) in states.iter().zip(&fan.branches).enumerate() {
             crate::api::check_size("branch state", text)?;
             let b: State = serde_json::from_str(text).map_err(|e| {
@@ -120,7 +145,13 @@ impl Machine {
                     fan.id
                 )));
             };
-            let succeeded = last.get("outcome").and_then(Value::as_str) == Some("ok");
+            let outcome = last.get("outcome").and_then(Value::as_str).unwrap_or("");
+            entries.push(branch_entry(
+                id,
+                last.get("key").and_then(Value::as_str),
+                outcome,
+            ));
+            let succeeded = outcome == "ok";
             if succeeded {
                 ok = ok.saturating_add(1);
                 results.push(last.get("result").cloned().unwrap_or(Value::Null));
@@ -135,11 +166,13 @@ impl Machine {
         self.s.retry_spent_ms = spent;
         self.s.done.extend(done);
         self.s.fanout = None;
+        self.s.fan_branches = Some(entries);
         if cancelled {
             self.s.cancelled = true;
             return self.begin_comp("cancelled");
         }
         if ok >= fan.min_results {
+            self.s.fan_branches = None;
             return self.finish("ok", Some(Value::Array(results)), None);
         }
         let env = envelope_for(

@@ -126,7 +126,16 @@ impl Machine {
         )))
     }
 
-    fn input(&mut self, input: Input) -> Result<(), PolicyError> {
+    pub(super) fn input(&mut self, input: Input) -> Result<(), PolicyError> {
+        if self
+            .s
+            .fan_recovery
+            .as_ref()
+            .is_some_and(|r| r.current.is_some())
+        {
+            // A recovered fan-out's branch is being resumed: the input is its.
+            return self.resume_input(input);
+        }
         if matches!(input, Input::Recover) {
             return self.recover();
         }
@@ -154,6 +163,8 @@ impl Machine {
                 self.phase_is(Phase::Reading, "read")?;
                 if self.s.step.as_ref().is_some_and(|st| st.refreshing) {
                     self.refreshed(&values, &versions)
+                } else if self.s.recovering && self.s.fanout.is_some() {
+                    self.fanout_recover_read(&values)
                 } else if self.s.recovering {
                     self.recover_read(&values)
                 } else {
@@ -240,11 +251,19 @@ impl Machine {
         format!("{JOURNAL_PREFIX}{}", self.s.run_id)
     }
 
-    /// The journal entry, right before the batch's `call` or `fork`; `advance`
-    /// fills in the state it returns.
+    /// The journal entry, right before the batch's `call` or `fork` (and a
+    /// branch's `finish`); `advance` fills in the state it returns. A fan-out
+    /// branch journals under its own key.
     pub(super) fn journal(&mut self) {
-        if self.journals() {
-            let key = self.journal_key();
+        if !self.s.config.journal {
+            return;
+        }
+        let key = match (&self.s.branch, self.s.branch_index) {
+            (None, _) => Some(self.journal_key()),
+            (Some(fanout), Some(i)) => super::fanout::branch_key(&self.s.run_id, fanout, i).ok(),
+            (Some(_), None) => None,
+        };
+        if let Some(key) = key {
             self.fx.push(Effect::Journal {
                 key,
                 value: JournalEntry {
@@ -258,11 +277,14 @@ impl Machine {
         }
     }
 
-    /// The run ends: its journal entry goes.
+    /// The run ends: its journal entry goes, then its fan-outs' branch entries.
     fn unjournal(&mut self) {
         if self.journals() {
             let key = self.journal_key();
             self.fx.push(Effect::Delete { key });
+            for key in std::mem::take(&mut self.s.branch_keys) {
+                self.fx.push(Effect::Delete { key });
+            }
         }
     }
 
@@ -307,14 +329,19 @@ impl Machine {
                 "`recover` on a state that is not a journaled state (phase {phase} of {lane}); pass the `state` of an entry under {JOURNAL_PREFIX}"
             )));
         }
+        if self.s.phase == Phase::Joining {
+            // Read what each branch journaled, then settle them.
+            return self.recover_fanout();
+        }
+        self.resume()
+    }
+
+    /// Resume the journaled call (the main lane's, or a recovered fan-out
+    /// branch's): the same compensation again, or the step's key re-read.
+    pub(super) fn resume(&mut self) -> Result<(), PolicyError> {
         self.s.recovering = true;
         let e = self.event("recover");
         self.emit(e);
-        if self.s.phase == Phase::Joining {
-            // The branches' states died with the worker: roll back what completed.
-            self.s.fanout = None;
-            return self.begin_comp("interrupted");
-        }
         if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
             // The same compensation again: same key, same attempt number.
             return self.comp_call_effect(false);
@@ -1218,7 +1245,7 @@ impl Machine {
 
     /// Call the running compensation: the next attempt, or (`recover`) the
     /// journaled one again.
-    fn comp_call_effect(&mut self, next_attempt: bool) -> Result<(), PolicyError> {
+    pub(super) fn comp_call_effect(&mut self, next_attempt: bool) -> Result<(), PolicyError> {
         let timeout = self.s.config.attempt_timeout_ms;
         let c = self.current()?;
         if next_attempt {
@@ -1420,6 +1447,8 @@ impl Machine {
             .and_then(|st| st.spec.replay_of.as_ref())
             .map(|r| json!({"id": r.id, "n": r.n}));
         record.insert("replay_of".into(), replay_of.unwrap_or(Value::Null));
+        let branches = self.s.fan_branches.clone().map(Value::Array);
+        record.insert("branches".into(), branches.unwrap_or(Value::Null));
         let env = trail.last().cloned();
         let mut e = self.event("dead_letter");
         e.code = env
@@ -1485,7 +1514,11 @@ impl Machine {
         e.state = Some(outcome.to_owned());
         self.emit(e);
         if self.s.branch.is_some() {
-            self.s.last = Some(json!({"outcome": outcome, "result": result, "envelope": envelope}));
+            self.s.last = Some(
+                json!({"outcome": outcome, "result": result, "envelope": envelope, "key": key}),
+            );
+            // The branch's end is durable too: recovery knows it ran.
+            self.journal();
         }
         if !ok {
             self.unjournal();

@@ -20,6 +20,7 @@ pub mod breaker;
 pub mod config;
 pub mod effect;
 mod fanout;
+mod fanout_recover;
 pub mod input;
 mod machine;
 pub mod outcome;
@@ -56,10 +57,23 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     let (state, mut effects) = machine::advance(state, input, now)?;
     let state = crate::api::to_json(&state)?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
-    for fx in &mut effects {
-        if let effect::Effect::Journal { value, .. } = fx {
+    fill_journals(&mut effects, &state)?;
+    Ok(Advanced {
+        state,
+        effects: crate::api::to_json(&effects)?,
+    })
+}
+
+/// Fills the journal entries of a batch that have no state yet with `state`
+/// (the JSON text of the state the batch leaves behind). A resumed fan-out
+/// branch's entries are filled with the branch's own state first.
+fn fill_journals(effects: &mut [effect::Effect], state: &str) -> Result<(), PolicyError> {
+    for fx in effects {
+        if let effect::Effect::Journal { value, .. } = fx
+            && value.state.is_none()
+        {
             value.state = Some(
-                serde_json::value::RawValue::from_string(state.clone()).map_err(|e| {
+                serde_json::value::RawValue::from_string(state.to_owned()).map_err(|e| {
                     PolicyError::new(
                         ErrorKind::Internal,
                         format!("the state is not JSON ({e}); please report this"),
@@ -68,8 +82,5 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
             );
         }
     }
-    Ok(Advanced {
-        state,
-        effects: crate::api::to_json(&effects)?,
-    })
+    Ok(())
 }

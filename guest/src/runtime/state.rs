@@ -89,6 +89,20 @@ pub struct State {
     /// did (the record's `step_outcome`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_outcome: Option<String>,
+    /// In a fan-out branch's state: its position among the fan-out's
+    /// branches (its journal key derives from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_index: Option<u32>,
+    /// The branch journal keys of this run's fan-outs: deleted when the run ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branch_keys: Vec<String>,
+    /// A recovered fan-out while its branches are settled (docs/durability.md §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fan_recovery: Option<FanRecovery>,
+    /// The fan-out's branches and their outcomes, once known: the
+    /// dead-letter record's `branches`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fan_branches: Option<Vec<Value>>,
 }
 
 impl State {
@@ -114,6 +128,10 @@ impl State {
             ids: Vec::new(),
             recovering: false,
             step_outcome: None,
+            branch_index: None,
+            branch_keys: Vec::new(),
+            fan_recovery: None,
+            fan_branches: None,
         }
     }
 
@@ -143,6 +161,29 @@ pub struct FanoutState {
     pub min_results: u32,
     /// The branches' step ids, in order.
     pub branches: Vec<String>,
+}
+
+/// A recovered fan-out: what each branch's journal entry said, and the
+/// branches in a call when the worker died, resumed one after another.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FanRecovery {
+    /// One `{"id","key","outcome"}` per branch, in order (the record's `branches`).
+    pub outcomes: Vec<Value>,
+    /// Each branch's completed compensable steps, in branch order.
+    pub done: Vec<Vec<DoneStep>>,
+    /// Branches still to resume, in order.
+    pub pending: Vec<ResumedBranch>,
+    /// The branch being resumed now (its effects are this lane's).
+    pub current: Option<ResumedBranch>,
+}
+
+/// A fan-out branch resumed by `recover`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResumedBranch {
+    /// Its position among the fan-out's branches.
+    pub index: usize,
+    /// Its state.
+    pub state: Box<State>,
 }
 
 /// A completed, compensable step.
