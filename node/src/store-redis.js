@@ -691,7 +691,10 @@ export class FallbackStore {
         const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
         if (batch.length === 0) break;
         // Renew the lease (from the latest time a call passed in).
-        const renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, leaseVersion, mine, SPOOL_LEASE_MS, Math.max(nowMs, this.#lastNow)]];
+        const at = Math.max(nowMs, this.#lastNow);
+        let renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, leaseVersion, mine, SPOOL_LEASE_MS, at]];
+        // Expired and nobody took it: take it again.
+        if (!renewed.written && !renewed.current) renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, null, mine, SPOOL_LEASE_MS, at]];
         if (!renewed.written) throw new StoreError('unavailable', 'the spool lease expired under this flush (another process took it); will probe again');
         leaseVersion = renewed.version;
         let cursor = cur;
@@ -699,7 +702,8 @@ export class FallbackStore {
           yield* this.#apply(JSON.parse(text));
           flushed += 1;
           const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
-          cursor = w.written ? { version: w.version } : yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
+          if (!w.written) throw new StoreError('unavailable', 'the spool cursor moved under this flush (another process flushed); will probe again');
+          cursor = { version: w.version };
         }
         if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
           // The last batch, or past what this store had spooled when the flush began, is in

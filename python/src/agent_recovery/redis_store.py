@@ -782,7 +782,10 @@ class FallbackStore:
                 if not batch or (until is not None and seq >= until):
                     return flushed
                 # Renew the lease (from the latest time a call passed in).
-                renewed = self._local.compare_and_set(SPOOL_LEASE, held, lease, SPOOL_LEASE_TTL_MS, max(t, self._last_now))
+                at = max(t, self._last_now)
+                renewed = self._local.compare_and_set(SPOOL_LEASE, held, lease, SPOOL_LEASE_TTL_MS, at)
+                if isinstance(renewed, Conflict) and renewed.current is None:  # expired, nobody took it
+                    renewed = self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, at)
                 if isinstance(renewed, Conflict):
                     raise StoreError("unavailable", "the spool lease expired under this flush (another process took it); will probe again")
                 held = renewed.version
@@ -791,7 +794,9 @@ class FallbackStore:
                         flushed += 1
                     seq = n
                     cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
-                    version = cas.version if isinstance(cas, Written) else self._cursor(t)[1]
+                    if not isinstance(cas, Written):
+                        raise StoreError("unavailable", "the spool cursor moved under this flush (another process flushed); will probe again")
+                    version = cas.version
         finally:
             live = self._local.get(SPOOL_LEASE, max(t, self._last_now))
             if live is not None and live.version == held:

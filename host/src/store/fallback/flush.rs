@@ -175,13 +175,16 @@ impl Inner {
             }
             // Renew the lease (from the latest time a call passed in).
             let now = self.lock().last_now;
-            match self.local.compare_and_set(
-                SPOOL_LEASE,
-                Some(*lease_version),
-                lease,
-                Some(LEASE_MS),
-                now,
-            )? {
+            let renew = |expected| {
+                self.local
+                    .compare_and_set(SPOOL_LEASE, expected, lease, Some(LEASE_MS), now)
+            };
+            let renewed = match renew(Some(*lease_version))? {
+                // Expired and nobody took it: take it again.
+                Cas::Conflict { current: None } => renew(None)?,
+                other => other,
+            };
+            match renewed {
                 Cas::Written { version } => *lease_version = version,
                 Cas::Conflict { .. } => {
                     return Err(StoreError::new(
