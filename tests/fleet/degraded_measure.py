@@ -125,7 +125,7 @@ def main() -> None:
     time.sleep(args.pause)
     srv.proc.send_signal(signal.SIGCONT)
     back.append(time.time())
-    time.sleep(args.seconds * 0.3)
+    time.sleep(args.seconds * 0.2)
     srv.kill()
     time.sleep(args.pause)
     srv.start()
@@ -143,8 +143,10 @@ def main() -> None:
         "resubmissions_of_completed_runs": resubmitted,
         "keys_whose_side_effect_ran_twice": twice,
         "slowest_store_call_s": round(max(r["slowest_s"] for r in results), 3),
+        "store_degraded_events_per_worker": [len(r["degraded"]) for r in results],
+        "store_restored_events_per_worker": [len(r["restored"]) for r in results],
         "seconds_to_leave_degraded_after_redis_answers": [
-            sorted(round(min([t for t in r["restored"] if t >= b] or [float("nan")]) - b, 2) for r in results)
+            sorted(round(min([t for t in r["restored"] if t >= b] or [float("inf")]) - b, 2) for r in results)
             for b in back
         ],
     }, indent=1))

@@ -726,8 +726,8 @@ class FallbackStore:
         # A thread that was still serving locally may have spooled a record
         # during the flush: drain once more (it stays for the next flush if
         # Redis went away again meanwhile).
-        try:
-            flushed += self._flush(t) or 0
+        try:  # up to the spool's end now: other processes may still be spooling
+            flushed += self._flush(t, self._spool_last(t)) or 0
         except StoreError as e:
             if e.kind != "unavailable":
                 raise
@@ -789,9 +789,31 @@ class FallbackStore:
                 if isinstance(renewed, Conflict):
                     raise StoreError("unavailable", "the spool lease expired under this flush (another process took it); will probe again")
                 held = renewed.version
+                # A batch's entry writes first, the last one per key (a run's
+                # journal writes and delete are one delete, an idempotency
+                # claim and its completion one write); then its appends in
+                # order, the cursor after each (at least once: a crash
+                # repeats at most the append it was applying).
+                keyed: Dict[str, Dict[str, Any]] = {}
+                appends: List[Tuple[int, Dict[str, Any]]] = []
                 for n, text in batch:
-                    if self._apply_text(text):
-                        flushed += 1
+                    rec = _spool_op(text)
+                    if rec is None:
+                        continue
+                    flushed += 1
+                    if rec["op"] == "append":
+                        appends.append((n, rec))
+                        continue
+                    if keyed.pop(rec["key"], None) is not None and rec.get("claim") is True:
+                        rec = {**rec, "claim": False}  # after an earlier op on the key here: a write
+                    keyed[rec["key"]] = rec
+                for rec in keyed.values():
+                    self._apply_rec(rec)
+                for n, rec in appends + [(batch[-1][0], None)]:
+                    if rec is not None:
+                        self._apply_rec(rec)
+                    if n == seq:
+                        continue
                     seq = n
                     cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
                     if not isinstance(cas, Written):
@@ -802,21 +824,14 @@ class FallbackStore:
             if live is not None and live.version == held:
                 self._local.delete(SPOOL_LEASE)
 
-    def _apply_text(self, text: str) -> bool:
-        """Apply one spool record; False (skipped) when it is not a spool op
-        (another program wrote it): the flush goes on rather than stall."""
+    def _apply_rec(self, rec: Dict[str, Any]) -> None:
+        """Apply one spool op; a record the primary refuses as an invalid
+        argument is skipped: the flush goes on rather than stall."""
         try:
-            rec = json.loads(text)
-            if not isinstance(rec, dict):
-                return False
             self._apply(rec)
-            return rec.get("op") in ("append", "set", "delete")
-        except (ValueError, KeyError, TypeError):
-            return False
         except StoreError as e:
-            if e.kind == "invalid_argument":
-                return False
-            raise
+            if e.kind != "invalid_argument":
+                raise
 
     def _apply(self, rec: Dict[str, Any]) -> None:
         op = rec.get("op")
@@ -828,12 +843,12 @@ class FallbackStore:
             # A claim (a create-only write) never replaces an entry the
             # primary has: the earlier claim or the completed entry there
             # wins. Any other write replaces it (last writer wins).
-            key, now, claim = rec["key"], rec["now_ms"], rec.get("claim") is True
+            key, now, claim = rec["key"], rec.get("now_ms", 0), rec.get("claim") is True
             for _ in range(1000):
                 cur = self._primary.get(key, now)
                 if claim and cur is not None:
                     return
-                cas = self._primary.compare_and_set(key, cur.version if cur else None, rec["value"], rec["ttl_ms"], now)
+                cas = self._primary.compare_and_set(key, cur.version if cur else None, rec["value"], rec.get("ttl_ms"), now)
                 if isinstance(cas, Written):
                     return
             raise StoreError("unavailable", f"flushing {key!r}: 1000 conflicts in a row; the flush resumes at the next probe")
@@ -980,6 +995,25 @@ class FallbackStore:
         return self._call(  # type: ignore[no-any-return]
             now_ms, lambda: self._primary.purge_expired(now_ms), lambda: self._local.purge_expired(now_ms)
         )
+
+
+def _spool_op(text: str) -> Optional[Dict[str, Any]]:
+    """A spool record's op, or None when it is not one (another program
+    wrote it): the flush skips it rather than stall."""
+    try:
+        rec = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("now_ms", 0), int):
+        return None
+    op = rec.get("op")
+    if op == "append" and isinstance(rec.get("stream"), str) and isinstance(rec.get("record"), str):
+        return rec
+    if op == "delete" and isinstance(rec.get("key"), str):
+        return rec
+    if op == "set" and isinstance(rec.get("key"), str) and isinstance(rec.get("value"), str):
+        return rec
+    return None
 
 
 # ---------------------------------------------------------------- open_store
