@@ -685,9 +685,11 @@ export class FallbackStore {
         at = page[page.length - 1][0];
         target = Math.max(target, at);
       }
+      let drainTo = null; // once serving the primary: the spool's end then (others may still spool)
       for (;;) {
         const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
+        if (drainTo !== null && seq >= drainTo) break;
         const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
         if (batch.length === 0) break;
         // Renew the lease (from the latest time a call passed in).
@@ -697,10 +699,28 @@ export class FallbackStore {
         if (!renewed.written && !renewed.current) renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, null, mine, SPOOL_LEASE_MS, at]];
         if (!renewed.written) throw new StoreError('unavailable', 'the spool lease expired under this flush (another process took it); will probe again');
         leaseVersion = renewed.version;
-        let cursor = cur;
+        // The batch's entry writes first, the last one per key (a run's journal writes and
+        // delete are one delete, an idempotency claim and its completion one write); then its
+        // appends in order, the cursor after each (at least once: a crash repeats at most the
+        // append it was applying).
+        const keyed = new Map();
+        const steps = [];
         for (const [n, text] of batch) {
-          yield* this.#apply(JSON.parse(text));
+          let rec = JSON.parse(text);
           flushed += 1;
+          if (typeof rec.key !== 'string') {
+            steps.push([n, rec]);
+            continue;
+          }
+          if (keyed.delete(rec.key) && rec.claim === true) rec = { ...rec, claim: false }; // after an earlier op on the key here: a write
+          keyed.set(rec.key, rec);
+        }
+        for (const rec of keyed.values()) yield* this.#apply(rec);
+        const last = batch[batch.length - 1][0];
+        if (steps.length === 0 || steps[steps.length - 1][0] !== last) steps.push([last, null]);
+        let cursor = cur;
+        for (const [n, rec] of steps) {
+          if (rec) yield* this.#apply(rec);
           const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
           if (!w.written) throw new StoreError('unavailable', 'the spool cursor moved under this flush (another process flushed); will probe again');
           cursor = { version: w.version };
@@ -712,6 +732,13 @@ export class FallbackStore {
           // it; the tail they spooled is drained by this loop.
           this.#healthy = true;
           opened = true;
+          drainTo = target;
+          for (let at = target; ; ) {
+            const page = yield [LOCAL, 'read', [SPOOL_STREAM, at, 1024]];
+            if (page.length === 0) break;
+            at = page[page.length - 1][0];
+            drainTo = at;
+          }
         }
       }
     } catch (e) {

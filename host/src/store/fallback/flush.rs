@@ -99,7 +99,14 @@ impl Inner {
                 // Calls served locally while the flush ran may have spooled
                 // a record or two: drain them (they wait for the next flush
                 // if the primary went away again meanwhile).
-                let more = self.flush(now, None).ok().flatten().unwrap_or(0);
+                // Up to the spool's end now: other processes may still be
+                // spooling.
+                let more = self
+                    .spool_last()
+                    .and_then(|end| self.flush(now, Some(end)))
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0);
                 since.map(|s| (s, flushed + more))
             }
             Ok(None) => None,
@@ -197,8 +204,39 @@ impl Inner {
             if batch.is_empty() {
                 return Ok(flushed);
             }
-            for (n, record) in batch {
-                self.apply(&record)?;
+            // The batch's entry writes first, the last one per key (a run's
+            // journal writes and delete are one delete, an idempotency claim
+            // and its completion one write); then its appends in order, the
+            // cursor after each (at least once: a crash repeats at most the
+            // append it was applying).
+            let last = batch.last().map_or(seq, |(n, _)| *n);
+            let mut keyed: Vec<(String, Value)> = Vec::new();
+            let mut steps: Vec<(u64, Option<Value>)> = Vec::new();
+            for (n, record) in &batch {
+                let mut op = parse(record)?;
+                flushed += 1;
+                match op.get("key").and_then(Value::as_str).map(str::to_owned) {
+                    None => steps.push((*n, Some(op))),
+                    Some(key) => {
+                        if let Some(i) = keyed.iter().position(|(k, _)| *k == key) {
+                            keyed.remove(i);
+                            // After an earlier op on the key here: a write.
+                            op["claim"] = Value::Bool(false);
+                        }
+                        keyed.push((key, op));
+                    }
+                }
+            }
+            for (_, op) in &keyed {
+                self.apply(op)?;
+            }
+            if steps.last().is_none_or(|(n, _)| *n != last) {
+                steps.push((last, None));
+            }
+            for (n, op) in steps {
+                if let Some(op) = op {
+                    self.apply(&op)?;
+                }
                 let value = json!({ "seq": n }).to_string();
                 cursor_version = match self.local.compare_and_set(
                     SPOOL_CURSOR,
@@ -216,21 +254,17 @@ impl Inner {
                     }
                 };
                 seq = n;
-                flushed += 1;
             }
         }
     }
 
-    fn apply(&self, record: &str) -> Result<(), StoreError> {
+    fn apply(&self, r: &Value) -> Result<(), StoreError> {
         let bad = || {
             StoreError::new(
                 StoreErrorKind::Corrupt,
-                format!(
-                    "spool record {record:?} is not a spool operation; the spool file is damaged"
-                ),
+                format!("spool record {r} is not a spool operation; the spool file is damaged"),
             )
         };
-        let r: Value = serde_json::from_str(record).map_err(|_| bad())?;
         let s = |k: &str| r.get(k).and_then(Value::as_str).ok_or_else(bad);
         let now = r.get("now_ms").and_then(Value::as_u64).unwrap_or(0);
         match s("op")? {
@@ -272,5 +306,16 @@ impl Inner {
             _ => return Err(bad()),
         }
         Ok(())
+    }
+}
+
+/// A spool record's operation (an object with a known `op`).
+fn parse(record: &str) -> Result<Value, StoreError> {
+    match serde_json::from_str::<Value>(record) {
+        Ok(v) if matches!(v.get("op").and_then(Value::as_str), Some("append" | "set" | "delete")) => Ok(v),
+        _ => Err(StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("spool record {record:?} is not a spool operation; the spool file is damaged"),
+        )),
     }
 }
