@@ -126,8 +126,26 @@ impl Inner {
 }
 
 /// A store over a primary and a local fallback; see the module docs.
+///
+/// Dropping it waits for a probe or flush in progress on its background
+/// thread (bounded by the primary's timeouts and the spool's size), so a
+/// short-lived process that started one does not leave it half done.
 pub struct FallbackStore {
     inner: Arc<Inner>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for FallbackStore {
+    fn drop(&mut self) {
+        let handle = self
+            .worker
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for FallbackStore {
@@ -153,6 +171,7 @@ impl FallbackStore {
                 options,
                 state: Mutex::new(State::default()),
             }),
+            worker: Mutex::new(None),
         }
     }
 
@@ -227,9 +246,16 @@ impl FallbackStore {
         let spawned = std::thread::Builder::new()
             .name(FLUSH_THREAD.to_owned())
             .spawn(move || inner.reconnect(now));
-        if spawned.is_err() {
+        match spawned {
+            // The previous one has ended (`reconnecting` was false).
+            Ok(handle) => {
+                *self
+                    .worker
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            }
             // No thread now: the next due call tries again.
-            self.inner.lock().reconnecting = false;
+            Err(_) => self.inner.lock().reconnecting = false,
         }
     }
 

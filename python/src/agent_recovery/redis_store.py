@@ -687,8 +687,11 @@ class FallbackStore:
             # meanwhile (other threads) cannot keep it going forever.
             until = self._spool_end
         try:
+            # Not a daemon: a process that exits waits for a flush in progress
+            # (bounded by Redis's timeouts and the spool's size) rather than
+            # leave it half done.
             threading.Thread(
-                target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=True
+                target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=False
             ).start()
         except RuntimeError:  # no thread now: the next due call tries again
             with self._lock:
