@@ -97,10 +97,9 @@ impl Inner {
             Ok(Some(flushed)) => {
                 let since = self.lock().degraded.take();
                 // Calls served locally while the flush ran may have spooled
-                // a record or two: drain them (they wait for the next flush
-                // if the primary went away again meanwhile).
-                // Up to the spool's end now: other processes may still be
-                // spooling.
+                // a few records: drain them, up to the spool's end now (other
+                // processes may still be spooling; the rest waits for the
+                // next flush, as it does if the primary went away again).
                 let more = self
                     .spool_last()
                     .and_then(|end| self.flush(now, Some(end)))
