@@ -86,6 +86,7 @@ step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL,
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
 .venv/bin/python -m pytest -q tests/durability/kill.py
 .venv/bin/python -m pytest -q tests/fleet/fleet.py  # Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
+.venv/bin/python -m pytest -q tests/fleet/degraded.py  # resubmitted runs across a paused, killed and restarted redis-server
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000
