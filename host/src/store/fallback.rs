@@ -281,7 +281,10 @@ impl FallbackStore {
     }
 
     fn spool(&self, op: Value, now: u64) -> Result<(), StoreError> {
-        let seq = self.inner.local.append(SPOOL_STREAM, &op.to_string(), now)?;
+        let seq = self
+            .inner
+            .local
+            .append(SPOOL_STREAM, &op.to_string(), now)?;
         let mut st = self.inner.lock();
         st.spool_end = st.spool_end.max(seq);
         Ok(())

@@ -311,7 +311,14 @@ impl Inner {
 /// A spool record's operation (an object with a known `op`).
 fn parse(record: &str) -> Result<Value, StoreError> {
     match serde_json::from_str::<Value>(record) {
-        Ok(v) if matches!(v.get("op").and_then(Value::as_str), Some("append" | "set" | "delete")) => Ok(v),
+        Ok(v)
+            if matches!(
+                v.get("op").and_then(Value::as_str),
+                Some("append" | "set" | "delete")
+            ) =>
+        {
+            Ok(v)
+        }
         _ => Err(StoreError::new(
             StoreErrorKind::Corrupt,
             format!("spool record {record:?} is not a spool operation; the spool file is damaged"),
