@@ -39,6 +39,8 @@ const SPOOL_LEASE = 'agent-recovery/spool/lease';
 const SPOOL_CURSOR = 'agent-recovery/spool/cursor';
 /** The flush lease's time to live, renewed at each batch: a process that died flushing holds the others back this long at most. */
 const SPOOL_LEASE_MS = 5_000;
+/** Spool records a flush applies between two renewals of its lease. */
+const SPOOL_BATCH = 16;
 /**
  * Keys whose writes and deletes are copied to the spool file while Redis answers (so they are
  * honoured while it is down) and spooled while it is down (so they reach Redis again):
@@ -690,7 +692,7 @@ export class FallbackStore {
         const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
         if (drainTo !== null && seq >= drainTo) break;
-        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
+        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, SPOOL_BATCH]];
         if (batch.length === 0) break;
         // Renew the lease (from the latest time a call passed in).
         const at = Math.max(nowMs, this.#lastNow);
@@ -725,7 +727,7 @@ export class FallbackStore {
           if (!w.written) throw new StoreError('unavailable', 'the spool cursor moved under this flush (another process flushed); will probe again');
           cursor = { version: w.version };
         }
-        if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
+        if (!this.#healthy && (batch.length < SPOOL_BATCH || batch[batch.length - 1][0] >= target)) {
           // The last batch, or past what this store had spooled when the flush began, is in
           // the primary: new calls go to it from here, so calls served locally meanwhile (the
           // asynchronous face) cannot keep the spool growing faster than this flush drains

@@ -562,6 +562,10 @@ def test_two_processes_on_one_spool_flush_each_record_once(tmp_path: Path) -> No
             t.start()
         for t in threads:
             t.join()
+        deadline = time.monotonic() + 60
+        while any(s.reconnecting for s in stores):  # the winner's flush, in real time
+            assert time.monotonic() < deadline, "a flush never ended"
+            time.sleep(0.005)
         for store in stores:  # a loser of the flush lease probes again later
             until_restored(store, T0 + 10_000)
         flushed = [e["flushed"] for evs in events for e in evs if e["event"] == "store_restored"]

@@ -74,6 +74,8 @@ SPOOL_CURSOR: Final = "agent-recovery/spool/cursor"
 #: The flush lease's time to live (ms), renewed at each batch: a process that
 #: died while flushing holds the others back this long at most.
 SPOOL_LEASE_TTL_MS: Final = 5_000
+#: Spool records a flush applies between two renewals of its lease.
+SPOOL_BATCH: Final = 16
 #: Keys whose writes and deletes are copied to the local store while healthy
 #: (so they are honoured while degraded) and spooled while degraded (so they
 #: reach Redis again): idempotency entries, run journals, dead-letter items.
@@ -781,7 +783,7 @@ class FallbackStore:
         try:
             seq, version = self._cursor(t)
             while True:
-                batch = self._local.read(SPOOL_STREAM, seq, 64)
+                batch = self._local.read(SPOOL_STREAM, seq, SPOOL_BATCH)
                 if not batch or (until is not None and seq >= until):
                     return flushed
                 # Renew the lease (from the latest time a call passed in).

@@ -11,6 +11,8 @@ use crate::store::{Cas, StoreError, StoreErrorKind};
 
 /// How many times a flushed write retries on a conflict (last writer wins).
 const SET_RETRIES: usize = 16;
+/// Spool records a flush applies between two renewals of its lease.
+const BATCH: usize = 16;
 /// How many times a mirror write retries on a local conflict.
 const MIRROR_RETRIES: usize = 4;
 
@@ -199,7 +201,7 @@ impl Inner {
                     ));
                 }
             }
-            let batch = self.local.read(SPOOL_STREAM, seq, 256)?;
+            let batch = self.local.read(SPOOL_STREAM, seq, BATCH)?;
             if batch.is_empty() {
                 return Ok(flushed);
             }
