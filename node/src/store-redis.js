@@ -687,7 +687,7 @@ export class FallbackStore {
         at = page[page.length - 1][0];
         target = Math.max(target, at);
       }
-      let drainTo = null; // once serving the primary: the spool's end then (others may still spool)
+      let drainTo = null; // once serving the primary: this store's last spooled record
       for (;;) {
         const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
@@ -734,13 +734,8 @@ export class FallbackStore {
           // it; the tail they spooled is drained by this loop.
           this.#healthy = true;
           opened = true;
-          drainTo = target;
-          for (let at = target; ; ) {
-            const page = yield [LOCAL, 'read', [SPOOL_STREAM, at, 1024]];
-            if (page.length === 0) break;
-            at = page[page.length - 1][0];
-            drainTo = at;
-          }
+          // Then drain up to this store's last record: other processes flush their own.
+          drainTo = Math.max(seq, this.#spoolEnd);
         }
       }
     } catch (e) {

@@ -728,14 +728,6 @@ class FallbackStore:
                 return
             self._degraded_at = None
             startup, self._startup_spool = self._startup_spool, False
-        # A thread that was still serving locally may have spooled a record
-        # during the flush: drain once more (it stays for the next flush if
-        # Redis went away again meanwhile).
-        try:  # up to the spool's end now: other processes may still be spooling
-            flushed += self._flush(t, self._spool_last(t)) or 0
-        except StoreError as e:
-            if e.kind != "unavailable":
-                raise
         self._emit(
             {
                 "event": "store_restored",
@@ -746,6 +738,15 @@ class FallbackStore:
                 "flushed": flushed,
             }
         )
+        # Threads that were still serving locally may have spooled records
+        # during the flush: drain up to this process's last one (other
+        # processes flush their own when they probe; what is left waits for
+        # the next flush, as it does if Redis went away again meanwhile).
+        try:
+            self._flush(t, self._spool_end)
+        except StoreError as e:
+            if e.kind != "unavailable":
+                raise
 
     def _pending(self) -> bool:
         cursor = self._cursor(self._last_now)[0]

@@ -96,27 +96,10 @@ impl Inner {
                 self.startup_failed(now, &e);
                 None
             }
-            Ok(Some(flushed)) => {
-                let since = self.lock().degraded.take();
-                // Calls served locally while the flush ran may have spooled
-                // a few records: drain them, up to the spool's end now (other
-                // processes may still be spooling; the rest waits for the
-                // next flush, as it does if the primary went away again).
-                let more = self
-                    .spool_last()
-                    .and_then(|end| self.flush(now, Some(end)))
-                    .ok()
-                    .flatten()
-                    .unwrap_or(0);
-                since.map(|s| (s, flushed + more))
-            }
+            Ok(Some(flushed)) => self.lock().degraded.take().map(|s| (s, flushed)),
             Ok(None) => None,
         };
-        let startup = {
-            let mut st = self.lock();
-            st.reconnecting = false;
-            std::mem::take(&mut st.startup_spool)
-        };
+        let startup = std::mem::take(&mut self.lock().startup_spool);
         if let Some((since, flushed)) = restored {
             self.options.listeners.emit(&json!({
                 "event": "store_restored",
@@ -127,7 +110,14 @@ impl Inner {
                 "degraded_ms": if startup { 0 } else { now.saturating_sub(since) },
                 "flushed": flushed,
             }));
+            // Calls served locally while the flush ran may have spooled a
+            // few records: drain up to this process's last one (other
+            // processes flush their own when they probe; what is left waits
+            // for the next flush, as it does if the primary went away again).
+            let end = self.lock().spool_end;
+            let _ = self.flush(now, Some(end));
         }
+        self.lock().reconnecting = false;
     }
 
     /// A spool left by an earlier process could not be flushed: this process
