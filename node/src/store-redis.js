@@ -668,7 +668,9 @@ export class FallbackStore {
     if (this.#flushing) return { done: false, flushed: 0 };
     const lease = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
     const mine = JSON.stringify({ owner: this.#owner });
-    if (lease && lease.value !== mine) return { done: false, flushed: 0 };
+    // Another process is flushing: serve the primary again once it has flushed this store's
+    // records (so every process of the machine stops adding to the spool soon).
+    if (lease && lease.value !== mine) return { done: !this.#startupSpool && (start ? JSON.parse(start.value).seq : 0) >= this.#spoolEnd, flushed: 0 };
     if (this.#flushing) return { done: false, flushed: 0 };
     this.#flushing = true;
     let flushed = 0;
@@ -687,11 +689,9 @@ export class FallbackStore {
         at = page[page.length - 1][0];
         target = Math.max(target, at);
       }
-      let drainTo = null; // once serving the primary: this store's last spooled record
       for (;;) {
         const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
-        if (drainTo !== null && seq >= drainTo) break;
         const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, SPOOL_BATCH]];
         if (batch.length === 0) break;
         // Renew the lease (from the latest time a call passed in).
@@ -734,8 +734,7 @@ export class FallbackStore {
           // it; the tail they spooled is drained by this loop.
           this.#healthy = true;
           opened = true;
-          // Then drain up to this store's last record: other processes flush their own.
-          drainTo = Math.max(seq, this.#spoolEnd);
+
         }
       }
     } catch (e) {

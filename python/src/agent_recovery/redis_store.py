@@ -721,8 +721,13 @@ class FallbackStore:
             if e.kind == "unavailable":
                 return
             raise
-        if flushed is None:  # another process is flushing: stay degraded
-            return
+        if flushed is None:
+            # Another process is flushing: serve Redis again once it has
+            # flushed this process's records (so every process of the machine
+            # stops adding to the spool soon); until then stay degraded.
+            if self._startup_spool or self._cursor(t)[0] < until:
+                return
+            flushed = 0
         with self._lock:
             if self._degraded_at is None:
                 return
@@ -738,12 +743,11 @@ class FallbackStore:
                 "flushed": flushed,
             }
         )
-        # Threads that were still serving locally may have spooled records
-        # during the flush: drain up to this process's last one (other
-        # processes flush their own when they probe; what is left waits for
-        # the next flush, as it does if Redis went away again meanwhile).
+        # Drain what the machine's processes spooled meanwhile, to the end
+        # (they serve Redis again as the cursor passes their last record; what
+        # is left waits for the next flush if Redis went away again).
         try:
-            self._flush(t, self._spool_end)
+            self._flush(t)
         except StoreError as e:
             if e.kind != "unavailable":
                 raise

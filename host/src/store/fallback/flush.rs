@@ -97,7 +97,20 @@ impl Inner {
                 None
             }
             Ok(Some(flushed)) => self.lock().degraded.take().map(|s| (s, flushed)),
-            Ok(None) => None,
+            // Another process is flushing: serve the primary again once it
+            // has flushed this process's records (so every process of the
+            // machine stops adding to the spool soon); until then degraded.
+            Ok(None) => {
+                let flushed_mine = self
+                    .cursor()
+                    .is_ok_and(|(seq, _)| seq >= self.lock().spool_end);
+                let mut st = self.lock();
+                if flushed_mine && !st.startup_spool {
+                    st.degraded.take().map(|s| (s, 0))
+                } else {
+                    None
+                }
+            }
         };
         let startup = std::mem::take(&mut self.lock().startup_spool);
         if let Some((since, flushed)) = restored {
@@ -110,12 +123,11 @@ impl Inner {
                 "degraded_ms": if startup { 0 } else { now.saturating_sub(since) },
                 "flushed": flushed,
             }));
-            // Calls served locally while the flush ran may have spooled a
-            // few records: drain up to this process's last one (other
-            // processes flush their own when they probe; what is left waits
-            // for the next flush, as it does if the primary went away again).
-            let end = self.lock().spool_end;
-            let _ = self.flush(now, Some(end));
+            // Drain what the machine's processes spooled meanwhile, to the
+            // end (they serve the primary again as the cursor passes their
+            // last record; what is left waits for the next flush if the
+            // primary went away again).
+            let _ = self.flush(now, None);
         }
         self.lock().reconnecting = false;
     }
