@@ -756,10 +756,11 @@ export class FallbackStore {
     else if (rec.op === 'set') {
       // A claim (a create-only write) never replaces an entry the primary has: the earlier
       // claim or the completed entry there wins. Any other write replaces it (last writer wins).
+      let expected = null; // create first: one round trip when absent
       for (let i = 0; ; i++) {
-        const cur = yield ['get', [rec.key, rec.now_ms]];
-        if (rec.claim === true && cur) return;
-        if ((yield ['compareAndSet', [rec.key, cur ? cur.version : null, rec.value, rec.ttl_ms, rec.now_ms]]).written) return;
+        const w = yield ['compareAndSet', [rec.key, expected, rec.value, rec.ttl_ms, rec.now_ms]];
+        if (w.written || rec.claim === true) return;
+        expected = w.current ? w.current.version : null;
         if (i >= 100) throw new StoreError('unavailable', `flushing ${JSON.stringify(rec.key)}: 100 conflicting writes in a row; the flush resumes at the next probe`);
       }
     }

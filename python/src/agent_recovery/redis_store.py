@@ -854,13 +854,12 @@ class FallbackStore:
             # primary has: the earlier claim or the completed entry there
             # wins. Any other write replaces it (last writer wins).
             key, now, claim = rec["key"], rec.get("now_ms", 0), rec.get("claim") is True
+            expected: Optional[int] = None  # create first: one round trip when absent
             for _ in range(1000):
-                cur = self._primary.get(key, now)
-                if claim and cur is not None:
+                cas = self._primary.compare_and_set(key, expected, rec["value"], rec.get("ttl_ms"), now)
+                if isinstance(cas, Written) or claim:
                     return
-                cas = self._primary.compare_and_set(key, cur.version if cur else None, rec["value"], rec.get("ttl_ms"), now)
-                if isinstance(cas, Written):
-                    return
+                expected = cas.current.version if cas.current is not None else None
             raise StoreError("unavailable", f"flushing {key!r}: 1000 conflicts in a row; the flush resumes at the next probe")
 
     def _spool(self, record: Dict[str, Any], t: int) -> None:

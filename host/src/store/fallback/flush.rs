@@ -285,10 +285,8 @@ impl Inner {
                 // the primary has: the earlier claim or the completed entry
                 // there wins. Any other write replaces it (last writer wins).
                 let claim = r.get("claim").and_then(Value::as_bool) == Some(true);
-                let mut expected = self.primary.get(key, now)?.map(|v| v.version);
-                if claim && expected.is_some() {
-                    return Ok(());
-                }
+                // Create first: one round trip when absent.
+                let mut expected = None;
                 for _ in 0..SET_RETRIES {
                     match self
                         .primary
