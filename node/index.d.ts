@@ -700,7 +700,11 @@ export declare const REDIS_URL_DEFAULTS: Readonly<{
 }>;
 /** The local stream the spool writes while Redis is down: 'agent-recovery/spool'. */
 export declare const SPOOL_STREAM: string;
-/** Key prefixes whose writes and deletes are spooled (appends to any stream are). */
+/**
+ * Key prefixes (idempotency entries, journals, dead-letter items) whose writes and deletes are
+ * copied to the spool file while Redis answers and spooled while it is down (appends to any
+ * stream are spooled).
+ */
 export declare const SPOOLED_PREFIXES: readonly string[];
 
 /** A parsed store URL (the password only in `url` and `clientUrl`). */
@@ -776,6 +780,8 @@ export declare class FallbackStore implements Store {
   readonly local: Store;
   /** True while calls go to the primary. */
   readonly healthy: boolean;
+  /** True while a background probe or flush runs (calls meanwhile are served locally, without waiting). */
+  readonly reconnecting: boolean;
   /** The same methods returning promises: the primary's `async` awaited, the local store called in place. */
   readonly async: AsyncStore;
   /** Also call `fn` with each event's JSON text; returns a function that stops it. */

@@ -116,6 +116,7 @@ step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL,
 .venv/bin/python -m pytest -q tests/durability/kill.py tests/durability/kill_fanout.py
 .venv/bin/python -m pytest -q tests/fleet/fleet.py  # Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
 .venv/bin/python -m pytest -q tests/fleet/breaker_race.py  # 8 worker processes failing at once, on redis-server and on SQLite
+.venv/bin/python -m pytest -q tests/fleet/degraded.py  # resubmitted runs across a paused, killed and restarted redis-server
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000

@@ -276,7 +276,13 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
     // Before probe_ms has passed (by the now_ms passed in) it stays local.
     s.get("x", t0 + 50).expect("get");
     assert_eq!(events.lock().expect("events").len(), 1);
+    // Due: the call starts the probe and the flush on the background thread.
     s.get("x", t0 + 200).expect("get after the probe");
+    let start = Instant::now();
+    while events.lock().expect("events").len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "never restored");
+        std::thread::sleep(Duration::from_millis(5)); // polling for a condition
+    }
     {
         let ev = events.lock().expect("events");
         assert_eq!(ev.len(), 2, "{ev:?}");
@@ -319,7 +325,8 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
     );
 }
 
-/// A second process opening the same spool flushes what an earlier one left.
+/// A second process opening the same spool flushes what an earlier one left
+/// (on its background thread, started by its first call).
 #[test]
 fn a_spool_left_by_an_earlier_process_is_flushed_at_open() {
     let mut server = RedisServer::start();
@@ -336,8 +343,14 @@ fn a_spool_left_by_an_earlier_process_is_flushed_at_open() {
     }
     let server = RedisServer::start_on(port);
     let s = store::open(&url).expect("open");
-    s.get("x", 10).expect("first healthy call");
+    s.get("x", 10).expect("first call");
     let direct = RedisStore::open(&server.url("?prefix=left")).expect("open");
+    let start = Instant::now();
+    while direct.read("events", 0, 10).expect("read").is_empty() {
+        // The background thread flushes it.
+        assert!(start.elapsed() < Duration::from_secs(60), "never flushed");
+        std::thread::sleep(Duration::from_millis(5)); // polling for a condition
+    }
     assert_eq!(
         direct.read("events", 0, 10).expect("read"),
         vec![(1, r#"{"a":1}"#.to_owned())]

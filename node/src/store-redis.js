@@ -37,9 +37,18 @@ const PURGE_BATCH = 64;
 export const SPOOL_STREAM = 'agent-recovery/spool';
 const SPOOL_LEASE = 'agent-recovery/spool/lease';
 const SPOOL_CURSOR = 'agent-recovery/spool/cursor';
-const SPOOL_LEASE_MS = 30_000;
-/** Keys whose writes and deletes the spool keeps while Redis is down (appends: every stream). */
-export const SPOOLED_PREFIXES = Object.freeze(['agent-recovery/journal/', 'agent-recovery/dead-letter/']);
+/** The flush lease's time to live, renewed at each batch: a process that died flushing holds the others back this long at most. */
+const SPOOL_LEASE_MS = 5_000;
+/** Spool records a flush applies between two renewals of its lease. */
+const SPOOL_BATCH = 16;
+/**
+ * Keys whose writes and deletes are copied to the spool file while Redis answers (so they are
+ * honoured while it is down) and spooled while it is down (so they reach Redis again):
+ * idempotency entries, run journals, dead-letter items. Appends: every stream.
+ */
+export const SPOOLED_PREFIXES = Object.freeze(['agent-recovery/idem/', 'agent-recovery/journal/', 'agent-recovery/dead-letter/']);
+/** How many times a mirror write retries on a local conflict. */
+const MIRROR_RETRIES = 4;
 /** How often the server clock samples TIME. */
 const CLOCK_SAMPLE_MS = 10_000;
 
@@ -573,6 +582,8 @@ export class FallbackStore {
   #listeners = [];
   #healthy = true;
   #startup = true;
+  #startupSpool = false; // degraded only because an earlier process left a spool
+  #reconnecting = false; // a background probe or flush of this store is in progress
   #flushing = false; // a flush of this store is in progress (async calls interleave)
   #spoolEnd = 0; // the last spool record this store wrote
   #localAsync = undefined; // the local store's asynchronous face, made at the first awaited call
@@ -605,6 +616,11 @@ export class FallbackStore {
   /** True while calls go to the primary. */
   get healthy() {
     return this.#healthy;
+  }
+
+  /** True while a background probe or flush runs (calls meanwhile are served locally, without waiting). */
+  get reconnecting() {
+    return this.#reconnecting;
   }
 
   /** Call `fn(text)` with each store event (JSON text) too; returns a function that stops it. */
@@ -652,7 +668,9 @@ export class FallbackStore {
     if (this.#flushing) return { done: false, flushed: 0 };
     const lease = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
     const mine = JSON.stringify({ owner: this.#owner });
-    if (lease && lease.value !== mine) return { done: false, flushed: 0 };
+    // Another process is flushing: serve the primary again once it has flushed this store's
+    // records (so every process of the machine stops adding to the spool soon).
+    if (lease && lease.value !== mine) return { done: !this.#startupSpool && (start ? JSON.parse(start.value).seq : 0) >= this.#spoolEnd, flushed: 0 };
     if (this.#flushing) return { done: false, flushed: 0 };
     this.#flushing = true;
     let flushed = 0;
@@ -662,26 +680,61 @@ export class FallbackStore {
       const took = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, lease ? lease.version : null, mine, SPOOL_LEASE_MS, nowMs]];
       if (!took.written) return { done: false, flushed: 0 };
       held = true;
-      const target = this.#spoolEnd; // what this store had spooled when the flush began
+      let leaseVersion = took.version;
+      // What this machine's processes had spooled when the flush began.
+      let target = this.#spoolEnd;
+      for (let at = start ? JSON.parse(start.value).seq : 0; ; ) {
+        const page = yield [LOCAL, 'read', [SPOOL_STREAM, at, 1024]];
+        if (page.length === 0) break;
+        at = page[page.length - 1][0];
+        target = Math.max(target, at);
+      }
       for (;;) {
         const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
         const seq = cur ? JSON.parse(cur.value).seq : 0;
-        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, 64]];
+        const batch = yield [LOCAL, 'read', [SPOOL_STREAM, seq, SPOOL_BATCH]];
         if (batch.length === 0) break;
-        if (!this.#healthy && (batch.length < 64 || batch[batch.length - 1][0] >= target)) {
-          // The last batch, or past what this store had spooled when the flush began: new
-          // calls go to the primary from here, so calls served locally meanwhile (the
-          // asynchronous face) cannot keep the spool growing faster than this flush
-          // drains it; the tail they spooled is drained by this loop.
+        // Renew the lease (from the latest time a call passed in).
+        const at = Math.max(nowMs, this.#lastNow);
+        let renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, leaseVersion, mine, SPOOL_LEASE_MS, at]];
+        // Expired and nobody took it: take it again.
+        if (!renewed.written && !renewed.current) renewed = yield [LOCAL, 'compareAndSet', [SPOOL_LEASE, null, mine, SPOOL_LEASE_MS, at]];
+        if (!renewed.written) throw new StoreError('unavailable', 'the spool lease expired under this flush (another process took it); will probe again');
+        leaseVersion = renewed.version;
+        // The batch's entry writes first, the last one per key (a run's journal writes and
+        // delete are one delete, an idempotency claim and its completion one write); then its
+        // appends in order, the cursor after each (at least once: a crash repeats at most the
+        // append it was applying).
+        const keyed = new Map();
+        const steps = [];
+        for (const [n, text] of batch) {
+          let rec = JSON.parse(text);
+          flushed += 1;
+          if (typeof rec.key !== 'string') {
+            steps.push([n, rec]);
+            continue;
+          }
+          if (keyed.delete(rec.key) && rec.claim === true) rec = { ...rec, claim: false }; // after an earlier op on the key here: a write
+          keyed.set(rec.key, rec);
+        }
+        for (const rec of keyed.values()) yield* this.#apply(rec);
+        const last = batch[batch.length - 1][0];
+        if (steps.length === 0 || steps[steps.length - 1][0] !== last) steps.push([last, null]);
+        let cursor = cur;
+        for (const [n, rec] of steps) {
+          if (rec) yield* this.#apply(rec);
+          const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
+          if (!w.written) throw new StoreError('unavailable', 'the spool cursor moved under this flush (another process flushed); will probe again');
+          cursor = { version: w.version };
+        }
+        if (!this.#healthy && (batch.length < SPOOL_BATCH || batch[batch.length - 1][0] >= target)) {
+          // The last batch, or past what this store had spooled when the flush began, is in
+          // the primary: new calls go to it from here, so calls served locally meanwhile (the
+          // asynchronous face) cannot keep the spool growing faster than this flush drains
+          // it; the tail they spooled is drained by this loop.
           this.#healthy = true;
           opened = true;
-        }
-        let cursor = cur;
-        for (const [n, text] of batch) {
-          yield* this.#apply(JSON.parse(text));
-          flushed += 1;
-          const w = yield [LOCAL, 'compareAndSet', [SPOOL_CURSOR, cursor ? cursor.version : null, JSON.stringify({ seq: n }), null, nowMs]];
-          cursor = w.written ? { version: w.version } : yield [LOCAL, 'get', [SPOOL_CURSOR, nowMs]];
+
         }
       }
     } catch (e) {
@@ -690,7 +743,7 @@ export class FallbackStore {
     } finally {
       this.#flushing = false;
       if (held) {
-        const now = yield [LOCAL, 'get', [SPOOL_LEASE, nowMs]];
+        const now = yield [LOCAL, 'get', [SPOOL_LEASE, Math.max(nowMs, this.#lastNow)]];
         if (now && now.value === mine) yield [LOCAL, 'delete', [SPOOL_LEASE]];
       }
     }
@@ -701,10 +754,13 @@ export class FallbackStore {
     if (rec.op === 'append') yield ['append', [rec.stream, rec.record, rec.now_ms]];
     else if (rec.op === 'delete') yield ['delete', [rec.key]];
     else if (rec.op === 'set') {
-      // Last writer wins: the spooled value replaces whatever version is there.
+      // A claim (a create-only write) never replaces an entry the primary has: the earlier
+      // claim or the completed entry there wins. Any other write replaces it (last writer wins).
+      let expected = null; // create first: one round trip when absent
       for (let i = 0; ; i++) {
-        const cur = yield ['get', [rec.key, rec.now_ms]];
-        if ((yield ['compareAndSet', [rec.key, cur ? cur.version : null, rec.value, rec.ttl_ms, rec.now_ms]]).written) return;
+        const w = yield ['compareAndSet', [rec.key, expected, rec.value, rec.ttl_ms, rec.now_ms]];
+        if (w.written || rec.claim === true) return;
+        expected = w.current ? w.current.version : null;
         if (i >= 100) throw new StoreError('unavailable', `flushing ${JSON.stringify(rec.key)}: 100 conflicting writes in a row; the flush resumes at the next probe`);
       }
     }
@@ -715,51 +771,91 @@ export class FallbackStore {
     const { done, flushed } = yield* this.#flush(nowMs);
     if (!done) return false;
     this.#healthy = true;
+    const startup = this.#startupSpool;
+    this.#startupSpool = false;
     if (wasDegraded || flushed > 0) {
-      this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: wasDegraded ? Math.max(0, nowMs - this.#degradedAt) : 0, flushed });
+      // A spool left by an earlier process: this one was never degraded.
+      const degradedMs = wasDegraded && !startup ? Math.max(0, nowMs - this.#degradedAt) : 0;
+      this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: degradedMs, flushed });
     }
     return true;
   }
 
   /** Probe the primary and, when it answers, flush the spool and serve it again. */
   *#reconnect(now) {
+    this.#reconnecting = true;
     try {
       yield* this.#probe();
       yield* this.#restore(now);
-      this.#startup = false;
     } catch (e) {
+      if (this.#startupSpool && e instanceof StoreError) {
+        // An earlier process's spool, not flushed: degraded like any other, and says so.
+        this.#startupSpool = false;
+        this.#emit({ event: 'store_degraded', store: this.#name, at_ms: now, kind: e.kind, message: e.message });
+      }
       if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
+    } finally {
+      this.#reconnecting = false;
     }
   }
 
-  /** The call: `primary` = [method, args] on the primary or, degraded, the generator `local()`. */
-  *#route(nowMs, primary, local) {
+  /**
+   * The call: `primary` = [method, args] on the primary or, degraded, the generator `local()`;
+   * `mirror(result)`, a generator of local operations, copies what the primary took to the
+   * spool file (best effort: the primary answered).
+   */
+  *#route(nowMs, primary, local, mirror) {
     if (nowMs !== undefined) this.#lastNow = Math.max(this.#lastNow, nowMs);
     const now = nowMs ?? this.#lastNow;
-    if (this.#startup && this.#healthy) {
-      try {
-        yield* this.#restore(now); // a spool left by an earlier process
-        this.#startup = false;
-      } catch (e) {
-        if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
-        this.#degrade(now, e);
+    if (this.#startup) {
+      this.#startup = false;
+      const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, now]];
+      if ((yield [LOCAL, 'read', [SPOOL_STREAM, cur ? JSON.parse(cur.value).seq : 0, 1]]).length > 0 && this.#healthy) {
+        // A spool left by an earlier process: served locally (where those entries are)
+        // until it is flushed.
+        this.#healthy = false;
+        this.#startupSpool = true;
+        this.#degradedAt = now;
+        this.#lastProbe = now - this.#probeMs;
       }
     }
-    if (!this.#healthy && now >= this.#lastProbe + this.#probeMs) {
+    if (!this.#healthy && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
-      // Blocking: this call probes and flushes, then goes on. Awaited (store.async):
-      // they run in the background and this call is served locally at once.
+      // Awaited (store.async): the probe and the flush run in the background and this call
+      // is served locally at once. Blocking (the synchronous methods): this call probes and
+      // flushes, then goes on.
       yield [DETACH, this.#reconnect(now)];
     }
     if (this.#healthy) {
+      let result;
+      let answered = false;
       try {
-        return yield primary;
+        result = yield primary;
+        answered = true;
       } catch (e) {
         if (!(e instanceof StoreError) || e.kind !== 'unavailable') throw e;
         this.#degrade(now, e);
       }
+      if (answered) {
+        if (mirror) {
+          try {
+            yield* mirror(result);
+          } catch {
+            // best effort: the primary took the write
+          }
+        }
+        return result;
+      }
     }
     return yield* local();
+  }
+
+  /** Copy a write the primary took to the spool file, so it is honoured while degraded. */
+  *#mirrorSet(key, value, ttlMs, nowMs) {
+    for (let i = 0; i < MIRROR_RETRIES; i++) {
+      const cur = yield [LOCAL, 'get', [key, nowMs]];
+      if ((yield [LOCAL, 'compareAndSet', [key, cur ? cur.version : null, value, ttlMs ?? null, nowMs]]).written) return;
+    }
   }
 
   /** Carry out a call's generator, blocking on the primary's and the local store's synchronous methods. */
@@ -829,8 +925,10 @@ export class FallbackStore {
     const self = this;
     return this.#route(nowMs, ['compareAndSet', [key, expected, value, ttlMs, nowMs]], function* () {
       const r = yield [LOCAL, 'compareAndSet', [key, expected, value, ttlMs, nowMs]];
-      if (r.written && spooled(key)) yield* self.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs }, nowMs);
+      if (r.written && spooled(key)) yield* self.#spool({ op: 'set', key, value, ttl_ms: ttlMs ?? null, now_ms: nowMs, claim: expected == null }, nowMs);
       return r;
+    }, function* (r) {
+      if (r.written && spooled(key)) yield* self.#mirrorSet(key, value, ttlMs, nowMs);
     });
   }
 
@@ -859,6 +957,8 @@ export class FallbackStore {
       // Spooled even when absent here: the entry may exist in the primary only.
       if (spooled(key)) yield* self.#spool({ op: 'delete', key }, self.#lastNow);
       return existed;
+    }, function* () {
+      if (spooled(key)) yield [LOCAL, 'delete', [key]];
     });
   }
 

@@ -275,8 +275,9 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
       slowest.ms = Math.max(slowest.ms, performance.now() - t0);
     }
   };
-  // Degraded: entries from the local store, the journal and dead letters spooled.
-  assert.deepEqual(timed(() => store.compareAndSet(`${J}r1`, null, '{"step":2}', null, T + 10)), { written: true, version: 1 });
+  // Degraded: entries from the local store (where the journal entry Redis took was
+  // mirrored, at version 1), the journal and dead letters spooled.
+  assert.deepEqual(timed(() => store.compareAndSet(`${J}r1`, 1, '{"step":2}', null, T + 10)), { written: true, version: 2 });
   assert.equal(events.length, 1);
   assert.equal(events[0].event, 'store_degraded');
   assert.equal(events[0].kind, 'unavailable');
@@ -291,7 +292,7 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   assert.equal(timed(() => store.append(DL, '{"n":1}', T + 20)), 1, 'the local sequence number');
   assert.equal(timed(() => store.append(DL, '{"n":2}', T + 1500)), 2); // a probe goes first (refused)
   assert.equal(timed(() => store.compareAndSet('agent-recovery/attempts/x', null, '1', 5000, T + 1600)).written, true); // local only
-  assert.deepEqual(timed(() => store.compareAndSet(`${J}r2`, null, '{"step":1}', 60000, T + 1700)), { written: true, version: 3 });
+  assert.deepEqual(timed(() => store.compareAndSet(`${J}r2`, null, '{"step":1}', 60000, T + 1700)), { written: true, version: 4 });
   assert.equal(timed(() => store.delete(`${J}r1`)), true);
   assert.deepEqual(timed(() => store.read(DL, 0, 10)), [[1, '{"n":1}'], [2, '{"n":2}']]);
   assert.equal(store.healthy, false);
@@ -301,7 +302,7 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
 
   await redis.restart(); // empty: the server kept nothing
   // The next probe is due at T + 1500 + probe_ms: until then the local store answers.
-  assert.equal(store.get(`${J}r2`, T + 1800).version, 3);
+  assert.equal(store.get(`${J}r2`, T + 1800).version, 4);
   assert.equal(store.healthy, false);
   const r = store.get(`${J}r2`, T + 2600); // probe, flush, restored, then Redis answers
   assert.deepEqual(events.map((e) => e.event), ['store_degraded', 'store_restored']);

@@ -376,12 +376,15 @@ def test_redis_killed_mid_run_loses_nothing_and_no_call_hangs(server: RedisServe
     server.start()  # same port; the append-only file brings back what Redis acknowledged
     assert len(fleet.journal_keys()) == 1 and fleet.dead_letters() == [], "Redis has not seen the spool yet"
     # Another worker (another language when there is one) on the same machine
-    # flushes the spool at its first call, then recovers: nothing is left to do.
+    # serves its calls from the spool while its background thread flushes it,
+    # and recovers: nothing is left to do. The flush may end after the worker
+    # printed its line (store_restored then is not in it); the worker waits
+    # for it before it exits.
     rec = fleet.work(lang(1), fleet.job("recover", "", steps, NOW_MS + 120_000))
     assert rec["reports"] == []
     if "events" in rec:
         restored = events_of(rec, "store_restored")
-        assert len(restored) == 1 and restored[0]["flushed"] > 0, rec["events"]
+        assert len(restored) <= 1 and all(e["flushed"] > 0 for e in restored), rec["events"]
     assert fleet.journal_keys() == [], "the spooled journal delete reached Redis"
     records = fleet.dead_letters()
     assert [(r["run_id"], r["outcome"]) for r in records] == [("k-1", "dead_lettered")]

@@ -1,7 +1,10 @@
 //! [`FallbackStore`]: a primary store (Redis) with a local one (a SQLite
 //! spool file) that serves while the primary is unavailable, spools what
 //! must not be lost, and flushes it back once the primary answers again
-//! (docs/store.md, "When Redis is down").
+//! (docs/store.md, "When Redis is down"). The probe and the flush run on a
+//! background thread, never in a caller's store call.
+
+mod flush;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,6 +13,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{Cas, Store, StoreError, StoreErrorKind, Versioned};
+use flush::mirrored;
 
 /// The spool stream in the local store.
 pub const SPOOL_STREAM: &str = "agent-recovery/spool";
@@ -19,12 +23,20 @@ pub const SPOOL_CURSOR: &str = "agent-recovery/spool/cursor";
 pub const SPOOL_LEASE: &str = "agent-recovery/spool/lease";
 /// The key the generic probe reads from the primary.
 pub const PROBE_KEY: &str = "agent-recovery/ping";
-/// How long a flush lease lasts.
-const LEASE_MS: u64 = 30_000;
-/// Entries under these prefixes are spooled when written while degraded.
-const SPOOLED_PREFIXES: [&str; 2] = ["agent-recovery/journal/", "agent-recovery/dead-letter/"];
-/// How many times a flushed `set` retries on a conflict (last writer wins).
-const SET_RETRIES: usize = 16;
+/// The name of the thread that probes the primary and flushes the spool.
+pub const FLUSH_THREAD: &str = "agent-recovery-spool-flush";
+/// Entries under these prefixes are copied to the local store while healthy
+/// (so they are honoured while degraded) and spooled when written while
+/// degraded (so they reach the primary again): idempotency entries, run
+/// journals, dead-letter items.
+pub const MIRRORED_PREFIXES: [&str; 3] = [
+    "agent-recovery/idem/",
+    "agent-recovery/journal/",
+    "agent-recovery/dead-letter/",
+];
+/// How long a flush lease lasts (renewed at each batch), so a process that
+/// died while flushing holds the others back this long at most.
+const LEASE_MS: u64 = 5_000;
 
 /// A listener for the wrapper's events: one JSON object text per call.
 pub type Listener = Arc<dyn Fn(&str) + Send + Sync>;
@@ -87,22 +99,59 @@ struct State {
     degraded: Option<u64>,
     last_probe: u64,
     last_now: u64,
-    /// A spool left by an earlier process is flushed at the first healthy call.
+    /// A spool left by an earlier process is looked for at the first call.
     startup_checked: bool,
+    /// Degraded only because an earlier process left a spool to flush.
+    startup_spool: bool,
+    /// The background thread is probing or flushing.
+    reconnecting: bool,
+    /// The last spool record this process wrote.
+    spool_end: u64,
 }
 
-/// A store over a primary and a local fallback; see the module docs.
-pub struct FallbackStore {
+/// What the wrapper and its background thread share.
+struct Inner {
     primary: Arc<dyn Store>,
     local: Arc<dyn Store>,
     options: FallbackOptions,
     state: Mutex<State>,
 }
 
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A store over a primary and a local fallback; see the module docs.
+///
+/// Dropping it waits for a probe or flush in progress on its background
+/// thread (bounded by the primary's timeouts and the spool's size), so a
+/// short-lived process that started one does not leave it half done.
+pub struct FallbackStore {
+    inner: Arc<Inner>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for FallbackStore {
+    fn drop(&mut self) {
+        let handle = self
+            .worker
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
 impl std::fmt::Debug for FallbackStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FallbackStore")
-            .field("primary", &self.options.name)
+            .field("primary", &self.inner.options.name)
             .finish()
     }
 }
@@ -116,123 +165,103 @@ impl FallbackStore {
     /// Wraps `primary` with `local` as the fallback and spool.
     pub fn new(primary: Arc<dyn Store>, local: Arc<dyn Store>, options: FallbackOptions) -> Self {
         FallbackStore {
-            primary,
-            local,
-            options,
-            state: Mutex::new(State::default()),
+            inner: Arc::new(Inner {
+                primary,
+                local,
+                options,
+                state: Mutex::new(State::default()),
+            }),
+            worker: Mutex::new(None),
         }
     }
 
     /// Whether calls are served locally now.
     pub fn is_degraded(&self) -> bool {
-        self.lock().degraded.is_some()
+        self.inner.lock().degraded.is_some()
+    }
+
+    /// Whether the background thread is probing the primary or flushing the
+    /// spool now (calls meanwhile are served locally and do not wait for it).
+    pub fn is_reconnecting(&self) -> bool {
+        self.inner.lock().reconnecting
     }
 
     /// The listeners (add one with [`Listeners::subscribe`]).
     pub fn listeners(&self) -> &Listeners {
-        &self.options.listeners
+        &self.inner.options.listeners
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Decides where a call goes; while degraded, probes and flushes when due.
+    /// Decides where a call goes; while degraded, starts the background
+    /// probe and flush when one is due (this call is served locally).
     fn route(&self, now: Option<u64>) -> Route {
-        let (due_at, startup) = {
-            let mut st = self.lock();
+        let inner = &self.inner;
+        let (now, startup) = {
+            let mut st = inner.lock();
             let now = now.unwrap_or(st.last_now).max(st.last_now);
             st.last_now = now;
-            match st.degraded {
-                None if st.startup_checked => return Route::Primary,
-                None => {
-                    st.startup_checked = true;
-                    (now, true)
-                }
-                Some(_) if now >= st.last_probe.saturating_add(self.options.probe_ms) => {
-                    st.last_probe = now;
-                    (now, false)
-                }
-                Some(_) => return Route::Local,
-            }
+            let startup = !st.startup_checked;
+            st.startup_checked = true;
+            (now, startup)
         };
-        if startup {
-            // Leftover spool from an earlier process: flush it now (a
-            // failure here degrades like any other).
-            if self.spool_pending() {
-                match self.flush(due_at) {
-                    // As in Node and Python: the flush of an earlier process's
-                    // spool is reported, with `degraded_ms` 0 (this process was
-                    // never degraded).
-                    Ok(flushed) if flushed > 0 => {
-                        self.options.listeners.emit(&json!({
-                            "event": "store_restored",
-                            "store": self.options.name,
-                            "at_ms": due_at,
-                            "degraded_ms": 0,
-                            "flushed": flushed,
-                        }));
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == StoreErrorKind::Unavailable => {
-                        self.degrade(due_at, &e);
-                        return Route::Local;
-                    }
-                    Err(_) => {}
-                }
+        if startup && inner.spool_pending() {
+            // An earlier process left a spool: served locally (where those
+            // entries are) until the background flush has moved it over.
+            let mut st = inner.lock();
+            if st.degraded.is_none() {
+                st.degraded = Some(now);
+                st.startup_spool = true;
             }
-            return Route::Primary;
-        }
-        if let Err(e) = self.primary.get(PROBE_KEY, due_at) {
-            let _ = e;
+            st.last_probe = now;
+            drop(st);
+            self.spawn_reconnect(now);
             return Route::Local;
         }
-        match self.flush(due_at) {
-            Ok(flushed) => {
-                let since = {
-                    let mut st = self.lock();
-                    st.degraded.take()
-                };
-                if let Some(since) = since {
-                    self.options.listeners.emit(&json!({
-                        "event": "store_restored",
-                        "store": self.options.name,
-                        "at_ms": due_at,
-                        "degraded_ms": due_at.saturating_sub(since),
-                        "flushed": flushed,
-                    }));
-                }
-                Route::Primary
+        let due = {
+            let mut st = inner.lock();
+            if st.degraded.is_none() {
+                return Route::Primary;
             }
-            Err(_) => Route::Local,
+            let due =
+                !st.reconnecting && now >= st.last_probe.saturating_add(inner.options.probe_ms);
+            if due {
+                st.last_probe = now;
+            }
+            due
+        };
+        if due {
+            self.spawn_reconnect(now);
         }
+        Route::Local
     }
 
-    fn spool_pending(&self) -> bool {
-        let after = self.cursor().map_or(0, |(seq, _)| seq);
-        self.local
-            .read(SPOOL_STREAM, after, 1)
-            .is_ok_and(|r| !r.is_empty())
-    }
-
-    fn cursor(&self) -> Result<(u64, Option<u64>), StoreError> {
-        Ok(match self.local.get(SPOOL_CURSOR, 0)? {
-            None => (0, None),
-            Some(v) => {
-                let seq = serde_json::from_str::<Value>(&v.value)
-                    .ok()
-                    .and_then(|j| j.get("seq").and_then(Value::as_u64))
-                    .unwrap_or(0);
-                (seq, Some(v.version))
+    fn spawn_reconnect(&self, now: u64) {
+        {
+            let mut st = self.inner.lock();
+            if st.reconnecting {
+                return;
             }
-        })
+            st.reconnecting = true;
+        }
+        let inner = Arc::clone(&self.inner);
+        let spawned = std::thread::Builder::new()
+            .name(FLUSH_THREAD.to_owned())
+            .spawn(move || inner.reconnect(now));
+        match spawned {
+            // The previous one has ended (`reconnecting` was false).
+            Ok(handle) => {
+                *self
+                    .worker
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            }
+            // No thread now: the next due call tries again.
+            Err(_) => self.inner.lock().reconnecting = false,
+        }
     }
 
     fn degrade(&self, now: u64, e: &StoreError) {
         let fresh = {
-            let mut st = self.lock();
+            let mut st = self.inner.lock();
             let fresh = st.degraded.is_none();
             if fresh {
                 st.degraded = Some(now);
@@ -241,9 +270,9 @@ impl FallbackStore {
             fresh
         };
         if fresh {
-            self.options.listeners.emit(&json!({
+            self.inner.options.listeners.emit(&json!({
                 "event": "store_degraded",
-                "store": self.options.name,
+                "store": self.inner.options.name,
                 "at_ms": now,
                 "kind": e.kind().as_str(),
                 "message": e.message(),
@@ -251,146 +280,48 @@ impl FallbackStore {
         }
     }
 
-    /// Applies the spool after the cursor to the primary; returns how many
-    /// records it applied.
-    fn flush(&self, now: u64) -> Result<u64, StoreError> {
-        let lease = json!({"pid": std::process::id(), "at_ms": now}).to_string();
-        let lease_version = match self.local.compare_and_set(
-            SPOOL_LEASE,
-            None,
-            &lease,
-            Some(LEASE_MS),
-            now,
-        )? {
-            Cas::Written { version } => version,
-            Cas::Conflict { .. } => {
-                return Err(StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    "another process is flushing the spool; this one stays degraded until its next probe",
-                ));
-            }
-        };
-        let result = self.flush_held();
-        if let Ok(Some(live)) = self.local.get(SPOOL_LEASE, now)
-            && live.version == lease_version
-        {
-            let _ = self.local.delete(SPOOL_LEASE);
-        }
-        result
-    }
-
-    fn flush_held(&self) -> Result<u64, StoreError> {
-        let (mut seq, mut cursor_version) = self.cursor()?;
-        let mut flushed = 0;
-        loop {
-            let batch = self.local.read(SPOOL_STREAM, seq, 256)?;
-            if batch.is_empty() {
-                return Ok(flushed);
-            }
-            for (n, record) in batch {
-                self.apply(&record)?;
-                let value = json!({ "seq": n }).to_string();
-                cursor_version = match self.local.compare_and_set(
-                    SPOOL_CURSOR,
-                    cursor_version,
-                    &value,
-                    None,
-                    0,
-                )? {
-                    Cas::Written { version } => Some(version),
-                    Cas::Conflict { .. } => {
-                        return Err(StoreError::new(
-                            StoreErrorKind::Unavailable,
-                            "the spool cursor moved under this flush (another process flushed); will probe again",
-                        ));
-                    }
-                };
-                seq = n;
-                flushed += 1;
-            }
-        }
-    }
-
-    fn apply(&self, record: &str) -> Result<(), StoreError> {
-        let bad = || {
-            StoreError::new(
-                StoreErrorKind::Corrupt,
-                format!(
-                    "spool record {record:?} is not a spool operation; the spool file is damaged"
-                ),
-            )
-        };
-        let r: Value = serde_json::from_str(record).map_err(|_| bad())?;
-        let s = |k: &str| r.get(k).and_then(Value::as_str).ok_or_else(bad);
-        let now = r.get("now_ms").and_then(Value::as_u64).unwrap_or(0);
-        match s("op")? {
-            "append" => {
-                self.primary.append(s("stream")?, s("record")?, now)?;
-            }
-            "delete" => {
-                self.primary.delete(s("key")?)?;
-            }
-            "set" => {
-                let key = s("key")?;
-                let value = s("value")?;
-                let ttl = r.get("ttl_ms").and_then(Value::as_u64);
-                let mut expected = self.primary.get(key, now)?.map(|v| v.version);
-                for _ in 0..SET_RETRIES {
-                    match self
-                        .primary
-                        .compare_and_set(key, expected, value, ttl, now)?
-                    {
-                        Cas::Written { .. } => return Ok(()),
-                        Cas::Conflict { current } => expected = current.map(|v| v.version),
-                    }
-                }
-                return Err(StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    format!(
-                        "{key:?} kept changing while the spool was flushed; will try again at the next probe"
-                    ),
-                ));
-            }
-            _ => return Err(bad()),
-        }
-        Ok(())
-    }
-
     fn spool(&self, op: Value, now: u64) -> Result<(), StoreError> {
-        self.local.append(SPOOL_STREAM, &op.to_string(), now)?;
+        let seq = self
+            .inner
+            .local
+            .append(SPOOL_STREAM, &op.to_string(), now)?;
+        let mut st = self.inner.lock();
+        st.spool_end = st.spool_end.max(seq);
         Ok(())
     }
 
-    /// Runs `f` on the primary (or locally when degraded); an `unavailable`
-    /// from the primary degrades the wrapper and reruns `f` locally.
+    /// Runs `f` on the primary (then `on_primary` with its answer) or, when
+    /// degraded, locally (then `on_local`); an `unavailable` from the
+    /// primary degrades the wrapper and reruns `f` locally.
     fn call<T>(
         &self,
         now: Option<u64>,
         f: impl Fn(&dyn Store) -> Result<T, StoreError>,
+        on_primary: impl FnOnce(&T),
         on_local: impl FnOnce(&T) -> Result<(), StoreError>,
     ) -> Result<T, StoreError> {
         if let Route::Primary = self.route(now) {
-            match f(self.primary.as_ref()) {
+            match f(self.inner.primary.as_ref()) {
                 Err(e) if e.kind() == StoreErrorKind::Unavailable => {
-                    let at = now.unwrap_or_else(|| self.lock().last_now);
+                    let at = now.unwrap_or_else(|| self.inner.lock().last_now);
                     self.degrade(at, &e);
+                }
+                Ok(out) => {
+                    on_primary(&out);
+                    return Ok(out);
                 }
                 other => return other,
             }
         }
-        let out = f(self.local.as_ref())?;
+        let out = f(self.inner.local.as_ref())?;
         on_local(&out)?;
         Ok(out)
     }
 }
 
-fn spooled(key: &str) -> bool {
-    SPOOLED_PREFIXES.iter().any(|p| key.starts_with(p))
-}
-
 impl Store for FallbackStore {
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
-        self.call(Some(now_ms), |s| s.get(key, now_ms), |_| Ok(()))
+        self.call(Some(now_ms), |s| s.get(key, now_ms), |_| {}, |_| Ok(()))
     }
 
     fn compare_and_set(
@@ -404,9 +335,14 @@ impl Store for FallbackStore {
         self.call(
             Some(now_ms),
             |s| s.compare_and_set(key, expected, value, ttl_ms, now_ms),
+            |out| {
+                if matches!(out, Cas::Written { .. }) && mirrored(key) {
+                    self.inner.mirror_set(key, value, ttl_ms, now_ms);
+                }
+            },
             |out| match out {
-                Cas::Written { .. } if spooled(key) => self.spool(
-                    json!({"op":"set","key":key,"value":value,"ttl_ms":ttl_ms,"now_ms":now_ms}),
+                Cas::Written { .. } if mirrored(key) => self.spool(
+                    json!({"op":"set","key":key,"value":value,"ttl_ms":ttl_ms,"now_ms":now_ms,"claim":expected.is_none()}),
                     now_ms,
                 ),
                 _ => Ok(()),
@@ -418,6 +354,7 @@ impl Store for FallbackStore {
         self.call(
             Some(now_ms),
             |s| s.append(stream, record, now_ms),
+            |_| {},
             |_| {
                 self.spool(
                     json!({"op":"append","stream":stream,"record":record,"now_ms":now_ms}),
@@ -433,7 +370,7 @@ impl Store for FallbackStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        self.call(None, |s| s.read(stream, after, limit), |_| Ok(()))
+        self.call(None, |s| s.read(stream, after, limit), |_| {}, |_| Ok(()))
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
@@ -441,8 +378,13 @@ impl Store for FallbackStore {
             None,
             |s| s.delete(key),
             |_| {
-                if spooled(key) {
-                    let now = self.lock().last_now;
+                if mirrored(key) {
+                    self.inner.mirror_delete(key);
+                }
+            },
+            |_| {
+                if mirrored(key) {
+                    let now = self.inner.lock().last_now;
                     self.spool(json!({"op":"delete","key":key}), now)
                 } else {
                     Ok(())
@@ -452,7 +394,7 @@ impl Store for FallbackStore {
     }
 
     fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.call(Some(now_ms), |s| s.keys(prefix, now_ms), |_| Ok(()))
+        self.call(Some(now_ms), |s| s.keys(prefix, now_ms), |_| {}, |_| Ok(()))
     }
 }
 

@@ -81,6 +81,16 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/0{query}", self.port)
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the server with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("redis-server is running").id();
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .expect("run kill(1)");
+        assert!(status.success(), "kill -{signal} {pid} failed");
+    }
+
     /// SIGKILLs the server and waits for it to exit.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -71,10 +71,17 @@ CLOCK_SAMPLE_MS: Final = 10_000
 SPOOL_STREAM: Final = "agent-recovery/spool"
 SPOOL_LEASE: Final = "agent-recovery/spool/lease"
 SPOOL_CURSOR: Final = "agent-recovery/spool/cursor"
-#: The flush lease's time to live (ms).
-SPOOL_LEASE_TTL_MS: Final = 30_000
-#: Keys whose writes and deletes are spooled while degraded.
-SPOOLED_PREFIXES: Final = ("agent-recovery/journal/", "agent-recovery/dead-letter/")
+#: The flush lease's time to live (ms), renewed at each batch: a process that
+#: died while flushing holds the others back this long at most.
+SPOOL_LEASE_TTL_MS: Final = 5_000
+#: Spool records a flush applies between two renewals of its lease.
+SPOOL_BATCH: Final = 16
+#: Keys whose writes and deletes are copied to the local store while healthy
+#: (so they are honoured while degraded) and spooled while degraded (so they
+#: reach Redis again): idempotency entries, run journals, dead-letter items.
+SPOOLED_PREFIXES: Final = ("agent-recovery/idem/", "agent-recovery/journal/", "agent-recovery/dead-letter/")
+#: How many times a mirror write retries on a local conflict.
+_MIRROR_RETRIES: Final = 4
 _SCRIPTS: Final = ("get", "cas", "append", "delete", "keys", "purge", "open")
 _PREFIX_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
@@ -546,18 +553,22 @@ class FallbackStore:
     Healthy, every call goes to `primary`. A call failing with `unavailable`
     makes it degraded (event `store_degraded`): that call and the next ones
     are served by `local` (entries: fail-open local state, shared by this
-    machine's processes through the file), and appends plus writes and
-    deletes of keys under `agent-recovery/journal/` and
-    `agent-recovery/dead-letter/` are also recorded, in order, in the local
-    stream `agent-recovery/spool`. `append` then returns the local sequence
-    number. While degraded, a call whose `now_ms` (else the last one seen) is
-    at least `probe_ms` after the last probe first probes the primary (its
-    `ping()`, else `get("agent-recovery/ping")`); when it answers, the spool
-    is flushed to it in order under a local lease (at least once: a crash
-    mid-flush may append one record twice, never loses one), the store is
-    healthy again (event `store_restored` with `flushed` and `degraded_ms`),
-    and the call is served by the primary. A spool left by an earlier process
-    is flushed at the first healthy call. Other errors pass through.
+    machine's processes through the file). Writes and deletes of keys under
+    `SPOOLED_PREFIXES` (idempotency entries, journals, dead-letter items)
+    the primary took are copied to `local` too, so they are honoured while
+    degraded; while degraded, they and appends are recorded, in order, in the
+    local stream `agent-recovery/spool`. `append` then returns the local
+    sequence number. While degraded, a call whose `now_ms` (else the last one
+    seen) is at least `probe_ms` after the last probe starts a background
+    thread and is served locally at once: the thread probes the primary (its
+    `ping()`, else `get("agent-recovery/ping")`) and, when it answers,
+    flushes the spool to it in order under a local lease (at least once: a
+    crash mid-flush may append one record twice, never loses one; a spooled
+    create-only write never replaces an entry the primary has, any other
+    write does), then the store is healthy again (event `store_restored` with
+    `flushed` and `degraded_ms`). A spool left by an earlier process is
+    flushed the same way, calls served locally until it is. Other errors pass
+    through.
 
     `on_event` is called with each event's JSON text; `subscribe(fn)` adds
     more listeners (a Runtime built on this store forwards them). `store` is
@@ -588,6 +599,10 @@ class FallbackStore:
         self._startup_done = False
         #: The last spool record this store wrote.
         self._spool_end = 0
+        #: The background thread is probing or flushing.
+        self._reconnecting = False
+        #: Degraded only because an earlier process left a spool.
+        self._startup_spool = False
 
     @property
     def primary(self) -> Any:
@@ -603,6 +618,12 @@ class FallbackStore:
     def degraded(self) -> bool:
         """True while calls are served locally."""
         return self._degraded_at is not None
+
+    @property
+    def reconnecting(self) -> bool:
+        """True while the background thread probes the primary or flushes
+        the spool (calls meanwhile are served locally, without waiting)."""
+        return self._reconnecting
 
     def subscribe(self, listener: Callable[[str], Any]) -> None:
         """Call `listener` with the JSON text of every later event too."""
@@ -653,63 +674,96 @@ class FallbackStore:
         else:
             self._primary.get("agent-recovery/ping", self._last_now)
 
-    def _restore(self, t: int) -> None:
-        """Probe, flush, and become healthy; stays degraded on `unavailable`.
-        Called from the store pool of the runtime's async paths
-        (`agent_recovery._offloop`), the probe and the flush run in a
-        background thread and the call is served locally at once."""
+    def _restore(self, t: int, *, due: bool = False) -> None:
+        """Start the background probe and flush when one is due (or `due`);
+        the call goes on locally at once, never waiting for them."""
         with self._lock:
-            if self._degraded_at is None or t < self._last_probe + self._probe_ms:
+            if self._degraded_at is None or self._reconnecting:
+                return
+            if not due and t < self._last_probe + self._probe_ms:
                 return
             self._last_probe = t
+            self._reconnecting = True
             since = self._degraded_at
             # Up to what was spooled when the flush began: calls served locally
             # meanwhile (other threads) cannot keep it going forever.
             until = self._spool_end
-        from ._offloop import in_pool
-
-        if in_pool():
+        try:
+            # Not a daemon: a process that exits waits for a flush in progress
+            # (bounded by Redis's timeouts and the spool's size) rather than
+            # leave it half done.
             threading.Thread(
-                target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=True
+                target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=False
             ).start()
-        else:
-            self._reconnect(t, since, until)
+        except RuntimeError:  # no thread now: the next due call tries again
+            with self._lock:
+                self._reconnecting = False
 
     def _reconnect_quietly(self, t: int, since: int, until: int) -> None:
         try:
             self._reconnect(t, since, until)
         except StoreError:
             pass  # retried at the next probe
+        finally:
+            with self._lock:
+                self._reconnecting = False
 
     def _reconnect(self, t: int, since: int, until: int) -> None:
         try:
             self._probe()
-            flushed = self._flush(t, until)
+            # Up to what this machine's processes had spooled when the flush began.
+            flushed = self._flush(t, max(until, self._spool_last(t)))
         except StoreError as e:
+            with self._lock:
+                startup, self._startup_spool = self._startup_spool, False
+            if startup:  # an earlier process's spool, not flushed: degraded like any other
+                self._emit({"event": "store_degraded", "store": self._name, "at_ms": t, "kind": e.kind, "message": e.message})
             if e.kind == "unavailable":
                 return
             raise
-        if flushed is None:  # another process is flushing: stay degraded
-            return
+        if flushed is None:
+            # Another process is flushing: serve Redis again once it has
+            # flushed this process's records (so every process of the machine
+            # stops adding to the spool soon); until then stay degraded.
+            if self._startup_spool or self._cursor(t)[0] < until:
+                return
+            flushed = 0
         with self._lock:
             if self._degraded_at is None:
                 return
             self._degraded_at = None
-        # A thread that was still serving locally may have spooled a record
-        # during the flush: drain once more (it stays for the next flush if
-        # Redis went away again meanwhile).
+            startup, self._startup_spool = self._startup_spool, False
+        self._emit(
+            {
+                "event": "store_restored",
+                "store": self._name,
+                "at_ms": t,
+                # A spool left by an earlier process: this one was never degraded.
+                "degraded_ms": 0 if startup else max(0, t - since),
+                "flushed": flushed,
+            }
+        )
+        # Drain what the machine's processes spooled meanwhile, to the end
+        # (they serve Redis again as the cursor passes their last record; what
+        # is left waits for the next flush if Redis went away again).
         try:
-            flushed += self._flush(t) or 0
+            self._flush(t)
         except StoreError as e:
             if e.kind != "unavailable":
                 raise
-        self._emit(
-            {"event": "store_restored", "store": self._name, "at_ms": t, "degraded_ms": max(0, t - since), "flushed": flushed}
-        )
 
     def _pending(self) -> bool:
         cursor = self._cursor(self._last_now)[0]
         return bool(self._local.read(SPOOL_STREAM, cursor, 1))
+
+    def _spool_last(self, t: int) -> int:
+        """The last record's sequence number in the spool (reads only)."""
+        last = self._cursor(t)[0]
+        while True:
+            batch = self._local.read(SPOOL_STREAM, last, 1024)
+            if not batch:
+                return last
+            last = batch[-1][0]
 
     def _cursor(self, t: int) -> Tuple[int, Optional[int]]:
         got = self._local.get(SPOOL_CURSOR, t)
@@ -726,39 +780,68 @@ class FallbackStore:
         `until` when given, else to its end); how many records, or None when
         another process holds the flush lease."""
         lease = json.dumps({"pid": os.getpid()}, separators=(",", ":"))
-        if isinstance(self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, t), Conflict):
+        took = self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, t)
+        if isinstance(took, Conflict):
             return None
+        held = took.version
         flushed = 0
         try:
             seq, version = self._cursor(t)
             while True:
-                batch = self._local.read(SPOOL_STREAM, seq, 64)
+                batch = self._local.read(SPOOL_STREAM, seq, SPOOL_BATCH)
                 if not batch or (until is not None and seq >= until):
                     return flushed
+                # Renew the lease (from the latest time a call passed in).
+                at = max(t, self._last_now)
+                renewed = self._local.compare_and_set(SPOOL_LEASE, held, lease, SPOOL_LEASE_TTL_MS, at)
+                if isinstance(renewed, Conflict) and renewed.current is None:  # expired, nobody took it
+                    renewed = self._local.compare_and_set(SPOOL_LEASE, None, lease, SPOOL_LEASE_TTL_MS, at)
+                if isinstance(renewed, Conflict):
+                    raise StoreError("unavailable", "the spool lease expired under this flush (another process took it); will probe again")
+                held = renewed.version
+                # A batch's entry writes first, the last one per key (a run's
+                # journal writes and delete are one delete, an idempotency
+                # claim and its completion one write); then its appends in
+                # order, the cursor after each (at least once: a crash
+                # repeats at most the append it was applying).
+                keyed: Dict[str, Dict[str, Any]] = {}
+                appends: List[Tuple[int, Dict[str, Any]]] = []
                 for n, text in batch:
-                    if self._apply_text(text):
-                        flushed += 1
+                    rec = _spool_op(text)
+                    if rec is None:
+                        continue
+                    flushed += 1
+                    if rec["op"] == "append":
+                        appends.append((n, rec))
+                        continue
+                    if keyed.pop(rec["key"], None) is not None and rec.get("claim") is True:
+                        rec = {**rec, "claim": False}  # after an earlier op on the key here: a write
+                    keyed[rec["key"]] = rec
+                for rec in keyed.values():
+                    self._apply_rec(rec)
+                for n, rec in appends + [(batch[-1][0], None)]:
+                    if rec is not None:
+                        self._apply_rec(rec)
+                    if n == seq:
+                        continue
                     seq = n
                     cas = self._local.compare_and_set(SPOOL_CURSOR, version, json.dumps({"seq": seq}), None, t)
-                    version = cas.version if isinstance(cas, Written) else self._cursor(t)[1]
+                    if not isinstance(cas, Written):
+                        raise StoreError("unavailable", "the spool cursor moved under this flush (another process flushed); will probe again")
+                    version = cas.version
         finally:
-            self._local.delete(SPOOL_LEASE)
+            live = self._local.get(SPOOL_LEASE, max(t, self._last_now))
+            if live is not None and live.version == held:
+                self._local.delete(SPOOL_LEASE)
 
-    def _apply_text(self, text: str) -> bool:
-        """Apply one spool record; False (skipped) when it is not a spool op
-        (another program wrote it): the flush goes on rather than stall."""
+    def _apply_rec(self, rec: Dict[str, Any]) -> None:
+        """Apply one spool op; a record the primary refuses as an invalid
+        argument is skipped: the flush goes on rather than stall."""
         try:
-            rec = json.loads(text)
-            if not isinstance(rec, dict):
-                return False
             self._apply(rec)
-            return rec.get("op") in ("append", "set", "delete")
-        except (ValueError, KeyError, TypeError):
-            return False
         except StoreError as e:
-            if e.kind == "invalid_argument":
-                return False
-            raise
+            if e.kind != "invalid_argument":
+                raise
 
     def _apply(self, rec: Dict[str, Any]) -> None:
         op = rec.get("op")
@@ -767,13 +850,16 @@ class FallbackStore:
         elif op == "delete":
             self._primary.delete(rec["key"])
         elif op == "set":
-            # Last writer wins: write over whatever version is live.
-            key, now = rec["key"], rec["now_ms"]
+            # A claim (a create-only write) never replaces an entry the
+            # primary has: the earlier claim or the completed entry there
+            # wins. Any other write replaces it (last writer wins).
+            key, now, claim = rec["key"], rec.get("now_ms", 0), rec.get("claim") is True
+            expected: Optional[int] = None  # create first: one round trip when absent
             for _ in range(1000):
-                cur = self._primary.get(key, now)
-                cas = self._primary.compare_and_set(key, cur.version if cur else None, rec["value"], rec["ttl_ms"], now)
-                if isinstance(cas, Written):
+                cas = self._primary.compare_and_set(key, expected, rec["value"], rec.get("ttl_ms"), now)
+                if isinstance(cas, Written) or claim:
                     return
+                expected = cas.current.version if cas.current is not None else None
             raise StoreError("unavailable", f"flushing {key!r}: 1000 conflicts in a row; the flush resumes at the next probe")
 
     def _spool(self, record: Dict[str, Any], t: int) -> None:
@@ -783,39 +869,66 @@ class FallbackStore:
 
     # -- the calls
 
-    def _call(self, now: Optional[int], on_primary: Callable[[], Any], on_local: Callable[[], Any]) -> Any:
+    def _call(
+        self,
+        now: Optional[int],
+        on_primary: Callable[[], Any],
+        on_local: Callable[[], Any],
+        mirror: Optional[Callable[[Any], None]] = None,
+    ) -> Any:
         with self._lock:
             if now is not None and now > self._last_now:
                 self._last_now = now
             t = now if now is not None else self._last_now
+        if not self._startup_done:
+            self._startup(t)
         if self._degraded_at is not None:
             self._restore(t)
         if self._degraded_at is None:
-            if not self._startup_done:
-                self._startup(t)
-            if self._degraded_at is None:
-                try:
-                    return on_primary()
-                except StoreError as e:
-                    if e.kind != "unavailable":
-                        raise
-                    self._degrade(t, e)
+            try:
+                out = on_primary()
+            except StoreError as e:
+                if e.kind != "unavailable":
+                    raise
+                self._degrade(t, e)
+            else:
+                if mirror is not None:
+                    mirror(out)
+                return out
         return on_local()
 
     def _startup(self, t: int) -> None:
-        """Flush a spool an earlier process left (at the first healthy call)."""
-        self._startup_done = True
+        """A spool an earlier process left: served locally (where those
+        entries are) until the background thread has flushed it."""
+        with self._lock:
+            if self._startup_done:
+                return
+            self._startup_done = True
         if not self._pending():
             return
+        with self._lock:
+            if self._degraded_at is None:
+                self._degraded_at = t
+                self._startup_spool = True
+        self._restore(t, due=True)
+
+    def _mirror_set(self, key: str, value: str, ttl_ms: Optional[int], now_ms: int) -> None:
+        """Copy a write the primary took to the local store, so it is
+        honoured while degraded; best effort (the primary answered)."""
         try:
-            flushed = self._flush(t)
-        except StoreError as e:
-            if e.kind != "unavailable":
-                raise
-            self._degrade(t, e)
-            return
-        if flushed:
-            self._emit({"event": "store_restored", "store": self._name, "at_ms": t, "degraded_ms": 0, "flushed": flushed})
+            for _ in range(_MIRROR_RETRIES):
+                cur = self._local.get(key, now_ms)
+                cas = self._local.compare_and_set(key, cur.version if cur else None, value, ttl_ms, now_ms)
+                if isinstance(cas, Written):
+                    return
+        except StoreError:
+            pass
+
+    def _mirror_delete(self, key: str) -> None:
+        try:
+            self._local.delete(key)
+        except StoreError:
+            pass
 
     def get(self, key: str, now_ms: int) -> Optional[Versioned]:
         _check_name("key", key)
@@ -832,11 +945,16 @@ class FallbackStore:
         def local() -> Cas:
             cas = self._local.compare_and_set(key, expected, value, ttl_ms, now_ms)
             if isinstance(cas, Written) and key.startswith(SPOOLED_PREFIXES):
-                self._spool({"op": "set", "key": key, "value": value, "ttl_ms": ttl_ms, "now_ms": now_ms}, now_ms)
+                rec = {"op": "set", "key": key, "value": value, "ttl_ms": ttl_ms, "now_ms": now_ms, "claim": expected is None}
+                self._spool(rec, now_ms)
             return cas  # type: ignore[no-any-return]
 
+        def mirror(cas: Cas) -> None:
+            if isinstance(cas, Written) and key.startswith(SPOOLED_PREFIXES):
+                self._mirror_set(key, value, ttl_ms, now_ms)
+
         return self._call(  # type: ignore[no-any-return]
-            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local
+            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local, mirror
         )
 
     def append(self, stream: str, record: str, now_ms: int) -> int:
@@ -867,7 +985,11 @@ class FallbackStore:
                 self._spool({"op": "delete", "key": key}, self._last_now)
             return self._local.delete(key)  # type: ignore[no-any-return]
 
-        return self._call(None, lambda: self._primary.delete(key), local)  # type: ignore[no-any-return]
+        def mirror(_: bool) -> None:
+            if key.startswith(SPOOLED_PREFIXES):
+                self._mirror_delete(key)
+
+        return self._call(None, lambda: self._primary.delete(key), local, mirror)  # type: ignore[no-any-return]
 
     def keys(self, prefix: str, now_ms: int) -> List[str]:
         _check_name("prefix", prefix, empty_ok=True)
@@ -882,6 +1004,25 @@ class FallbackStore:
         return self._call(  # type: ignore[no-any-return]
             now_ms, lambda: self._primary.purge_expired(now_ms), lambda: self._local.purge_expired(now_ms)
         )
+
+
+def _spool_op(text: str) -> Optional[Dict[str, Any]]:
+    """A spool record's op, or None when it is not one (another program
+    wrote it): the flush skips it rather than stall."""
+    try:
+        rec = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("now_ms", 0), int):
+        return None
+    op = rec.get("op")
+    if op == "append" and isinstance(rec.get("stream"), str) and isinstance(rec.get("record"), str):
+        return rec
+    if op == "delete" and isinstance(rec.get("key"), str):
+        return rec
+    if op == "set" and isinstance(rec.get("key"), str) and isinstance(rec.get("value"), str):
+        return rec
+    return None
 
 
 # ---------------------------------------------------------------- open_store
