@@ -3,7 +3,7 @@
 // and Step (host/src/runtime/step.rs), with the same names in camelCase.
 
 import { PolicyError } from './errors.js';
-import { describe, stringify } from './json.js';
+import { describe, exactStringify, stringify } from './json.js';
 
 /** The defaults of the run configuration (docs/runtime.md); documented here for the README table. */
 export const RUNTIME_DEFAULTS = Object.freeze({
@@ -189,9 +189,9 @@ export function prepareStep(step, what = 'step') {
   if (step.args !== undefined) {
     let text;
     try {
-      text = stringify(step.args);
+      text = exactStringify(step.args, `${what}.args`);
     } catch (e) {
-      throw invalidArg(`${what}.args cannot be written as JSON (${e.message}); pass plain data`);
+      throw invalidArg(`${what} ${JSON.stringify(step.id)} cannot be sent to the loop: ${e.message}`);
     }
     if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
   }
