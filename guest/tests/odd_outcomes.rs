@@ -73,3 +73,35 @@ fn a_usable_observation_is_decided_on_unchanged() {
     assert_eq!(decided_on(json!({"failed": obs})), obs);
     assert_eq!(decided_on(json!({"response": obs})), obs);
 }
+
+#[test]
+fn names_over_the_limit_are_refused_as_too_large() {
+    use agent_recovery_policy::ErrorKind;
+    use agent_recovery_policy::MAX_ID_BYTES;
+    let long = "n".repeat(MAX_ID_BYTES + 1);
+    let fits = "n".repeat(MAX_ID_BYTES);
+    let run = |id: &str| advance("", &json!({"input":"run","now_ms":0,"run_id":id}).to_string());
+    assert!(run(&fits).is_ok());
+    let e = run(&long).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::TooLarge);
+    assert!(e.message.starts_with("`run_id` is 1025 bytes"), "{}", e.message);
+    let state = run("r").unwrap().state;
+    for (member, step) in [
+        ("step.id", json!({"id": long, "tool": "t"})),
+        ("step.tool", json!({"id": "s", "tool": long})),
+        ("step.target", json!({"id": "s", "tool": "t", "target": long})),
+        ("step.fallbacks[]", json!({"id": "s", "tool": "t", "fallbacks": ["a", long]})),
+    ] {
+        let input = json!({"input":"step","now_ms":0,"step":step}).to_string();
+        let e = advance(&state, &input).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooLarge, "{member}");
+        assert!(e.message.starts_with(&format!("`{member}` is 1025 bytes")), "{}", e.message);
+        assert!(e.message.ends_with("put data in `args`"), "{}", e.message);
+    }
+    let fan = json!({"input":"fanout","now_ms":0,"fanout":{"id": long, "min_results": 1, "branches": [{"id":"b","tool":"t"}]}});
+    let e = advance(&state, &fan.to_string()).unwrap_err();
+    assert!(e.message.starts_with("`fanout.id` is 1025 bytes"), "{}", e.message);
+    // The state is untouched by a refused input: a next step starts.
+    let ok = json!({"input":"step","now_ms":0,"step":{"id": fits, "tool": "t"}});
+    assert!(advance(&state, &ok.to_string()).is_ok());
+}
