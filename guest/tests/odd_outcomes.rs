@@ -84,7 +84,7 @@ fn names_over_the_limit_are_refused_as_too_large() {
     assert!(run(&fits).is_ok());
     let e = run(&long).unwrap_err();
     assert_eq!(e.kind, ErrorKind::TooLarge);
-    assert!(e.message.starts_with("`run_id` is 1025 bytes"), "{}", e.message);
+    assert!(e.message.starts_with("`run_id` is 513 bytes"), "{}", e.message);
     let state = run("r").unwrap().state;
     for (member, step) in [
         ("step.id", json!({"id": long, "tool": "t"})),
@@ -95,12 +95,12 @@ fn names_over_the_limit_are_refused_as_too_large() {
         let input = json!({"input":"step","now_ms":0,"step":step}).to_string();
         let e = advance(&state, &input).unwrap_err();
         assert_eq!(e.kind, ErrorKind::TooLarge, "{member}");
-        assert!(e.message.starts_with(&format!("`{member}` is 1025 bytes")), "{}", e.message);
+        assert!(e.message.starts_with(&format!("`{member}` is 513 bytes")), "{}", e.message);
         assert!(e.message.ends_with("put data in `args`"), "{}", e.message);
     }
     let fan = json!({"input":"fanout","now_ms":0,"fanout":{"id": long, "min_results": 1, "branches": [{"id":"b","tool":"t"}]}});
     let e = advance(&state, &fan.to_string()).unwrap_err();
-    assert!(e.message.starts_with("`fanout.id` is 1025 bytes"), "{}", e.message);
+    assert!(e.message.starts_with("`fanout.id` is 513 bytes"), "{}", e.message);
     // The state is untouched by a refused input: a next step starts.
     let ok = json!({"input":"step","now_ms":0,"step":{"id": fits, "tool": "t"}});
     assert!(advance(&state, &ok.to_string()).is_ok());

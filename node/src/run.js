@@ -6,7 +6,7 @@ import { elementSpans, parseLossless, rawMembers, stringify } from './json.js';
 import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
-import { checkMs, invalidArg, prepareStep, specText } from './step.js';
+import { checkMs, checkName, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
@@ -147,6 +147,7 @@ export class Run {
    */
   fanout(id, minResults, steps) {
     if (typeof id !== 'string' || id === '') throw invalidArg(`fanout id must be a non-empty string, got ${describe(id)}`);
+    checkName('fanout.id', id);
     if (!Array.isArray(steps) || steps.length === 0) throw invalidArg('fanout needs a non-empty array of steps');
     if (!Number.isSafeInteger(minResults) || minResults < 1) {
       throw invalidArg(`fanout minResults must be a positive integer, got ${JSON.stringify(minResults) ?? describe(minResults)}`);

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Failed, PolicyError, RawOutcome, Runtime, VirtualClock } from '../src/index.js';
+import { Failed, MAX_ID_BYTES, PolicyError, RawOutcome, Runtime, VirtualClock } from '../src/index.js';
 
 const T0 = 1_767_225_600_000;
 const INVALID = { source: 'exception', type: 'agent_recovery.InvalidObservation' };
@@ -141,3 +141,36 @@ for (const [args, path] of [
     await nextStepCompletes(run);
   });
 }
+
+const LONG = 'n'.repeat(MAX_ID_BYTES + 1);
+for (const [member, make] of [
+  ['run_id', (rt) => rt.run(LONG)],
+  ['run_id', (rt) => rt.run('r'.repeat(10_000_000))],
+  ['step.id', (rt) => rt.run('r').step({ id: LONG, tool: 't', operation: returns(1) })],
+  ['step.tool', (rt) => rt.run('r').step({ id: 's', tool: LONG, operation: returns(1) })],
+  ['step.target', (rt) => rt.run('r').step({ id: 's', tool: 't', target: LONG, operation: returns(1) })],
+  ['step.fallbacks[]', (rt) => rt.run('r').step({ id: 's', tool: 't', fallbacks: ['a', LONG], operation: returns(1) })],
+  ['fanout.id', (rt) => rt.run('r').fanout(LONG, 1, [{ id: 'b', tool: 't', operation: returns(1) }])],
+]) {
+  test(`a name over the limit is refused before the component: ${member}`, async () => {
+    const rt = await runtime();
+    assert.throws(
+      () => make(rt),
+      (e) => e instanceof PolicyError && e.kind === 'too_large' && e.message.startsWith(`\`${member}\` is `) && e.message.endsWith('put data in `args`'),
+    );
+  });
+}
+
+test('the component has the same name limit (fed straight to advance)', async () => {
+  const rt = await runtime();
+  const input = (id) => JSON.stringify({ input: 'run', now_ms: 0, run_id: id });
+  assert.ok(rt.loop.advance('', input('n'.repeat(MAX_ID_BYTES))).state);
+  assert.throws(() => rt.loop.advance('', input(LONG)), (e) => e.kind === 'too_large' && e.message.includes(`${MAX_ID_BYTES}-byte limit`));
+});
+
+test('names at the limit run', async () => {
+  const run = (await runtime()).run('n'.repeat(MAX_ID_BYTES));
+  const r = await run.step({ id: 's'.repeat(MAX_ID_BYTES), tool: 't'.repeat(MAX_ID_BYTES), operation: returns(1) });
+  assert.equal(r.outcome, 'ok');
+  assert.equal(r.result, 1);
+});

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from agent_recovery import PolicyError
+from agent_recovery import MAX_ID_BYTES, PolicyError
 from agent_recovery.runtime import Failed, RawOutcome, Runtime, Step, VirtualClock
 
 T0 = 1_767_225_600_000
@@ -163,3 +163,43 @@ def test_args_json_cannot_carry_are_refused_with_the_path(args: Any, path: str) 
         run.step(Step("s", "t", _returns(1), args=args))
     assert path in str(info.value) and info.value.kind == "invalid_argument", info.value
     _next_step_completes(run)
+
+
+LONG = "n" * (MAX_ID_BYTES + 1)
+
+
+@pytest.mark.parametrize(
+    "member,make",
+    [
+        ("run_id", lambda rt: rt.run(LONG)),
+        ("run_id", lambda rt: rt.run("r" * 10_000_000)),
+        ("step.id", lambda rt: rt.run("r").step(Step(LONG, "t", _returns(1)))),
+        ("step.tool", lambda rt: rt.run("r").step(Step("s", LONG, _returns(1)))),
+        ("step.target", lambda rt: rt.run("r").step(Step("s", "t", _returns(1), target=LONG))),
+        ("step.fallbacks[]", lambda rt: rt.run("r").step(Step("s", "t", _returns(1), fallbacks=["a", LONG]))),
+        ("fanout.id", lambda rt: rt.run("r").fanout(LONG, 1, [Step("b", "t", _returns(1))])),
+    ],
+)
+def test_a_name_over_the_limit_is_refused_before_the_component(member: str, make: Any) -> None:
+    with pytest.raises(PolicyError) as info:
+        make(_runtime())
+    assert info.value.kind == "too_large"
+    assert info.value.message.startswith(f"`{member}` is "), info.value
+    assert info.value.message.endswith("put data in `args`"), info.value
+
+
+def test_the_component_has_the_same_name_limit() -> None:
+    """The host's MAX_ID_BYTES is the loop's: fed straight to the component, a
+    name of that many bytes starts a run and one byte more is refused."""
+    looper = _runtime()._looper
+    ok = json.dumps({"input": "run", "now_ms": 0, "run_id": "n" * MAX_ID_BYTES})
+    looper.advance("", ok)
+    with pytest.raises(PolicyError) as info:
+        looper.advance("", json.dumps({"input": "run", "now_ms": 0, "run_id": LONG}))
+    assert info.value.kind == "too_large" and f"{MAX_ID_BYTES}-byte limit" in str(info.value)
+
+
+def test_a_name_at_the_limit_runs() -> None:
+    run = _runtime().run("n" * MAX_ID_BYTES)
+    report = run.step(Step("s" * MAX_ID_BYTES, "t" * MAX_ID_BYTES, _returns(1)))
+    assert report.outcome == "ok" and report.result == 1

@@ -320,7 +320,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
 /// The longest name the loop takes, in UTF-8 bytes: a run id, a step or
 /// fan-out id, a tool, a target or fallback, a replayed record's id. A name
 /// is part of store keys, events and every state; a payload belongs in `args`.
-pub const MAX_ID_BYTES: usize = 1024;
+pub const MAX_ID_BYTES: usize = 512;
 
 /// Refuse a name over [`MAX_ID_BYTES`].
 pub fn check_id(what: &str, name: &str) -> Result<(), PolicyError> {

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
 from . import _offloop, _quota, _strict_json
+from ._inputs import check_name
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -303,6 +304,10 @@ class Step:
                 raise _bad(f"step {id!r}: `{name}` is not callable; pass a function or None")
         if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
             raise _bad(f"step {id!r}: `fallbacks` must be a list of target names, got {fallbacks!r}")
+        for what, name in (("step.id", id), ("step.tool", tool), ("step.target", target)):
+            check_name(what, name)
+        for name in fallbacks:
+            check_name("step.fallbacks[]", name)
         self.id = id
         self.tool = tool
         self.operation = operation
@@ -360,6 +365,7 @@ class _Fanout:
     def __init__(self, id: str, min_results: int, branches: Sequence[Any]) -> None:
         if isinstance(branches, (str, bytes)) or not isinstance(branches, Sequence):
             raise _bad(f"fan-out {id!r}: `branches` must be a list of steps")
+        check_name("fanout.id", id)
         self.id = id
         self.min_results = min_results
         self.branches = [Step.of(b) for b in branches]
@@ -785,6 +791,7 @@ class Runtime:
         when set (from any thread); `run.cancelled` is that event."""
         if not isinstance(run_id, str):
             raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
+        check_name("run_id", run_id)
         state, _ = self._looper.advance("", self._run_input(run_id))
         return Run(self, state, signal, run_id)
 
