@@ -304,10 +304,10 @@ class Step:
                 raise _bad(f"step {id!r}: `{name}` is not callable; pass a function or None")
         if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
             raise _bad(f"step {id!r}: `fallbacks` must be a list of target names, got {fallbacks!r}")
-        for what, name in (("step.id", id), ("step.tool", tool), ("step.target", target)):
-            check_name(what, name)
-        for name in fallbacks:
-            check_name("step.fallbacks[]", name)
+        for member, value in (("step.id", id), ("step.tool", tool), ("step.target", target)):
+            check_name(member, value)
+        for fallback in fallbacks:
+            check_name("step.fallbacks[]", fallback)
         self.id = id
         self.tool = tool
         self.operation = operation
