@@ -61,9 +61,15 @@ fn an_unusable_observation_is_decided_on_as_an_invalid_observation() {
     for result in cases {
         let obs = decided_on(result.clone());
         assert_eq!(obs["source"], "exception", "{result}: {obs}");
-        assert_eq!(obs["type"], "agent_recovery.InvalidObservation", "{result}: {obs}");
+        assert_eq!(
+            obs["type"], "agent_recovery.InvalidObservation",
+            "{result}: {obs}"
+        );
         let message = obs["message"].as_str().unwrap();
-        assert!(message.starts_with("the operation's observation is not one"), "{message}");
+        assert!(
+            message.starts_with("the operation's observation is not one"),
+            "{message}"
+        );
     }
 }
 
@@ -80,27 +86,50 @@ fn names_over_the_limit_are_refused_as_too_large() {
     use agent_recovery_policy::MAX_ID_BYTES;
     let long = "n".repeat(MAX_ID_BYTES + 1);
     let fits = "n".repeat(MAX_ID_BYTES);
-    let run = |id: &str| advance("", &json!({"input":"run","now_ms":0,"run_id":id}).to_string());
+    let run = |id: &str| {
+        advance(
+            "",
+            &json!({"input":"run","now_ms":0,"run_id":id}).to_string(),
+        )
+    };
     assert!(run(&fits).is_ok());
     let e = run(&long).unwrap_err();
     assert_eq!(e.kind, ErrorKind::TooLarge);
-    assert!(e.message.starts_with("`run_id` is 513 bytes"), "{}", e.message);
+    assert!(
+        e.message.starts_with("`run_id` is 513 bytes"),
+        "{}",
+        e.message
+    );
     let state = run("r").unwrap().state;
     for (member, step) in [
         ("step.id", json!({"id": long, "tool": "t"})),
         ("step.tool", json!({"id": "s", "tool": long})),
-        ("step.target", json!({"id": "s", "tool": "t", "target": long})),
-        ("step.fallbacks[]", json!({"id": "s", "tool": "t", "fallbacks": ["a", long]})),
+        (
+            "step.target",
+            json!({"id": "s", "tool": "t", "target": long}),
+        ),
+        (
+            "step.fallbacks[]",
+            json!({"id": "s", "tool": "t", "fallbacks": ["a", long]}),
+        ),
     ] {
         let input = json!({"input":"step","now_ms":0,"step":step}).to_string();
         let e = advance(&state, &input).unwrap_err();
         assert_eq!(e.kind, ErrorKind::TooLarge, "{member}");
-        assert!(e.message.starts_with(&format!("`{member}` is 513 bytes")), "{}", e.message);
+        assert!(
+            e.message.starts_with(&format!("`{member}` is 513 bytes")),
+            "{}",
+            e.message
+        );
         assert!(e.message.ends_with("put data in `args`"), "{}", e.message);
     }
     let fan = json!({"input":"fanout","now_ms":0,"fanout":{"id": long, "min_results": 1, "branches": [{"id":"b","tool":"t"}]}});
     let e = advance(&state, &fan.to_string()).unwrap_err();
-    assert!(e.message.starts_with("`fanout.id` is 513 bytes"), "{}", e.message);
+    assert!(
+        e.message.starts_with("`fanout.id` is 513 bytes"),
+        "{}",
+        e.message
+    );
     // The state is untouched by a refused input: a next step starts.
     let ok = json!({"input":"step","now_ms":0,"step":{"id": fits, "tool": "t"}});
     assert!(advance(&state, &ok.to_string()).is_ok());
