@@ -48,8 +48,9 @@ const EXACT_HINT =
  * what it cannot carry (`result.items[2].price`), ending with a hint:
  * NaN and Infinity (JSON.stringify writes null), a BigInt outside
  * [-2^63, 2^64) (the component reads it as a float), a string or key with a
- * lone surrogate (not UTF-8), a cycle. With `scrub`, a lone surrogate in a
- * string becomes U+FFFD instead (for text kept, never read).
+ * lone surrogate (not UTF-8), a cycle. With `scrub` (for an observation, which
+ * the component reads and never returns), a lone surrogate in a string becomes
+ * U+FFFD instead, and a BigInt of any size is written as it is.
  */
 export function exactStringify(value, root = 'value', { scrub = false } = {}) {
   const paths = new WeakMap();
@@ -63,7 +64,7 @@ export function exactStringify(value, root = 'value', { scrub = false } = {}) {
       else path = /^[A-Za-z_$][\w$]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
     }
     if (typeof v === 'number' && !Number.isFinite(v)) throw refuse(path, `is ${v}`);
-    if (typeof v === 'bigint' && (v < I64_MIN || v >= U64_END)) throw refuse(path, `is the integer ${v}, outside [-2^63, 2^64)`);
+    if (typeof v === 'bigint' && !scrub && (v < I64_MIN || v >= U64_END)) throw refuse(path, `is the integer ${v}, outside [-2^63, 2^64)`);
     if (typeof v === 'string' && !v.isWellFormed()) {
       if (scrub) return v.toWellFormed();
       throw refuse(path, 'holds a lone surrogate');

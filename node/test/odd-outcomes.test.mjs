@@ -50,6 +50,8 @@ const FAILURES = [
   ['failed-unknown-source', returns(new Failed({ source: 'carrier-pigeon' })), INVALID],
   ['failed-status-text', returns(new Failed({ source: 'http', status: '503' })), INVALID],
   ['failed-bigint-status', returns(new Failed({ source: 'http', status: 2n ** 70n })), INVALID],
+  // A large integer in a body is written as it is: the failure is kept.
+  ['failed-bigint-body', returns(new Failed({ source: 'http', status: 400, body: { id: 2n ** 70n } })), HTTP_400],
   ['failed-not-json-text', returns(new Failed('{nope')), INVALID],
   // A lone surrogate in an observation's text becomes U+FFFD: the failure is kept.
   ['failed-lone-surrogate', returns(new Failed({ source: 'http', status: 400, body: '\ud800' })), HTTP_400],

@@ -70,7 +70,10 @@ FAILURES: List[Any] = [
     ("failed-empty-object", _returns(Failed({})), INVALID),
     ("failed-unknown-source", _returns(Failed({"source": "carrier-pigeon"})), INVALID),
     ("failed-status-text", _returns(Failed({"source": "http", "status": "503"})), INVALID),
-    ("failed-huge-int", _returns(Failed({"source": "http", "status": 2**70})), INVALID),
+    ("failed-huge-int-status", _returns(Failed({"source": "http", "status": 2**70})), INVALID),
+    # A large integer in a body is written as it is: the failure is kept.
+    ("failed-huge-int-body", _returns(Failed({"source": "http", "status": 400, "body": {"id": 2**70}})), HTTP_400),
+    ("failed-huge-int-text", _returns(Failed('{"source":"http","status":400,"body":{"id":1180591620717411303424}}')), HTTP_400),
     ("failed-object", _returns(Failed(object())), INVALID),
     ("failed-colliding-keys", _returns(Failed({"source": "http", "status": 503, "headers": {1: "a", "1": "b"}})), INVALID),
     ("failed-not-json-text", _returns(Failed("{nope")), INVALID),

@@ -37,9 +37,10 @@ def dumps(
     """Compact UTF-8 JSON text of `value`, checked first (see the module).
 
     `default` converts an object of another type (as in `json.dumps`); without
-    it such an object is refused. With `scrub`, a lone surrogate in a string
-    becomes U+FFFD instead of being refused (for text kept, never read: an
-    exception's message)."""
+    it such an object is refused. With `scrub` (for an observation, which the
+    component reads and never returns), a lone surrogate in a string becomes
+    U+FFFD instead of being refused, and an integer of any size is written as
+    it is (an API's large id in a response body is no reason to refuse it)."""
     plain = _plain(value, root, [], 0, default, scrub)
     return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -86,7 +87,7 @@ def _plain(
     if isinstance(v, str):
         return _text(v, path, scrub)
     if isinstance(v, int):
-        if not _I64_MIN <= v < _U64_END:
+        if not scrub and not _I64_MIN <= v < _U64_END:
             raise _refuse(path, f"is the integer {v}, outside [-2**63, 2**64)")
         return int(v)
     if isinstance(v, float):
