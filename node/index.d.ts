@@ -282,6 +282,8 @@ export declare class IsolatedPolicy {
 export declare const DEFAULT_TIMEOUT_MS: number;
 export declare const DEFAULT_LOAD_TIMEOUT_MS: number;
 export declare const MAX_INPUT_BYTES: number;
+/** The longest name the recovery loop takes, in UTF-8 bytes (a run id, a step or fan-out id, a tool, a target): 512 (docs/runtime.md, "Limits"). */
+export declare const MAX_ID_BYTES: number;
 
 /** The host error codes shared by Rust, Node and Python (docs/hosts.md). */
 export type ErrorCode =

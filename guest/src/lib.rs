@@ -72,6 +72,7 @@ pub use normalize::{MESSAGE_PREFIX_RULES, PrefixRule};
 pub use observation::Observation;
 pub use registry::{CodeInfo, Registry, codes, lookup};
 pub use render::{Format as RenderFormat, render_json};
+pub use runtime::input::MAX_ID_BYTES;
 pub use runtime::{Advanced, advance, check_outcome};
 pub use sdk::{PolicyInfo, RecoveryPolicy};
 

@@ -35,6 +35,7 @@ export {
   SPOOL_STREAM,
   SPOOLED_PREFIXES,
 } from './store-redis.js';
+export { MAX_ID_BYTES } from './step.js';
 export { Runtime, Run, SystemClock, VirtualClock, Failed, RawOutcome, Response, RUNTIME_DEFAULTS, Telemetry } from './runtime.js';
 export { runScenario, runBatch, outputJson, ScenarioError, SCENARIO_ERROR_KINDS, DEAD_LETTER_STREAM } from './scenario.js';
 export {

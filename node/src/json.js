@@ -10,12 +10,17 @@ import { PolicyError } from './errors.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 
-/** JSON.stringify, but a BigInt becomes a bare integer literal and a RawJson its text, unchanged. */
-export function stringify(value) {
+/**
+ * JSON.stringify, but a BigInt becomes a bare integer literal and a RawJson its
+ * text, unchanged. `check(holder, key, value)`, when given, sees every value
+ * first (after `toJSON`) and returns the value to write.
+ */
+export function stringify(value, check) {
   let found = false;
   const raws = [];
   const mark = `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
-  const text = JSON.stringify(value, (_key, v) => {
+  const text = JSON.stringify(value, function replacer(key, v0) {
+    const v = check === undefined ? v0 : check(this, key, v0);
     if (typeof v === 'bigint') {
       found = true;
       return mark + v.toString();
@@ -31,6 +36,50 @@ export function stringify(value) {
   // JSON.stringify escapes U+0000 as the six characters \u0000.
   const escaped = JSON.stringify(mark).slice(1, -1);
   return text.replace(new RegExp(`"${escapeRegExp(escaped)}(-?\\d+|r\\d+)"`, 'g'), (_m, g) => (g[0] === 'r' ? raws[Number(g.slice(1))] : g));
+}
+
+const I64_MIN = -(1n << 63n);
+const U64_END = 1n << 64n;
+const EXACT_HINT =
+  'pass plain objects, arrays, strings, finite numbers, bigints in [-2^63, 2^64), booleans and null (a bigger integer as a string)';
+
+/**
+ * JSON text that carries `value` exactly, or a TypeError naming the path of
+ * what it cannot carry (`result.items[2].price`), ending with a hint:
+ * NaN and Infinity (JSON.stringify writes null), a BigInt outside
+ * [-2^63, 2^64) (the component reads it as a float), a string or key with a
+ * lone surrogate (not UTF-8), a cycle. With `scrub` (for an observation, which
+ * the component reads and never returns), a lone surrogate in a string becomes
+ * U+FFFD instead, and a BigInt of any size is written as it is.
+ */
+export function exactStringify(value, root = 'value', { scrub = false } = {}) {
+  const paths = new WeakMap();
+  const refuse = (path, what) => new TypeError(`${path} ${what}, which JSON cannot carry exactly; ${EXACT_HINT}`);
+  const check = (holder, key, v) => {
+    const base = paths.get(holder);
+    let path = root;
+    if (base !== undefined) {
+      if (Array.isArray(holder)) path = `${base}[${key}]`;
+      else if (!key.isWellFormed()) throw refuse(`a key of ${base}`, 'holds a lone surrogate');
+      else path = /^[A-Za-z_$][\w$]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
+    }
+    if (typeof v === 'number' && !Number.isFinite(v)) throw refuse(path, `is ${v}`);
+    if (typeof v === 'bigint' && !scrub && (v < I64_MIN || v >= U64_END)) throw refuse(path, `is the integer ${v}, outside [-2^63, 2^64)`);
+    if (typeof v === 'string' && !v.isWellFormed()) {
+      if (scrub) return v.toWellFormed();
+      throw refuse(path, 'holds a lone surrogate');
+    }
+    if (v !== null && typeof v === 'object') paths.set(v, path);
+    return v;
+  };
+  try {
+    return stringify(value, check);
+  } catch (e) {
+    if (e instanceof TypeError && e.message.includes(EXACT_HINT)) throw e;
+    if (e instanceof TypeError && /circular/i.test(e.message)) throw refuse(root, 'contains itself (a cycle)');
+    if (e instanceof RangeError) throw refuse(root, 'is nested too deeply');
+    throw e;
+  }
 }
 
 function escapeRegExp(s) {

@@ -3,7 +3,7 @@
 // RawOutcome are explicit, raw SDK and fetch results are judged by the component.
 
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
-import { stringify } from './json.js';
+import { exactStringify } from './json.js';
 import { failureOf, fromResponse } from './observe.js';
 import { StoreError } from './store.js';
 
@@ -40,33 +40,49 @@ export function passesThrough(e) {
 function valueText(v) {
   if (v === undefined) return 'null';
   try {
-    return stringify(v) ?? 'null';
+    return exactStringify(v, 'result') ?? 'null';
   } catch {
-    return 'null';
+    return 'null'; // the report's `value` keeps the value itself
   }
 }
 
+/**
+ * An observation as JSON text. One JSON cannot carry (text that is not JSON,
+ * NaN, a cycle, a huge BigInt) is reported as an exception rather than
+ * breaking the run; a lone surrogate in its text becomes U+FFFD. Whether it is
+ * an observation the loop can use is the loop's call.
+ */
 function observationText(obs, what) {
+  let value = obs;
   if (typeof obs === 'string') {
     try {
-      JSON.parse(obs);
-      return obs;
+      value = JSON.parse(obs);
     } catch {
-      // not JSON: reported as an exception below
-    }
-  } else if (obs !== null && typeof obs === 'object') {
-    try {
-      const t = stringify(obs);
-      if (t !== undefined) return t;
-    } catch {
-      // cyclic: reported as an exception below
+      return invalidObservation(`the operation returned ${what} that is not JSON: ${obs.slice(0, 200)}`);
     }
   }
-  return stringify({
-    source: 'exception',
-    type: 'agent_recovery.InvalidObservation',
-    message: `the operation returned ${what} that is not JSON: ${String(obs).slice(0, 200)}`,
-  });
+  try {
+    return exactStringify(value === undefined ? null : value, 'observation', { scrub: true });
+  } catch (e) {
+    return invalidObservation(`the operation returned ${what} JSON cannot carry: ${safeMessage(e)}`);
+  }
+}
+
+function invalidObservation(message) {
+  return exactStringify({ source: 'exception', type: 'agent_recovery.InvalidObservation', message }, 'observation', { scrub: true });
+}
+
+function safeMessage(e) {
+  try {
+    return String(e?.message ?? e);
+  } catch {
+    return 'an error whose message cannot be read';
+  }
+}
+
+/** The `result` member of an operation's thrown error's `attempt` input: its observation. */
+export function failedText(obs) {
+  return `{"failed":${observationText(obs, 'an error')}}`;
 }
 
 /** True for a fetch Response (duck-typed, as failureOf does). */
@@ -89,6 +105,16 @@ function isFetchResponse(v) {
  * outcomes the component judges (`{"response": ..}`).
  */
 export async function resultOf(value) {
+  try {
+    return await resultText(value);
+  } catch (e) {
+    // A value that throws while being read (a hostile getter or proxy).
+    if (passesThrough(e)) throw e;
+    return `{"failed":${invalidObservation(`the operation returned a value that cannot be read: ${safeMessage(e)}`)}}`;
+  }
+}
+
+async function resultText(value) {
   if (value instanceof Failed) return `{"failed":${observationText(value.observation, 'a Failed observation')}}`;
   if (value instanceof RawOutcome) return `{"response":${observationText(value.outcome, 'a RawOutcome')}}`;
   if (isFetchResponse(value)) {
@@ -97,12 +123,11 @@ export async function resultOf(value) {
     const type = String(value.headers.get?.('content-type') ?? '');
     const readBody = !value.ok || type.includes('json');
     const obs = readBody ? await fromResponse(value.clone()) : { source: 'http', status: value.status };
-    return `{"response":${stringify(obs)}}`;
+    return `{"response":${observationText(obs, 'a response')}}`;
   }
   if (value !== null && typeof value === 'object') {
     const obs = await failureOf(value);
-    if (obs !== undefined) return `{"response":${stringify(obs)}}`;
+    if (obs !== undefined) return `{"response":${observationText(obs, 'a result')}}`;
   }
   return `{"ok":${valueText(value)}}`;
 }
-

@@ -3,10 +3,10 @@
 
 import { PolicyRuntimeError } from './errors.js';
 import { elementSpans, parseLossless, rawMembers, stringify } from './json.js';
-import { passesThrough, resultOf } from './outcome.js';
+import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
-import { checkMs, invalidArg, prepareStep, specText } from './step.js';
+import { checkMs, checkName, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
@@ -18,6 +18,8 @@ function badEffect(what) {
 }
 
 const q = (s) => JSON.stringify(s);
+/** Resolves on the event loop's next turn (after pending timers and I/O). */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** Only `startRun` (that is, `runtime.run`) makes a Run. */
 const token = Symbol('Runtime.run');
@@ -145,6 +147,7 @@ export class Run {
    */
   fanout(id, minResults, steps) {
     if (typeof id !== 'string' || id === '') throw invalidArg(`fanout id must be a non-empty string, got ${describe(id)}`);
+    checkName('fanout.id', id);
     if (!Array.isArray(steps) || steps.length === 0) throw invalidArg('fanout needs a non-empty array of steps');
     if (!Number.isSafeInteger(minResults) || minResults < 1) {
       throw invalidArg(`fanout minResults must be a positive integer, got ${JSON.stringify(minResults) ?? describe(minResults)}`);
@@ -236,7 +239,10 @@ export class Run {
     if (this.#busy !== null) {
       throw invalidArg('a step of this run is still in progress; the steps of a run go one after another (await each step, or use fanout)');
     }
-    const p = body();
+    // One turn of the event loop first: a step whose store, clock and
+    // operation all resolve at once (a cache hit, MemoryStore, VirtualClock)
+    // runs on microtasks only, so a loop of them would starve timers and I/O.
+    const p = nextTurn().then(body);
     this.#busy = p;
     try {
       return await p;
@@ -530,8 +536,7 @@ export class Run {
     let result;
     if ('error' in first) {
       if (passesThrough(first.error)) throw first.error;
-      const obs = fromError(first.error, { call: undefined, timeoutMs: timeoutMs ?? undefined });
-      result = `{"failed":${stringify(obs)}}`;
+      result = failedText(fromError(first.error, { call: undefined, timeoutMs: timeoutMs ?? undefined }));
     } else {
       result = await resultOf(first.value);
       if (!compensation) ctx.last = first.value;

@@ -20,7 +20,7 @@ import { Policy } from './policy.js';
 import { MemoryStore } from './store.js';
 import { SystemClock, VirtualClock, integerClock } from './clock.js';
 import { Run, startRun } from './run.js';
-import { configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+import { checkName, configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
 import { DeadLetters } from './deadletters.js';
 import { recover, withRun } from './durable.js';
 import { bindTelemetry } from './telemetry.js';
@@ -126,6 +126,7 @@ export class Runtime {
    */
   run(runId, { signal, cancelAtMs } = {}) {
     if (typeof runId !== 'string' || runId === '') throw invalidArg(`runId must be a non-empty string, got ${describe(runId)}`);
+    checkName('run_id', runId);
     return startRun(this, runId, { signal, cancelAtMs });
   }
 

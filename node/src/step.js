@@ -3,7 +3,7 @@
 // and Step (host/src/runtime/step.rs), with the same names in camelCase.
 
 import { PolicyError } from './errors.js';
-import { describe, stringify } from './json.js';
+import { describe, exactStringify, stringify } from './json.js';
 
 /** The defaults of the run configuration (docs/runtime.md); documented here for the README table. */
 export const RUNTIME_DEFAULTS = Object.freeze({
@@ -164,6 +164,25 @@ export function configFacts(text) {
   };
 }
 
+/**
+ * The longest name the recovery loop takes, in UTF-8 bytes: a run id, a step
+ * or fan-out id, a tool, a target or fallback. The loop component's own limit
+ * (docs/runtime.md, "Limits"); a test checks that the component agrees.
+ */
+export const MAX_ID_BYTES = 512;
+
+/** Refuse a name over MAX_ID_BYTES before the component sees it (a `too_large` PolicyError). */
+export function checkName(what, name) {
+  if (typeof name !== 'string' || name.length <= MAX_ID_BYTES / 3) return;
+  const size = Buffer.byteLength(name, 'utf8');
+  if (size > MAX_ID_BYTES) {
+    throw new PolicyError(
+      'too_large',
+      `\`${what}\` is ${size} bytes, over the ${MAX_ID_BYTES}-byte limit of a name; use a shorter name (a hash of a long one) and put data in \`args\``,
+    );
+  }
+}
+
 export function prepareStep(step, what = 'step') {
   if (step === null || typeof step !== 'object') throw invalidArg(`${what} must be an object {id, tool, operation, ...}, got ${describe(step)}`);
   const bad = unknownKeys(step, STEP_OPTIONS, what);
@@ -171,6 +190,10 @@ export function prepareStep(step, what = 'step') {
   for (const f of ['id', 'tool']) {
     if (typeof step[f] !== 'string' || step[f] === '') throw invalidArg(`${what}.${f} must be a non-empty string, got ${describe(step[f])}`);
   }
+  checkName(`${what}.id`, step.id);
+  checkName(`${what}.tool`, step.tool);
+  checkName(`${what}.target`, step.target);
+  for (const f of Array.isArray(step.fallbacks) ? step.fallbacks : []) checkName(`${what}.fallbacks[]`, f);
   if (typeof step.operation !== 'function') throw invalidArg(`${what} ${JSON.stringify(step.id)} needs an operation: (call) => value | Promise`);
   for (const f of ['compensate', 'checkpoint']) {
     if (step[f] !== undefined && step[f] !== null && typeof step[f] !== 'function') {
@@ -189,9 +212,9 @@ export function prepareStep(step, what = 'step') {
   if (step.args !== undefined) {
     let text;
     try {
-      text = stringify(step.args);
+      text = exactStringify(step.args, `${what}.args`);
     } catch (e) {
-      throw invalidArg(`${what}.args cannot be written as JSON (${e.message}); pass plain data`);
+      throw invalidArg(`${what} ${JSON.stringify(step.id)} cannot be sent to the loop: ${e.message}`);
     }
     if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
   }

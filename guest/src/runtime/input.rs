@@ -209,6 +209,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     ));
                 }
             };
+            check_id("run_id", &run_id)?;
             let seed = match take("seed") {
                 None | Some(Value::Null) => None,
                 Some(s) => Some(s.as_u64().ok_or_else(|| {
@@ -354,10 +355,37 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
     Ok((input, now))
 }
 
+/// The longest name the loop takes, in UTF-8 bytes: a run id, a step or
+/// fan-out id, a tool, a target or fallback, a replayed record's id. A name
+/// is part of store keys, events and every state; a payload belongs in `args`.
+pub const MAX_ID_BYTES: usize = 512;
+
+/// Refuse a name over [`MAX_ID_BYTES`].
+pub fn check_id(what: &str, name: &str) -> Result<(), PolicyError> {
+    if name.len() > MAX_ID_BYTES {
+        return Err(PolicyError::new(
+            ErrorKind::TooLarge,
+            format!(
+                "`{what}` is {} bytes, over the {MAX_ID_BYTES}-byte limit of a name; use a shorter name (a hash of a long one) and put data in `args`",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A step's members the types do not check.
 fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
     if spec.id.is_empty() || spec.tool.is_empty() {
         return Err(bad(format!("`{what}` needs a non-empty `id` and `tool`")));
+    }
+    check_id(&format!("{what}.id"), &spec.id)?;
+    check_id(&format!("{what}.tool"), &spec.tool)?;
+    if let Some(t) = &spec.target {
+        check_id(&format!("{what}.target"), t)?;
+    }
+    for f in &spec.fallbacks {
+        check_id(&format!("{what}.fallbacks[]"), f)?;
     }
     if let Some(c) = &spec.call
         && crate::model::CallKind::parse(c).is_none()
@@ -388,6 +416,7 @@ fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
                 "`{what}.replay_of.id` is empty; pass the dead-letter record's id"
             )));
         }
+        check_id(&format!("{what}.replay_of.id"), &r.id)?;
     }
     Ok(())
 }
@@ -397,6 +426,7 @@ fn check_fanout(spec: &FanoutSpec) -> Result<(), PolicyError> {
     if spec.id.is_empty() {
         return Err(bad("`fanout` needs a non-empty `id`"));
     }
+    check_id("fanout.id", &spec.id)?;
     if spec.branches.is_empty() {
         return Err(bad("`fanout.branches` is empty; give at least one step"));
     }

@@ -425,21 +425,24 @@ impl Machine {
 
     // ----- a step -----
 
-    /// Record step ids, refusing one already used in this run.
+    /// Record step ids, refusing one used by the run's latest
+    /// [`RECENT_IDS`](super::state::RECENT_IDS) steps (kept as digests).
     pub(super) fn claim_ids<'i>(
         &mut self,
         ids: impl IntoIterator<Item = &'i str> + Clone,
     ) -> Result<(), PolicyError> {
-        if let Some(id) = ids
-            .clone()
+        let digests: Vec<(&str, String)> = ids
             .into_iter()
-            .find(|id| self.s.ids.iter().any(|u| u == id))
-        {
+            .map(|id| (id, super::state::id_digest(id)))
+            .collect();
+        if let Some((id, _)) = digests.iter().find(|(_, d)| self.s.ids.contains(d)) {
             return Err(bad(format!(
                 "step id {id:?} was already used in this run; give every step its own id (it names the step in events, keys and dead-letter records)"
             )));
         }
-        self.s.ids.extend(ids.into_iter().map(str::to_owned));
+        self.s.ids.extend(digests.into_iter().map(|(_, d)| d));
+        let over = self.s.ids.len().saturating_sub(super::state::RECENT_IDS);
+        self.s.ids.drain(..over);
         Ok(())
     }
 
@@ -842,10 +845,10 @@ impl Machine {
         self.attempt_event(call)?;
         match result {
             CallResult::Ok(v) => self.success(v),
-            CallResult::Failed(obs) => self.decide(obs),
-            CallResult::Response(o) => match super::outcome::check(&o)? {
+            CallResult::Failed(obs) => self.decide(super::outcome::failure(obs)),
+            CallResult::Response(o) => match super::outcome::judge(&o) {
                 None => self.success(o),
-                Some(_) => self.decide(o),
+                Some(obs) => self.decide(obs),
             },
         }
     }
@@ -1282,8 +1285,8 @@ impl Machine {
         self.emit(e);
         let failure = match result {
             CallResult::Ok(_) => None,
-            CallResult::Failed(obs) => Some(obs),
-            CallResult::Response(o) => super::outcome::check(&o)?.map(|_| o),
+            CallResult::Failed(obs) => Some(super::outcome::failure(obs)),
+            CallResult::Response(o) => super::outcome::judge(&o),
         };
         let Some(obs) = failure else {
             let e = self.comp_event("ok")?;

@@ -30,6 +30,43 @@ pub fn check(outcome: &Value) -> Result<Option<Value>, PolicyError> {
     }
 }
 
+/// The exception type of an observation the loop cannot use.
+pub const INVALID_OBSERVATION: &str = "agent_recovery.InvalidObservation";
+
+/// What the loop decides on for a call that failed with `obs`: `obs` itself,
+/// or, when it is not an observation of a failure (`null`, a number, an
+/// object `classify` refuses), an `exception` observation of type
+/// [`INVALID_OBSERVATION`] whose message says why. A bad observation never
+/// stops the run: the policy decides on it like on any failure.
+pub fn failure(obs: Value) -> Value {
+    match ObservationView::from_value(&obs).and_then(|v| normalize::classify_view(&v)) {
+        Ok(_) => obs,
+        Err(e) => invalid(&e),
+    }
+}
+
+/// A raw outcome judged: `None` when it succeeded, else the observation to
+/// decide on (the outcome itself, or the [`failure`] substitute when the
+/// outcome is not one the component can read).
+pub fn judge(outcome: &Value) -> Option<Value> {
+    match check(outcome) {
+        Ok(None) => None,
+        Ok(Some(_)) => Some(outcome.clone()),
+        Err(e) => Some(invalid(&e)),
+    }
+}
+
+fn invalid(e: &PolicyError) -> Value {
+    serde_json::json!({
+        "source": "exception",
+        "type": INVALID_OBSERVATION,
+        "message": format!(
+            "the operation's observation is not one the loop can decide on: {}",
+            e.message
+        ),
+    })
+}
+
 /// An HTTP 1xx/2xx, or a JSON-RPC message without `error`.
 fn is_success_shape(outcome: &Value) -> bool {
     if let Some(status) = outcome.get("status").and_then(Value::as_u64) {

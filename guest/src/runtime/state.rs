@@ -9,6 +9,19 @@ use super::breaker::Breaker;
 use super::config::RunConfig;
 use super::input::StepSpec;
 
+/// How many of the run's latest step ids the loop remembers to refuse a repeat.
+pub const RECENT_IDS: usize = 64;
+
+/// A step id as the state remembers it: 16 hex digits of its sha256, so an
+/// entry has one size whatever the id's length.
+pub fn id_digest(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(id.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// What the loop waits for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -78,8 +91,10 @@ pub struct State {
     /// The fan-out whose branches run (phase `joining`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<FanoutState>,
-    /// Step ids used so far in this run (steps, fan-outs and their branches):
-    /// an id names one step in events, keys and dead letters.
+    /// Digests of the step ids used by the run's last [`RECENT_IDS`] steps
+    /// (steps, fan-outs and their branches), oldest first: an id names one
+    /// step in events, keys and dead letters. Bounded, so the state (and the
+    /// cost of a step) does not grow with the length of the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
     /// The run was resumed from its journal by `recover` (docs/durability.md §2).

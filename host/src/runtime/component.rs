@@ -79,7 +79,7 @@ impl LoopComponent {
                 let bindings = store
                     .set_fuel(self.limits.fuel_base())
                     .and_then(|()| self.pre.instantiate(&mut store))
-                    .map_err(|e| failure("instantiation", e))?;
+                    .map_err(|e| failure("instantiation", e, 0, None))?;
                 Instance { store, bindings }
             }
         };
@@ -88,8 +88,16 @@ impl LoopComponent {
         instance
             .store
             .set_fuel(fuel)
-            .map_err(|e| failure(what, e))?;
-        let out = f(&mut instance.store, &instance.bindings).map_err(|e| failure(what, e))?;
+            .map_err(|e| failure(what, e, input_bytes, None))?;
+        let out = f(&mut instance.store, &instance.bindings).map_err(|e| {
+            let memory = instance.store.data().limiter.refused();
+            failure(
+                what,
+                e,
+                input_bytes,
+                memory.then_some(self.limits.memory_bytes()),
+            )
+        })?;
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < 2 {
             idle.push(instance);
@@ -130,7 +138,17 @@ impl LoopComponent {
     }
 }
 
-fn failure(what: &str, error: wasmtime::Error) -> Error {
+/// A Wasmtime error from `what` on `input_bytes` bytes of input as an
+/// [`Error`] with a kind; `memory` is the limit when a growth was refused.
+fn failure(what: &str, error: wasmtime::Error, input_bytes: usize, memory: Option<usize>) -> Error {
+    if let Some(limit) = memory {
+        return Error::new(
+            ErrorKind::MemoryLimit,
+            format!(
+                "the recovery loop exceeded the memory limit of {limit} bytes in `{what}` on an input of {input_bytes} bytes (state and input); keep ids, args and results small (docs/runtime.md, \"Limits\") or raise Limits::memory_bytes"
+            ),
+        );
+    }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => Error::new(
             ErrorKind::OutOfFuel,
@@ -141,7 +159,7 @@ fn failure(what: &str, error: wasmtime::Error) -> Error {
         Some(trap) => Error::new(
             ErrorKind::Trap,
             format!(
-                "the recovery loop trapped in `{what}`: {trap}; this is a bug, report it with the input"
+                "the recovery loop trapped in `{what}` on an input of {input_bytes} bytes (state and input): {trap}; check the input against docs/runtime.md, \"Limits\", and report it with the input when it is within them"
             ),
         ),
         None => Error::new(

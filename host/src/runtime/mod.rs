@@ -40,6 +40,7 @@ pub mod deadletters;
 mod driver;
 mod durable;
 mod interrupt;
+mod names;
 mod run;
 pub mod scenario;
 mod step;
@@ -56,6 +57,7 @@ pub use durable::{
     journal_entries,
 };
 pub use interrupt::interruptible;
+pub use names::MAX_ID_BYTES;
 pub use run::{Run, RuntimeError, StepReport};
 pub use step::{Call, Outcome, Step};
 pub use telemetry::{SCOPE_NAME, Telemetry};

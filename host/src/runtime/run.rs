@@ -98,6 +98,7 @@ pub struct Run<'r, 'a> {
 
 impl<'r, 'a> Run<'r, 'a> {
     pub(crate) fn start(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
+        super::names::check("run_id", run_id)?;
         let seed = rt.seed.map_or_else(|| "null".to_owned(), |s| s.to_string());
         let input = format!(
             r#"{{"input":"run","now_ms":{},"run_id":{},"seed":{},"config":{}}}"#,
@@ -214,6 +215,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
+        step.check_names("step")?;
         let input = format!(
             r#"{{"input":"step","now_ms":{},"step":{}}}"#,
             self.rt.clock.now_ms(),
@@ -248,6 +250,10 @@ impl<'r, 'a> Run<'r, 'a> {
     ) -> Result<StepReport, RuntimeError> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
+        }
+        super::names::check("fanout.id", id)?;
+        for b in &branches {
+            b.check_names("fanout.branches[]")?;
         }
         let specs: Vec<Value> = branches.iter().map(Step::spec).collect();
         let input = format!(

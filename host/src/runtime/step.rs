@@ -67,6 +67,19 @@ pub struct Step<'a> {
 }
 
 impl<'a> Step<'a> {
+    /// Refuse a name over [`MAX_ID_BYTES`](super::MAX_ID_BYTES) before the loop sees it.
+    pub(crate) fn check_names(&self, what: &str) -> Result<(), crate::error::Error> {
+        use super::names::check;
+        check(&format!("{what}.id"), &self.id)?;
+        check(&format!("{what}.tool"), &self.tool)?;
+        if let Some(t) = &self.target {
+            check(&format!("{what}.target"), t)?;
+        }
+        self.fallbacks
+            .iter()
+            .try_for_each(|f| check(&format!("{what}.fallbacks[]"), f))
+    }
+
     /// A step `id` calling `tool` through `operation` (called with each [`Call`]).
     pub fn new(id: &str, tool: &str, operation: impl FnMut(&Call) -> Outcome + Send + 'a) -> Self {
         Step {

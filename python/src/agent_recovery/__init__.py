@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 # Imported with the package: what loading a policy and asking it needs.
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .handle import PolicyHandle
-from .limits import Limits
+from .limits import MAX_ID_BYTES, Limits
 from .policy import Policy, reference_path
 from .types import CodeInfo, Context, Decision, Envelope, PolicyConfig, PolicyInfo
 
@@ -152,6 +152,7 @@ __all__ = [
     "Failure",
     "KeyNotUsedWarning",
     "Limits",
+    "MAX_ID_BYTES",
     "MemoryStore",
     "Policy",
     "PolicyConfig",

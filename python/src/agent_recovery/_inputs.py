@@ -90,6 +90,20 @@ def json_text(value: Any, what: str, empty: Optional[bytes] = None) -> bytes:
     return utf8(text, what)
 
 
+def check_name(what: str, name: Any) -> None:
+    """Refuse a name (run id, step id, tool, target) over `MAX_ID_BYTES`."""
+    from .limits import MAX_ID_BYTES
+
+    if isinstance(name, str):
+        size = len(name.encode("utf-8", "surrogatepass"))
+        if size > MAX_ID_BYTES:
+            raise PolicyError(
+                "too_large",
+                f"`{what}` is {size} bytes, over the {MAX_ID_BYTES}-byte limit of a name; "
+                "use a shorter name (a hash of a long one) and put data in `args`",
+            )
+
+
 def check_size(total: int, limit: int) -> None:
     """Refuse an input over the host's limit before any call."""
     if total > limit:

@@ -23,6 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The longest name the recovery loop takes, in UTF-8 bytes: a run id, a step
+#: or fan-out id, a tool, a target or fallback. The loop component's own limit
+#: (docs/runtime.md, "Limits"); the runtime refuses a longer name before the
+#: component sees it, and a test checks that the component agrees.
+MAX_ID_BYTES = 512
+
 
 @dataclass(frozen=True)
 class Limits:

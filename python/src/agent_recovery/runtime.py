@@ -50,7 +50,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
-from . import _offloop, _quota
+from . import _offloop, _quota, _strict_json
+from ._inputs import check_name
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -303,6 +304,10 @@ class Step:
                 raise _bad(f"step {id!r}: `{name}` is not callable; pass a function or None")
         if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
             raise _bad(f"step {id!r}: `fallbacks` must be a list of target names, got {fallbacks!r}")
+        for member, value in (("step.id", id), ("step.tool", tool), ("step.target", target)):
+            check_name(member, value)
+        for fallback in fallbacks:
+            check_name("step.fallbacks[]", fallback)
         self.id = id
         self.tool = tool
         self.operation = operation
@@ -360,6 +365,7 @@ class _Fanout:
     def __init__(self, id: str, min_results: int, branches: Sequence[Any]) -> None:
         if isinstance(branches, (str, bytes)) or not isinstance(branches, Sequence):
             raise _bad(f"fan-out {id!r}: `branches` must be a list of steps")
+        check_name("fanout.id", id)
         self.id = id
         self.min_results = min_results
         self.branches = [Step.of(b) for b in branches]
@@ -388,8 +394,10 @@ def _uint(value: Any, what: str) -> int:
     return value
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _dumps(value: Any, root: str = "value") -> str:
+    """JSON text that carries `value` exactly, or `JsonValueError` naming the
+    path of what it cannot carry (NaN, a huge integer, colliding keys...)."""
+    return _strict_json.dumps(value, root)
 
 
 def _jstr(s: str) -> str:
@@ -470,23 +478,28 @@ def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) 
 
 
 def _observation_text(obs: Any) -> str:
-    """An observation as JSON text; text that is not JSON is reported as an
-    exception rather than breaking the run (as in Rust)."""
+    """An observation as JSON text; one JSON cannot carry (text that is not
+    JSON, NaN, a cycle...) is reported as an exception rather than breaking the
+    run (as in Rust). A lone surrogate in its text becomes U+FFFD; whether the
+    observation is one the loop can use is the loop's call."""
     if isinstance(obs, (bytes, bytearray)):
         obs = bytes(obs).decode("utf-8", "replace")
     if isinstance(obs, str):
         try:
-            json.loads(obs)
-            return obs
-        except ValueError:
-            return _dumps(
-                {
-                    "source": "exception",
-                    "type": "agent_recovery.InvalidObservation",
-                    "message": "the operation returned an observation that is not JSON: " + obs[:200],
-                }
-            )
-    return json.dumps(obs, ensure_ascii=False, separators=(",", ":"), default=str)
+            obs = json.loads(obs)
+        except (ValueError, RecursionError):
+            return _invalid_observation("the operation returned an observation that is not JSON: " + obs[:200])
+    try:
+        return _strict_json.dumps(obs, "observation", default=str, scrub=True)
+    except Exception as e:  # noqa: BLE001 - a hostile `__str__` too
+        return _invalid_observation(f"the operation returned an observation JSON cannot carry: {e}")
+
+
+def _invalid_observation(message: str) -> str:
+    return _strict_json.dumps(
+        {"source": "exception", "type": "agent_recovery.InvalidObservation", "message": message},
+        scrub=True,
+    )
 
 
 _UNSET = object()
@@ -524,8 +537,8 @@ def _result_of(value: Any) -> Tuple[str, Any]:
     if sdk is not None:
         return '{"response":' + _observation_text(sdk) + "}", value
     try:
-        return '{"ok":' + _dumps(value) + "}", _UNSET
-    except (TypeError, ValueError, RecursionError):
+        return '{"ok":' + _dumps(value, "result") + "}", _UNSET
+    except Exception:  # noqa: BLE001 - NaN, a huge int, a hostile `__str__`...
         return '{"ok":null}', value  # the cache records null; the report carries the object
 
 
@@ -778,6 +791,7 @@ class Runtime:
         when set (from any thread); `run.cancelled` is that event."""
         if not isinstance(run_id, str):
             raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
+        check_name("run_id", run_id)
         state, _ = self._looper.advance("", self._run_input(run_id))
         return Run(self, state, signal, run_id)
 
@@ -1015,15 +1029,15 @@ class Run:
 
     def _step_input(self, spec: Dict[str, Any]) -> str:
         try:
-            return f'{{"input":"step","now_ms":{self._now()},"step":{_dumps(spec)}}}'
+            return f'{{"input":"step","now_ms":{self._now()},"step":{_dumps(spec, "step")}}}'
         except (TypeError, ValueError) as e:
-            raise _bad(f"step {spec.get('id')!r}: args cannot be written as JSON ({e})") from None
+            raise _bad(f"step {spec.get('id')!r} cannot be sent to the loop: {e}") from None
 
     def _fanout_input(self, f: _Fanout) -> str:
         try:
-            return f'{{"input":"fanout","now_ms":{self._now()},"fanout":{_dumps(f.spec())}}}'
+            return f'{{"input":"fanout","now_ms":{self._now()},"fanout":{_dumps(f.spec(), "fanout")}}}'
         except (TypeError, ValueError) as e:
-            raise _bad(f"fan-out {f.id!r}: args cannot be written as JSON ({e})") from None
+            raise _bad(f"fan-out {f.id!r} cannot be sent to the loop: {e}") from None
 
     def _cancel_input(self) -> str:
         return f'{{"input":"cancel","now_ms":{self._now()}}}'
