@@ -16,8 +16,9 @@ pub const RECENT_IDS: usize = 64;
 /// entry has one size whatever the id's length.
 pub fn id_digest(id: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(id.as_bytes())[..8]
+    Sha256::digest(id.as_bytes())
         .iter()
+        .take(8)
         .map(|b| format!("{b:02x}"))
         .collect()
 }
