@@ -95,3 +95,7 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+
+mod cluster;
+pub use cluster::RedisCluster;
