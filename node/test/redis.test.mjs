@@ -28,7 +28,7 @@ import {
 import { spawnSync } from 'node:child_process';
 import { REPO } from './helpers.mjs';
 import { freePort, rawCommand, startRedis } from './redis_server.mjs';
-import { apply, applyAsync, rebase } from './store_ops.mjs';
+import { TIME_FLOOR, apply, applyAsync, rebase } from './store_ops.mjs';
 import { createRequire } from 'node:module';
 import { redisLayout } from '../src/store-redis-layout.js';
 
@@ -266,7 +266,10 @@ test('six processes: one counter and one stream through Redis, no lost update', 
       }),
     )
   ).flat();
-  assert.deepEqual([...seqs].sort((a, b) => a - b), Array.from({ length: 150 }, (_, i) => i + 1));
+  // One number each, no gap: the stream's first (a time floor) and the 149 after it.
+  const sorted = [...seqs].sort((a, b) => a - b);
+  assert.ok(sorted[0] >= TIME_FLOOR, `first ${sorted[0]}`);
+  assert.deepEqual(sorted, Array.from({ length: 150 }, (_, i) => sorted[0] + i));
   assert.equal(store.read('log', 0, 1000).length, 150);
   for (const w of workers) w.end();
   store.close();
@@ -283,7 +286,8 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   const J = 'agent-recovery/journal/';
   const DL = 'agent-recovery/dead-letter';
   assert.deepEqual(store.compareAndSet(`${J}r1`, null, '{"step":1}', null, T), { written: true, version: 1 });
-  assert.equal(store.append(DL, '{"n":0}', T), 1);
+  const first = store.append(DL, '{"n":0}', T);
+  assert.ok(first >= TIME_FLOOR, `first id ${first}`);
   assert.equal(store.compareAndSet('agent-recovery/breaker/api', null, '{"state":"open"}', 30000, T).written, true);
 
   await redis.kill();
@@ -330,7 +334,10 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   assert.equal(store.healthy, true);
   assert.equal(r.value, '{"step":1}');
   const direct = new RedisStore(url);
-  assert.deepEqual(direct.read(DL, 0, 10), [[1, '{"n":1}'], [2, '{"n":2}']], 'the spooled appends, in order');
+  const flushed = direct.read(DL, 0, 10);
+  assert.deepEqual(flushed.map(([, r]) => r), ['{"n":1}', '{"n":2}'], 'the spooled appends, in order');
+  // Redis came back empty: the stream starts again, above every id it gave before.
+  assert.ok(flushed.every(([id]) => id > first), `${JSON.stringify(flushed)} vs ${first}`);
   assert.equal(direct.get(`${J}r1`, T + 2600), null, 'the spooled delete of r1 came after its write');
   assert.equal(direct.get(`${J}r2`, T + 2600).value, '{"step":1}');
   assert.equal(direct.get('agent-recovery/attempts/x', T + 2600), null, 'counters stay local');
@@ -527,7 +534,7 @@ test('the spool lease: while another process flushes (holds the lease), a store 
   assert.equal(store.healthy, true);
   assert.deepEqual(events.map((e) => [e.event, e.flushed]), [['store_degraded', undefined], ['store_restored', 1]]);
   const direct = new RedisStore(url);
-  assert.deepEqual(direct.read('agent-recovery/dead-letter', 0, 10), [[1, '{"n":1}']]);
+  assert.deepEqual(direct.read('agent-recovery/dead-letter', 0, 10).map(([, r]) => r), ['{"n":1}']);
   direct.close();
   store.close();
 });
