@@ -379,7 +379,7 @@ impl RedisStore {
     /// connection-level failure drops the connection.
     fn with_conn<T>(
         &self,
-        f: impl FnOnce(&mut Conn) -> Result<T, RedisError>,
+        mut f: impl FnMut(&mut Conn) -> Result<T, RedisError>,
     ) -> Result<T, StoreError> {
         let mut guard = self.lock();
         let mut fresh = false;
@@ -390,7 +390,17 @@ impl RedisStore {
         let Some(conn) = guard.as_mut() else {
             return Err(self.unavailable("no connection"));
         };
-        let result = f(conn);
+        let mut result = f(conn);
+        if let Err(e) = &result
+            && conn.is_cluster()
+            && matches!(e.kind(), ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask))
+        {
+            // The client's slot map stayed stale through its redirects (a slot
+            // that just moved): a new connection reads the cluster's map again.
+            // A MOVED or ASK answer means the command did not run.
+            *conn = self.connect()?;
+            result = f(conn);
+        }
         match result {
             Ok(v) => {
                 if fresh {
