@@ -255,7 +255,7 @@ class RedisStore:
             if self._client is None:
                 try:
                     client = self._make_client()
-                except (rx.RedisError, OSError) as e:
+                except (rx.RedisError, rx.RedisClusterException, OSError) as e:
                     raise self._error("connecting", e) from None
                 self._scripts = {name: client.register_script(script_text(name)) for name in _SCRIPTS}
                 self._client = client
@@ -373,7 +373,7 @@ class RedisStore:
         client = self._redis
         try:
             return self._scripts[name](keys=keys, args=list(args), client=client)
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error(what, e) from None
 
     def _command(self, what: str, fn: Callable[[Any], Any]) -> Any:
@@ -382,7 +382,7 @@ class RedisStore:
         self._ensure_open()
         try:
             return fn(self._redis)
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error(what, e) from None
 
     def _scan(self, what: str, pattern: str) -> List[str]:
@@ -437,7 +437,7 @@ class RedisStore:
             if isinstance(reply, dict):  # a cluster may answer per node
                 reply = next(iter(reply.values()))
             sec, usec = reply
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error("reading TIME", e) from None
         except (TypeError, ValueError):
             raise self._corrupt("reading TIME", None) from None
@@ -449,7 +449,7 @@ class RedisStore:
 
         try:
             self._redis.ping()
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error("PING", e) from None
         self._ensure_open()
 
@@ -516,7 +516,7 @@ class RedisStore:
         what = f"reading stream {stream!r}"
         try:
             rows = self._redis.xrange(self._layout.stream(stream), f"({after}-0", "+", count=limit)
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error(what, e) from None
         out: List[Tuple[int, str]] = []
         try:
