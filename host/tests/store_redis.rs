@@ -292,7 +292,10 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
         .read("agent-recovery/dead-letter", 0, 100)
         .expect("read");
     // Redis came back empty: the stream starts again, above every id it gave before.
-    assert!(read.iter().all(|(id, _)| *id > first), "{read:?} vs {first}");
+    assert!(
+        read.iter().all(|(id, _)| *id > first),
+        "{read:?} vs {first}"
+    );
     let records: Vec<String> = read.into_iter().map(|(_, r)| r).collect();
     assert_eq!(records, vec![r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
     let journal = direct
@@ -412,12 +415,20 @@ fn dead_letter_ids_never_repeat_after_redis_loses_its_data() {
         .expect("client")
         .get_connection()
         .expect("connect");
-    redis::cmd("FLUSHALL").query::<()>(&mut raw).expect("FLUSHALL");
+    redis::cmd("FLUSHALL")
+        .query::<()>(&mut raw)
+        .expect("FLUSHALL");
     let after = s.append(stream, "5", 2).expect("append after the loss");
     assert!(
         before.iter().all(|id| *id < after),
         "{after} repeats or precedes {before:?}"
     );
-    assert!(after <= agent_recovery::store::MAX_INTEGER, "{after} exceeds 2^53 - 1");
-    assert_eq!(s.read(stream, 0, 10).expect("read"), vec![(after, "5".to_owned())]);
+    assert!(
+        after <= agent_recovery::store::MAX_INTEGER,
+        "{after} exceeds 2^53 - 1"
+    );
+    assert_eq!(
+        s.read(stream, 0, 10).expect("read"),
+        vec![(after, "5".to_owned())]
+    );
 }

@@ -9,7 +9,7 @@ mod store_ops;
 
 use std::sync::{Arc, Mutex};
 
-use agent_recovery::runtime::{Outcome, Runtime, Step, SystemClock, Clock, VirtualClock};
+use agent_recovery::runtime::{Clock, Outcome, Runtime, Step, SystemClock, VirtualClock};
 use agent_recovery::store::{self, RedisStore, Store, StoreErrorKind};
 use redis_server::RedisCluster;
 use serde_json::Value;
@@ -42,25 +42,36 @@ fn the_layout_vectors_slots_are_the_clusters() {
         .expect("client")
         .get_connection()
         .expect("connect");
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/store/redis-layout.json");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/store/redis-layout.json");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
     let mut checked = 0;
     for case in doc["cases"].as_array().expect("cases") {
         let (Some(key), Some(slot)) = (case["redis_key"].as_str(), case["slot"].as_u64()) else {
             continue;
         };
-        let got: u64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut conn).expect("KEYSLOT");
+        let got: u64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut conn)
+            .expect("KEYSLOT");
         assert_eq!(got, slot, "{key}");
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} slots checked");
 }
 
-fn collect() -> (Arc<Mutex<Vec<Value>>>, impl Fn(&str) + Send + Sync + 'static) {
+fn collect() -> (
+    Arc<Mutex<Vec<Value>>>,
+    impl Fn(&str) + Send + Sync + 'static,
+) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     (events, move |e: &str| {
-        sink.lock().expect("events").push(serde_json::from_str(e).expect("event is JSON"));
+        sink.lock()
+            .expect("events")
+            .push(serde_json::from_str(e).expect("event is JSON"));
     })
 }
 
@@ -75,7 +86,9 @@ fn a_slot_migration_during_a_run_fails_no_step() {
     let mut cluster = RedisCluster::start();
     let (events, sink) = collect();
     let rt = Runtime::builder()
-        .opened_store(store::open_with(&cluster.url("?prefix=mig&fallback=none"), None).expect("open"))
+        .opened_store(
+            store::open_with(&cluster.url("?prefix=mig&fallback=none"), None).expect("open"),
+        )
         .clock(Arc::new(VirtualClock::new(SystemClock.now_ms())))
         .seed(7)
         .on_event(sink)
@@ -88,7 +101,10 @@ fn a_slot_migration_during_a_run_fails_no_step() {
     for i in 0..60 {
         if i == 20 {
             let r = cluster.begin_migration();
-            assert!(r["slots"].as_u64().unwrap_or(0) > 0, "no slot to migrate: {r}");
+            assert!(
+                r["slots"].as_u64().unwrap_or(0) > 0,
+                "no slot to migrate: {r}"
+            );
             moved += r["moved"].as_u64().unwrap_or(0);
         }
         if i == 40 {
@@ -111,7 +127,12 @@ fn a_slot_migration_during_a_run_fails_no_step() {
             other => failed.push(format!("step {i}: {other:?}")),
         }
     }
-    assert!(failed.is_empty(), "{} failed steps:\n{}", failed.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} failed steps:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
     assert!(moved > 0, "the migration moved no key");
     let events = events.lock().expect("events");
     assert!(
@@ -133,9 +154,14 @@ fn an_unreachable_cluster_is_unavailable_or_degrades() {
                 .port()
         })
         .collect();
-    let url = format!("redis+cluster://127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
-    let e = RedisStore::open(&format!("{url}?fallback=none&connect_timeout_ms=300&timeout_ms=300"))
-        .expect_err("nobody listens");
+    let url = format!(
+        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+        ports[0], ports[1]
+    );
+    let e = RedisStore::open(&format!(
+        "{url}?fallback=none&connect_timeout_ms=300&timeout_ms=300"
+    ))
+    .expect_err("nobody listens");
     assert_eq!(e.kind(), StoreErrorKind::Unavailable, "{e}");
     assert!(e.message().contains("redis+cluster://127.0.0.1:"), "{e}");
 
@@ -150,11 +176,20 @@ fn an_unreachable_cluster_is_unavailable_or_degrades() {
     )
     .expect("open with the cluster down");
     let s = opened.store;
-    let written = s.compare_and_set("k", None, "1", None, 5).expect("served by the spool");
+    let written = s
+        .compare_and_set("k", None, "1", None, 5)
+        .expect("served by the spool");
     assert!(matches!(written, store::Cas::Written { .. }), "{written:?}");
-    assert_eq!(s.get("k", 5).expect("get").map(|v| v.value).as_deref(), Some("1"));
+    assert_eq!(
+        s.get("k", 5).expect("get").map(|v| v.value).as_deref(),
+        Some("1")
+    );
     let events = events.lock().expect("events");
-    assert_eq!(events.first().map(|e| e["event"].clone()), Some(Value::from("store_degraded")), "{events:?}");
+    assert_eq!(
+        events.first().map(|e| e["event"].clone()),
+        Some(Value::from("store_degraded")),
+        "{events:?}"
+    );
 }
 
 /// Dead-letter ids on a cluster never repeat either: FLUSHALL on every node,
@@ -164,15 +199,25 @@ fn dead_letter_ids_never_repeat_after_the_cluster_loses_its_data() {
     let cluster = RedisCluster::start();
     let s = RedisStore::open(&cluster.url("?prefix=cids&fallback=none")).expect("open");
     let stream = "agent-recovery/dead-letter";
-    let before: Vec<u64> = (0..5).map(|n| s.append(stream, &format!("{n}"), 1).expect("append")).collect();
+    let before: Vec<u64> = (0..5)
+        .map(|n| s.append(stream, &format!("{n}"), 1).expect("append"))
+        .collect();
     for port in &cluster.ports {
         let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}"))
             .expect("client")
             .get_connection()
             .expect("connect");
-        redis::cmd("FLUSHALL").query::<()>(&mut c).expect("FLUSHALL");
+        redis::cmd("FLUSHALL")
+            .query::<()>(&mut c)
+            .expect("FLUSHALL");
     }
     let after = s.append(stream, "5", 2).expect("append after the loss");
-    assert!(before.iter().all(|id| *id < after), "{after} repeats or precedes {before:?}");
-    assert_eq!(s.read(stream, 0, 10).expect("read"), vec![(after, "5".to_owned())]);
+    assert!(
+        before.iter().all(|id| *id < after),
+        "{after} repeats or precedes {before:?}"
+    );
+    assert_eq!(
+        s.read(stream, 0, 10).expect("read"),
+        vec![(after, "5".to_owned())]
+    );
 }

@@ -19,14 +19,13 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 import redis
 
+from agent_recovery._redis_layout import RedisLayout
 from agent_recovery.redis_store import FallbackStore, RedisStore, RedisUrl, ServerClock, script_text
 from agent_recovery.runtime import RawOutcome, Runtime, SystemClock, VirtualClock
 from agent_recovery.store import SqliteStore, StoreError, open_store
 
 from .conftest import repo_root
 from .redis_server import RedisServer, free_port
-from agent_recovery._redis_layout import RedisLayout
-
 from .store_ops import TIME_FLOOR, Rebased
 from .test_store import cases, run_case
 
@@ -117,13 +116,17 @@ def test_the_layout_matches_the_shared_vectors() -> None:
     for case in doc["cases"]:
         layout = RedisLayout(case["prefix"])
         name = case.get("name", "")
-        got = {
-            "entry": lambda: layout.entry(name),
-            "stream": lambda: layout.stream(name),
-            "meta": lambda: layout.meta,
-            "rev": lambda: layout.rev,
-            "entry_pattern": lambda: layout.entry_pattern(name),
-        }[case["kind"]]()
+        kind = case["kind"]
+        if kind == "entry":
+            got = layout.entry(name)
+        elif kind == "stream":
+            got = layout.stream(name)
+        elif kind == "meta":
+            got = layout.meta
+        elif kind == "rev":
+            got = layout.rev
+        else:
+            got = layout.entry_pattern(name)
         assert got == case["redis_key"], case
         if case["kind"] == "entry":
             assert layout.key_of(got) == name

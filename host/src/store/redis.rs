@@ -107,11 +107,7 @@ impl RedisOptions {
                 })
                 .collect();
             seeds.sort();
-            return format!(
-                "redis+cluster://{}?prefix={}",
-                seeds.join(","),
-                self.prefix
-            );
+            return format!("redis+cluster://{}?prefix={}", seeds.join(","), self.prefix);
         }
         let rest = self.url.strip_prefix("redis://").unwrap_or(&self.url);
         let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
@@ -393,7 +389,10 @@ impl RedisStore {
         let mut result = f(conn);
         if let Err(e) = &result
             && conn.is_cluster()
-            && matches!(e.kind(), ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask))
+            && matches!(
+                e.kind(),
+                ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask)
+            )
         {
             // The client's slot map stayed stale through its redirects (a slot
             // that just moved): a new connection reads the cluster's map again.
@@ -519,7 +518,14 @@ impl RedisStore {
         }
         if matches!(
             code,
-            "LOADING" | "BUSY" | "OOM" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "MOVED" | "ASK"
+            "LOADING"
+                | "BUSY"
+                | "OOM"
+                | "MASTERDOWN"
+                | "TRYAGAIN"
+                | "CLUSTERDOWN"
+                | "MOVED"
+                | "ASK"
         ) || matches!(
             kind,
             ErrorKind::Server(
@@ -687,9 +693,15 @@ impl RedisStore {
     /// revision's slot issues the version, the entry's slot checks again and
     /// writes. A version taken by a write that then lost the race is skipped,
     /// never reused.
-    fn cas_cluster(&self, c: &mut Conn, entry: &str, args: &CasArgs<'_>) -> Result<Value, RedisError> {
+    fn cas_cluster(
+        &self,
+        c: &mut Conn,
+        entry: &str,
+        args: &CasArgs<'_>,
+    ) -> Result<Value, RedisError> {
         let first = self.cas_script(c, entry, args, "?")?;
-        if !matches!(&first, Value::Array(items) if items.len() == 1 && int(items.first()) == Some(2)) {
+        if !matches!(&first, Value::Array(items) if items.len() == 1 && int(items.first()) == Some(2))
+        {
             return Ok(first);
         }
         let n: i64 = redis::cmd("INCR")

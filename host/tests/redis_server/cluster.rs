@@ -21,13 +21,16 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Starts one (the fixture waits for `cluster_state:ok` on every node).
     pub fn start() -> Self {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/store/redis_cluster.py");
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/store/redis_cluster.py");
         let mut child = Command::new("python3")
             .arg(script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot run python3 tests/store/redis_cluster.py ({e}); install python3"));
+            .unwrap_or_else(|e| {
+                panic!("cannot run python3 tests/store/redis_cluster.py ({e}); install python3")
+            });
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut c = RedisCluster {
@@ -49,7 +52,8 @@ impl RedisCluster {
     fn line(&mut self) -> Value {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("read the fixture");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("the cluster fixture said {line:?} ({e})"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the cluster fixture said {line:?} ({e})"))
     }
 
     fn ask(&mut self, command: &str) -> Value {

@@ -96,6 +96,5 @@ impl Drop for RedisServer {
     }
 }
 
-
 mod cluster;
 pub use cluster::RedisCluster;

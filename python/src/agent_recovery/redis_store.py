@@ -125,13 +125,13 @@ class RedisUrl:
                 port = parts.port
             except ValueError:
                 port = -1
-            host = parts.hostname
-            if not host or port == -1:
+            hostname = parts.hostname
+            if not hostname or port == -1:
                 raise _invalid(f"the store URL has no host or a bad port; pass e.g. {parts.scheme}://127.0.0.1:6379/0")
             path = parts.path.strip("/")
             if path and not path.isdigit():
                 raise _invalid(f"the database {path!r} of the store URL is not a number; pass e.g. /0")
-            self.host = host
+            self.host = hostname
             self.port = port or 6379
             self.db = int(path or 0)
             self.nodes = [(self.host, self.port)]
@@ -281,7 +281,7 @@ class RedisStore:
             # RedisCluster follows MOVED and ASK (redis-py's cluster.py, up to
             # its request TTL of 16 redirects) and retries TRYAGAIN.
             return RedisCluster(
-                startup_nodes=[ClusterNode(h, p) for h, p in u.nodes],
+                startup_nodes=[ClusterNode(h, p) for h, p in u.nodes],  # type: ignore[no-untyped-call]
                 require_full_coverage=False,
                 **kwargs,
             )

@@ -121,7 +121,11 @@ fn scan_node(
     let mut cursor = 0u64;
     loop {
         let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000);
         let (next, keys) = query(&cmd)?;
         out.extend(keys);
         if next == 0 {
@@ -142,8 +146,12 @@ fn primaries(c: &mut ClusterConnection) -> RedisResult<Vec<(String, u16)>> {
             let Some(Value::Array(node)) = parts.get(2) else {
                 continue;
             };
-            let host: Option<String> = node.first().and_then(|v| redis::from_redis_value(v.clone()).ok());
-            let port: Option<u16> = node.get(1).and_then(|v| redis::from_redis_value(v.clone()).ok());
+            let host: Option<String> = node
+                .first()
+                .and_then(|v| redis::from_redis_value(v.clone()).ok());
+            let port: Option<u16> = node
+                .get(1)
+                .and_then(|v| redis::from_redis_value(v.clone()).ok());
             if let (Some(h), Some(p)) = (host, port)
                 && !out.contains(&(h.clone(), p))
             {

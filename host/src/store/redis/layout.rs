@@ -52,10 +52,15 @@ impl Layout {
 
     /// The store key of an entry's Redis key (None when it is not one).
     pub(crate) fn key_of<'a>(&self, redis_key: &'a str) -> Option<&'a str> {
-        let rest = redis_key.strip_prefix('{')?.strip_prefix(self.prefix.as_str())?;
+        let rest = redis_key
+            .strip_prefix('{')?
+            .strip_prefix(self.prefix.as_str())?;
         let rest = rest.strip_prefix(':')?;
         let (tag, key) = rest.split_at_checked(8)?;
-        if !tag.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if !tag
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return None;
         }
         key.strip_prefix("}:e:")
@@ -97,7 +102,10 @@ mod tests {
     /// by the Node and Python suites.
     #[test]
     fn builds_the_keys_of_the_shared_layout_vectors() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/store/redis-layout.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/store/redis-layout.json"
+        );
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
         let cases = doc["cases"].as_array().expect("cases");
