@@ -86,6 +86,9 @@ step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL,
 # AR_KILL_BUDGET_S (default 45) bounds the randomized kills; AR_KILL_SEED reproduces a run.
 .venv/bin/python -m pytest -q tests/durability/kill.py
 .venv/bin/python -m pytest -q tests/fleet/fleet.py  # Rust, Node and Python workers on one redis-server (AR_FLEET_LANGUAGES)
+# The same on a three-node Redis Cluster (tests/store/redis_cluster.py), Python workers only to keep it
+# near a minute; the SIGKILL test needs one server to kill.
+AR_FLEET_CLUSTER=1 AR_FLEET_LANGUAGES=python .venv/bin/python -m pytest -q tests/fleet/fleet.py -k "not redis_killed"
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000
