@@ -97,4 +97,5 @@ impl Drop for RedisServer {
 }
 
 mod cluster;
+#[allow(unused_imports)] // not every test target that includes this module starts a cluster
 pub use cluster::RedisCluster;
