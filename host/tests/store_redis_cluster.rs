@@ -114,7 +114,7 @@ fn a_slot_migration_during_a_run_fails_no_step() {
         let step = Step::new(&format!("step-{i}"), "tool.call", move |_| {
             let mut n = counter.lock().expect("calls");
             *n += 1;
-            if *n % 3 == 0 {
+            if n.is_multiple_of(3) {
                 Outcome::Failed(r#"{"source":"http","status":503}"#.into())
             } else {
                 Outcome::Ok(serde_json::json!({"i": i}))
