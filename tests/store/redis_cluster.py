@@ -208,8 +208,22 @@ class RedisCluster:
         for port in self.ports:
             _batch(port, [["CLUSTER", "SETSLOT", str(sl), "NODE", self.node_id(dst)]
                           for sl, src, dst in self._moving])
+        # Done when every node's CLUSTER SLOTS gives each slot to its new node
+        # (readiness, as redis-cli --cluster reshard waits for the config to agree).
+        for port in self.ports:
+            self._wait(port, lambda out, moving=list(self._moving): _owns(out, moving), "--json", "CLUSTER", "SLOTS")
         self._moving = []
         return {"moved": moved}
+
+
+def _owns(slots_json: str, moving: List[Tuple[int, int, int]]) -> bool:
+    """Whether a CLUSTER SLOTS reply gives every moved slot to its target port."""
+    owner: Dict[int, int] = {}
+    for start, end, node, *_ in json.loads(slots_json):
+        for slot, _src, _dst in moving:
+            if start <= slot <= end:
+                owner[slot] = int(node[1])
+    return all(owner.get(slot) == dst for slot, _src, dst in moving)
 
 
 def _batch(port: int, cmds: List[List[str]]) -> List[str]:
