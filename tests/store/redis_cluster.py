@@ -210,8 +210,21 @@ class RedisCluster:
                           for sl, src, dst in self._moving])
         # Done when every node's CLUSTER SLOTS gives each slot to its new node
         # (readiness, as redis-cli --cluster reshard waits for the config to agree).
-        for port in self.ports:
-            self._wait(port, lambda out, moving=list(self._moving): _owns(out, moving), "--json", "CLUSTER", "SLOTS")
+        # A node whose view lags (gossip from a node with an older config) is
+        # told again, as `redis-cli --cluster fix` does.
+        import time
+
+        deadline = time.monotonic() + 30
+        while True:
+            lagging = [p for p in self.ports if not _owns(_cli(p, "--json", "CLUSTER", "SLOTS"), self._moving)]
+            if not lagging:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nodes {lagging} still give the moved slots to their old nodes")
+            for port in lagging:
+                _batch(port, [["CLUSTER", "SETSLOT", str(sl), "NODE", self.node_id(dst)]
+                              for sl, src, dst in self._moving])
+            time.sleep(0.1)
         self._moving = []
         return {"moved": moved}
 
