@@ -77,7 +77,7 @@ fn collect() -> (
 
 /// A run of 60 steps (every third call fails once, so the policy retries
 /// through the store's breaker and budget entries) while every slot that
-/// holds the store's keys moves to another node: from step 20 the slots are
+/// holds the store's keys and is not on the first node moves there: from step 20 the slots are
 /// MIGRATING with half their keys moved (the client follows ASK), from step
 /// 40 they belong to the new nodes (the client follows MOVED). No step fails
 /// and nothing degrades (`fallback=none`: a store error would fail the step).
