@@ -368,17 +368,18 @@ fn run() -> Result<String, Box<dyn std::error::Error>> {
     // A redis:// URL opens the Redis store over its local spool (its events,
     // store_degraded and store_restored, join the runtime's with `events`);
     // a path opens the SQLite file directly.
-    let store: Arc<dyn Store> = if store.starts_with("redis://") {
-        let sink = Arc::clone(&events);
-        let listener: agent_recovery::store::Listener = Arc::new(move |text: &str| {
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(text.to_owned());
-        });
-        agent_recovery::store::open_with(store, job.events.then_some(listener))?.store
-    } else {
-        Arc::new(SqliteStore::open(store)?)
-    };
+    let store: Arc<dyn Store> =
+        if store.starts_with("redis://") || store.starts_with("redis+cluster://") {
+            let sink = Arc::clone(&events);
+            let listener: agent_recovery::store::Listener = Arc::new(move |text: &str| {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(text.to_owned());
+            });
+            agent_recovery::store::open_with(store, job.events.then_some(listener))?.store
+        } else {
+            Arc::new(SqliteStore::open(store)?)
+        };
     let timed = Arc::new(TimedStore {
         inner: store,
         max_us: AtomicU64::new(0),

@@ -91,24 +91,25 @@ fn main() -> ExitCode {
         ..SqliteOptions::default()
     };
     type Purge = Box<dyn Fn(u64) -> Result<usize, StoreError>>;
-    let opened: Result<(Arc<dyn Store>, Purge), StoreError> = if path.starts_with("redis://") {
-        RedisStore::open(&path).map(|s| {
-            let p = s.clone();
-            (
-                Arc::new(s) as Arc<dyn Store>,
-                Box::new(move |now| p.purge_expired(now)) as Purge,
-            )
-        })
-    } else {
-        SqliteStore::open_with(&path, &options).map(|s| {
-            let s = Arc::new(s);
-            let p = Arc::clone(&s);
-            (
-                s as Arc<dyn Store>,
-                Box::new(move |now| p.purge_expired(now)) as Purge,
-            )
-        })
-    };
+    let opened: Result<(Arc<dyn Store>, Purge), StoreError> =
+        if path.starts_with("redis://") || path.starts_with("redis+cluster://") {
+            RedisStore::open(&path).map(|s| {
+                let p = s.clone();
+                (
+                    Arc::new(s) as Arc<dyn Store>,
+                    Box::new(move |now| p.purge_expired(now)) as Purge,
+                )
+            })
+        } else {
+            SqliteStore::open_with(&path, &options).map(|s| {
+                let s = Arc::new(s);
+                let p = Arc::clone(&s);
+                (
+                    s as Arc<dyn Store>,
+                    Box::new(move |now| p.purge_expired(now)) as Purge,
+                )
+            })
+        };
     let (store, purge) = match opened {
         Ok(pair) => pair,
         Err(e) => {

@@ -18,7 +18,7 @@ use agent_recovery::store::{
 };
 use redis_server::RedisServer;
 use serde_json::{Value, json};
-use store_ops::{run_case, vectors};
+use store_ops::{Rebased, run_case, vectors};
 
 /// Every case on its own prefix of one server, so each starts empty.
 #[test]
@@ -33,7 +33,7 @@ fn redis_store_passes_the_shared_vectors() {
         run_case(
             "redis",
             case,
-            &store,
+            &Rebased::new(&store),
             &|now| store.purge_expired(now),
             &mut failures,
         );
@@ -56,7 +56,7 @@ fn fallback_over_redis_and_sqlite_passes_the_shared_vectors() {
         run_case(
             "fallback(redis, sqlite)",
             case,
-            &store,
+            &Rebased::new(&store),
             &|now| redis.purge_expired(now),
             &mut failures,
         );
@@ -161,7 +161,9 @@ fn six_processes_share_a_counter_and_a_stream_through_redis() {
         }
     }
     seqs.sort_unstable();
-    assert_eq!(seqs, (1..=300).collect::<Vec<_>>());
+    // One number each, no gap: the stream's first (a time floor) and the 299 after it.
+    assert!(seqs[0] >= store_ops::TIME_FLOOR, "first {}", seqs[0]);
+    assert_eq!(seqs, (seqs[0]..seqs[0] + 300).collect::<Vec<_>>());
     let records = check.read("s", 0, 1000).expect("read");
     assert_eq!(records.len(), 300);
     for i in 0..6 {
@@ -204,11 +206,10 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
     .expect("open");
     let s = opened.store;
     let t0 = 1_767_225_600_000;
-    assert_eq!(
-        s.append("agent-recovery/dead-letter", r#"{"n":0}"#, t0)
-            .expect("append"),
-        1
-    );
+    let first = s
+        .append("agent-recovery/dead-letter", r#"{"n":0}"#, t0)
+        .expect("append");
+    assert!(first >= store_ops::TIME_FLOOR, "first id {first}");
 
     server.kill();
     let bound = Duration::from_millis(300 + 300);
@@ -293,12 +294,15 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
         assert!(!ev[1]["store"].as_str().unwrap_or("").contains("spool="));
     }
     let direct = RedisStore::open(&server.url("?prefix=kill")).expect("open");
-    let records: Vec<String> = direct
+    let read = direct
         .read("agent-recovery/dead-letter", 0, 100)
-        .expect("read")
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+        .expect("read");
+    // Redis came back empty: the stream starts again, above every id it gave before.
+    assert!(
+        read.iter().all(|(id, _)| *id > first),
+        "{read:?} vs {first}"
+    );
+    let records: Vec<String> = read.into_iter().map(|(_, r)| r).collect();
     assert_eq!(records, vec![r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
     let journal = direct
         .get("agent-recovery/journal/run-1/charge", t0 + 200)
@@ -316,13 +320,11 @@ fn redis_killed_mid_run_spools_and_flushes_on_restart() {
     // Healthy again: writes go to Redis.
     s.append("agent-recovery/dead-letter", r#"{"n":4}"#, t0 + 201)
         .expect("append");
-    assert_eq!(
-        direct
-            .read("agent-recovery/dead-letter", 3, 10)
-            .expect("read")
-            .len(),
-        1
-    );
+    let all = direct
+        .read("agent-recovery/dead-letter", 0, 10)
+        .expect("read");
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[3].1, r#"{"n":4}"#);
 }
 
 /// A second process opening the same spool flushes what an earlier one left
@@ -351,10 +353,9 @@ fn a_spool_left_by_an_earlier_process_is_flushed_at_open() {
         assert!(start.elapsed() < Duration::from_secs(60), "never flushed");
         std::thread::sleep(Duration::from_millis(5)); // polling for a condition
     }
-    assert_eq!(
-        direct.read("events", 0, 10).expect("read"),
-        vec![(1, r#"{"a":1}"#.to_owned())]
-    );
+    let read = direct.read("events", 0, 10).expect("read");
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].1, r#"{"a":1}"#);
 }
 
 /// Another program's keys under the prefix (WRONGTYPE) are `corrupt`;
@@ -368,7 +369,8 @@ fn errors_have_the_documented_kinds() {
         .get_connection()
         .expect("connect");
     redis::cmd("SET")
-        .arg("{wt}:e:x")
+        // The entry "x" under prefix wt (tests/store/redis-layout.json's form).
+        .arg(format!("{{wt:{}}}:e:x", sha256_8("x")))
         .arg("a string")
         .query::<()>(&mut raw)
         .expect("SET");
@@ -401,4 +403,45 @@ fn errors_have_the_documented_kinds() {
     let e = RedisStore::open("redis://u:secret@127.0.0.1:1/0?nope=1").expect_err("unknown option");
     assert_eq!(e.kind(), StoreErrorKind::InvalidArgument);
     assert!(!e.message().contains("secret"), "{e}");
+}
+
+/// The first 8 hex digits of SHA-256 (the layout's tag), for keys written by hand.
+fn sha256_8(name: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(name.as_bytes())[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Dead-letter ids never repeat: a stream the server lost (FLUSHALL, as a
+/// restart without persistence) starts again above every id it gave.
+#[test]
+fn dead_letter_ids_never_repeat_after_redis_loses_its_data() {
+    let server = RedisServer::start();
+    let s = RedisStore::open(&server.url("?prefix=ids&fallback=none")).expect("open");
+    let stream = "agent-recovery/dead-letter";
+    let before: Vec<u64> = (0..5)
+        .map(|n| s.append(stream, &format!("{n}"), 1).expect("append"))
+        .collect();
+    let mut raw = redis::Client::open(server.url(""))
+        .expect("client")
+        .get_connection()
+        .expect("connect");
+    redis::cmd("FLUSHALL")
+        .query::<()>(&mut raw)
+        .expect("FLUSHALL");
+    let after = s.append(stream, "5", 2).expect("append after the loss");
+    assert!(
+        before.iter().all(|id| *id < after),
+        "{after} repeats or precedes {before:?}"
+    );
+    assert!(
+        after <= agent_recovery::store::MAX_INTEGER,
+        "{after} exceeds 2^53 - 1"
+    );
+    assert_eq!(
+        s.read(stream, 0, 10).expect("read"),
+        vec![(after, "5".to_owned())]
+    );
 }

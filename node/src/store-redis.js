@@ -3,6 +3,7 @@
 //
 //   const store = openStore('redis://localhost:6379/0?prefix=ar');   // FallbackStore(RedisStore, spool)
 //   const store = openStore('redis://localhost:6379?fallback=none'); // RedisStore alone
+//   const store = openStore('redis+cluster://10.0.0.1:7000,10.0.0.2:7000'); // a Redis Cluster
 //   const store = openStore('state.db');                             // SqliteStore
 //
 // RedisStore has the synchronous interface of SqliteStore; the official client
@@ -17,9 +18,10 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { SystemClock } from './clock.js';
 import { connection, perform } from './store-redis-client.js';
+import { REDIS_SCHEMA } from './store-redis-layout.js';
 import { SqliteOffThread } from './store-sqlite-async.js';
 import { SyncBridge } from './sync-bridge.js';
-import { SCHEMA_VERSION, SqliteStore, StoreError, asyncFace, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
+import { SqliteStore, StoreError, asyncFace, checkCas, checkInt, checkJson, checkName, invalid } from './store.js';
 
 /** The options of a redis:// store URL and their defaults (the query string). */
 export const REDIS_URL_DEFAULTS = Object.freeze({
@@ -31,8 +33,6 @@ export const REDIS_URL_DEFAULTS = Object.freeze({
   probe_ms: 1000,
   grace_ms: 60000,
 });
-/** How many expired entries a write removes on its way (as SqliteStore). */
-const PURGE_BATCH = 64;
 /** The local stream the spool writes to, and its lease and cursor entries. */
 export const SPOOL_STREAM = 'agent-recovery/spool';
 const SPOOL_LEASE = 'agent-recovery/spool/lease';
@@ -73,11 +73,12 @@ function intOption(name, text, min) {
  * Returns {url, display, clientUrl, prefix, timeoutMs, connectTimeoutMs, fallback, spool, probeMs, graceMs}.
  */
 export function parseRedisUrl(spec) {
+  if (typeof spec === 'string' && spec.startsWith('redis+cluster://')) return parseClusterUrl(spec);
   let url;
   try {
     url = new URL(spec);
   } catch {
-    throw invalid(`the store URL ${JSON.stringify(spec)} does not parse; write redis://[user:pass@]host[:port][/db][?options]`);
+    throw invalid(`the store URL ${JSON.stringify(spec)} does not parse; write redis://[user:pass@]host[:port][/db][?options] or redis+cluster://host:port,host:port[?options]`);
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
     throw invalid(`the store URL scheme ${url.protocol} is not redis: or rediss:; write redis://host:port`);
@@ -85,8 +86,50 @@ export function parseRedisUrl(spec) {
   if (!/^(\/[0-9]*)?$/.test(url.pathname)) {
     throw invalid(`the store URL path ${url.pathname} is not a database number; write redis://host:port/0`);
   }
+  const o = urlOptions(url.searchParams);
+  const client = new URL(url.href);
+  client.search = '';
+  client.hash = '';
+  const noPassword = new URL(url.href);
+  noPassword.password = '';
+  return {
+    url: url.href,
+    display: redact(url),
+    clientUrl: client.href,
+    safeUrl: noPassword.href,
+    cluster: false,
+    nodes: [client.href],
+    ...o,
+  };
+}
+
+/**
+ * Parse `redis+cluster://[user:pass@]host:port[,host:port..][/][?opts]`: the seed
+ * nodes of a Redis Cluster (any reachable one gives the others), no database.
+ */
+function parseClusterUrl(spec) {
+  const rest = spec.slice('redis+cluster://'.length);
+  const q = rest.indexOf('?');
+  const [authority, query] = q < 0 ? [rest, ''] : [rest.slice(0, q), rest.slice(q + 1)];
+  const at = authority.lastIndexOf('@');
+  const userinfo = at < 0 ? '' : authority.slice(0, at + 1);
+  const hosts = (at < 0 ? authority : authority.slice(at + 1)).replace(/\/$/, '');
+  const seeds = hosts.split(',');
+  const safeUserinfo = userinfo.includes(':') ? `${userinfo.slice(0, userinfo.indexOf(':'))}:***@` : userinfo;
+  const display = `redis+cluster://${safeUserinfo}${hosts}`;
+  if (hosts === '' || seeds.some((h) => !/^(\[[0-9A-Fa-f:.]+\]|[^\s/:,@?#[\]]+):[0-9]{1,5}$/.test(h))) {
+    throw invalid(`the cluster URL ${display} does not name host:port seed nodes (and no database); write redis+cluster://host1:port1,host2:port2`);
+  }
+  const nodes = seeds.map((h) => `redis://${userinfo}${h}`);
+  const o = urlOptions(new URLSearchParams(query));
+  const noPassword = userinfo.includes(':') ? `redis+cluster://${userinfo.slice(0, userinfo.indexOf(':'))}@${hosts}` : `redis+cluster://${userinfo}${hosts}`;
+  return { url: spec, display, clientUrl: nodes[0], safeUrl: noPassword, cluster: true, nodes, ...o };
+}
+
+/** The options of a store URL's query string, checked, with their defaults. */
+function urlOptions(searchParams) {
   const o = { ...REDIS_URL_DEFAULTS };
-  for (const [k, v] of url.searchParams) {
+  for (const [k, v] of searchParams) {
     if (!(k in REDIS_URL_DEFAULTS)) {
       throw invalid(`the store URL option ${JSON.stringify(k)} is unknown; the options are ${Object.keys(REDIS_URL_DEFAULTS).join(', ')}`);
     }
@@ -100,16 +143,7 @@ export function parseRedisUrl(spec) {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(o.prefix)) {
     throw invalid(`the store URL option prefix=${o.prefix} must be 1 to 64 letters, digits, '_', '.' or '-'; pass e.g. prefix=ar`);
   }
-  const client = new URL(url.href);
-  client.search = '';
-  client.hash = '';
-  const noPassword = new URL(url.href);
-  noPassword.password = '';
   return {
-    url: url.href,
-    display: redact(url),
-    clientUrl: client.href,
-    safeUrl: noPassword.href,
     prefix: o.prefix,
     timeoutMs: o.timeout_ms,
     connectTimeoutMs: o.connect_timeout_ms,
@@ -128,8 +162,13 @@ export function parseRedisUrl(spec) {
  * name one store get one default spool file.
  */
 export function spoolIdentity(spec) {
+  const { prefix, cluster, nodes } = parseRedisUrl(spec);
+  if (cluster) {
+    // The seed nodes lowercased and sorted, without credentials.
+    const seeds = nodes.map((n) => n.slice(n.lastIndexOf('@') + 1).replace(/^redis:\/\//, '').toLowerCase()).sort();
+    return `redis+cluster://${seeds.join(',')}?prefix=${prefix}`;
+  }
   const url = new URL(spec);
-  const { prefix } = parseRedisUrl(spec);
   const host = url.hostname.toLowerCase();
   const db = url.pathname.replace(/^\//, '') === '' ? 0 : Number(url.pathname.slice(1));
   return `${url.protocol}//${host}:${url.port === '' ? 6379 : Number(url.port)}/${db}?prefix=${prefix}`;
@@ -213,7 +252,7 @@ export class RedisStore {
     if (this.#syncOpen) return;
     this.#call('init', [this.#connOptions()]);
     try {
-      this.#checkOpen(this.#call('open', [SCHEMA_VERSION], 'opening'));
+      this.#checkOpen(this.#call('open', [REDIS_SCHEMA], 'opening'));
     } catch (e) {
       this.#call('close', []); // the worker forgets the connection
       throw e;
@@ -222,7 +261,8 @@ export class RedisStore {
   }
 
   #connOptions() {
-    return { clientUrl: this.#o.clientUrl, prefix: this.#o.prefix, timeoutMs: this.#o.timeoutMs, connectTimeoutMs: this.#o.connectTimeoutMs };
+    const o = this.#o;
+    return { clientUrl: o.clientUrl, cluster: o.cluster, nodes: o.nodes, prefix: o.prefix, timeoutMs: o.timeoutMs, connectTimeoutMs: o.connectTimeoutMs };
   }
 
   #checkOpen(r) {
@@ -230,7 +270,7 @@ export class RedisStore {
     if (r[0] !== 1) {
       throw new StoreError(
         'incompatible',
-        `redis store ${this.#o.display}: the prefix {${this.#o.prefix}} holds app ${JSON.stringify(r[1])} schema ${JSON.stringify(r[2])}, not agent-recovery schema <= ${SCHEMA_VERSION}; upgrade agent-recovery or use another prefix=`,
+        `redis store ${this.#o.display}: the prefix {${this.#o.prefix}} holds app ${JSON.stringify(r[1])} schema ${JSON.stringify(r[2])}, not agent-recovery schema ${REDIS_SCHEMA}; use another prefix=, or drain a store of another schema with the agent-recovery version that wrote it`,
       );
     }
   }
@@ -271,7 +311,7 @@ export class RedisStore {
     }
     if (op !== 'ping' && op !== 'time') {
       // The store's metadata is checked on this connection too, once (again after a failure).
-      this.#opening ??= perform(this.#conn, 'open', [SCHEMA_VERSION]).then((reply) => this.#checkOpen(unwrap(this.#o.display, reply, 'opening')));
+      this.#opening ??= perform(this.#conn, 'open', [REDIS_SCHEMA]).then((reply) => this.#checkOpen(unwrap(this.#o.display, reply, 'opening')));
       try {
         await this.#opening;
       } catch (e) {
@@ -313,7 +353,7 @@ export class RedisStore {
   #casPlan(key, expected, value, ttlMs, nowMs) {
     checkCas(key, expected, value, ttlMs, nowMs);
     const what = `compare-and-set of ${JSON.stringify(key)}`;
-    return ['cas', [key, expected ?? null, value, ttlMs ?? null, nowMs, this.#o.graceMs, PURGE_BATCH], what, (r) => {
+    return ['cas', [key, expected ?? null, value, ttlMs ?? null, nowMs, this.#o.graceMs], what, (r) => {
       try {
         if (!Array.isArray(r)) throw badShape('cas', r);
         if (r[0] === 1 && r.length === 2) return { written: true, version: replyInt('cas', r[1]) };
@@ -1038,7 +1078,7 @@ export class FallbackStore {
  */
 export function openStore(spec, { onEvent } = {}) {
   if (typeof spec !== 'string' || spec === '') throw invalid('the store spec must be a non-empty string: a file path or a redis:// URL');
-  if (!/^rediss?:\/\//i.test(spec)) return new SqliteStore(spec);
+  if (!/^(rediss?|redis\+cluster):\/\//i.test(spec)) return new SqliteStore(spec);
   const o = parseRedisUrl(spec);
   let primary;
   let down = false;

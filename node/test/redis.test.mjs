@@ -28,7 +28,9 @@ import {
 import { spawnSync } from 'node:child_process';
 import { REPO } from './helpers.mjs';
 import { freePort, rawCommand, startRedis } from './redis_server.mjs';
-import { apply, applyAsync } from './store_ops.mjs';
+import { TIME_FLOOR, apply, applyAsync, rebase } from './store_ops.mjs';
+import { createRequire } from 'node:module';
+import { redisLayout } from '../src/store-redis-layout.js';
 
 const T = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'agent-recovery-redis-'));
@@ -45,12 +47,13 @@ after(async () => {
 
 const cases = JSON.parse(readFileSync(join(REPO, 'tests', 'store', 'operations.json'), 'utf8')).cases;
 
-function runCases(backend, open) {
+function runCases(backend, open, fromRedis = true) {
   const failures = [];
   for (const c of cases) {
     const store = open();
+    const seqs = new Map();
     c.ops.forEach((op, i) => {
-      const got = apply(store, op);
+      const got = fromRedis ? rebase(op, seqs, (o) => apply(store, o)) : apply(store, op);
       try {
         assert.deepStrictEqual(got, op.expect);
       } catch {
@@ -65,7 +68,7 @@ function runCases(backend, open) {
 test('the Lua scripts are the files of host/src/store/redis, byte for byte', () => {
   const from = join(REPO, 'host', 'src', 'store', 'redis');
   const names = readdirSync(from).filter((f) => f.endsWith('.lua')).sort();
-  assert.deepEqual(names, ['append.lua', 'cas.lua', 'delete.lua', 'get.lua', 'keys.lua', 'open.lua', 'purge.lua']);
+  assert.deepEqual(names, ['append.lua', 'cas.lua', 'get.lua', 'open.lua', 'purge.lua']);
   for (const name of names) {
     assert.ok(readFileSync(join(from, name)).equals(readFileSync(new URL(`../src/redis/${name}`, import.meta.url))), name);
   }
@@ -91,16 +94,17 @@ test('FallbackStore(Redis, SQLite) passes the shared vectors while Redis is down
     });
     assert.equal(store.healthy, false);
     return store;
-  });
+  }, false);
   assert.deepEqual([...new Set(events)], ['store_degraded']);
 });
 
-async function runCasesAsync(backend, open) {
+async function runCasesAsync(backend, open, fromRedis = true) {
   const failures = [];
   for (const c of cases) {
     const store = open();
+    const seqs = new Map();
     for (const [i, op] of c.ops.entries()) {
-      const got = await applyAsync(store.async, op);
+      const got = fromRedis ? await rebase(op, seqs, (o) => applyAsync(store.async, o)) : await applyAsync(store.async, op);
       try {
         assert.deepStrictEqual(got, op.expect);
       } catch {
@@ -118,24 +122,41 @@ test('store.async of RedisStore and FallbackStore (up and down) passes the share
   const port = await freePort(); // nobody listens there
   await runCasesAsync('fallback-degraded.async', () =>
     openStore(`redis://127.0.0.1:${port}/0?spool=${join(dir, `da-${n++}.sqlite`)}&probe_ms=${Number.MAX_SAFE_INTEGER}`),
+    false,
   );
 });
 
 test('the Redis layout is the one host/src/store/redis/README.md documents', async () => {
   const p = prefix();
   const s = new RedisStore(redis.url(`prefix=${p}`));
+  const layout = redisLayout(p);
   s.compareAndSet('k', null, '{"a":1}', 5000, T);
-  s.append('j', '[1]', T);
-  const hash = await rawCommand(redis.port, ['HGETALL', `{${p}}:e:k`]);
+  const seq = s.append('j', '[1]', T);
+  const hash = await rawCommand(redis.port, ['HGETALL', layout.entry('k')]);
   for (const part of ['$1\r\nv\r\n$7\r\n{"a":1}\r\n', '$1\r\nn\r\n$1\r\n1\r\n', `$1\r\nx\r\n$13\r\n${T + 5000}\r\n`, `$1\r\nu\r\n$13\r\n${T}\r\n`]) {
     assert.ok(hash.includes(part), `${JSON.stringify(part)} in ${JSON.stringify(hash)}`);
   }
   assert.match(await rawCommand(redis.port, ['HGET', `{${p}}:meta`, 'app']), /agent-recovery/);
+  assert.match(await rawCommand(redis.port, ['HGET', `{${p}}:meta`, 'schema']), /\b2\b/);
+  assert.match(await rawCommand(redis.port, ['GET', `{${p}}:rev`]), /\b1\b/);
   // The hash also expires by itself ttl + grace_ms (60 000) after the write.
-  const pttl = Number((await rawCommand(redis.port, ['PTTL', `{${p}}:e:k`])).slice(1));
+  const pttl = Number((await rawCommand(redis.port, ['PTTL', layout.entry('k')])).slice(1));
   assert.ok(pttl > 60_000 && pttl <= 65_000, `PTTL ${pttl}`);
-  assert.match(await rawCommand(redis.port, ['XRANGE', `{${p}}:s:j`, '-', '+']), /1-0/);
+  assert.match(await rawCommand(redis.port, ['XRANGE', layout.stream('j'), '-', '+']), new RegExp(`${seq}-0`));
   s.close();
+});
+
+test('the Redis key layout matches tests/store/redis-layout.json (shared with Rust and Python)', () => {
+  const doc = JSON.parse(readFileSync(join(REPO, 'tests', 'store', 'redis-layout.json'), 'utf8'));
+  // The slot as the client computes it (node-redis's own CRC16 of the hash tag).
+  const calculateSlot = createRequire(import.meta.url)('@redis/client/dist/lib/utils/calculate-slot').default;
+  for (const c of doc.cases) {
+    const l = redisLayout(c.prefix);
+    const got = { entry: () => l.entry(c.name), stream: () => l.stream(c.name), meta: () => l.meta, rev: () => l.rev, entry_pattern: () => l.entryPattern(c.name) }[c.kind]();
+    assert.equal(got, c.redis_key, `${c.kind} ${c.name ?? ''}`);
+    if (c.kind === 'entry') assert.equal(l.keyOf(got), c.name);
+    if ('slot' in c) assert.equal(calculateSlot(got), c.slot, got);
+  }
 });
 
 test('store URLs: options, defaults, unknown options, the password never shown', () => {
@@ -191,9 +212,9 @@ test('errors: refused is unavailable within the bound, credentials are io, forei
 
   const p = prefix();
   const s = new RedisStore(redis.url(`prefix=${p}`));
-  await rawCommand(redis.port, ['SET', `{${p}}:e:k`, 'plain']);
+  await rawCommand(redis.port, ['SET', redisLayout(p).entry('k'), 'plain']);
   assert.throws(() => s.get('k', T), (e) => e.kind === 'corrupt' && /WRONGTYPE/.test(e.message));
-  await rawCommand(redis.port, ['HSET', `{${p}}:e:k2`, 'v', 'x']); // no version field: absent
+  await rawCommand(redis.port, ['HSET', redisLayout(p).entry('k2'), 'v', 'x']); // no version field: absent
   assert.equal(s.get('k2', T), null);
   s.close();
 
@@ -201,8 +222,8 @@ test('errors: refused is unavailable within the bound, credentials are io, forei
   await rawCommand(redis.port, ['HSET', `{${q}}:meta`, 'app', 'someone-else', 'schema', '1']);
   assert.throws(() => new RedisStore(redis.url(`prefix=${q}`)), (e) => e.kind === 'incompatible' && e.message.includes('someone-else'));
   const r = prefix();
-  await rawCommand(redis.port, ['HSET', `{${r}}:meta`, 'app', 'agent-recovery', 'schema', '2']);
-  assert.throws(() => new RedisStore(redis.url(`prefix=${r}`)), (e) => e.kind === 'incompatible' && /schema "2"/.test(e.message));
+  await rawCommand(redis.port, ['HSET', `{${r}}:meta`, 'app', 'agent-recovery', 'schema', '1']); // the layout before hash tags per entry
+  assert.throws(() => new RedisStore(redis.url(`prefix=${r}`)), (e) => e.kind === 'incompatible' && /schema "1"/.test(e.message));
 });
 
 /** Start a store_worker.mjs on `url`; resolves with {ask(op), end()}. */
@@ -245,7 +266,10 @@ test('six processes: one counter and one stream through Redis, no lost update', 
       }),
     )
   ).flat();
-  assert.deepEqual([...seqs].sort((a, b) => a - b), Array.from({ length: 150 }, (_, i) => i + 1));
+  // One number each, no gap: the stream's first (a time floor) and the 149 after it.
+  const sorted = [...seqs].sort((a, b) => a - b);
+  assert.ok(sorted[0] >= TIME_FLOOR, `first ${sorted[0]}`);
+  assert.deepEqual(sorted, Array.from({ length: 150 }, (_, i) => sorted[0] + i));
   assert.equal(store.read('log', 0, 1000).length, 150);
   for (const w of workers) w.end();
   store.close();
@@ -262,7 +286,8 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   const J = 'agent-recovery/journal/';
   const DL = 'agent-recovery/dead-letter';
   assert.deepEqual(store.compareAndSet(`${J}r1`, null, '{"step":1}', null, T), { written: true, version: 1 });
-  assert.equal(store.append(DL, '{"n":0}', T), 1);
+  const first = store.append(DL, '{"n":0}', T);
+  assert.ok(first >= TIME_FLOOR, `first id ${first}`);
   assert.equal(store.compareAndSet('agent-recovery/breaker/api', null, '{"state":"open"}', 30000, T).written, true);
 
   await redis.kill();
@@ -310,7 +335,10 @@ test('Redis killed mid-sequence: the spool takes the writes within the bound, th
   assert.equal(store.healthy, true);
   assert.equal(r.value, '{"step":1}');
   const direct = new RedisStore(url);
-  assert.deepEqual(direct.read(DL, 0, 10), [[1, '{"n":1}'], [2, '{"n":2}']], 'the spooled appends, in order');
+  const flushed = direct.read(DL, 0, 10);
+  assert.deepEqual(flushed.map(([, r]) => r), ['{"n":1}', '{"n":2}'], 'the spooled appends, in order');
+  // Redis came back empty: the stream starts again, above every id it gave before.
+  assert.ok(flushed.every(([id]) => id > first), `${JSON.stringify(flushed)} vs ${first}`);
   assert.equal(direct.get(`${J}r1`, T + 2600), null, 'the spooled delete of r1 came after its write');
   assert.equal(direct.get(`${J}r2`, T + 2600).value, '{"step":1}');
   assert.equal(direct.get('agent-recovery/attempts/x', T + 2600), null, 'counters stay local');
@@ -507,7 +535,7 @@ test('the spool lease: while another process flushes (holds the lease), a store 
   assert.equal(store.healthy, true);
   assert.deepEqual(events.map((e) => [e.event, e.flushed]), [['store_degraded', undefined], ['store_restored', 1]]);
   const direct = new RedisStore(url);
-  assert.deepEqual(direct.read('agent-recovery/dead-letter', 0, 10), [[1, '{"n":1}']]);
+  assert.deepEqual(direct.read('agent-recovery/dead-letter', 0, 10).map(([, r]) => r), ['{"n":1}']);
   direct.close();
   store.close();
 });

@@ -20,6 +20,35 @@ function outcome(run, ok) {
   return ok(result);
 }
 
+/** A Redis stream starts at the server's clock in microseconds, not at 1 (host/src/store/redis/append.lua). */
+export const TIME_FLOOR = 1_000_000_000_000_000; // 2001-09-09 in microseconds
+
+/**
+ * The ops of a case on a Redis store, its stream numbers read relative to each stream's
+ * first: `seqs` (a Map) keeps each stream's first number minus one, which must be a
+ * time floor (>= TIME_FLOOR); `op` comes back in the vectors' numbering (from 1).
+ */
+export function rebase(op, seqs, run) {
+  const base = seqs.get(op.stream) ?? 0;
+  if (op.op === 'read') {
+    const after = base === 0 || op.after === 0 || typeof op.after !== 'number' ? op.after : Math.min(op.after + base, Number.MAX_SAFE_INTEGER);
+    const got = run({ ...op, after });
+    const map = (r) => (Array.isArray(r) ? r.map(([seq, rec]) => [seq - base, rec]) : r);
+    return typeof got?.then === 'function' ? got.then(map) : map(got);
+  }
+  if (op.op !== 'append') return run(op);
+  const first = (n) => {
+    if (typeof n !== 'number') return n;
+    if (!seqs.has(op.stream)) {
+      assert.ok(n >= TIME_FLOOR, `the first number of stream ${op.stream} is ${n}, not a time floor`);
+      seqs.set(op.stream, n - 1);
+    }
+    return n - seqs.get(op.stream);
+  };
+  const got = run(op);
+  return typeof got?.then === 'function' ? got.then(first) : first(got);
+}
+
 const casJson = (cas) =>
   cas.written ? { written: { version: cas.version } } : { conflict: { current: versioned(cas.current) } };
 

@@ -170,7 +170,7 @@ def main(argv: List[str]) -> int:
     _, store_path, ledger, job_text = argv
     job = json.loads(job_text)
     worker = Worker(ledger, job)
-    if store_path.startswith(("redis://", "rediss://")):
+    if store_path.startswith(("redis://", "rediss://", "redis+cluster://")):
         store = open_store(store_path)
     else:
         store = SqliteStore(store_path, busy_timeout_s=10.0)

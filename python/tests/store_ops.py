@@ -57,3 +57,33 @@ def apply(store: AnyStore, op: Dict[str, Any]) -> Any:
     if kind == "purge_expired":
         return outcome(lambda: store.purge_expired(op["now_ms"]), lambda n: n)
     raise ValueError(f"unknown op {kind!r}")
+
+
+#: A Redis stream starts at the server's clock in microseconds, not at 1
+#: (host/src/store/redis/append.lua): 2001-09-09 in microseconds.
+TIME_FLOOR = 1_000_000_000_000_000
+
+
+class Rebased:
+    """A Redis store seen through the vectors' numbering: each stream's numbers
+    relative to its first, which must be a time floor (>= TIME_FLOOR)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seqs: Dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def append(self, stream: str, record: str, now_ms: int) -> int:
+        n: int = self.inner.append(stream, record, now_ms)
+        if stream not in self.seqs:
+            assert n >= TIME_FLOOR, f"the first number of stream {stream} is {n}, not a time floor"
+            self.seqs[stream] = n - 1
+        return n - self.seqs[stream]
+
+    def read(self, stream: str, after: int, limit: int) -> Any:
+        base = self.seqs.get(stream, 0)
+        if base and after and isinstance(after, int):
+            after = min(after + base, 2**53 - 1)
+        return [(n - base, r) for n, r in self.inner.read(stream, after, limit)]

@@ -50,6 +50,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 import redis
+import redis.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "durability"))
@@ -57,6 +58,8 @@ sys.path.insert(0, str(ROOT / "python" / "tests"))
 
 from kill import Files, op_key, replay_key, worker_command  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
+
+from agent_recovery._redis_layout import RedisLayout  # noqa: E402
 
 ALL_LANGUAGES = ("python", "rust", "node")
 LANGUAGES = tuple(
@@ -82,11 +85,46 @@ def lang(i: int) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    if CLUSTER:
+        cluster = ClusterServer()
+        try:
+            yield cluster  # type: ignore[misc]
+        finally:
+            cluster.stop()
+        return
     srv = RedisServer(tmp_path_factory.mktemp("redis"), persist=True).start()
     try:
         yield srv
     finally:
         srv.stop()
+
+
+#: AR_FLEET_CLUSTER=1: the workers share a three-node Redis Cluster
+#: (tests/store/redis_cluster.py) through a redis+cluster:// URL instead of one
+#: redis-server. The SIGKILL test needs one server to kill: run the cluster
+#: mode with -k "not redis_killed".
+CLUSTER = os.environ.get("AR_FLEET_CLUSTER") == "1"
+
+
+class ClusterServer:
+    """The fixture's face for a cluster: `url(query)` and a cluster client."""
+
+    def __init__(self) -> None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("redis_cluster", ROOT / "tests" / "store" / "redis_cluster.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.cluster = module.RedisCluster()
+        self.cluster.start()
+        self.port = self.cluster.ports[0]
+
+    def url(self, query: str) -> str:
+        return str(self.cluster.url(f"?{query}"))
+
+    def stop(self) -> None:
+        self.cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -134,15 +172,18 @@ class Fleet:
         finally:
             conn.close()
 
-    def redis(self) -> "redis.Redis[bytes]":
+    def redis(self) -> Any:
+        if CLUSTER:
+            return redis.cluster.RedisCluster(host="127.0.0.1", port=self.server.port, socket_timeout=5)
         return redis.Redis(host="127.0.0.1", port=self.server.port, socket_timeout=5)
 
     def dead_letters(self) -> List[Dict[str, Any]]:
-        rows = self.redis().xrange("{" + self.prefix + "}:s:agent-recovery/dead-letter")
+        rows = self.redis().xrange(RedisLayout(self.prefix).stream("agent-recovery/dead-letter"))
         return [json.loads(fields[b"r"]) for _, fields in rows]
 
     def journal_keys(self) -> List[bytes]:
-        return sorted(self.redis().scan_iter(match="{" + self.prefix + "}:e:agent-recovery/journal/*"))
+        # host/src/store/redis/README.md: one hash tag per entry.
+        return sorted(self.redis().scan_iter(match=RedisLayout(self.prefix).entry_pattern("agent-recovery/journal/")))
 
 
 def wait_all(procs: List[Tuple[str, "subprocess.Popen[str]", Path]]) -> List[bool]:
@@ -175,7 +216,7 @@ def test_each_worker_speaks_the_fleet_job_fields(server: RedisServer, tmp_path: 
     )
     assert out["outcome"] == "completed"
     # The idempotency record the run left carries the job's virtual time.
-    idem = fleet.redis().hget("{" + fleet.prefix + "}:e:agent-recovery/idem/" + op_key("proto", "p"), "u")
+    idem = fleet.redis().hget(RedisLayout(fleet.prefix).entry("agent-recovery/idem/" + op_key("proto", "p")), "u")
     assert idem is not None and int(idem) - NOW_MS < 60_000, (
         f"the {language} worker does not run on the job's virtual clock (clock: virtual, now_ms {NOW_MS}); "
         f"the store was written at {idem!r}"
@@ -274,7 +315,7 @@ def open_breaker(fleet: Fleet) -> int:
     out = fleet.work(lang(0), fleet.job("run", "opener", FAILING, NOW_MS))
     assert out["outcome"] == "dead_lettered", out
     assert fleet.calls(op_key("opener", "pay")) == [("operation", 0)] * 3
-    breaker = fleet.redis().hget("{" + fleet.prefix + "}:e:agent-recovery/breaker/t.pay", "v")
+    breaker = fleet.redis().hget(RedisLayout(fleet.prefix).entry("agent-recovery/breaker/t.pay"), "v")
     assert breaker is not None and json.loads(breaker)["state"] == "open"
     return int(json.loads(breaker)["since_ms"])
 
@@ -347,9 +388,12 @@ def test_a_dead_letter_record_written_by_one_worker_is_replayed_by_another(
     assert out["outcome"] == "dead_lettered"
     records = fleet.dead_letters()
     assert [(r["run_id"], r["key"]) for r in records] == [("dl-1", op_key("dl-1", "sync"))]
-    out = fleet.work(lang(1), fleet.job("replay", "", [{"id": "sync"}], NOW_MS + OPEN_MS + 1_000, id="1"))
+    # On Redis a stream's numbers start at the server's clock (host/src/store/redis/README.md).
+    (rid, _), = fleet.redis().xrange(RedisLayout(fleet.prefix).stream("agent-recovery/dead-letter"))
+    dl_id = rid.decode().split("-")[0]
+    out = fleet.work(lang(1), fleet.job("replay", "", [{"id": "sync"}], NOW_MS + OPEN_MS + 1_000, id=dl_id))
     key = replay_key(op_key("dl-1", "sync"), 1)
-    assert out["replay"] == {"id": "1", "n": 1, "key": key, "run_id": "dl-1/replay/1", "outcome": "ok"}
+    assert out["replay"] == {"id": dl_id, "n": 1, "key": key, "run_id": "dl-1/replay/1", "outcome": "ok"}
     assert fleet.calls(key) == [("operation", 1)]
 
 

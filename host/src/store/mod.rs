@@ -174,8 +174,8 @@ impl std::fmt::Debug for OpenedStore {
     }
 }
 
-/// Opens a store from a spec: a `redis://` URL (docs/store.md, "The Redis
-/// backend") gives a [`FallbackStore`] over a `RedisStore` and its local
+/// Opens a store from a spec: a `redis://` or `redis+cluster://` URL
+/// (docs/store.md, "The Redis backend") gives a [`FallbackStore`] over a `RedisStore` and its local
 /// spool (or the bare `RedisStore` with `fallback=none`); anything else is
 /// the path of a `SqliteStore` file (created when missing).
 ///
@@ -196,7 +196,10 @@ pub fn open_with(
     spec: &str,
     on_event: Option<fallback::Listener>,
 ) -> Result<OpenedStore, StoreError> {
-    if !spec.starts_with("redis://") && !spec.starts_with("rediss://") {
+    if !spec.starts_with("redis://")
+        && !spec.starts_with("rediss://")
+        && !spec.starts_with("redis+cluster://")
+    {
         if let Some((scheme, _)) = spec.split_once("://") {
             return Err(StoreError::invalid(format!(
                 "store {spec:?}: {scheme}:// is not a store kind; pass redis://host:port/db or the path of a SQLite store file"

@@ -1,15 +1,23 @@
 //! [`RedisStore`]: the store on Redis 7, through the Lua scripts of
 //! `host/src/store/redis/` (embedded verbatim; layout in their README).
 //!
-//! One synchronous connection, behind a mutex, with connect, read and write
+//! One synchronous connection (to one server, or a cluster connection for
+//! `redis+cluster://`), behind a mutex, with connect, read and write
 //! timeouts: a call never waits longer than `timeout_ms` (plus
-//! `connect_timeout_ms` when it must reconnect). A connection that failed is
+//! `connect_timeout_ms` when it must reconnect; on a cluster, plus the
+//! redirects and retries of a migrating slot). A connection that failed is
 //! dropped and the next call reconnects.
+
+mod conn;
+mod layout;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redis::{Connection, ConnectionLike, ErrorKind, RedisError, Script, ServerErrorKind, Value};
+use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
+
+use conn::{Client, Conn};
+use layout::Layout;
 
 use super::{Cas, Store, StoreError, StoreErrorKind, Versioned, check};
 use crate::runtime::Clock;
@@ -17,16 +25,12 @@ use crate::runtime::Clock;
 const GET_LUA: &str = include_str!("redis/get.lua");
 const CAS_LUA: &str = include_str!("redis/cas.lua");
 const APPEND_LUA: &str = include_str!("redis/append.lua");
-const DELETE_LUA: &str = include_str!("redis/delete.lua");
-const KEYS_LUA: &str = include_str!("redis/keys.lua");
 const PURGE_LUA: &str = include_str!("redis/purge.lua");
 const OPEN_LUA: &str = include_str!("redis/open.lua");
 
-/// The schema version the scripts implement (`open.lua` checks `P:meta`).
-pub const REDIS_SCHEMA: u32 = 1;
-
-/// How many expired entries one compare-and-set removes on the way.
-const PURGE_BATCH: u32 = 64;
+/// The schema version the scripts implement (`open.lua` checks `{P}:meta`):
+/// 2 is the layout with a hash tag per entry and per stream.
+pub const REDIS_SCHEMA: u32 = 2;
 
 /// How often the server clock re-samples `TIME`.
 const CLOCK_RESAMPLE: Duration = Duration::from_secs(10);
@@ -56,9 +60,15 @@ pub enum Fallback {
 pub struct RedisOptions {
     /// The URL given to the client: no query string, password included.
     pub url: String,
+    /// Whether the URL names a Redis Cluster (`redis+cluster://`).
+    pub cluster: bool,
+    /// The `redis://` URL of each node given (one for a single server; the
+    /// seed nodes of a cluster), password included.
+    pub nodes: Vec<String>,
     /// The URL without its password, for messages and events.
     pub display: String,
-    /// `prefix` (default `ar`): keys are `{prefix}:...` (a cluster hash tag).
+    /// `prefix` (default `ar`): keys are `{prefix}:...` and `{prefix:<tag>}:...`
+    /// (cluster hash tags; layout in `host/src/store/redis/README.md`).
     pub prefix: String,
     /// `timeout_ms` (default 1000): every command's response timeout.
     pub timeout_ms: u64,
@@ -82,7 +92,23 @@ impl RedisOptions {
     /// db 0 when left out; no credentials, no other option. The default spool
     /// file is named after it, so workers of any language on one machine that
     /// name one store share one spool.
+    ///
+    /// A cluster's identity is `redis+cluster://<host>:<port>,..?prefix=<prefix>`
+    /// with the seed nodes lowercased and sorted.
     pub fn identity(&self) -> String {
+        if self.cluster {
+            let mut seeds: Vec<String> = self
+                .nodes
+                .iter()
+                .map(|n| {
+                    let rest = n.strip_prefix("redis://").unwrap_or(n);
+                    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+                    rest.to_lowercase()
+                })
+                .collect();
+            seeds.sort();
+            return format!("redis+cluster://{}?prefix={}", seeds.join(","), self.prefix);
+        }
         let rest = self.url.strip_prefix("redis://").unwrap_or(&self.url);
         let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
         let (hostport, db) = rest.split_once('/').unwrap_or((rest, ""));
@@ -99,11 +125,39 @@ impl RedisOptions {
         )
     }
 
-    /// Parses `redis://[user:pass@]host[:port][/db][?opts]`.
+    /// Parses `redis://[user:pass@]host[:port][/db][?opts]`, or
+    /// `redis+cluster://[user:pass@]host:port[,host:port..][?opts]` for a
+    /// Redis Cluster (the seed nodes: any reachable one gives the others).
     ///
     /// `rediss://` (TLS) is refused with a hint: this build has no TLS
     /// client. Unknown or malformed options are `invalid-argument`.
     pub fn parse(url: &str) -> Result<Self, StoreError> {
+        if let Some(rest) = url.strip_prefix("redis+cluster://") {
+            let (base, query) = url.split_once('?').unwrap_or((url, ""));
+            let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            let display = redact(base);
+            let (userinfo, hosts) = match rest.rsplit_once('@') {
+                Some((u, h)) => (format!("{u}@"), h),
+                None => (String::new(), rest),
+            };
+            if hosts.is_empty() || hosts.contains('/') {
+                return Err(StoreError::invalid(format!(
+                    "{display}: a cluster URL names host:port seed nodes and no database; pass redis+cluster://host1:port1,host2:port2"
+                )));
+            }
+            let nodes = hosts
+                .split(',')
+                .map(|h| format!("redis://{userinfo}{h}"))
+                .collect();
+            let mut o = Self::parse("redis://127.0.0.1/0")?;
+            o.url = base.to_owned();
+            o.display = display;
+            o.cluster = true;
+            o.nodes = nodes;
+            o.apply_query(query)?;
+            return Ok(o);
+        }
         if url.starts_with("rediss://") {
             return Err(StoreError::invalid(format!(
                 "{}: rediss:// (TLS) is not supported by this build; reach Redis over a TLS tunnel (stunnel, a service mesh) and pass redis://",
@@ -112,7 +166,7 @@ impl RedisOptions {
         }
         if !url.starts_with("redis://") {
             return Err(StoreError::invalid(format!(
-                "{}: not a redis:// URL; pass redis://[user:pass@]host[:port][/db][?options]",
+                "{}: not a redis:// URL; pass redis://[user:pass@]host[:port][/db][?options] or redis+cluster://host:port,host:port[?options]",
                 redact(url)
             )));
         }
@@ -120,7 +174,9 @@ impl RedisOptions {
         let display = redact(base);
         let mut o = RedisOptions {
             url: base.to_owned(),
-            display: display.clone(),
+            cluster: false,
+            nodes: vec![base.to_owned()],
+            display,
             prefix: "ar".to_owned(),
             timeout_ms: 1000,
             connect_timeout_ms: 1000,
@@ -129,6 +185,14 @@ impl RedisOptions {
             probe_ms: 1000,
             grace_ms: 60_000,
         };
+        o.apply_query(query)?;
+        Ok(o)
+    }
+
+    /// Applies the options of a URL's query string.
+    fn apply_query(&mut self, query: &str) -> Result<(), StoreError> {
+        let display = self.display.clone();
+        let o = self;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let ms = |v: &str| -> Result<u64, StoreError> {
@@ -179,7 +243,7 @@ impl RedisOptions {
                 }
             }
         }
-        Ok(o)
+        Ok(())
     }
 }
 
@@ -207,26 +271,27 @@ struct Scripts {
     get: Script,
     cas: Script,
     append: Script,
-    delete: Script,
-    keys: Script,
     purge: Script,
+    open: Script,
 }
 
 struct Inner {
-    client: redis::Client,
-    conn: Mutex<Option<Connection>>,
+    client: Client,
+    conn: Mutex<Option<Conn>>,
     options: RedisOptions,
     prefix: String,
+    layout: Layout,
     scripts: Scripts,
     clock: Mutex<ClockState>,
 }
 
-/// The store on Redis (docs/store.md, "The Redis backend").
+/// The store on Redis or a Redis Cluster (docs/store.md, "The Redis backend").
 ///
 /// ```no_run
 /// use agent_recovery::store::{RedisStore, Store};
 /// let store = RedisStore::open("redis://127.0.0.1:6379/0?prefix=ar&fallback=none")?;
 /// store.append("journal/run-1", r#"{"step":"charge"}"#, 1_700_000_000_000)?;
+/// let cluster = RedisStore::open("redis+cluster://10.0.0.1:7000,10.0.0.2:7000?fallback=none")?;
 /// # Ok::<(), agent_recovery::store::StoreError>(())
 /// ```
 #[derive(Clone)]
@@ -259,9 +324,14 @@ impl RedisStore {
     /// Builds the client without connecting; the metadata is checked on the
     /// first call that connects.
     pub(crate) fn lazy(options: RedisOptions) -> Result<Self, StoreError> {
-        let client = redis::Client::open(options.url.as_str()).map_err(|e| {
+        let client = Client::new(
+            &options.nodes,
+            options.cluster,
+            Duration::from_millis(options.timeout_ms),
+        )
+        .map_err(|e| {
             StoreError::invalid(format!(
-                "{}: not a valid Redis URL ({e}); pass redis://[user:pass@]host[:port][/db]",
+                "{}: not a valid Redis URL ({e}); pass redis://[user:pass@]host[:port][/db] or redis+cluster://host:port,host:port",
                 options.display
             ))
         })?;
@@ -270,14 +340,14 @@ impl RedisStore {
                 client,
                 conn: Mutex::new(None),
                 prefix: format!("{{{}}}", options.prefix),
+                layout: Layout::new(&options.prefix),
                 options,
                 scripts: Scripts {
                     get: Script::new(GET_LUA),
                     cas: Script::new(CAS_LUA),
                     append: Script::new(APPEND_LUA),
-                    delete: Script::new(DELETE_LUA),
-                    keys: Script::new(KEYS_LUA),
                     purge: Script::new(PURGE_LUA),
+                    open: Script::new(OPEN_LUA),
                 },
                 clock: Mutex::new(ClockState::new()),
             }),
@@ -294,7 +364,7 @@ impl RedisStore {
         self.with_conn(|_| Ok(()))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Conn>> {
         self.inner
             .conn
             .lock()
@@ -305,7 +375,7 @@ impl RedisStore {
     /// connection-level failure drops the connection.
     fn with_conn<T>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, RedisError>,
+        mut f: impl FnMut(&mut Conn) -> Result<T, RedisError>,
     ) -> Result<T, StoreError> {
         let mut guard = self.lock();
         let mut fresh = false;
@@ -316,7 +386,20 @@ impl RedisStore {
         let Some(conn) = guard.as_mut() else {
             return Err(self.unavailable("no connection"));
         };
-        let result = f(conn);
+        let mut result = f(conn);
+        if let Err(e) = &result
+            && conn.is_cluster()
+            && matches!(
+                e.kind(),
+                ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask)
+            )
+        {
+            // The client's slot map stayed stale through its redirects (a slot
+            // that just moved): a new connection reads the cluster's map again.
+            // A MOVED or ASK answer means the command did not run.
+            *conn = self.connect()?;
+            result = f(conn);
+        }
         match result {
             Ok(v) => {
                 if fresh {
@@ -342,10 +425,13 @@ impl RedisStore {
         let Some(conn) = guard.as_mut() else {
             return Ok(());
         };
-        let reply: Result<Value, RedisError> = Script::new(OPEN_LUA)
-            .arg(&self.inner.prefix)
+        let reply: Result<Value, RedisError> = self
+            .inner
+            .scripts
+            .open
+            .key(self.inner.layout.meta())
             .arg(REDIS_SCHEMA)
-            .invoke(conn);
+            .invoke(conn.like());
         drop(guard);
         match reply {
             Ok(reply) => {
@@ -358,7 +444,7 @@ impl RedisStore {
                 Err(StoreError::new(
                     StoreErrorKind::Incompatible,
                     format!(
-                        "{}: prefix {} holds app {:?} schema {:?}, not agent-recovery schema <= {REDIS_SCHEMA}; use another prefix= or a newer agent-recovery",
+                        "{}: prefix {} holds app {:?} schema {:?}, not agent-recovery schema {REDIS_SCHEMA}; use another prefix=, or drain a store of another schema with the agent-recovery version that wrote it",
                         self.inner.options.display,
                         self.inner.prefix,
                         field(1),
@@ -376,18 +462,15 @@ impl RedisStore {
         }
     }
 
-    fn connect(&self) -> Result<Connection, StoreError> {
+    fn connect(&self) -> Result<Conn, StoreError> {
         let o = &self.inner.options;
-        let conn = self
-            .inner
+        self.inner
             .client
-            .get_connection_with_timeout(Duration::from_millis(o.connect_timeout_ms))
-            .map_err(|e| self.map_err(&e))?;
-        let t = Some(Duration::from_millis(o.timeout_ms));
-        conn.set_read_timeout(t)
-            .and_then(|()| conn.set_write_timeout(t))
-            .map_err(|e| self.map_err(&e))?;
-        Ok(conn)
+            .connect(
+                Duration::from_millis(o.connect_timeout_ms),
+                Duration::from_millis(o.timeout_ms),
+            )
+            .map_err(|e| self.map_err(&e))
     }
 
     fn unavailable(&self, what: &str) -> StoreError {
@@ -425,9 +508,36 @@ impl RedisStore {
                 ),
             );
         }
-        if matches!(code, "LOADING" | "BUSY" | "OOM" | "MASTERDOWN" | "TRYAGAIN")
-            || kind == ErrorKind::Server(ServerErrorKind::BusyLoading)
-            || kind == ErrorKind::Io
+        if code == "CROSSSLOT" || kind == ErrorKind::Server(ServerErrorKind::CrossSlot) {
+            return StoreError::new(
+                StoreErrorKind::Corrupt,
+                format!(
+                    "{url}: Redis refused keys of one call in several slots ({e}); every key of a call shares one hash tag, so check that nothing rewrites the keys (a proxy, a key-renaming layer)"
+                ),
+            );
+        }
+        if matches!(
+            code,
+            "LOADING"
+                | "BUSY"
+                | "OOM"
+                | "MASTERDOWN"
+                | "TRYAGAIN"
+                | "CLUSTERDOWN"
+                | "MOVED"
+                | "ASK"
+        ) || matches!(
+            kind,
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+                    | ServerErrorKind::ReadOnly
+            ) | ErrorKind::ClusterConnectionNotFound
+        ) || kind == ErrorKind::Io
             || e.is_timeout()
             || e.is_connection_dropped()
             || e.is_connection_refusal()
@@ -452,22 +562,34 @@ impl RedisStore {
     }
 
     /// Removes every entry expired at `now_ms`; returns how many.
+    ///
+    /// A sweep: `SCAN` finds the entries (on every primary of a cluster),
+    /// `purge.lua` removes each one that has expired, atomically in its slot.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         check::integer("now_ms", now_ms)?;
-        let n: i64 = self.with_conn(|c| {
-            self.inner
-                .scripts
-                .purge
-                .arg(&self.inner.prefix)
-                .arg(now_ms)
-                .invoke(c)
-        })?;
-        Ok(usize::try_from(n).unwrap_or(0))
+        let layout = &self.inner.layout;
+        let found = self.with_conn(|c| c.scan(&layout.entry_pattern("")))?;
+        let mut removed = 0;
+        for redis_key in found {
+            if layout.key_of(&redis_key).is_none() {
+                continue;
+            }
+            let n: i64 = self.with_conn(|c| {
+                self.inner
+                    .scripts
+                    .purge
+                    .key(&redis_key)
+                    .arg(now_ms)
+                    .invoke(c.like())
+            })?;
+            removed += usize::try_from(n).unwrap_or(0);
+        }
+        Ok(removed)
     }
 
-    /// Sends `PING`; Ok when Redis answered.
+    /// Sends `PING` (to every node of a cluster); Ok when Redis answered.
     pub fn ping(&self) -> Result<(), StoreError> {
-        self.with_conn(|c| redis::cmd("PING").query::<String>(c))
+        self.with_conn(|c| redis::cmd("PING").query::<Value>(c.like()))
             .map(|_| ())
     }
 
@@ -480,7 +602,7 @@ impl RedisStore {
 
     fn server_time_ms(&self) -> Result<(u64, u64, u64), StoreError> {
         let before = local_ms();
-        let (s, us): (u64, u64) = self.with_conn(|c| redis::cmd("TIME").query(c))?;
+        let (s, us): (u64, u64) = self.with_conn(|c| redis::cmd("TIME").query(c.like()))?;
         let after = local_ms();
         Ok((before, after, s * 1000 + us / 1000))
     }
@@ -544,18 +666,71 @@ fn utf8(v: Option<&Value>, what: &str, url: &str) -> Result<String, StoreError> 
     }
 }
 
+impl RedisStore {
+    /// The cas script on one key; `version` is "" (the script takes the
+    /// next revision itself, one server), "?" (check only) or a revision.
+    fn cas_script(
+        &self,
+        c: &mut Conn,
+        entry: &str,
+        args: &CasArgs<'_>,
+        version: &str,
+    ) -> Result<Value, RedisError> {
+        let mut inv = self.inner.scripts.cas.key(entry);
+        if version.is_empty() {
+            inv.key(self.inner.layout.rev());
+        }
+        inv.arg(args.expected.map_or(String::new(), |v| v.to_string()))
+            .arg(args.value)
+            .arg(args.ttl_ms.map_or(String::new(), |v| v.to_string()))
+            .arg(args.now_ms)
+            .arg(self.inner.options.grace_ms)
+            .arg(version)
+            .invoke(c.like())
+    }
+
+    /// A compare-and-set on a cluster: the entry's slot checks, the
+    /// revision's slot issues the version, the entry's slot checks again and
+    /// writes. A version taken by a write that then lost the race is skipped,
+    /// never reused.
+    fn cas_cluster(
+        &self,
+        c: &mut Conn,
+        entry: &str,
+        args: &CasArgs<'_>,
+    ) -> Result<Value, RedisError> {
+        let first = self.cas_script(c, entry, args, "?")?;
+        if !matches!(&first, Value::Array(items) if items.len() == 1 && int(items.first()) == Some(2))
+        {
+            return Ok(first);
+        }
+        let n: i64 = redis::cmd("INCR")
+            .arg(self.inner.layout.rev())
+            .query(c.like())?;
+        self.cas_script(c, entry, args, &n.to_string())
+    }
+}
+
+/// The arguments of one compare-and-set.
+struct CasArgs<'a> {
+    expected: Option<u64>,
+    value: &'a str,
+    ttl_ms: Option<u64>,
+    now_ms: u64,
+}
+
 impl Store for RedisStore {
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
         check::name("key", key)?;
         check::integer("now_ms", now_ms)?;
+        let entry = self.inner.layout.entry(key);
         let reply: Value = self.with_conn(|c| {
             self.inner
                 .scripts
                 .get
-                .arg(&self.inner.prefix)
-                .arg(key)
+                .key(&entry)
                 .arg(now_ms)
-                .invoke(c)
+                .invoke(c.like())
         })?;
         let url = &self.inner.options.display;
         let items = array(&reply, "get", url)?;
@@ -577,19 +752,19 @@ impl Store for RedisStore {
         now_ms: u64,
     ) -> Result<Cas, StoreError> {
         check::cas(key, expected, value, ttl_ms, now_ms)?;
+        let entry = self.inner.layout.entry(key);
+        let args = CasArgs {
+            expected,
+            value,
+            ttl_ms,
+            now_ms,
+        };
         let reply: Value = self.with_conn(|c| {
-            self.inner
-                .scripts
-                .cas
-                .arg(&self.inner.prefix)
-                .arg(key)
-                .arg(expected.map_or(String::new(), |v| v.to_string()))
-                .arg(value)
-                .arg(ttl_ms.map_or(String::new(), |v| v.to_string()))
-                .arg(now_ms)
-                .arg(self.inner.options.grace_ms)
-                .arg(PURGE_BATCH)
-                .invoke(c)
+            if c.is_cluster() {
+                self.cas_cluster(c, &entry, &args)
+            } else {
+                self.cas_script(c, &entry, &args, "")
+            }
         })?;
         let url = &self.inner.options.display;
         let items = array(&reply, "cas", url)?;
@@ -612,15 +787,15 @@ impl Store for RedisStore {
         check::name("stream", stream)?;
         check::json("record", stream, record)?;
         check::integer("now_ms", now_ms)?;
+        let key = self.inner.layout.stream(stream);
         let n: Value = self.with_conn(|c| {
             self.inner
                 .scripts
                 .append
-                .arg(&self.inner.prefix)
-                .arg(stream)
+                .key(&key)
                 .arg(record)
                 .arg(now_ms)
-                .invoke(c)
+                .invoke(c.like())
         })?;
         version(Some(&n), "append", &self.inner.options.display)
     }
@@ -636,7 +811,7 @@ impl Store for RedisStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let key = format!("{}:s:{stream}", self.inner.prefix);
+        let key = self.inner.layout.stream(stream);
         let reply: Value = self.with_conn(|c| {
             redis::cmd("XRANGE")
                 .arg(&key)
@@ -649,7 +824,7 @@ impl Store for RedisStore {
                         .unwrap_or(u64::MAX)
                         .min(i64::MAX as u64),
                 )
-                .query(c)
+                .query(c.like())
         })?;
         let url = &self.inner.options.display;
         let mut out = Vec::new();
@@ -676,34 +851,29 @@ impl Store for RedisStore {
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         check::name("key", key)?;
-        let n: i64 = self.with_conn(|c| {
-            self.inner
-                .scripts
-                .delete
-                .arg(&self.inner.prefix)
-                .arg(key)
-                .invoke(c)
-        })?;
+        let entry = self.inner.layout.entry(key);
+        let n: i64 = self.with_conn(|c| redis::cmd("DEL").arg(&entry).query(c.like()))?;
         Ok(n > 0)
     }
 
+    /// A sweep: `SCAN` (on every primary of a cluster) for the entries whose
+    /// key starts with `prefix`, then each one's liveness, in UTF-8 byte order.
     fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
         check::prefix(prefix)?;
         check::integer("now_ms", now_ms)?;
-        let reply: Value = self.with_conn(|c| {
-            self.inner
-                .scripts
-                .keys
-                .arg(&self.inner.prefix)
-                .arg(prefix)
-                .arg(now_ms)
-                .invoke(c)
-        })?;
-        let url = &self.inner.options.display;
-        array(&reply, "keys", url)?
-            .iter()
-            .map(|k| utf8(Some(k), "keys", url))
-            .collect()
+        let layout = &self.inner.layout;
+        let found = self.with_conn(|c| c.scan(&layout.entry_pattern(prefix)))?;
+        let mut out = Vec::new();
+        for redis_key in &found {
+            let Some(key) = layout.key_of(redis_key) else {
+                continue;
+            };
+            if key.starts_with(prefix) && self.get(key, now_ms)?.is_some() {
+                out.push(key.to_owned());
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 }
 

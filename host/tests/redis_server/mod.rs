@@ -105,3 +105,7 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+mod cluster;
+#[allow(unused_imports)] // not every test target that includes this module starts a cluster
+pub use cluster::RedisCluster;

@@ -122,3 +122,90 @@ pub fn run_case(
         }
     }
 }
+
+/// A Redis stream starts at the server's clock in microseconds, not at 1
+/// (`host/src/store/redis/append.lua`): 2001-09-09 in microseconds.
+#[allow(dead_code)]
+pub const TIME_FLOOR: u64 = 1_000_000_000_000_000;
+
+/// A Redis store seen through the vectors' numbering: each stream's numbers
+/// relative to its first, which must be a time floor (>= [`TIME_FLOOR`]).
+#[allow(dead_code)]
+pub struct Rebased<'a> {
+    /// The store under test.
+    pub inner: &'a dyn Store,
+    seqs: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+#[allow(dead_code)]
+impl<'a> Rebased<'a> {
+    /// Wraps `inner`.
+    pub fn new(inner: &'a dyn Store) -> Self {
+        Rebased {
+            inner,
+            seqs: std::sync::Mutex::default(),
+        }
+    }
+
+    fn base(&self, stream: &str) -> u64 {
+        self.seqs.lock().unwrap().get(stream).copied().unwrap_or(0)
+    }
+}
+
+impl Store for Rebased<'_> {
+    fn get(
+        &self,
+        key: &str,
+        now_ms: u64,
+    ) -> Result<Option<agent_recovery::store::Versioned>, StoreError> {
+        self.inner.get(key, now_ms)
+    }
+    fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: &str,
+        ttl_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Cas, StoreError> {
+        self.inner
+            .compare_and_set(key, expected, value, ttl_ms, now_ms)
+    }
+    fn append(&self, stream: &str, record: &str, now_ms: u64) -> Result<u64, StoreError> {
+        let n = self.inner.append(stream, record, now_ms)?;
+        let mut seqs = self.seqs.lock().unwrap();
+        let base = *seqs.entry(stream.to_owned()).or_insert_with(|| {
+            assert!(
+                n >= TIME_FLOOR,
+                "the first number of stream {stream} is {n}, not a time floor"
+            );
+            n - 1
+        });
+        Ok(n - base)
+    }
+    fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let base = self.base(stream);
+        let after = if base == 0 || after == 0 {
+            after
+        } else {
+            (after + base).min(agent_recovery::store::MAX_INTEGER)
+        };
+        Ok(self
+            .inner
+            .read(stream, after, limit)?
+            .into_iter()
+            .map(|(n, r)| (n - base, r))
+            .collect())
+    }
+    fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.delete(key)
+    }
+    fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.keys(prefix, now_ms)
+    }
+}

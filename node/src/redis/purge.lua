@@ -1,12 +1,10 @@
--- purge_expired: remove every entry expired at now_ms.
--- ARGV: prefix, now_ms
--- Returns how many entries it removed (hashes Redis had already expired are
--- cleaned from the indexes but not counted).
-local p = ARGV[1]
-local removed = 0
-for _, k in ipairs(redis.call('ZRANGEBYSCORE', p .. ':exp', '-inf', ARGV[2])) do
-  removed = removed + redis.call('DEL', p .. ':e:' .. k)
-  redis.call('ZREM', p .. ':exp', k)
-  redis.call('ZREM', p .. ':idx', k)
+-- purge: remove one entry if it has expired at now_ms.
+-- KEYS[1]: the entry hash `{P:<tag>}:e:<key>`
+-- ARGV: now_ms
+-- Returns 1 when it removed the entry, else 0. The client finds the
+-- candidates with SCAN on every primary (purge_expired is a sweep).
+local x = redis.call('HGET', KEYS[1], 'x')
+if x and tonumber(ARGV[1]) >= tonumber(x) then
+  return redis.call('DEL', KEYS[1])
 end
-return removed
+return 0

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Final, List, Optional, Tuple
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from ._redis_layout import REDIS_SCHEMA, RedisLayout
 from .store import (
     Cas,
     Conflict,
@@ -61,10 +62,8 @@ URL_OPTIONS: Final = {
     "probe_ms": 1000,
     "grace_ms": 60000,
 }
-#: The schema version `open.lua` claims and checks.
-REDIS_SCHEMA: Final = "1"
-#: How many expired entries a write removes on its way (as SQLite).
-PURGE_BATCH: Final = 64
+#: How many redirects (MOVED, ASK) and retries one cluster command may take.
+CLUSTER_ATTEMPTS: Final = 12
 #: How often `ServerClock` samples `TIME` (local monotonic ms).
 CLOCK_SAMPLE_MS: Final = 10_000
 #: The spool stream and the flush's entries in the local store.
@@ -82,7 +81,7 @@ SPOOL_BATCH: Final = 16
 SPOOLED_PREFIXES: Final = ("agent-recovery/idem/", "agent-recovery/journal/", "agent-recovery/dead-letter/")
 #: How many times a mirror write retries on a local conflict.
 _MIRROR_RETRIES: Final = 4
-_SCRIPTS: Final = ("get", "cas", "append", "delete", "keys", "purge", "open")
+_SCRIPTS: Final = ("get", "cas", "append", "purge", "open")
 _PREFIX_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
@@ -95,30 +94,54 @@ def script_text(name: str) -> str:
 
 
 class RedisUrl:
-    """A parsed `redis://[user:pass@]host[:port][/db][?opts]` (see `URL_OPTIONS`)."""
+    """A parsed `redis://[user:pass@]host[:port][/db][?opts]`, or
+    `redis+cluster://[user:pass@]host:port[,host:port..][?opts]` for a Redis
+    Cluster (the seed nodes; any reachable one gives the others). See `URL_OPTIONS`."""
 
     def __init__(self, url: str) -> None:
         if not isinstance(url, str):
             raise _invalid(f"the store URL is a {type(url).__name__}, not a str; pass e.g. redis://127.0.0.1:6379/0")
         parts = urlsplit(url)
-        if parts.scheme not in ("redis", "rediss"):
-            raise _invalid(f"{url!r} is not a redis:// or rediss:// URL; pass e.g. redis://127.0.0.1:6379/0")
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        host = parts.hostname
-        if not host or port == -1:
-            raise _invalid(f"the store URL has no host or a bad port; pass e.g. {parts.scheme}://127.0.0.1:6379/0")
-        path = parts.path.strip("/")
-        if path and not path.isdigit():
-            raise _invalid(f"the database {path!r} of the store URL is not a number; pass e.g. /0")
+        if parts.scheme not in ("redis", "rediss", "redis+cluster"):
+            raise _invalid(
+                f"{url!r} is not a redis://, rediss:// or redis+cluster:// URL; pass e.g. redis://127.0.0.1:6379/0"
+            )
         self.scheme = parts.scheme
-        self.host = host
-        self.port = port or 6379
-        self.db = int(path or 0)
-        self.username = unquote(parts.username) if parts.username else None
-        self.password = unquote(parts.password) if parts.password is not None else None
+        self.cluster = parts.scheme == "redis+cluster"
+        userinfo, _, hosts = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        self.username = unquote(user) if user else None
+        self.password = unquote(password) if ":" in userinfo else None
+        #: The (host, port) of each node named: one server, or a cluster's seeds.
+        self.nodes: List[Tuple[str, int]] = []
+        if self.cluster:
+            for seed in hosts.split(","):
+                host, _, port_text = seed.rpartition(":")
+                host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+                if not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+                    raise _invalid(
+                        f"the cluster URL names {seed!r}, not a host:port seed node; pass e.g. redis+cluster://10.0.0.1:7000,10.0.0.2:7000"
+                    )
+                self.nodes.append((host, int(port_text)))
+            if parts.path.strip("/"):
+                raise _invalid("a cluster URL has no database (a cluster has only db 0); remove the /<db> part")
+            self.host, self.port = self.nodes[0]
+            self.db = 0
+        else:
+            try:
+                port = parts.port
+            except ValueError:
+                port = -1
+            hostname = parts.hostname
+            if not hostname or port == -1:
+                raise _invalid(f"the store URL has no host or a bad port; pass e.g. {parts.scheme}://127.0.0.1:6379/0")
+            path = parts.path.strip("/")
+            if path and not path.isdigit():
+                raise _invalid(f"the database {path!r} of the store URL is not a number; pass e.g. /0")
+            self.host = hostname
+            self.port = port or 6379
+            self.db = int(path or 0)
+            self.nodes = [(self.host, self.port)]
         opts: Dict[str, Any] = dict(URL_OPTIONS)
         for name, value in parse_qsl(parts.query, keep_blank_values=True):
             if name not in URL_OPTIONS:
@@ -141,12 +164,16 @@ class RedisUrl:
         # Without the password (messages, events, the spool's name).
         user = f"{quote(self.username, safe='')}@" if self.username else ""
         query = f"?{parts.query}" if parts.query else ""
-        netloc_host = f"[{host}]" if ":" in host else host
-        self.display = f"{self.scheme}://{user}{netloc_host}:{self.port}/{self.db}{query}"
+        if self.cluster:
+            seeds = ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.nodes)
+            self.display = f"{self.scheme}://{user}{seeds}{query}"
+        else:
+            netloc_host = f"[{self.host}]" if ":" in self.host else self.host
+            self.display = f"{self.scheme}://{user}{netloc_host}:{self.port}/{self.db}{query}"
 
     @property
     def hash_tag(self) -> str:
-        """The key prefix every script builds keys from: `{<prefix>}`."""
+        """The hash tag of the store-wide keys: `{<prefix>}`."""
         return "{" + str(self.options["prefix"]) + "}"
 
     def identity(self) -> str:
@@ -154,7 +181,12 @@ class RedisUrl:
         (docs/store.md, "URL"): `<scheme>://<host>:<port>/<db>?prefix=<prefix>`,
         the host lowercased (an IPv6 address in brackets); no credentials, no
         other option. Workers of any language on one machine that name one
-        store get one default spool file."""
+        store get one default spool file. A cluster's identity is
+        `redis+cluster://<host>:<port>,..?prefix=<prefix>`, the seed nodes
+        lowercased and sorted."""
+        if self.cluster:
+            seeds = sorted(f"[{h.lower()}]:{p}" if ":" in h else f"{h.lower()}:{p}" for h, p in self.nodes)
+            return f"redis+cluster://{','.join(seeds)}?prefix={self.options['prefix']}"
         host = self.host.lower()
         if ":" in host:
             host = f"[{host}]"
@@ -204,34 +236,66 @@ class RedisStore:
 
     def __init__(self, url: str, *, connect: bool = True) -> None:
         self._url = RedisUrl(url)
-        redis = _import_redis()
+        _import_redis()
+        u = self._url
+        self._tag = u.hash_tag
+        self._layout = RedisLayout(str(u.options["prefix"]))
+        self._grace = str(int(u.options["grace_ms"]))
+        self._opened = False
+        self._open_lock = threading.Lock()
+        self._client_lock = threading.Lock()
+        self._client: Any = None
+        self._scripts: Dict[str, Any] = {}
+        self._clock: Optional["ServerClock"] = None
+        if connect:
+            self._ensure_open()
+
+    @property
+    def _redis(self) -> Any:
+        """The client: `redis.Redis`, or `redis.cluster.RedisCluster` (built at
+        its first use: it reads the cluster's slots from a seed node)."""
+        if self._client is not None:
+            return self._client
+        from redis import exceptions as rx
+
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    client = self._make_client()
+                except (rx.RedisError, rx.RedisClusterException, OSError) as e:
+                    raise self._error("connecting", e) from None
+                self._scripts = {name: client.register_script(script_text(name)) for name in _SCRIPTS}
+                self._client = client
+        return self._client
+
+    def _make_client(self) -> Any:
+        import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
         u = self._url
         kwargs: Dict[str, Any] = {
-            "host": u.host,
-            "port": u.port,
-            "db": u.db,
             "username": u.username,
             "password": u.password,
             "socket_timeout": int(u.options["timeout_ms"]) / 1000,
             "socket_connect_timeout": int(u.options["connect_timeout_ms"]) / 1000,
             # One try per call: the bound on a call's time is ours to keep.
             "retry": Retry(NoBackoff(), 0),
-            "health_check_interval": 0,
         }
+        if u.cluster:
+            from redis.cluster import ClusterNode, RedisCluster
+
+            # RedisCluster follows MOVED and ASK (redis-py's cluster.py, up to
+            # its request TTL of 16 redirects) and retries TRYAGAIN.
+            return RedisCluster(
+                startup_nodes=[ClusterNode(h, p) for h, p in u.nodes],  # type: ignore[no-untyped-call]
+                require_full_coverage=False,
+                **kwargs,
+            )
+        kwargs.update(host=u.host, port=u.port, db=u.db, health_check_interval=0)
         if u.scheme == "rediss":
             kwargs["ssl"] = True
-        self._redis = redis.Redis(**kwargs)
-        self._scripts = {name: self._redis.register_script(script_text(name)) for name in _SCRIPTS}
-        self._tag = u.hash_tag
-        self._grace = str(int(u.options["grace_ms"]))
-        self._opened = False
-        self._open_lock = threading.Lock()
-        self._clock: Optional["ServerClock"] = None
-        if connect:
-            self._ensure_open()
+        return redis.Redis(**kwargs)
 
     @property
     def url(self) -> str:
@@ -245,7 +309,8 @@ class RedisStore:
 
     def close(self) -> None:
         """Close the connections (the data stays in Redis)."""
-        self._redis.close()
+        if self._client is not None:
+            self._client.close()
 
     def __enter__(self) -> "RedisStore":
         return self
@@ -265,8 +330,30 @@ class RedisStore:
             code in upper for code in ("NOAUTH", "WRONGPASS", "NOPERM")
         ):
             return StoreError("io", f"{where}; check the user name and password in the store URL and the user's ACL")
-        if isinstance(e, (rx.ConnectionError, rx.TimeoutError, OSError)) or any(
-            upper.startswith(code) or f" {code} " in f" {upper} " for code in ("LOADING", "BUSY", "OOM", "READONLY", "MASTERDOWN")
+        if isinstance(e, rx.ClusterCrossSlotError) or upper.startswith("CROSSSLOT"):
+            return StoreError(
+                "corrupt",
+                f"{where}; every key of one call shares a hash tag: check that nothing rewrites the store's keys",
+            )
+        if isinstance(
+            e,
+            (
+                rx.ConnectionError,
+                rx.TimeoutError,
+                OSError,
+                # A cluster that cannot be reached, is down, or is moving slots.
+                rx.RedisClusterException,
+                rx.ClusterError,
+                rx.ClusterDownError,
+                rx.SlotNotCoveredError,
+                rx.MovedError,
+                rx.AskError,
+                rx.TryAgainError,
+                rx.MasterDownError,
+            ),
+        ) or any(
+            upper.startswith(code) or f" {code} " in f" {upper} "
+            for code in ("LOADING", "BUSY", "OOM", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK")
         ):
             return StoreError(
                 "unavailable",
@@ -283,17 +370,42 @@ class RedisStore:
             f"another program wrote keys under {self._tag}: give the store another prefix",
         )
 
-    def _run(self, what: str, name: str, *args: Any) -> Any:
+    def _run(self, what: str, name: str, keys: List[str], *args: Any) -> Any:
         self._ensure_open()
-        return self._raw(what, name, *args)
+        return self._raw(what, name, keys, *args)
 
-    def _raw(self, what: str, name: str, *args: Any) -> Any:
+    def _raw(self, what: str, name: str, keys: List[str], *args: Any) -> Any:
         from redis import exceptions as rx
 
+        client = self._redis
         try:
-            return self._scripts[name](keys=[], args=[self._tag, *args])
-        except (rx.RedisError, OSError) as e:
+            return self._scripts[name](keys=keys, args=list(args), client=client)
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error(what, e) from None
+
+    def _command(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        from redis import exceptions as rx
+
+        self._ensure_open()
+        try:
+            return fn(self._redis)
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
+            raise self._error(what, e) from None
+
+    def _scan(self, what: str, pattern: str) -> List[str]:
+        """Every key matching `pattern` (SCAN, on every primary of a cluster)."""
+        if self._url.cluster:
+            from redis.cluster import RedisCluster
+
+            found = self._command(
+                what, lambda c: list(c.scan_iter(match=pattern, count=1000, target_nodes=RedisCluster.PRIMARIES))
+            )
+        else:
+            found = self._command(what, lambda c: list(c.scan_iter(match=pattern, count=1000)))
+        try:
+            return sorted({_text(k) for k in found})
+        except (UnicodeDecodeError, TypeError):
+            raise self._corrupt(what, found) from None
 
     def _ensure_open(self) -> None:
         if self._opened:
@@ -301,7 +413,7 @@ class RedisStore:
         with self._open_lock:
             if self._opened:
                 return
-            reply = self._raw("opening the store", "open", REDIS_SCHEMA)
+            reply = self._raw("opening the store", "open", [self._layout.meta], REDIS_SCHEMA)
             if not isinstance(reply, list) or len(reply) != 3:
                 raise self._corrupt("opening the store", reply)
             status, app, schema = reply[0], _text(reply[1]), _text(reply[2])
@@ -309,8 +421,8 @@ class RedisStore:
                 raise StoreError(
                     "incompatible",
                     f"redis store {self._url.display}: the keys under {self._tag} belong to app {app!r} "
-                    f"with schema {schema!r}, not agent-recovery schema {REDIS_SCHEMA} or older; "
-                    "give the store another prefix, or upgrade agent-recovery",
+                    f"with schema {schema!r}, not agent-recovery schema {REDIS_SCHEMA}; give the store another "
+                    "prefix, or drain a store of another schema with the agent-recovery version that wrote it",
                 )
             self._opened = True
 
@@ -328,8 +440,11 @@ class RedisStore:
         from redis import exceptions as rx
 
         try:
-            sec, usec = self._redis.time()
-        except (rx.RedisError, OSError) as e:
+            reply = self._redis.time()
+            if isinstance(reply, dict):  # a cluster may answer per node
+                reply = next(iter(reply.values()))
+            sec, usec = reply
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error("reading TIME", e) from None
         except (TypeError, ValueError):
             raise self._corrupt("reading TIME", None) from None
@@ -341,7 +456,7 @@ class RedisStore:
 
         try:
             self._redis.ping()
-        except (rx.RedisError, OSError) as e:
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error("PING", e) from None
         self._ensure_open()
 
@@ -350,7 +465,7 @@ class RedisStore:
     def get(self, key: str, now_ms: int) -> Optional[Versioned]:
         _check_name("key", key)
         _check_int("now_ms", now_ms)
-        reply = self._run(f"reading {key!r}", "get", key, str(now_ms))
+        reply = self._run(f"reading {key!r}", "get", [self._layout.entry(key)], str(now_ms))
         if reply == []:
             return None
         if not isinstance(reply, list) or len(reply) != 2 or not isinstance(reply[1], int):
@@ -368,17 +483,17 @@ class RedisStore:
     ) -> Cas:
         _check_cas(key, expected, value, ttl_ms, now_ms)
         what = f"compare-and-set of {key!r}"
-        reply = self._run(
-            what,
-            "cas",
-            key,
-            "" if expected is None else str(expected),
-            value,
-            "" if ttl_ms is None else str(ttl_ms),
-            str(now_ms),
-            self._grace,
-            str(PURGE_BATCH),
-        )
+        entry = self._layout.entry(key)
+        args = ("" if expected is None else str(expected), value, "" if ttl_ms is None else str(ttl_ms), str(now_ms), self._grace)
+        if not self._url.cluster:
+            reply = self._run(what, "cas", [entry, self._layout.rev], *args, "")
+        else:
+            # The entry's slot checks, the revision's slot issues the version,
+            # the entry's slot checks again and writes (cas.lua).
+            reply = self._run(what, "cas", [entry], *args, "?")
+            if reply == [2]:
+                n = self._command(what, lambda c: c.incr(self._layout.rev))
+                reply = self._run(what, "cas", [entry], *args, str(n))
         if isinstance(reply, list) and reply and reply[0] == 1 and len(reply) == 2 and isinstance(reply[1], int):
             return Written(reply[1])
         if isinstance(reply, list) and reply == [0]:
@@ -391,7 +506,7 @@ class RedisStore:
         _check_name("stream", stream)
         _check_int("now_ms", now_ms)
         _check_json("record", stream, record)
-        reply = self._run(f"appending to {stream!r}", "append", stream, record, str(now_ms))
+        reply = self._run(f"appending to {stream!r}", "append", [self._layout.stream(stream)], record, str(now_ms))
         if not isinstance(reply, int) or reply < 1:
             raise self._corrupt(f"appending to {stream!r}", reply)
         return reply
@@ -407,8 +522,8 @@ class RedisStore:
         self._ensure_open()
         what = f"reading stream {stream!r}"
         try:
-            rows = self._redis.xrange(f"{self._tag}:s:{stream}", f"({after}-0", "+", count=limit)
-        except (rx.RedisError, OSError) as e:
+            rows = self._redis.xrange(self._layout.stream(stream), f"({after}-0", "+", count=limit)
+        except (rx.RedisError, rx.RedisClusterException, OSError) as e:
             raise self._error(what, e) from None
         out: List[Tuple[int, str]] = []
         try:
@@ -421,7 +536,8 @@ class RedisStore:
 
     def delete(self, key: str) -> bool:
         _check_name("key", key)
-        reply = self._run(f"deleting {key!r}", "delete", key)
+        entry = self._layout.entry(key)
+        reply = self._command(f"deleting {key!r}", lambda c: c.delete(entry))
         if reply not in (0, 1):
             raise self._corrupt(f"deleting {key!r}", reply)
         return bool(reply)
@@ -429,21 +545,27 @@ class RedisStore:
     def keys(self, prefix: str, now_ms: int) -> List[str]:
         _check_name("prefix", prefix, empty_ok=True)
         _check_int("now_ms", now_ms)
-        reply = self._run("listing keys", "keys", prefix, str(now_ms))
-        if not isinstance(reply, list):
-            raise self._corrupt("listing keys", reply)
-        try:
-            return [_text(k) for k in reply]
-        except (UnicodeDecodeError, TypeError):
-            raise self._corrupt("listing keys", reply) from None
+        # A sweep: SCAN for the entries under `prefix`, then each one's liveness.
+        out = []
+        for redis_key in self._scan("listing keys", self._layout.entry_pattern(prefix)):
+            key = self._layout.key_of(redis_key)
+            if key is not None and key.startswith(prefix) and self.get(key, now_ms) is not None:
+                out.append(key)
+        return sorted(out, key=lambda k: k.encode("utf-8"))
 
     def purge_expired(self, now_ms: int) -> int:
         """Remove every entry expired at `now_ms`; returns how many were removed."""
         _check_int("now_ms", now_ms)
-        reply = self._run("purging expired entries", "purge", str(now_ms))
-        if not isinstance(reply, int):
-            raise self._corrupt("purging expired entries", reply)
-        return reply
+        # A sweep: SCAN for every entry, purge.lua on each (removes it when expired).
+        removed = 0
+        for redis_key in self._scan("purging expired entries", self._layout.entry_pattern("")):
+            if self._layout.key_of(redis_key) is None:
+                continue
+            reply = self._run("purging expired entries", "purge", [redis_key], str(now_ms))
+            if not isinstance(reply, int):
+                raise self._corrupt("purging expired entries", reply)
+            removed += reply
+        return removed
 
 
 def _text(raw: Any) -> str:

@@ -756,7 +756,7 @@ def open_store(spec: Union[str, Path], *, on_event: Any = None) -> Any:
     text = str(spec) if isinstance(spec, Path) else spec
     if not isinstance(text, str):
         raise _invalid(f"the store spec is a {type(spec).__name__}; pass a file path or a redis:// URL")
-    if text.startswith(("redis://", "rediss://")):
+    if text.startswith(("redis://", "rediss://", "redis+cluster://")):
         from .redis_store import open_redis
 
         return open_redis(text, on_event=on_event)
