@@ -172,19 +172,29 @@ fn an_observation_that_is_not_json_is_reported_as_an_exception() {
     );
 }
 
+/// An observation `classify` refuses does not stop the run with an error: the
+/// loop decides on it as an `agent_recovery.InvalidObservation` (docs/runtime.md, Inputs).
 #[test]
-fn an_observation_the_component_refuses_is_a_policy_error() {
+fn an_observation_the_component_refuses_is_decided_as_an_invalid_observation() {
     let policy = Policy::reference().unwrap();
+    let mut calls = 0;
     let err = Retry::new("r", "s", "t", "{}")
         .run(
             &policy,
             |_: &Attempt| -> Result<(), String> {
+                calls += 1;
                 Err(r#"{"source":"carrier-pigeon"}"#.to_owned())
             },
             |_| {},
         )
         .unwrap_err();
-    assert!(matches!(err, RecoveryError::Policy(_)), "{err}");
+    assert_eq!(calls, 1);
+    let (action, decision) = stopped(err);
+    assert_eq!(action, "fail");
+    assert_eq!(
+        decision["envelope"]["upstream"]["type"], "agent_recovery.InvalidObservation",
+        "{decision}"
+    );
 }
 
 #[test]
