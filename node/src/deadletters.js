@@ -84,39 +84,38 @@ export function recordId(id) {
 
 /** The stream's record count: its last sequence number (1, 2, 3, ... with no gaps), found in O(log n) reads. */
 export function streamLength(store, stream = DEAD_LETTER_STREAM) {
-  const has = (seq) => store.read(stream, seq - 1, 1).length > 0;
-  if (!has(1)) return 0;
-  let lo = 1; // has(lo)
-  let hi = 2;
-  while (has(hi)) {
-    lo = hi;
-    hi *= 2;
+  // Sequence numbers increase but need not start at 1 or be dense (the Redis
+  // store starts a stream at its clock): count the records a page at a time.
+  let count = 0;
+  let after = 0;
+  for (;;) {
+    const page = store.read(stream, after, 4096);
+    if (page.length === 0) return count;
+    count += page.length;
+    after = page[page.length - 1][0];
   }
-  // has(lo), !has(hi)
-  while (hi - lo > 1) {
-    const mid = lo + Math.floor((hi - lo) / 2);
-    if (has(mid)) lo = mid;
-    else hi = mid;
+}
+
+/** The last sequence number of a stream (0 when empty), read a page at a time. */
+export function streamLast(store, stream = DEAD_LETTER_STREAM) {
+  let after = 0;
+  for (;;) {
+    const page = store.read(stream, after, 4096);
+    if (page.length === 0) return after;
+    after = page[page.length - 1][0];
   }
-  return lo;
 }
 
 /** `streamLength` on a store's asynchronous face. */
 export async function streamLengthAsync(store, stream = DEAD_LETTER_STREAM) {
-  const has = async (seq) => (await store.read(stream, seq - 1, 1)).length > 0;
-  if (!(await has(1))) return 0;
-  let lo = 1;
-  let hi = 2;
-  while (await has(hi)) {
-    lo = hi;
-    hi *= 2;
+  let count = 0;
+  let after = 0;
+  for (;;) {
+    const page = await store.read(stream, after, 4096);
+    if (page.length === 0) return count;
+    count += page.length;
+    after = page[page.length - 1][0];
   }
-  while (hi - lo > 1) {
-    const mid = lo + Math.floor((hi - lo) / 2);
-    if (await has(mid)) lo = mid;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** `closed.count` (0 when the key is absent). */
@@ -199,10 +198,10 @@ function closeOne(store, nowMs) {
  * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
  * before the append, `step` the record's `step_id` (docs/durability.md §3).
  */
-export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs)) {
+export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs), count = () => streamLength(rt.store)) {
   const threshold = rt.depthThreshold;
   if (threshold === null || threshold === undefined) return undefined;
-  const depth = Math.max(0, seq - closed());
+  const depth = Math.max(0, count() - closed());
   if (!(depth >= threshold && depth - 1 < threshold)) return undefined;
   const step = typeof record?.step_id === 'string' ? record.step_id : null;
   const event = { t_ms: tMs, event: 'dead_letter_depth', step, target: null, depth, threshold, id: String(seq) };

@@ -9,7 +9,7 @@ import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, specText } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
-import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, unknownToolFailure } from './deadletters.js';
+import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -363,13 +363,18 @@ export class Run {
           // closed.count, read once (awaited) when the gauge or the depth event needs it.
           const wanted = !(rt.telemetry === null || rt.telemetry === undefined || rt.telemetry.tel.inert()) || rt.depthThreshold != null;
           const closed = wanted ? await closedCountAsync(store, now).then((n) => ({ n }), (error) => ({ error })) : undefined;
+          const count = wanted ? await streamLengthAsync(store).then((n) => ({ n }), (error) => ({ error })) : undefined;
           const closedNow = () => {
             if (closed.error !== undefined) throw closed.error;
             return closed.n;
           };
-          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, seq - closedNow()));
+          const countNow = () => {
+            if (count.error !== undefined) throw count.error;
+            return count.n;
+          };
+          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, countNow() - closedNow()));
           // The only event a runtime makes itself: only the store knows the sequence number.
-          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow);
+          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow, countNow);
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);

@@ -13,7 +13,7 @@ import { RAW, RawJson, elementSpans, parseLossless } from './json.js';
 import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
-import { streamLength } from './deadletters.js';
+import { streamLast } from './deadletters.js';
 
 /** The dead-letter stream (docs/runtime.md, "Store keys"). */
 export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
@@ -251,7 +251,7 @@ async function drive(s, store, policy) {
   if (s.seed !== undefined && s.seed !== null) options.seed = s.seed;
   if (policy !== undefined) options.policy = policy;
   const runtime = await Runtime.create(options);
-  const deadBefore = streamLength(store);
+  const deadBefore = streamLast(store);
   if (s.recover === true) return driveRecover(s, store, runtime, deadBefore);
 
   const script = new Script();

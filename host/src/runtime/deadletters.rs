@@ -314,22 +314,33 @@ fn close_one(store: &dyn Store, now: u64) -> Result<(), DeadLetterError> {
 }
 
 /// Records the `agent_recovery.dead_letter.depth` gauge, when telemetry is
-/// on: after the runtime appended record `seq` (`Some`: the depth is `seq`
-/// minus the closed count, one store read), or after an item closed (`None`:
-/// the depth is read as [`DeadLetters::depth`] does). Telemetry never fails
-/// the operation it observes: a store error here records nothing.
-pub(super) fn record_depth(rt: &Runtime, seq: Option<u64>) {
+/// on, after the runtime appended a record or an item closed: the depth is
+/// read as [`DeadLetters::depth`] does. Telemetry never fails the operation
+/// it observes: a store error here records nothing.
+pub(super) fn record_depth(rt: &Runtime, _seq: Option<u64>) {
     if !rt.telemetry.is_on() {
         return;
     }
-    let depth = match seq {
-        Some(seq) => closed_count(&*rt.store, rt.clock.now_ms())
-            .ok()
-            .map(|c| seq.saturating_sub(c)),
-        None => DeadLetters::new(rt).depth().ok(),
-    };
+    let depth = DeadLetters::new(rt).depth().ok();
     if let Some(depth) = depth {
         rt.telemetry.dead_letter_depth(depth);
+    }
+}
+
+/// How many records the dead-letter stream holds, read a page at a time.
+/// Sequence numbers increase but need not start at 1 or be dense (the Redis
+/// store starts a stream at its clock), so the count is not the last number.
+fn stream_count(store: &dyn Store) -> Result<u64, StoreError> {
+    let (mut count, mut after) = (0u64, 0u64);
+    loop {
+        let page = store.read(DEAD_LETTER_STREAM, after, 4096)?;
+        match page.last() {
+            Some((seq, _)) => {
+                count += page.len() as u64;
+                after = *seq;
+            }
+            None => return Ok(count),
+        }
     }
 }
 
@@ -345,7 +356,7 @@ pub(super) fn depth_event(
         return Ok(None);
     };
     let now = rt.clock.now_ms();
-    let depth = seq.saturating_sub(closed_count(&*rt.store, now)?);
+    let depth = stream_count(&*rt.store)?.saturating_sub(closed_count(&*rt.store, now)?);
     if depth < threshold || depth.saturating_sub(1) >= threshold {
         return Ok(None);
     }
@@ -443,15 +454,8 @@ impl<'r> DeadLetters<'r> {
 
     /// Records in the stream minus those replayed successfully or purged.
     pub fn depth(&self) -> Result<u64, DeadLetterError> {
-        let mut last = 0;
-        loop {
-            let page = self.rt.store.read(DEAD_LETTER_STREAM, last, 4096)?;
-            match page.last() {
-                Some((seq, _)) => last = *seq,
-                None => break,
-            }
-        }
-        Ok(last.saturating_sub(closed_count(&*self.rt.store, self.now())?))
+        let count = stream_count(&*self.rt.store)?;
+        Ok(count.saturating_sub(closed_count(&*self.rt.store, self.now())?))
     }
 
     /// Marks the record purged (`list` hides it; the stream keeps it) and

@@ -224,24 +224,16 @@ def update(store: Any, key: str, change: Callable[[Any], Any], now_ms: int, ttl_
 
 
 def last_seq(store: Any, stream: str = DEAD_LETTER_STREAM) -> int:
-    """The last sequence number of `stream` (its record count: sequence numbers
-    are 1, 2, 3, ...), with O(log n) one-record reads."""
-    def exists(seq: int) -> bool:
-        return bool(store.read(stream, seq - 1, 1))
-
-    if not exists(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= _MAX_ID and exists(hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, _MAX_ID + 1)
-    while hi - lo > 1:  # exists(lo), not exists(hi)
-        mid = (lo + hi) // 2
-        if exists(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """How many records `stream` holds (read a page at a time). Sequence
+    numbers are increasing but need not start at 1 or be dense (the Redis
+    store starts a stream at its clock), so the count is not the last number."""
+    count, after = 0, 0
+    while True:
+        page = store.read(stream, after, 4096)
+        if not page:
+            return count
+        count += len(page)
+        after = page[-1][0]
 
 
 def closed_count(store: Any, now_ms: int) -> int:
@@ -268,7 +260,7 @@ def depth_event(store: Any, config: Any, seq: int, step: Any, t_ms: int, now_ms:
     threshold = dl.get("depth_threshold") if isinstance(dl, dict) else None
     if not isinstance(threshold, int) or isinstance(threshold, bool):
         return None
-    after = seq - closed_count(store, now_ms)
+    after = last_seq(store) - closed_count(store, now_ms)
     if not (after - 1 < threshold <= after):
         return None
     return (
