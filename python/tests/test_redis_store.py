@@ -440,8 +440,8 @@ def test_a_breaker_opened_by_one_runtime_is_seen_by_another_on_the_same_redis(se
     assert short["target"] == "api.pay" and short["code"] == "runtime.circuit.open"
     # on_open "fail" (the default): the step fails at once with runtime.circuit.open.
     assert report.outcome == "failed" and report.envelope["code"] == "runtime.circuit.open"
-    tag = RedisUrl(url).hash_tag
-    breaker = json.loads(raw(server).hget(f"{tag}:e:agent-recovery/breaker/api.pay", "v") or b"null")
+    entry = RedisLayout(RedisUrl(url).options["prefix"]).entry("agent-recovery/breaker/api.pay")
+    breaker = json.loads(raw(server).hget(entry, "v") or b"null")
     assert breaker["state"] == "open" and breaker["open_ms"] == 250
 
 

@@ -31,6 +31,7 @@ from fleet import LANGUAGES, NOW_MS, WORKER_TIMEOUT_S, Fleet, lang  # noqa: E402
 from kill import op_key  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
+from agent_recovery._redis_layout import RedisLayout  # noqa: E402
 from agent_recovery.redis_store import FallbackStore  # noqa: E402
 from agent_recovery.store import open_store  # noqa: E402
 
@@ -117,7 +118,7 @@ def test_resubmitted_runs_never_run_twice_across_pause_kill_and_restart(
     store.close()
     r = fleet.redis()
     for run_id in everything:
-        raw = r.hget("{" + fleet.prefix + "}:e:agent-recovery/idem/" + op_key(run_id, "charge"), "v")
+        raw = r.hget(RedisLayout(fleet.prefix).entry("agent-recovery/idem/" + op_key(run_id, "charge")), "v")
         assert raw is not None and json.loads(raw)["status"] == "done", (run_id, raw)
 
 
