@@ -83,27 +83,30 @@ export function recordId(id) {
 }
 
 /** The stream's record count: its last sequence number (1, 2, 3, ... with no gaps), found in O(log n) reads. */
-export function streamLength(store, stream = DEAD_LETTER_STREAM) {
-  // Sequence numbers increase but need not start at 1 or be dense (the Redis
-  // store starts a stream at its clock): count the records a page at a time.
+/**
+ * A stream's record count and last sequence number (0 when empty), read a page
+ * at a time. Sequence numbers increase but need not start at 1 or be dense (the
+ * Redis store starts a stream at its clock), so the count is not the last number.
+ */
+function streamEnd(store, stream) {
   let count = 0;
-  let after = 0;
+  let last = 0;
   for (;;) {
-    const page = store.read(stream, after, 4096);
-    if (page.length === 0) return count;
+    const page = store.read(stream, last, 4096);
+    if (page.length === 0) return { count, last };
     count += page.length;
-    after = page[page.length - 1][0];
+    last = page[page.length - 1][0];
   }
 }
 
-/** The last sequence number of a stream (0 when empty), read a page at a time. */
+/** How many records a stream holds. */
+export function streamLength(store, stream = DEAD_LETTER_STREAM) {
+  return streamEnd(store, stream).count;
+}
+
+/** The last sequence number of a stream (0 when empty). */
 export function streamLast(store, stream = DEAD_LETTER_STREAM) {
-  let after = 0;
-  for (;;) {
-    const page = store.read(stream, after, 4096);
-    if (page.length === 0) return after;
-    after = page[page.length - 1][0];
-  }
+  return streamEnd(store, stream).last;
 }
 
 /** `streamLength` on a store's asynchronous face. */

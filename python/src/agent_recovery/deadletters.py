@@ -223,7 +223,7 @@ def update(store: Any, key: str, change: Callable[[Any], Any], now_ms: int, ttl_
     )
 
 
-def last_seq(store: Any, stream: str = DEAD_LETTER_STREAM) -> int:
+def stream_count(store: Any, stream: str = DEAD_LETTER_STREAM) -> int:
     """How many records `stream` holds (read a page at a time). Sequence
     numbers are increasing but need not start at 1 or be dense (the Redis
     store starts a stream at its clock), so the count is not the last number."""
@@ -260,7 +260,7 @@ def depth_event(store: Any, config: Any, seq: int, step: Any, t_ms: int, now_ms:
     threshold = dl.get("depth_threshold") if isinstance(dl, dict) else None
     if not isinstance(threshold, int) or isinstance(threshold, bool):
         return None
-    after = last_seq(store) - closed_count(store, now_ms)
+    after = stream_count(store) - closed_count(store, now_ms)
     if not (after - 1 < threshold <= after):
         return None
     return (
@@ -344,7 +344,7 @@ class DeadLetters:
 
     def depth(self) -> int:
         """Records in the stream − `closed.count`: neither replayed ok nor purged."""
-        return max(0, last_seq(self._store) - closed_count(self._store, self._now()))
+        return max(0, stream_count(self._store) - closed_count(self._store, self._now()))
 
     def purge(self, id: Any) -> DeadLetter:
         """Give up on an item: status `purged` (+ `purged_ms`), `closed.count + 1`.

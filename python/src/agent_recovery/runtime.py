@@ -989,10 +989,10 @@ class Run:
         crossed the threshold (the only event a runtime makes: only the store
         knows the sequence number), else None. `t_ms` is the `dead_letter`
         event's, emitted just before the append."""
-        from .deadletters import closed_count, depth_event, last_seq
+        from .deadletters import closed_count, depth_event, stream_count
 
         rt = self._rt
-        rt._telemetry.dead_letter_depth(lambda: max(0, last_seq(rt._store) - closed_count(rt._store, rt._clock.now_ms())))
+        rt._telemetry.dead_letter_depth(lambda: max(0, stream_count(rt._store) - closed_count(rt._store, rt._clock.now_ms())))
         step = record.get("step_id") if isinstance(record, dict) else None
         return depth_event(rt._store, rt._config_dict, seq, step, t_ms, rt._clock.now_ms())
 
