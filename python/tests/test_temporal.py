@@ -221,3 +221,23 @@ def test_temporal_sees_the_activity_without_its_injected_parameters(quickstart: 
     with pytest.raises(PolicyError) as info:
         recover_activity(retries=3)(quickstart.post)
     assert info.value.kind == "invalid_argument" and "retries" in str(info.value)
+
+
+def test_the_saga_runs_inside_the_workflow_sandbox(server: DevServer) -> None:
+    from .temporal_sandboxed import SagaInSandbox
+
+    async def run(failing: List[str]) -> Any:
+        client = await Client.connect(server.address)
+        queue = f"sandbox-{uuid.uuid4().hex}"
+        async with Worker(client, task_queue=queue, workflows=[SagaInSandbox]):  # the default, sandboxed runner
+            return await client.execute_workflow(
+                SagaInSandbox.run, failing, id=queue, task_queue=queue, execution_timeout=timedelta(seconds=60)
+            )
+
+    clean, one_failed = asyncio.run(run([])), asyncio.run(run(["reserve"]))
+    assert clean == {"ran": ["label", "reserve", "charge"], "failed": [], "cause": "ship: carrier refused", "pending": []}
+    assert one_failed["ran"] == ["label", "reserve", "charge"]
+    assert one_failed["failed"] == [
+        {"compensation": "SagaInSandbox.undo", "error": "reserve could not be undone", "type": "ApplicationError"}
+    ]
+    assert one_failed["cause"] == "ship: carrier refused"
