@@ -20,7 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -95,7 +95,10 @@ class Shop:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 order = str(body.get("order"))
                 with shop.lock:
-                    shop.log.append({"path": self.path, "order": order, "key": self.headers.get("Idempotency-Key")})
+                    shop.log.append({
+                        "path": self.path, "order": order, "key": self.headers.get("Idempotency-Key"),
+                        "attempt": self.headers.get("X-Attempt"),
+                    })
                     planned = shop.plans.get((self.path, order)) or []
                     status, headers, payload = planned.pop(0) if planned else (200, {}, {"ok": True})
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
@@ -138,7 +141,6 @@ class ActivityRecord:
     scheduled: Any  # the ActivityTaskScheduled event
     started: Optional[Any] = None  # the ActivityTaskStarted event (the last attempt's)
     closed: Optional[Any] = None  # ActivityTaskCompleted / Failed / TimedOut / Canceled
-    extra: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def attempt(self) -> int:

@@ -1,9 +1,13 @@
-"""A workflow whose module imports `Saga` inside Temporal's workflow sandbox
-(not passed through), so the saga module's imports and calls go through the
-sandbox's restrictions (tests/test_temporal.py)."""
+"""Workflows of tests/test_temporal.py besides the documented one.
+
+This module imports `Saga` inside Temporal's workflow sandbox (not passed
+through), so the saga module's imports and calls go through the sandbox's
+restrictions.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Dict, List
 
 from temporalio import workflow
@@ -39,3 +43,14 @@ class SagaInSandbox:
         except ApplicationError as e:
             cause = str(e)
         return {"ran": self.ran, "failed": failed, "cause": cause, "pending": saga.pending}
+
+
+@workflow.defn
+class ChargeOnce:
+    """Runs the activity named `activity` once for `order` (Temporal's default retry policy)."""
+
+    @workflow.run
+    async def run(self, activity: str, order: str) -> Any:
+        return await workflow.execute_activity(
+            activity, args=["/charge", order], start_to_close_timeout=timedelta(seconds=30)
+        )

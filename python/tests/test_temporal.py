@@ -17,11 +17,14 @@ import os
 import re
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from types import ModuleType
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
+import requests
+from temporalio import activity
 from temporalio.api.enums.v1 import RetryState
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -47,6 +50,7 @@ def vector(file: str, name: str) -> Dict[str, Any]:
 # Stripe's card decline (its source is Stripe's error documentation, cited by the vector file).
 DECLINE = vector("providers.json", "stripe 402 card_error is a decline with field, docs and decline code")
 FORBIDDEN = vector("http.json", "status 403")
+UNAVAILABLE = vector("http.json", "status 503")
 
 
 def as_response(case: Dict[str, Any]) -> Tuple[int, Dict[str, str], Any]:
@@ -241,3 +245,47 @@ def test_the_saga_runs_inside_the_workflow_sandbox(server: DevServer) -> None:
         {"compensation": "SagaInSandbox.undo", "error": "reserve could not be undone", "type": "ApplicationError"}
     ]
     assert one_failed["cause"] == "ship: carrier refused"
+
+
+@activity.defn
+@recover_activity(call="tool")
+def charge_sync(path: str, order: str, *, key: str, attempt: int) -> Any:
+    """A blocking activity (run on the worker's thread pool) with `requests`."""
+    headers = {"Idempotency-Key": key, "X-Attempt": str(attempt)}
+    r = requests.post(os.environ["SHOP_URL"] + path, json={"order": order}, headers=headers, timeout=30)
+    r.raise_for_status()
+    return r.json()
+
+
+def test_a_blocking_activity_gets_the_key_and_the_attempt_number(server: DevServer, shop: Shop) -> None:
+    from .temporal_sandboxed import ChargeOnce
+
+    order = f"o-{uuid.uuid4().hex[:8]}"
+    shop.plan("/charge", order, as_response(UNAVAILABLE))
+    queue = f"sync-{uuid.uuid4().hex}"
+
+    async def run() -> Tuple[Any, Any]:
+        client = await Client.connect(server.address)
+        with ThreadPoolExecutor(2) as pool:
+            async with Worker(
+                client, task_queue=queue, workflows=[ChargeOnce], activities=[charge_sync], activity_executor=pool
+            ):
+                result = await client.execute_workflow(
+                    ChargeOnce.run, args=["charge_sync", order], id=queue, task_queue=queue,
+                    execution_timeout=timedelta(seconds=60),
+                )
+        return result, await client.get_workflow_handle(queue).fetch_history()
+
+    result, history = asyncio.run(run())
+    assert result == {"ok": True}
+    (charge,) = history_activities(history)
+    assert charge.attempt == 2
+    envelope, decision = failure_details(charge.last_failure)
+    assert mismatches(UNAVAILABLE["expect"]["envelope"], envelope) == []
+    assert decision["action"] == "retry"
+    assert charge.last_failure.application_failure_info.next_retry_delay.ToTimedelta() == timedelta(
+        milliseconds=decision["delay_ms"]
+    )
+    sent = shop.requests(order)
+    assert [r["attempt"] for r in sent] == ["1", "2"]
+    assert sent[0]["key"] == sent[1]["key"] == documented_key(queue, charge.activity_id, "charge_sync", charge.input)

@@ -184,7 +184,7 @@ def recover_activity(fn: Optional[Callable[..., Any]] = None, /, **options: Any)
     | `policy` | the packaged reference policy (a `Policy`, a `PolicyHandle`) |
     | `call` | None: read from each observation; `"tool"`, `"llm"` or `"agent"` |
     | `provider` | None: the SDK's, when the adapters know it |
-    | `idempotent` | None (unknown); False makes the policy fail a side effect it cannot repeat safely |
+    | `idempotent` | None (unknown); False: an ambiguous failure (a timeout, a reset, a 502) fails instead of retrying |
     | `seed` | None: jitter from WASI random |
     | `policy_config` | None: the policy's defaults (`max_attempts`, `retry_budget_ms`, ...) |
 
