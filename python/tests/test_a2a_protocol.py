@@ -87,15 +87,20 @@ class Working(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+def card_for(url: str) -> AgentCard:
+    """The card of an agent served at `url` (JSON-RPC at its root)."""
+    return AgentCard(
+        name="sub-agent", description="a test agent", version="1.0.0",
+        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url + "/")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="work", name="work", description="works until cancelled", tags=["test"])],
+    )
+
+
 def agent(executor: Any) -> Any:
     def make(url: str) -> Any:
-        card = AgentCard(
-            name="sub-agent", description="a test agent", version="1.0.0",
-            supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url + "/")],
-            capabilities=AgentCapabilities(streaming=True),
-            default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-            skills=[AgentSkill(id="work", name="work", description="works until cancelled", tags=["test"])],
-        )
+        card = card_for(url)
         handler = DefaultRequestHandler(executor, InMemoryTaskStore(), card)
         return Recorder(Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/")))
 
