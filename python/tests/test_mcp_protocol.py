@@ -199,7 +199,11 @@ def test_without_reconnect_a_gone_session_fails_the_call(served: List[Served], p
                 await tools.call_tool("add", {"a": 2, "b": 2})
             return caught.value
 
-    assert asyncio.run(main()).envelope["upstream"]["source"] == "mcp"
+    error = asyncio.run(main())
+    # The refusal is the server's JSON-RPC -32600 Invalid Request (JSON-RPC 2.0, section 5.1):
+    # without a new session, resending it unchanged cannot help.
+    assert error.code == "tool.jsonrpc.invalid_request"
+    assert error.action == "fail"
 
 
 def fastmcp_server(url: str) -> Any:
