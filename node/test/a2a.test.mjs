@@ -97,8 +97,7 @@ test('a failed task says whether and when to retry', async () => {
   const client = await new ClientFactory().createFromUrl(url);
   const events = [];
   for await (const e of client.sendMessageStream(hello())) events.push(e);
-  const last = events.at(-1).payload;
-  const status = last.$case === 'task' ? last.value.status : last.value.status;
+  const { status } = events.at(-1).payload.value; // a Task or a TaskStatusUpdateEvent: both carry the status
   assert.equal(status.state, TaskState.TASK_STATE_FAILED);
   const data = status.message.parts.find((p) => p.content.$case === 'data').content.value;
   assert.equal(data.retryable, true);
