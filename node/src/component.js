@@ -304,6 +304,7 @@ export function bindExports(root) {
     decideJson: decide.decideJson,
     delay: backoff.delay,
     codesJson: registry.codesJson,
+    errorsBlock: registry.errorsBlock,
     key: idempotency.key,
     renderJson: render.renderJson,
     info: meta.info,
