@@ -1,0 +1,13 @@
+"""Adapters that plug the recovery runtime into agent frameworks, each at the
+framework's own hook, each turning the framework's inner retries off so one
+layer owns retrying.
+
+| module | framework (extra) | hook |
+| --- | --- | --- |
+| `agent_recovery.integrations.pydantic_ai` | PydanticAI (`pydantic-ai`) | a `WrapperModel` whose requests go through the door; tools wrapped with `recover(errors="model")` |
+| `agent_recovery.integrations.openai_agents` | OpenAI Agents SDK (`openai-agents`) | `ModelRetrySettings(policy=...)` and a tool `failure_error_function` |
+| `agent_recovery.integrations.langgraph` | LangGraph (`langgraph`) | a node wrapper, a `RetryPolicy.retry_on` predicate, a node `error_handler` |
+
+Importing this package imports no framework; each module imports its
+framework when it is imported itself (docs/integrations/frameworks.md).
+"""
