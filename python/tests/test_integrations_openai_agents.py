@@ -18,8 +18,13 @@ import pytest
 from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI, RateLimitError
 
-from agent_recovery import Policy, VirtualClock, recover
-from agent_recovery.integrations.openai_agents import failure_error_function, retry_settings, without_sdk_retries
+from agent_recovery import Policy, RecoveryError, VirtualClock, recover
+from agent_recovery.integrations.openai_agents import (
+    RecoveringModel,
+    failure_error_function,
+    retry_settings,
+    without_sdk_retries,
+)
 
 from .scripted import DECLINED, ScriptedServer, error_body, models
 
@@ -106,3 +111,23 @@ def test_a_recovered_tool_retries_a_lost_response_with_one_key(server: ScriptedS
     keys = [e["key"] for e in stats["log"] if e["route"] == "charge"]
     assert len(keys) == 2 and keys[0] == keys[1] and keys[0]
     assert stats["charges"] == 1
+
+
+def test_a_recovering_model_falls_back_on_quota(server: ScriptedServer) -> None:
+    client = AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+    model = RecoveringModel(OpenAIChatCompletionsModel("gpt-4o", client),
+                            fallbacks=[OpenAIChatCompletionsModel("gpt-4o-mini", client)], clock=VirtualClock(0))
+    server.script({"model:gpt-4o": [{"status": 429, "body": error_body("quota")}]})
+    assert run(Agent(name="payer", model=model)).final_output == "done"
+    assert models(server.stats()) == {"gpt-4o": 1, "gpt-4o-mini": 1}
+
+
+def test_a_recovering_model_gives_up_after_the_policys_attempts(server: ScriptedServer) -> None:
+    client = AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+    clock = VirtualClock(0)
+    model = RecoveringModel(OpenAIChatCompletionsModel("gpt-4o", client), clock=clock)
+    server.script({"model:gpt-4o": [{**RATE_LIMITED, "headers": {"retry-after": "2"}}] * 10})
+    with pytest.raises(RecoveryError) as raised:
+        run(Agent(name="payer", model=model))
+    assert raised.value.code == "llm.http.429_rate_limited"
+    assert models(server.stats()) == {"gpt-4o": 3} and clock.now_ms() >= 4000  # 3 attempts, 2 waits of 2 s

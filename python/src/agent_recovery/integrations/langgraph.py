@@ -20,8 +20,9 @@ owns its retries, and a `RetryPolicy` on top would multiply the attempts.
 
 When the door gives up it raises `RecoveryError`; `envelope_handler(field)`
 is a node `error_handler` that catches it (or any exception) and writes the
-envelope rendered for the model into the state's `field`, so the graph goes
-on to the next edge instead of failing.
+envelope rendered for the model into the state's `field` (or returns
+`update(state, rendered)`), so the graph goes on to the next edge instead of
+failing.
 
 For graphs that keep LangGraph's own `RetryPolicy`, `retry_on(policy)` is
 its `retry_on` predicate: an exception is retried when the policy's
@@ -68,17 +69,25 @@ def retry_on(policy: Any = None, *, call: Optional[str] = None) -> Callable[[Exc
     return retryable
 
 
-def envelope_handler(field: str = "error", policy: Any = None) -> Callable[[Any, NodeError], Dict[str, Any]]:
+def envelope_handler(
+    field: str = "error",
+    policy: Any = None,
+    *,
+    update: Optional[Callable[[Any, Any], Any]] = None,
+) -> Callable[[Any, NodeError], Any]:
     """A node `error_handler`: the failure's envelope, rendered for the model,
-    as the state update `{field: rendered}`."""
+    as the state update `{field: rendered}`, or `update(state, rendered)`
+    when given (e.g. a `Command` adding a `ToolMessage` and going back to the
+    model node: a handler's update does not follow the failed node's edges)."""
     chosen = _policy(policy)
 
-    def handler(state: Any, error: NodeError) -> Dict[str, Any]:
+    def handler(state: Any, error: NodeError) -> Any:
         exc = error.error
         if isinstance(exc, RecoveryError):
             envelope: Any = exc.envelope
         else:
             envelope = chosen.classify(observation_from(exc))
-        return {field: chosen.render(envelope, "model-tool-result")}
+        rendered = chosen.render(envelope, "model-tool-result")
+        return update(state, rendered) if update is not None else {field: rendered}
 
     return handler

@@ -26,6 +26,14 @@ for a request's first attempt, so build the client with `max_retries=0`
 (`AsyncOpenAI(max_retries=0)`, or `without_sdk_retries(client)`); then a
 persistent 429 reaches the provider exactly the policy's `max_attempts` times.
 
+For a fallback chain, `RecoveringModel(model, fallbacks=[...])` is an SDK
+`Model` whose `get_response` goes through a `recover` door instead (the
+models' names as `target` and `fallbacks`; a quota refusal moves to the next
+model, a model whose breaker is open is skipped by later requests). It owns
+the retries then: leave `ModelSettings.retry` unset and give its models
+clients with `max_retries=0`. `stream_response` passes through to the first
+model.
+
 `failure_error_function()` returns what the SDK calls with a tool's
 exception: the exception's envelope rendered `model-tool-result`, as JSON
 text (the SDK hands a string to the model). To also retry the tool with one
@@ -39,11 +47,14 @@ import json
 from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from agents.models.interface import Model
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from ..adapters import observation_from
+from ..door import recover
 
-__all__ = ["RecoveryRetryPolicy", "failure_error_function", "retry_settings", "without_sdk_retries"]
+__all__ = ["RecoveringModel", "RecoveryRetryPolicy", "failure_error_function", "retry_settings",
+           "without_sdk_retries"]
 
 #: The retry delay already spent on the model request in progress (this task's).
 _SPENT: ContextVar[Tuple[int, int]] = ContextVar("agent_recovery_agents_spent", default=(0, 0))
@@ -121,3 +132,56 @@ def without_sdk_retries(client: Any) -> Any:
     """A copy of an OpenAI client (`AsyncOpenAI`, `OpenAI`) that never retries
     on its own: `client.with_options(max_retries=0)`."""
     return client.with_options(max_retries=0)
+
+
+class _Request:
+    """One model request's arguments, passed through the door (its repr is
+    what the door records as the call's arguments)."""
+
+    def __init__(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return "<model request>"
+
+
+class RecoveringModel(Model):
+    """`model` (then `fallbacks`, in order) with every `get_response` run
+    through a `recover` door. Options: `recover`'s, except `call`, `target`
+    and `fallbacks`, which this model sets."""
+
+    def __init__(self, model: Model, *, fallbacks: Any = (), **options: Any) -> None:
+        for fixed in ("call", "target", "fallbacks"):
+            if fixed in options:
+                raise TypeError(f"RecoveringModel sets {fixed!r} itself; pass the models as model and fallbacks=[...]")
+        self.models: Dict[str, Model] = {}
+        for m in [model, *fallbacks]:
+            base = str(getattr(m, "model", type(m).__name__))
+            name, n = base, 1
+            while name in self.models:
+                n += 1
+                name = f"{base}#{n}"
+            self.models[name] = m
+        names = list(self.models)
+        options.setdefault("tool", "model_request")
+        options.setdefault("step_id", "model_request")
+        self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "RecoveringModel":
+        return self  # shared, like the policy it holds
+
+    async def _attempt(self, request: _Request, *, target: str) -> Any:
+        return await self.models[target].get_response(*request.args, **request.kwargs)
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        """The first model's response that the door accepts (the SDK's arguments, passed on)."""
+        return await self._door(_Request(args, kwargs))
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        """The first model's stream, unchanged."""
+        return next(iter(self.models.values())).stream_response(*args, **kwargs)
+
+    async def close(self) -> None:
+        for m in self.models.values():
+            await m.close()
