@@ -32,7 +32,7 @@ own interval (it does not read `Retry-After`): prefer `recover_node`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
 from langgraph.errors import NodeError
 
