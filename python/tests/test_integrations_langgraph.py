@@ -101,3 +101,31 @@ def test_retry_on_asks_the_policy(server: ScriptedServer) -> None:
 
     assert predicate(status_error(503)) is True and predicate(status_error(429)) is True
     assert predicate(status_error(400)) is False
+
+
+def test_a_model_node_under_a_persistent_429_reaches_the_provider_the_policys_attempts(server: ScriptedServer) -> None:
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from agent_recovery import Policy, RecoveryError
+
+    from .scripted import error_body, models
+
+    max_attempts = Policy.load().decide({"source": "http", "status": 429, "call": "llm"}, {"attempt": 1})["max_attempts"]
+
+    def ask(state: dict, *, target: str) -> dict:
+        llm = ChatOpenAI(model=target, base_url=server.url + "/v1", api_key="test", max_retries=0)  # type: ignore[arg-type]
+        return {"answer": llm.invoke([HumanMessage("hi")]).content}
+
+    class Asked(TypedDict, total=False):
+        answer: str
+
+    clock = VirtualClock(0)
+    app = StateGraph(Asked).add_node("ask", recover_node(ask, call="llm", target="gpt-4o", clock=clock))
+    app = app.add_edge(START, "ask").add_edge("ask", END).compile()
+    server.script({"model:gpt-4o": [{"status": 429, "headers": {"retry-after": "2"},
+                                     "body": error_body("rate_limit")}] * 10})
+    with pytest.raises(RecoveryError) as raised:
+        app.invoke({})
+    assert raised.value.code == "llm.http.429_rate_limited"
+    assert models(server.stats()) == {"gpt-4o": max_attempts} and clock.now_ms() >= 2000 * (max_attempts - 1)
