@@ -42,6 +42,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("PAYMENTS_URL", s.url)
         monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         yield s
 
 
@@ -53,7 +54,7 @@ def run(block: str) -> str:
 
 
 def test_the_page_has_a_short_quickstart_per_framework() -> None:
-    assert set(QUICKSTARTS) == {"PydanticAI", "OpenAI Agents SDK", "LangGraph"}
+    assert set(QUICKSTARTS) == {"PydanticAI", "OpenAI Agents SDK", "LangGraph", "LlamaIndex workflows", "Google ADK"}
     assert all(len(block.splitlines()) <= 15 for block in QUICKSTARTS.values())
 
 
@@ -79,3 +80,16 @@ def test_langgraph_writes_a_decline_into_the_state(server: ScriptedServer) -> No
     printed = run(QUICKSTARTS["LangGraph"])
     assert "tool.payment.declined" in printed and "'charge'" not in printed
     assert server.stats()["requests"]["charge"] == 1 and server.stats()["charges"] == 0
+
+
+def test_llama_index_retries_a_503_and_returns_the_charge(server: ScriptedServer) -> None:
+    server.script({"charge": [{"status": 503}]})
+    assert "'status': 'succeeded'" in run(QUICKSTARTS["LlamaIndex workflows"])
+    assert server.stats()["requests"]["charge"] == 2 and server.stats()["charges"] == 1
+
+
+def test_google_adk_hands_a_decline_to_the_model(server: ScriptedServer) -> None:
+    server.script({"charge": [DECLINED]}, tool_args={"amount": 5})
+    run(QUICKSTARTS["Google ADK"])
+    stats = server.stats()
+    assert stats["requests"] == {"model:gpt-4o": 2, "charge": 1} and stats["charges"] == 0

@@ -1,0 +1,102 @@
+"""The Google ADK plugin driving a real ADK agent (a LiteLLM model) against the scripted provider.
+
+Expected values: ADK's plugin docs (a dict from `on_tool_error_callback` is
+the tool's response; an `LlmResponse` from `on_model_error_callback` replaces
+the error), the reference policy's envelopes and the server's counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, List
+
+import httpx
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
+
+from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.models.lite_llm import LiteLlm  # noqa: E402
+from google.adk.runners import InMemoryRunner  # noqa: E402
+from google.genai import types  # noqa: E402
+
+from agent_recovery import VirtualClock, recover  # noqa: E402
+from agent_recovery.integrations.google_adk import RecoveryPlugin  # noqa: E402
+
+from .scripted import DECLINED, ScriptedServer, error_body  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with ScriptedServer() as s:
+        yield s
+
+
+def run(server: ScriptedServer, tool: Any, plugins: List[Any]) -> List[Any]:
+    model = LiteLlm(model="openai/gpt-4o", api_base=server.url + "/v1", api_key="test", num_retries=0)
+    agent = LlmAgent(name="payer", model=model, tools=[tool])
+
+    async def go() -> List[Any]:
+        runner = InMemoryRunner(agent=agent, app_name="app", plugins=plugins)
+        session = await runner.session_service.create_session(app_name="app", user_id="u")
+        message = types.Content(role="user", parts=[types.Part(text="pay 5")])
+        return [e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=message)]
+
+    return asyncio.run(go())
+
+
+def plain_charge(server: ScriptedServer) -> Any:
+    def charge(amount: int) -> dict:
+        """Charge the customer's card."""
+        r = httpx.post(server.url + "/charge", json={"amount": amount})
+        r.raise_for_status()
+        return dict(r.json())
+
+    return charge
+
+
+def tool_responses(events: List[Any]) -> List[Any]:
+    return [p.function_response.response for e in events if e.content for p in e.content.parts or []
+            if p.function_response is not None]
+
+
+def test_without_the_plugin_a_declined_charge_ends_the_run(server: ScriptedServer) -> None:
+    server.script({"charge": [DECLINED]}, tool_args={"amount": 5})
+    with pytest.raises(httpx.HTTPStatusError):
+        run(server, plain_charge(server), [])
+
+
+def test_a_declined_charge_is_returned_to_the_model_as_the_envelope(server: ScriptedServer) -> None:
+    server.script({"charge": [DECLINED]}, tool_args={"amount": 5})
+    events = run(server, plain_charge(server), [RecoveryPlugin()])
+    [response] = tool_responses(events)
+    assert response["error"]["code"] == "tool.payment.declined" and response["error"]["retryable"] is False
+    assert server.stats()["requests"]["model:gpt-4o"] == 2  # the model read the envelope and answered
+    assert server.stats()["charges"] == 0
+
+
+def test_a_recovered_tool_charges_a_lost_response_once(server: ScriptedServer) -> None:
+    def charge(amount: int, *, key: str) -> dict:
+        """Charge the customer's card."""
+        r = httpx.post(server.url + "/charge", json={"amount": amount}, headers={"Idempotency-Key": key})
+        r.raise_for_status()
+        return dict(r.json())
+
+    server.script({"charge": [{"status": 503, "apply": True}]}, tool_args={"amount": 5})
+    tool = recover(charge, call="tool", side_effect=True, clock=VirtualClock(0))
+    [response] = tool_responses(run(server, tool, [RecoveryPlugin()]))
+    assert response["status"] == "succeeded"
+    stats = server.stats()
+    keys = [e["key"] for e in stats["log"] if e["route"] == "charge"]
+    assert len(keys) == 2 and keys[0] == keys[1] and keys[0] and stats["charges"] == 1
+
+
+def test_a_quota_error_ends_the_turn_with_the_envelope(server: ScriptedServer) -> None:
+    server.script({"model:gpt-4o": [{"status": 429, "body": error_body("quota")}]}, tool_args={"amount": 5})
+    events = run(server, plain_charge(server), [RecoveryPlugin()])
+    [last] = [e for e in events if e.error_code]
+    assert last.error_code == "llm.quota.exhausted"
+    assert json.loads(last.error_message)["error"]["retryable"] is False
+    assert server.stats()["requests"]["model:gpt-4o"] == 1  # num_retries=0: one layer, no retries
