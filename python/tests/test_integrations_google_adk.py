@@ -22,10 +22,10 @@ from google.adk.models.lite_llm import LiteLlm  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from agent_recovery import VirtualClock, recover  # noqa: E402
-from agent_recovery.integrations.google_adk import RecoveryPlugin  # noqa: E402
+from agent_recovery import Policy, VirtualClock, recover  # noqa: E402
+from agent_recovery.integrations.google_adk import RecoveringLlm, RecoveryPlugin  # noqa: E402
 
-from .scripted import DECLINED, ScriptedServer, error_body  # noqa: E402
+from .scripted import DECLINED, ScriptedServer, error_body, models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +100,34 @@ def test_a_quota_error_ends_the_turn_with_the_envelope(server: ScriptedServer) -
     assert last.error_code == "llm.quota.exhausted"
     assert json.loads(last.error_message)["error"]["retryable"] is False
     assert server.stats()["requests"]["model:gpt-4o"] == 1  # num_retries=0: one layer, no retries
+
+
+def recovering(server: ScriptedServer, clock: VirtualClock) -> Any:
+    def llm(name: str) -> Any:
+        return LiteLlm(model="openai/" + name, api_base=server.url + "/v1", api_key="test", num_retries=0)
+
+    return RecoveringLlm(llm("gpt-4o"), fallbacks=[llm("gpt-4o-mini")], clock=clock)
+
+
+def run_model(model: Any) -> List[Any]:
+    agent = LlmAgent(name="asker", model=model)
+    return asyncio.run(InMemoryRunner(agent=agent, plugins=[RecoveryPlugin()]).run_debug("hi", quiet=True))
+
+
+def test_a_recovering_llm_falls_back_on_quota(server: ScriptedServer) -> None:
+    server.script({"model:gpt-4o": [{"status": 429, "body": error_body("quota")}]})
+    events = run_model(recovering(server, VirtualClock(0)))
+    assert not [e for e in events if e.error_code]
+    assert models(server.stats()) == {"gpt-4o": 1, "gpt-4o-mini": 1}
+
+
+def test_a_recovering_llm_waits_out_retry_after_up_to_the_policys_attempts(server: ScriptedServer) -> None:
+    max_attempts = Policy.load().decide({"source": "http", "status": 429, "call": "llm"}, {"attempt": 1})["max_attempts"]
+    clock = VirtualClock(0)
+    llm = LiteLlm(model="openai/gpt-4o", api_base=server.url + "/v1", api_key="test", num_retries=0)
+    server.script({"model:gpt-4o": [{"status": 429, "headers": {"retry-after": "2"},
+                                     "body": error_body("rate_limit")}] * 10})
+    events = run_model(RecoveringLlm(llm, clock=clock))
+    [failed] = [e for e in events if e.error_code]
+    assert failed.error_code == "llm.http.429_rate_limited"  # the door gave up; the plugin reported it
+    assert models(server.stats()) == {"gpt-4o": max_attempts} and clock.now_ms() >= 2000 * (max_attempts - 1)

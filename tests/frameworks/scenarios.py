@@ -131,10 +131,77 @@ def langgraph(url: str, adapted: bool) -> None:
     g.compile().invoke({"messages": [HumanMessage("pay 5")]})
 
 
-FRAMEWORKS: Dict[str, Callable[[str, bool], None]] = {
+def llama_index(url: str, adapted: bool) -> None:
+    from openai import AsyncOpenAI
+    from workflows import Workflow, step
+    from workflows.events import Event, StartEvent, StopEvent
+
+    from agent_recovery.integrations.llama_index import RecoveryRetryPolicy
+
+    class ToolCall(Event):
+        call: Dict[str, Any]
+
+    class ToolResult(Event):
+        message: Dict[str, Any]
+
+    schema = {"type": "function", "function": {"name": "charge", "parameters": {
+        "type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}}}
+    client = AsyncOpenAI(base_url=url + "/v1", api_key="test", **({"max_retries": 0} if adapted else {}))
+    charge = _charge(url, adapted)
+    messages: List[Dict[str, Any]] = [{"role": "user", "content": "pay 5"}]
+
+    class Pay(Workflow):
+        @step(retry_policy=RecoveryRetryPolicy(call="llm") if adapted else None)
+        async def model(self, ev: StartEvent | ToolResult) -> ToolCall | StopEvent:
+            if isinstance(ev, ToolResult):
+                messages.append(ev.message)
+            reply = (await client.chat.completions.create(model=PRIMARY, messages=messages,  # type: ignore
+                                                          tools=[schema])).choices[0].message
+            messages.append(reply.model_dump(exclude_none=True))
+            if reply.tool_calls:
+                call = reply.tool_calls[0]
+                return ToolCall(call={"id": call.id, "args": json.loads(call.function.arguments)})
+            return StopEvent(result=reply.content)
+
+        @step
+        async def pay(self, ev: ToolCall) -> ToolResult:
+            result = await asyncio.to_thread(charge, **ev.call["args"])
+            return ToolResult(message={"role": "tool", "tool_call_id": ev.call["id"], "content": json.dumps(result)})
+
+    async def go() -> None:
+        await Pay(timeout=120).run()
+
+    asyncio.run(go())
+
+
+def google_adk(url: str, adapted: bool) -> Optional[str]:
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.runners import InMemoryRunner
+
+    from agent_recovery.integrations.google_adk import RecoveringLlm, RecoveryPlugin
+
+    def llm(name: str) -> Any:
+        retries: Dict[str, Any] = {"num_retries": 0} if adapted else {}
+        return LiteLlm(model="openai/" + name, api_base=url + "/v1", api_key="test", **retries)
+
+    model = RecoveringLlm(llm(PRIMARY), fallbacks=[llm(FALLBACK)]) if adapted else llm(PRIMARY)
+    agent = LlmAgent(name="payer", model=model, tools=[_charge(url, adapted)])
+    runner = InMemoryRunner(agent=agent, plugins=[RecoveryPlugin()] if adapted else [])
+    events = asyncio.run(runner.run_debug("pay 5", quiet=True))
+    codes = [e.error_code for e in events if e.error_code]
+    return f"ended with {codes[-1]}" if codes else None
+
+
+FRAMEWORKS: Dict[str, Callable[[str, bool], Optional[str]]] = {
     "pydantic-ai": pydantic_ai,
     "openai-agents": openai_agents,
     "langgraph": langgraph,
+    "llama-index": llama_index,
+    "google-adk": google_adk,
 }
 
 
@@ -142,10 +209,10 @@ def run(server: ScriptedServer, framework: str, scenario: str, mode: str) -> Dic
     """One run; its row: what the server saw and how the run ended."""
     server.script(SCENARIOS[scenario][1], tool_args={"amount": 5})
     try:
-        FRAMEWORKS[framework](server.url, mode == "with")
+        ended = FRAMEWORKS[framework](server.url, mode == "with")
         raised: Optional[BaseException] = None
     except Exception as exc:  # the run's outcome, reported in the row
-        raised = exc
+        raised, ended = exc, None
     stats = server.stats()
     model_requests = sum(v for k, v in stats["requests"].items() if k.startswith("model:"))
     charges = [e for e in stats["log"] if e["route"] == "charge"]
@@ -154,6 +221,8 @@ def run(server: ScriptedServer, framework: str, scenario: str, mode: str) -> Dic
         code = getattr(raised, "code", None)
         if isinstance(code, str) and "." in code:
             outcome += f" ({code})"
+    elif ended is not None:  # the framework ended the run with an error it reports as data
+        outcome = ended
     elif charges and charges[-1]["status"] >= 400:
         outcome = "completed, model told the charge failed"
     else:
