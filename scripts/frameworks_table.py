@@ -17,6 +17,7 @@ runs wait out the scripted Retry-After and backoffs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -52,14 +53,15 @@ def main() -> int:
     parser.add_argument("--framework", action="append", choices=sorted(FRAMEWORKS), help="only these frameworks")
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), help="only these scenarios")
     args = parser.parse_args()
+    extra = [row for path in args.rows for row in read_rows(path)]  # a bad file fails before the runs
     rows: List[Dict[str, Any]] = []
-    with ScriptedServer() as server:
+    # Some frameworks print to stdout (LiteLLM's hints): keep stdout for the table.
+    with ScriptedServer() as server, contextlib.redirect_stdout(sys.stderr):
         for framework in args.framework or list(FRAMEWORKS):
             for scenario in args.scenario or list(SCENARIOS):
                 for mode in ("without", "with"):
                     rows.append(run(server, framework, scenario, mode))
-    for path in args.rows:
-        rows.extend(read_rows(path))
+    rows.extend(extra)
     print(json.dumps(rows, indent=1) if args.json else table(rows))
     return 0
 
