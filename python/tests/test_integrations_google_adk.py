@@ -18,6 +18,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
 
 from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.apps import App  # noqa: E402
 from google.adk.models.lite_llm import LiteLlm  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
@@ -39,7 +40,7 @@ def run(server: ScriptedServer, tool: Any, plugins: List[Any]) -> List[Any]:
     agent = LlmAgent(name="payer", model=model, tools=[tool])
 
     async def go() -> List[Any]:
-        runner = InMemoryRunner(agent=agent, app_name="app", plugins=plugins)
+        runner = InMemoryRunner(app=App(name="app", root_agent=agent, plugins=plugins))
         session = await runner.session_service.create_session(app_name="app", user_id="u")
         message = types.Content(role="user", parts=[types.Part(text="pay 5")])
         return [e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=message)]
@@ -111,7 +112,8 @@ def recovering(server: ScriptedServer, clock: VirtualClock) -> Any:
 
 def run_model(model: Any) -> List[Any]:
     agent = LlmAgent(name="asker", model=model)
-    return asyncio.run(InMemoryRunner(agent=agent, plugins=[RecoveryPlugin()]).run_debug("hi", quiet=True))
+    app = App(name="app", root_agent=agent, plugins=[RecoveryPlugin()])
+    return asyncio.run(InMemoryRunner(app=app).run_debug("hi", quiet=True))
 
 
 def test_a_recovering_llm_falls_back_on_quota(server: ScriptedServer) -> None:

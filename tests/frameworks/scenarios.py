@@ -179,6 +179,7 @@ def google_adk(url: str, adapted: bool) -> Optional[str]:
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
     from google.adk.agents import LlmAgent
+    from google.adk.apps import App
     from google.adk.models.lite_llm import LiteLlm
     from google.adk.runners import InMemoryRunner
 
@@ -190,7 +191,7 @@ def google_adk(url: str, adapted: bool) -> Optional[str]:
 
     model = RecoveringLlm(llm(PRIMARY), fallbacks=[llm(FALLBACK)]) if adapted else llm(PRIMARY)
     agent = LlmAgent(name="payer", model=model, tools=[_charge(url, adapted)])
-    runner = InMemoryRunner(agent=agent, plugins=[RecoveryPlugin()] if adapted else [])
+    runner = InMemoryRunner(app=App(name="payments", root_agent=agent, plugins=[RecoveryPlugin()] if adapted else []))
     events = asyncio.run(runner.run_debug("pay 5", quiet=True))
     codes = [e.error_code for e in events if e.error_code]
     return f"ended with {codes[-1]}" if codes else None

@@ -1,10 +1,10 @@
 """Google ADK: a plugin that turns tool and model errors into envelopes.
 
 ```python
-from google.adk.runners import InMemoryRunner
+from google.adk.apps import App
 from agent_recovery.integrations.google_adk import RecoveryPlugin
 
-runner = InMemoryRunner(agent=agent, app_name="app", plugins=[RecoveryPlugin()])
+app = App(name="payments", root_agent=agent, plugins=[RecoveryPlugin()])
 ```
 
 - `on_tool_error_callback`: a tool that raises answers the model with the
