@@ -9,15 +9,18 @@
 Each row: framework, scenario, mode ("without" | "with"), model_requests and
 tool_requests (what the scripted server received), side_effects (charges it
 applied) and the run's outcome. The runs: tests/frameworks/scenarios.py;
-the server: tests/frameworks/scripted_server.py (127.0.0.1). Needs the
-frameworks installed (`pip install -e './python[test]'`). Real clocks: the
-runs wait out the scripted Retry-After and backoffs.
+the server: tests/frameworks/scripted_server.py (127.0.0.1). Runs the
+frameworks that are installed (`pip install -e './python[test]'` has all but
+Google ADK, which needs a venv of its own: `pip install -e
+'./python[google-adk]'`, then `--framework google-adk --rows others.json`).
+Real clocks: the runs wait out the scripted Retry-After and backoffs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -25,7 +28,7 @@ from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frameworks"))
 
-from scenarios import FRAMEWORKS, SCENARIOS, run  # noqa: E402
+from scenarios import FRAMEWORKS, MODULES, SCENARIOS, run  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
 COLUMNS = ["framework", "scenario", "mode", "model_requests", "tool_requests", "side_effects", "outcome"]
@@ -46,6 +49,13 @@ def read_rows(path: str) -> List[Dict[str, Any]]:
     return rows
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as a JSON array")
@@ -54,10 +64,18 @@ def main() -> int:
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), help="only these scenarios")
     args = parser.parse_args()
     extra = [row for path in args.rows for row in read_rows(path)]  # a bad file fails before the runs
+    installed = [f for f in FRAMEWORKS if _installed(MODULES[f])]
+    missing = sorted(set(args.framework or []) - set(installed))
+    if missing:
+        raise SystemExit(f"error: {', '.join(missing)} not installed; "
+                         "pip install -e './python[<framework>]' in this venv, or leave --framework out")
+    if not args.framework and len(installed) < len(FRAMEWORKS):
+        print(f"note: not installed, left out: {', '.join(f for f in FRAMEWORKS if f not in installed)}",
+              file=sys.stderr)
     rows: List[Dict[str, Any]] = []
     # Some frameworks print to stdout (LiteLLM's hints): keep stdout for the table.
     with ScriptedServer() as server, contextlib.redirect_stdout(sys.stderr):
-        for framework in args.framework or list(FRAMEWORKS):
+        for framework in args.framework or installed:
             for scenario in args.scenario or list(SCENARIOS):
                 for mode in ("without", "with"):
                     rows.append(run(server, framework, scenario, mode))

@@ -42,7 +42,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("PAYMENTS_URL", s.url)
         monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
-        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         yield s
 
 
@@ -87,9 +86,4 @@ def test_llama_index_retries_a_503_and_returns_the_charge(server: ScriptedServer
     assert "'status': 'succeeded'" in run(QUICKSTARTS["LlamaIndex workflows"])
     assert server.stats()["requests"]["charge"] == 2 and server.stats()["charges"] == 1
 
-
-def test_google_adk_hands_a_decline_to_the_model(server: ScriptedServer) -> None:
-    server.script({"charge": [DECLINED]}, tool_args={"amount": 5})
-    run(QUICKSTARTS["Google ADK"])
-    stats = server.stats()
-    assert stats["requests"] == {"model:gpt-4o": 2, "charge": 1} and stats["charges"] == 0
+# The Google ADK quickstart runs in ADK's own venv: tests/frameworks/test_google_adk.py.

@@ -197,6 +197,10 @@ def google_adk(url: str, adapted: bool) -> Optional[str]:
     return f"ended with {codes[-1]}" if codes else None
 
 
+#: The module each framework is imported as (is it installed?).
+MODULES = {"pydantic-ai": "pydantic_ai", "openai-agents": "agents", "langgraph": "langgraph",
+           "llama-index": "workflows", "google-adk": "google.adk"}
+
 FRAMEWORKS: Dict[str, Callable[[str, bool], Optional[str]]] = {
     "pydantic-ai": pydantic_ai,
     "openai-agents": openai_agents,

@@ -1,5 +1,12 @@
 """The Google ADK plugin driving a real ADK agent (a LiteLLM model) against the scripted provider.
 
+ADK needs google-genai<3, the `test` extra google-genai 3, so these run in a
+venv of their own:
+
+    python3 -m venv .venv-adk
+    .venv-adk/bin/pip install -e './python[google-adk]' pytest litellm==1.110.2
+    .venv-adk/bin/python -m pytest -q tests/frameworks/test_google_adk.py
+
 Expected values: ADK's plugin docs (a dict from `on_tool_error_callback` is
 the tool's response; an `LlmResponse` from `on_model_error_callback` replaces
 the error), the reference policy's envelopes and the server's counts.
@@ -8,25 +15,40 @@ the error), the reference policy's envelopes and the server's counts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
+import re
+import sys
+from pathlib import Path
 from typing import Any, List
 
 import httpx
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.apps import App  # noqa: E402
 from google.adk.models.lite_llm import LiteLlm  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
+from scripted_server import ScriptedServer, error_body  # noqa: E402
 
 from agent_recovery import Policy, VirtualClock, recover  # noqa: E402
 from agent_recovery.integrations.google_adk import RecoveringLlm, RecoveryPlugin  # noqa: E402
 
-from .scripted import DECLINED, ScriptedServer, error_body, models  # noqa: E402
+#: Stripe's card decline (https://docs.stripe.com/api/errors: 402, type card_error, code card_declined).
+DECLINED = {"status": 402, "body": {"error": {"type": "card_error", "code": "card_declined",
+                                              "message": "Your card was declined."}}}
+QUICKSTART = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "frameworks.md"
+
+
+def models(stats: dict) -> dict:
+    """Model requests per model name."""
+    return {k[len("model:"):]: v for k, v in stats["requests"].items() if k.startswith("model:")}
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +155,17 @@ def test_a_recovering_llm_waits_out_retry_after_up_to_the_policys_attempts(serve
     [failed] = [e for e in events if e.error_code]
     assert failed.error_code == "llm.http.429_rate_limited"  # the door gave up; the plugin reported it
     assert models(server.stats()) == {"gpt-4o": max_attempts} and clock.now_ms() >= 2000 * (max_attempts - 1)
+
+
+def test_the_quickstart_hands_a_decline_to_the_model(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    section = re.split(r"^## ", QUICKSTART.read_text(), flags=re.M)
+    [block] = [re.search(r"```python\n(.*?)```", s, re.S).group(1)  # type: ignore[union-attr]
+               for s in section if s.startswith("Google ADK\n")]
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("PAYMENTS_URL", server.url)
+    server.script({"charge": [DECLINED]}, tool_args={"amount": 5})
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(block, str(QUICKSTART), "exec", dont_inherit=True), {"__name__": "quickstart"})
+    stats = server.stats()
+    assert stats["requests"] == {"model:gpt-4o": 2, "charge": 1} and stats["charges"] == 0
