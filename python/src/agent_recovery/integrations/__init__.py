@@ -1,6 +1,8 @@
 """Adapters that plug the recovery runtime into agent frameworks, each at the
-framework's own hook, each turning the framework's inner retries off so one
-layer owns retrying.
+framework's own hook; so that one layer owns retrying, each turns the
+framework's inner retries off where it sends the request itself (PydanticAI's
+`max_retries=0` setting) and says how to elsewhere (a client's
+`max_retries=0`).
 
 | module | framework (extra) | hook |
 | --- | --- | --- |
