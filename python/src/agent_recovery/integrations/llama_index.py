@@ -14,7 +14,7 @@ failure of the step; the policy decides with the step's attempt number and
 the time since its first failure as `elapsed_ms` (`seed` is passed on for
 deterministic jitter on replay). A `retry` decision returns its `delay_ms`
 in seconds (at least the server's `Retry-After`), anything else `None`: the
-step fails with the error. `decisions` keeps each decision.
+step fails with the error. `decisions` keeps the last `DECISIONS_KEPT` (1 000) decisions.
 
 One layer owns retries: give the clients the step calls `max_retries=0`
 (an OpenAI client, a LlamaIndex `OpenAI(max_retries=0)` LLM). The step gets
@@ -25,9 +25,13 @@ every attempt alike.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from collections import deque
+from typing import Any, Deque, Dict, Optional
 
 from ..adapters import observation_from
+
+#: How many decisions `decisions` keeps (the newest).
+DECISIONS_KEPT = 1000
 
 __all__ = ["RecoveryRetryPolicy"]
 
@@ -45,7 +49,7 @@ class RecoveryRetryPolicy:
         self.policy = policy
         self.call = call
         self.config = config
-        self.decisions: List[Dict[str, Any]] = []
+        self.decisions: Deque[Dict[str, Any]] = deque(maxlen=DECISIONS_KEPT)
 
     def __deepcopy__(self, memo: Dict[int, Any]) -> "RecoveryRetryPolicy":
         return self  # shared: it holds the loaded policy

@@ -44,14 +44,18 @@ side_effect=True, errors="model"))`.
 from __future__ import annotations
 
 import json
+from collections import deque
 from contextvars import ContextVar
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 from agents.models.interface import Model
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from ..adapters import observation_from
 from ..door import recover
+
+#: How many decisions `decisions` keeps (the newest).
+DECISIONS_KEPT = 1000
 
 __all__ = ["RecoveringModel", "RecoveryRetryPolicy", "failure_error_function", "retry_settings",
            "without_sdk_retries"]
@@ -72,7 +76,7 @@ class RecoveryRetryPolicy:
     """The `policy` callback of `ModelRetrySettings`: the runner calls it with
     a `RetryPolicyContext` after each failed model request.
 
-    `decisions` keeps each decision (the policy's dict), newest last;
+    `decisions` keeps the last `DECISIONS_KEPT` (1 000) decisions (the policy's dict), newest last;
     `on_decision(decision)` is called with each one.
     """
 
@@ -81,7 +85,7 @@ class RecoveryRetryPolicy:
         self.policy = _policy(policy)
         self.config = config
         self.on_decision = on_decision
-        self.decisions: List[Dict[str, Any]] = []
+        self.decisions: Deque[Dict[str, Any]] = deque(maxlen=DECISIONS_KEPT)
 
     def __deepcopy__(self, memo: Dict[int, Any]) -> "RecoveryRetryPolicy":
         # The SDK copies an agent's settings to tell agents apart; the policy
