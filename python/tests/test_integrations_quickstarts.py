@@ -63,6 +63,9 @@ def test_pydantic_ai_falls_back_on_quota_and_charges_a_lost_response_once(server
     assert run(QUICKSTARTS["PydanticAI"]).strip() == "done"
     stats = server.stats()
     assert models(stats)["gpt-4o-mini"] == 2 and stats["requests"]["charge"] == 2 and stats["charges"] == 1
+    # The fallback is sticky: the quota refusal opened gpt-4o's breaker, so the
+    # second model turn (after the tool) starts at gpt-4o-mini.
+    assert models(stats)["gpt-4o"] == 1
 
 
 def test_openai_agents_retries_a_429_and_charges_a_lost_response_once(server: ScriptedServer) -> None:
