@@ -142,9 +142,15 @@ mod tests {
         let next = applied.next.expect("a shed target opens");
         assert_eq!(applied.became, Some(BreakerState::Open));
         assert_eq!(next.state, BreakerState::Open);
-        assert_eq!((next.since_ms, next.open_ms, next.epoch), (1_000, Some(30_000), 1));
+        assert_eq!(
+            (next.since_ms, next.open_ms, next.epoch),
+            (1_000, Some(30_000), 1)
+        );
         // A stale shed (the breaker moved on since the call's gate) changes nothing.
-        assert_eq!(next.apply(&Report::Shed { open_ms: 5 }, 0, 2_000).next, None);
+        assert_eq!(
+            next.apply(&Report::Shed { open_ms: 5 }, 0, 2_000).next,
+            None
+        );
     }
 
     #[test]
