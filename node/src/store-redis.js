@@ -844,13 +844,12 @@ export class FallbackStore {
    * `mirror(result)`, a generator of local operations, copies what the primary took to the
    * spool file (best effort: the primary answered).
    */
-  *#route(nowMs, primary, local, mirror) {
+  *#route(nowMs, primary, local, mirror, key) {
     if (nowMs !== undefined) this.#lastNow = Math.max(this.#lastNow, nowMs);
     const now = nowMs ?? this.#lastNow;
     if (this.#startup) {
       this.#startup = false;
-      const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, now]];
-      if ((yield [LOCAL, 'read', [SPOOL_STREAM, cur ? JSON.parse(cur.value).seq : 0, 1]]).length > 0 && this.#healthy) {
+      if ((yield* this.#pending(now)) && this.#healthy) {
         // A spool left by an earlier process: served locally (where those entries are)
         // until it is flushed.
         this.#healthy = false;
@@ -859,14 +858,17 @@ export class FallbackStore {
         this.#lastProbe = now - this.#probeMs;
       }
     }
-    if (!this.#healthy && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
+    // The machine's rule: while the spool file has records not yet in the primary, every
+    // process sharing it serves mirrored keys from it (docs/store.md, "One place for mirrored keys").
+    const pending = this.#healthy && key !== undefined && spooled(key) && (yield* this.#pending(now));
+    if ((!this.#healthy || pending) && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
       // Awaited (store.async): the probe and the flush run in the background and this call
       // is served locally at once. Blocking (the synchronous methods): this call probes and
       // flushes, then goes on.
       yield [DETACH, this.#reconnect(now)];
     }
-    if (this.#healthy) {
+    if (this.#healthy && !pending) {
       let result;
       let answered = false;
       try {
@@ -888,6 +890,12 @@ export class FallbackStore {
       }
     }
     return yield* local();
+  }
+
+  /** Whether the spool file has records after its cursor (not yet in the primary). */
+  *#pending(now) {
+    const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, now]];
+    return (yield [LOCAL, 'read', [SPOOL_STREAM, cur ? JSON.parse(cur.value).seq : 0, 1]]).length > 0;
   }
 
   /** Copy a write the primary took to the spool file, so it is honoured while degraded. */
@@ -958,7 +966,7 @@ export class FallbackStore {
   #get(key, nowMs) {
     return this.#route(nowMs, ['get', [key, nowMs]], function* () {
       return yield [LOCAL, 'get', [key, nowMs]];
-    });
+    }, undefined, key);
   }
 
   #compareAndSet(key, expected, value, ttlMs, nowMs) {
@@ -969,7 +977,7 @@ export class FallbackStore {
       return r;
     }, function* (r) {
       if (r.written && spooled(key)) yield* self.#mirrorSet(key, value, ttlMs, nowMs);
-    });
+    }, key);
   }
 
   #append(stream, record, nowMs) {
@@ -999,7 +1007,7 @@ export class FallbackStore {
       return existed;
     }, function* () {
       if (spooled(key)) yield [LOCAL, 'delete', [key]];
-    });
+    }, key);
   }
 
   #keys(prefix, nowMs) {

@@ -796,17 +796,18 @@ class FallbackStore:
         else:
             self._primary.get("agent-recovery/ping", self._last_now)
 
-    def _restore(self, t: int, *, due: bool = False) -> None:
+    def _restore(self, t: int, *, due: bool = False, pending: bool = False) -> None:
         """Start the background probe and flush when one is due (or `due`);
-        the call goes on locally at once, never waiting for them."""
+        the call goes on locally at once, never waiting for them. `pending`:
+        also when this store is not degraded (the machine's spool is)."""
         with self._lock:
-            if self._degraded_at is None or self._reconnecting:
+            if (self._degraded_at is None and not pending) or self._reconnecting:
                 return
             if not due and t < self._last_probe + self._probe_ms:
                 return
             self._last_probe = t
             self._reconnecting = True
-            since = self._degraded_at
+            since = self._degraded_at if self._degraded_at is not None else t
             # Up to what was spooled when the flush began: calls served locally
             # meanwhile (other threads) cannot keep it going forever.
             until = self._spool_end
@@ -997,6 +998,7 @@ class FallbackStore:
         on_primary: Callable[[], Any],
         on_local: Callable[[], Any],
         mirror: Optional[Callable[[Any], None]] = None,
+        key: Optional[str] = None,
     ) -> Any:
         with self._lock:
             if now is not None and now > self._last_now:
@@ -1006,6 +1008,12 @@ class FallbackStore:
             self._startup(t)
         if self._degraded_at is not None:
             self._restore(t)
+        elif key is not None and key.startswith(SPOOLED_PREFIXES) and self._pending():
+            # The machine's rule: while the spool file has records not yet in
+            # the primary, every process sharing it serves mirrored keys from
+            # it (docs/store.md, "One place for mirrored keys").
+            self._restore(t, pending=True)
+            return on_local()
         if self._degraded_at is None:
             try:
                 out = on_primary()
@@ -1056,7 +1064,7 @@ class FallbackStore:
         _check_name("key", key)
         _check_int("now_ms", now_ms)
         return self._call(  # type: ignore[no-any-return]
-            now_ms, lambda: self._primary.get(key, now_ms), lambda: self._local.get(key, now_ms)
+            now_ms, lambda: self._primary.get(key, now_ms), lambda: self._local.get(key, now_ms), key=key
         )
 
     def compare_and_set(
@@ -1076,7 +1084,7 @@ class FallbackStore:
                 self._mirror_set(key, value, ttl_ms, now_ms)
 
         return self._call(  # type: ignore[no-any-return]
-            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local, mirror
+            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local, mirror, key
         )
 
     def append(self, stream: str, record: str, now_ms: int) -> int:
@@ -1111,7 +1119,7 @@ class FallbackStore:
             if key.startswith(SPOOLED_PREFIXES):
                 self._mirror_delete(key)
 
-        return self._call(None, lambda: self._primary.delete(key), local, mirror)  # type: ignore[no-any-return]
+        return self._call(None, lambda: self._primary.delete(key), local, mirror, key)  # type: ignore[no-any-return]
 
     def keys(self, prefix: str, now_ms: int) -> List[str]:
         _check_name("prefix", prefix, empty_ok=True)
