@@ -40,7 +40,7 @@ const SPOOL_CURSOR = 'agent-recovery/spool/cursor';
 /** The flush lease's time to live, renewed at each batch: a process that died flushing holds the others back this long at most. */
 const SPOOL_LEASE_MS = 5_000;
 /** Spool records a flush applies between two renewals of its lease. */
-const SPOOL_BATCH = 16;
+const SPOOL_BATCH = 256;
 /**
  * Keys whose writes and deletes are copied to the spool file while Redis answers (so they are
  * honoured while it is down) and spooled while it is down (so they reach Redis again):

@@ -14,8 +14,10 @@ SIGKILLed and restarted with its data.
 Prints: resubmissions of completed runs and how many of them ran the side
 effect again (the ledger every worker writes), the slowest store call, and for
 each outage the time from Redis answering again until each worker's store left
-degraded mode (its `store_restored` event). A measurement, not a test: the
-figures depend on the machine.
+degraded mode (its `store_restored` event) and until the spool file had no
+record left to flush (from then on every worker serves every key from Redis).
+The timings are a measurement, not a test: they depend on the machine. The
+exit status is 1 when any key's side effect ran twice.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -46,6 +49,30 @@ def ledger(path: str) -> sqlite3.Connection:
     db.execute("CREATE TABLE IF NOT EXISTS calls(key TEXT, at REAL)")
     db.execute("CREATE TABLE IF NOT EXISTS done(run TEXT PRIMARY KEY)")
     return db
+
+
+def spool_pending(path: Path) -> bool:
+    """Whether the spool file has records after its cursor (read directly,
+    with the schema of host/src/store/schema.sql)."""
+    if not path.exists():
+        return False
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        row = db.execute("SELECT value FROM ar_entries WHERE key = 'agent-recovery/spool/cursor'").fetchone()
+        cursor = json.loads(row[0])["seq"] if row else 0
+        (last,) = db.execute("SELECT MAX(seq) FROM ar_records WHERE stream = 'agent-recovery/spool'").fetchone()
+        return last is not None and last > cursor
+    except sqlite3.OperationalError:  # no tables yet
+        return False
+    finally:
+        db.close()
+
+
+def watch_spool(path: Path, until: float, seen: List[Any]) -> None:
+    """(time, pending) samples of the spool file until `until`."""
+    while time.time() < until:
+        seen.append((time.time(), spool_pending(path)))
+        time.sleep(0.05)  # sampling, not timing
 
 
 def worker(w: int, url: str, ledger_path: str, until: float, out: Any) -> None:
@@ -118,14 +145,20 @@ def main() -> None:
     procs = [mp.get_context("spawn").Process(target=worker, args=(w, url, ledger_path, until, q)) for w in range(WORKERS)]
     for p in procs:
         p.start()
+    samples: List[Any] = []
+    watcher = threading.Thread(target=watch_spool, args=(tmp / "spool.sqlite", until + 10, samples), daemon=True)
+    watcher.start()
     back: List[float] = []
+    down: List[float] = []
     assert srv.proc is not None
     time.sleep(args.seconds * 0.2)  # a scripted outage schedule, not a timed assertion
+    down.append(time.time())
     srv.proc.send_signal(signal.SIGSTOP)
     time.sleep(args.pause)
     srv.proc.send_signal(signal.SIGCONT)
     back.append(time.time())
     time.sleep(args.seconds * 0.2)
+    down.append(time.time())
     srv.kill()
     time.sleep(args.pause)
     srv.start()
@@ -133,6 +166,11 @@ def main() -> None:
     results = [q.get(timeout=args.seconds + 120) for _ in procs]
     for p in procs:
         p.join()
+    watcher.join()
+    drained = []
+    for b in back:
+        after = [t for t, pending in samples if t >= b and not pending]
+        drained.append(round(after[0] - b, 2) if after else None)
     db = ledger(ledger_path)
     twice = db.execute("SELECT COUNT(*) FROM (SELECT key FROM calls GROUP BY key HAVING COUNT(*) > 1)").fetchone()[0]
     keys = db.execute("SELECT COUNT(DISTINCT key) FROM calls").fetchone()[0]
@@ -145,12 +183,19 @@ def main() -> None:
         "slowest_store_call_s": round(max(r["slowest_s"] for r in results), 3),
         "store_degraded_events_per_worker": [len(r["degraded"]) for r in results],
         "store_restored_events_per_worker": [len(r["restored"]) for r in results],
+        # Of the workers that became degraded during each outage (before the next one).
         "seconds_to_leave_degraded_after_redis_answers": [
-            sorted(round(min([t for t in r["restored"] if t >= b] or [float("inf")]) - b, 2) for r in results)
-            for b in back
+            sorted(
+                round(min([t for t in r["restored"] if t >= b] or [float("inf")]) - b, 2)
+                for r in results
+                if any(d <= t < (down[i + 1] if i + 1 < len(down) else float("inf")) for t in r["degraded"])
+            )
+            for i, (d, b) in enumerate(zip(down, back))
         ],
+        "seconds_until_the_spool_was_flushed_after_redis_answers": drained,
     }, indent=1))
     srv.stop()
+    sys.exit(1 if twice else 0)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ SPOOL_CURSOR: Final = "agent-recovery/spool/cursor"
 #: died while flushing holds the others back this long at most.
 SPOOL_LEASE_TTL_MS: Final = 5_000
 #: Spool records a flush applies between two renewals of its lease.
-SPOOL_BATCH: Final = 16
+SPOOL_BATCH: Final = 256
 #: Keys whose writes and deletes are copied to the local store while healthy
 #: (so they are honoured while degraded) and spooled while degraded (so they
 #: reach Redis again): idempotency entries, run journals, dead-letter items.
@@ -808,9 +808,10 @@ class FallbackStore:
             self._last_probe = t
             self._reconnecting = True
             since = self._degraded_at if self._degraded_at is not None else t
-            # Up to what was spooled when the flush began: calls served locally
-            # meanwhile (other threads) cannot keep it going forever.
-            until = self._spool_end
+            # Degraded: up to what was spooled when the flush began, so calls
+            # served locally meanwhile (other threads) cannot keep it going
+            # forever. Not degraded (the machine's spool is): to its end.
+            until = self._spool_end if self._degraded_at is not None else None
         try:
             # Not a daemon: a process that exits waits for a flush in progress
             # (bounded by Redis's timeouts and the spool's size) rather than
@@ -822,7 +823,7 @@ class FallbackStore:
             with self._lock:
                 self._reconnecting = False
 
-    def _reconnect_quietly(self, t: int, since: int, until: int) -> None:
+    def _reconnect_quietly(self, t: int, since: int, until: Optional[int]) -> None:
         try:
             self._reconnect(t, since, until)
         except StoreError:
@@ -831,11 +832,11 @@ class FallbackStore:
             with self._lock:
                 self._reconnecting = False
 
-    def _reconnect(self, t: int, since: int, until: int) -> None:
+    def _reconnect(self, t: int, since: int, until: Optional[int]) -> None:
         try:
             self._probe()
             # Up to what this machine's processes had spooled when the flush began.
-            flushed = self._flush(t, max(until, self._spool_last(t)))
+            flushed = self._flush(t, None if until is None else max(until, self._spool_last(t)))
         except StoreError as e:
             with self._lock:
                 startup, self._startup_spool = self._startup_spool, False
@@ -848,7 +849,7 @@ class FallbackStore:
             # Another process is flushing: serve Redis again once it has
             # flushed this process's records (so every process of the machine
             # stops adding to the spool soon); until then stay degraded.
-            if self._startup_spool or self._cursor(t)[0] < until:
+            if self._startup_spool or self._cursor(t)[0] < (until or 0):
                 return
             flushed = 0
         with self._lock:
