@@ -813,7 +813,8 @@ export class FallbackStore {
     this.#healthy = true;
     const startup = this.#startupSpool;
     this.#startupSpool = false;
-    if (wasDegraded || flushed > 0) {
+    // A process that was not degraded (it flushed the machine's spool) says nothing.
+    if (wasDegraded) {
       // A spool left by an earlier process: this one was never degraded.
       const degradedMs = wasDegraded && !startup ? Math.max(0, nowMs - this.#degradedAt) : 0;
       this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: degradedMs, flushed });
