@@ -183,14 +183,17 @@ def main() -> None:
         "slowest_store_call_s": round(max(r["slowest_s"] for r in results), 3),
         "store_degraded_events_per_worker": [len(r["degraded"]) for r in results],
         "store_restored_events_per_worker": [len(r["restored"]) for r in results],
-        # Of the workers that became degraded during each outage (before the next one).
+        # Of the workers the outage degraded (a store_degraded from its start
+        # until timeout_ms + connect_timeout_ms after Redis answered): from
+        # Redis answering until their next store_restored.
         "seconds_to_leave_degraded_after_redis_answers": [
             sorted(
-                round(min([t for t in r["restored"] if t >= b] or [float("inf")]) - b, 2)
+                round(min([r2 for r2 in r["restored"] if r2 >= t] or [float("inf")]) - b, 2)
                 for r in results
-                if any(d <= t < (down[i + 1] if i + 1 < len(down) else float("inf")) for t in r["degraded"])
+                for t in r["degraded"]
+                if d <= t <= b + 2.0
             )
-            for i, (d, b) in enumerate(zip(down, back))
+            for d, b in zip(down, back)
         ],
         "seconds_until_the_spool_was_flushed_after_redis_answers": drained,
     }, indent=1))
