@@ -1,6 +1,11 @@
 """A measurement: resubmitted runs across Redis outages, 4 worker processes.
 
     .venv/bin/python tests/fleet/degraded_measure.py [--seconds 30] [--pause 5]
+    .venv/bin/python tests/fleet/degraded_measure.py --get-cost
+
+`--get-cost` only prints the mean time of a `get` through the default store
+with Redis answering and the spool flushed, of a key under a mirrored prefix
+(which first reads the spool file's cursor and next record) and of another.
 
 One real `redis-server` on 127.0.0.1 (append-only file fsynced at every
 write) and 4 Python worker processes on one machine, each on the default Redis
@@ -130,12 +135,33 @@ def worker(w: int, url: str, ledger_path: str, until: float, out: Any) -> None:
     out.put({"w": w, "resubmitted": resubmitted, "slowest_s": slowest[0], "restored": restored, "degraded": degraded})
 
 
+def get_cost(tmp: Path, rounds: int = 2000) -> None:
+    from agent_recovery.store import open_store
+
+    srv = RedisServer(tmp / "redis").start()
+    store = open_store(srv.url(f"spool={tmp / 'spool.sqlite'}"))
+    now = int(time.time() * 1000)
+    out = {}
+    for key in ("agent-recovery/attempts/k", "agent-recovery/idem/k"):
+        store.get(key, now)
+        start = time.perf_counter()
+        for _ in range(rounds):
+            store.get(key, now)
+        out[key] = f"{(time.perf_counter() - start) / rounds * 1e6:.0f} us"
+    print(json.dumps({"mean get": out}, indent=1))
+    srv.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--pause", type=float, default=5.0)
+    ap.add_argument("--get-cost", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="degraded-measure-"))
+    if args.get_cost:
+        get_cost(tmp)
+        return
     srv = RedisServer(tmp / "redis", persist=True).start()
     url = srv.url(f"timeout_ms=1000&connect_timeout_ms=1000&probe_ms=1000&spool={tmp / 'spool.sqlite'}")
     ledger_path = str(tmp / "ledger.sqlite")
