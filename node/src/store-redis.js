@@ -861,7 +861,15 @@ export class FallbackStore {
     }
     // The machine's rule: while the spool file has records not yet in the primary, every
     // process sharing it serves mirrored keys from it (docs/store.md, "One place for mirrored keys").
-    const pending = this.#healthy && key !== undefined && spooled(key) && (yield* this.#pending(now));
+    // (A spool file that cannot be read now does not hold the call back.)
+    let pending = false;
+    if (this.#healthy && key !== undefined && spooled(key)) {
+      try {
+        pending = yield* this.#pending(now);
+      } catch {
+        pending = false;
+      }
+    }
     if ((!this.#healthy || pending) && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
       // Awaited (store.async): the probe and the flush run in the background and this call

@@ -880,6 +880,14 @@ class FallbackStore:
         cursor = self._cursor(self._last_now)[0]
         return bool(self._local.read(SPOOL_STREAM, cursor, 1))
 
+    def _pending_quietly(self) -> bool:
+        """`_pending`, False when the spool file cannot be read now (it does
+        not hold a call to the primary back)."""
+        try:
+            return self._pending()
+        except StoreError:
+            return False
+
     def _spool_last(self, t: int) -> int:
         """The last record's sequence number in the spool (reads only)."""
         last = self._cursor(t)[0]
@@ -1009,7 +1017,7 @@ class FallbackStore:
             self._startup(t)
         if self._degraded_at is not None:
             self._restore(t)
-        elif key is not None and key.startswith(SPOOLED_PREFIXES) and self._pending():
+        elif key is not None and key.startswith(SPOOLED_PREFIXES) and self._pending_quietly():
             # The machine's rule: while the spool file has records not yet in
             # the primary, every process sharing it serves mirrored keys from
             # it (docs/store.md, "One place for mirrored keys").
