@@ -4,6 +4,11 @@
 //! cli_dlq::` runs `cli_dlq.rs`. `suite_registry` (host/tests) fails when a file is
 //! neither a module here nor a `[[test]]` of Cargo.toml.
 
+#![allow(
+    clippy::duplicate_mod,
+    reason = "each file declares the helper modules it uses (common, ...), as when it was a binary of its own"
+)]
+
 #[path = "cli.rs"]
 mod cli;
 #[path = "cli_cache.rs"]

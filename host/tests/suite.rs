@@ -5,6 +5,11 @@
 //! own is a `[[test]]` of Cargo.toml instead; `suite_registry.rs` fails when a
 //! file is neither.
 
+#![allow(
+    clippy::duplicate_mod,
+    reason = "each file declares the helper modules it uses (common, ...), as when it was a binary of its own"
+)]
+
 #[path = "bad_input.rs"]
 mod bad_input;
 #[path = "breaker_policy.rs"]

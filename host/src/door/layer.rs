@@ -18,14 +18,12 @@ use serde_json::Value;
 use tower::{Layer, Service};
 
 use super::future::Recoverable;
-use super::outcome::exception;
+use super::outcome::{CheckFn, ObserveFn, exception};
 use super::{Door, DoorError};
 use crate::runtime::Call;
 
 type ArgsFn<Req> = Arc<dyn Fn(&Req) -> Value + Send + Sync>;
 type PrepareFn<Req> = Arc<dyn Fn(&mut Req, &Call) + Send + Sync>;
-type CheckFn<Res> = Arc<dyn Fn(&Res) -> Option<String> + Send + Sync>;
-type ObserveFn<Err> = Arc<dyn Fn(&Err) -> String + Send + Sync>;
 
 /// Wraps a service in a [`Door`]: [`RecoverService`] runs each request as a
 /// step, calling the inner service (a clone of it, made ready) per attempt.

@@ -50,6 +50,9 @@ impl StepOptions {
     }
 }
 
+/// Called with each event's JSON text.
+type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Options of a [`Door`]; see [`Door`] for every default.
 #[derive(Default)]
 pub struct DoorBuilder {
@@ -61,7 +64,7 @@ pub struct DoorBuilder {
     timeout_ms: Option<u64>,
     policy_config: Option<Value>,
     breaker: Option<(u32, u64)>,
-    on_event: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    on_event: Option<OnEvent>,
 }
 
 impl std::fmt::Debug for DoorBuilder {

@@ -162,12 +162,17 @@ impl Door {
     }
 }
 
+/// Hands a value to the component as a response observation, or not.
+pub(super) type CheckFn<T> = Arc<dyn Fn(&T) -> Option<String> + Send + Sync>;
+/// Makes an observation of an error.
+pub(super) type ObserveFn<E> = Arc<dyn Fn(&E) -> String + Send + Sync>;
+
 /// The shared options of one call: its arguments, and how its results are
 /// read. `Arc`s so that the blocking and async paths share them.
 pub(super) struct Reading<T, E> {
     pub(super) args: Value,
-    pub(super) check: Arc<dyn Fn(&T) -> Option<String> + Send + Sync>,
-    pub(super) observe: Arc<dyn Fn(&E) -> String + Send + Sync>,
+    pub(super) check: CheckFn<T>,
+    pub(super) observe: ObserveFn<E>,
 }
 
 impl<T: 'static, E: std::fmt::Display + 'static> Default for Reading<T, E> {
