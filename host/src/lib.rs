@@ -40,6 +40,8 @@
 #![deny(missing_docs)]
 
 mod component;
+#[cfg(feature = "door")]
+pub mod door;
 mod error;
 pub mod retry;
 pub mod runtime;

@@ -7,18 +7,18 @@ type Fallible = Result<(), Box<dyn std::error::Error>>;
 
 fn readme_quickstart() -> Fallible {
     // README: Rust
-    use agent_recovery::{Policy, retry::Retry};
+    use agent_recovery::door::{BlockingRecoverable, Door};
+    use agent_recovery::runtime::Call;
 
-    let policy = Policy::reference()?; // the embedded reference policy
-    let step = Retry::new("run-1", "charge", "payments.charge", r#"{"amount":10}"#);
-    let answer = step.run(
-        &policy,
-        |a| match a.number {
-            1 => Err(r#"{"source":"http","status":503}"#.into()), // the failure, as an observation
-            _ => Ok("ch_1"), // a.idempotency_key is the same on every attempt
-        },
-        std::thread::sleep, // sleeps the delay the policy decided
-    )?;
+    let door = Door::builder().tool("charge").call("tool").build()?;
+    let charge = |call: Call| match call.attempt {
+        1 => Err(503),   // the status of a failed HTTP call
+        _ => Ok("ch_1"), // a real call sends call.key to the service as its Idempotency-Key
+    };
+    let answer = charge
+        .recover(&door) // an async closure: the same, then `.await`
+        .observe(|status| format!(r#"{{"source":"http","status":{status}}}"#)) // the failure, for the policy
+        .call()?;
     assert_eq!(answer, "ch_1");
     // README: end
     Ok(())
