@@ -6,13 +6,15 @@ import type { ModelRetrySettings, RetryPolicy, RunContext } from '@openai/agents
 export interface ToolCallDetails {
   toolCall?: { callId?: string };
 }
-import type { Json, Policy, RecoverCall, RecoverOptions } from './index.js';
+import type { Json, Policy, PolicyConfig, RecoverCall, RecoverOptions } from './index.js';
 
 export interface AgentsAdapterOptions {
   /** Default: the reference policy, loaded at the first call. */
   policy?: Policy;
   /** Makes the jitter of the decided delays reproducible. */
   seed?: number | string;
+  /** Overrides of the policy's parameters (e.g. `{ llm: { max_attempts: 5 } }`), passed as the decision context's `config`. */
+  policyConfig?: PolicyConfig;
 }
 
 /** The ceiling handed to the runner as `maxRetries`; the policy's own limit stops first. */

@@ -20,10 +20,10 @@ export const MAX_RETRIES = 100;
 
 const bad = (m) => new PolicyError('invalid_argument', m);
 
-function policyOf(options, who) {
+function policyOf(options, who, allowed) {
   if (options === null || typeof options !== 'object') throw bad(`${who} options must be an object, got ${describe(options)}`);
   for (const k of Object.keys(options)) {
-    if (k !== 'policy' && k !== 'seed') throw bad(`${who} has no option ${JSON.stringify(k)}; the options are policy, seed`);
+    if (!allowed.includes(k)) throw bad(`${who} has no option ${JSON.stringify(k)}; the options are ${allowed.join(', ')}`);
   }
   if (options.policy !== undefined && !(options.policy instanceof Policy)) throw bad(`${who}: policy must be a Policy (\`await Policy.load()\`)`);
   let loaded;
@@ -33,10 +33,10 @@ function policyOf(options, who) {
 /**
  * A `RetryPolicy` for `modelSettings.retry.policy`: retry when the policy's
  * decision is `retry`, after its `delay_ms`.
- * @param {{policy?: Policy, seed?: number|string}} [options]
+ * @param {{policy?: Policy, seed?: number|string, policyConfig?: object}} [options]
  */
 export function retryPolicy(options = {}) {
-  const load = policyOf(options, 'retryPolicy()');
+  const load = policyOf(options, 'retryPolicy()', ['policy', 'seed', 'policyConfig']);
   return async (context) => {
     const policy = await load();
     const observation = fromError(context.error, { call: 'llm' });
@@ -44,6 +44,7 @@ export function retryPolicy(options = {}) {
       call: 'llm',
       attempt: context.attempt,
       ...(options.seed === undefined ? {} : { seed: options.seed }),
+      ...(options.policyConfig === undefined ? {} : { config: options.policyConfig }),
     });
     const reason = `${decision.action}: ${decision.envelope.code} (${decision.reason})`;
     return decision.action === 'retry' ? { retry: true, delayMs: decision.delay_ms ?? 0, reason } : { retry: false, reason };
@@ -53,7 +54,7 @@ export function retryPolicy(options = {}) {
 /**
  * `modelSettings.retry`: the policy decides every retry (`maxRetries` is only a
  * ceiling, see MAX_RETRIES).
- * @param {{policy?: Policy, seed?: number|string}} [options]
+ * @param {{policy?: Policy, seed?: number|string, policyConfig?: object}} [options]
  */
 export function retrySettings(options = {}) {
   return { maxRetries: MAX_RETRIES, policy: retryPolicy(options) };
@@ -65,7 +66,7 @@ export function retrySettings(options = {}) {
  * @param {{policy?: Policy}} [options]
  */
 export function toolErrorFunction(options = {}) {
-  const load = policyOf(options, 'toolErrorFunction()');
+  const load = policyOf(options, 'toolErrorFunction()', ['policy']);
   return async (_context, error) => {
     const policy = await load();
     const envelope = error instanceof RecoveryError ? error.envelope : policy.classify(fromError(error, { call: 'tool' }));
