@@ -30,6 +30,6 @@ export declare function recoveryMiddleware(options?: RecoveryMiddlewareOptions):
  * the tool call id); a failure resolves as the envelope rendered `model-tool-result` (errors as data).
  */
 export declare function recoverTool<I, T>(
-  fn: (call: RecoverCall, input: I, options: ToolExecutionOptions) => Promise<T | Response> | T | Response,
+  fn: (call: RecoverCall, input: I, options: ToolExecutionOptions<unknown>) => Promise<T | Response> | T | Response,
   options?: Omit<RecoverOptions, 'errors' | 'fallbacks' | 'target'>,
-): (input: I, options: ToolExecutionOptions) => Promise<T | Json>;
+): (input: I, options: ToolExecutionOptions<unknown>) => Promise<T | Json>;
