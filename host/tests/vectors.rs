@@ -188,7 +188,8 @@ fn render_vectors_through_render_named() {
         let path = entry.expect("a directory entry").path();
         if path.extension().is_some_and(|e| e == "json") {
             let text = std::fs::read_to_string(&path).expect("a render vector file is readable");
-            let file: Vec<Value> = serde_json::from_str(&text).expect("a render vector file is JSON");
+            let file: Vec<Value> =
+                serde_json::from_str(&text).expect("a render vector file is JSON");
             cases.extend(file);
         }
     }
@@ -196,7 +197,10 @@ fn render_vectors_through_render_named() {
     let mut failures = Vec::new();
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");
-        let options = case.get("options").map(Value::to_string).unwrap_or_default();
+        let options = case
+            .get("options")
+            .map(Value::to_string)
+            .unwrap_or_default();
         let format = case["format"].as_str().expect("format is a string");
         let got = runtime.render_named(&case["envelope"].to_string(), format, &options);
         match (&case["expect"]["output"], &case["expect"]["error"], got) {

@@ -138,7 +138,12 @@ impl LoopComponent {
     }
 
     /// `render-named(envelope, format, options)`: the rendered text.
-    pub(crate) fn render_named(&self, envelope: &str, format: &str, options: &str) -> Result<String> {
+    pub(crate) fn render_named(
+        &self,
+        envelope: &str,
+        format: &str,
+        options: &str,
+    ) -> Result<String> {
         let out = self.call(
             "render-named",
             envelope.len() + format.len() + options.len(),
