@@ -1,6 +1,6 @@
 // agent-recovery/openai-agents: the OpenAI Agents JS (`@openai/agents`) adapter. See docs/integrations/openai-agents-js.md.
 
-import type { ModelRetrySettings, RetryPolicy, RunContext } from '@openai/agents';
+import type { Model, ModelRetrySettings, RetryPolicy, RunContext } from '@openai/agents';
 
 /** What the runner passes as the third argument of a tool's execute (the part read here). */
 export interface ToolCallDetails {
@@ -37,3 +37,13 @@ export declare function recoverTool<I, T>(
   fn: (call: RecoverCall, input: I, runContext?: RunContext<unknown>, details?: ToolCallDetails) => Promise<T | Response> | T | Response,
   options?: Omit<RecoverOptions, 'errors' | 'fallbacks' | 'target'>,
 ): (input: I, runContext?: RunContext<unknown>, details?: ToolCallDetails) => Promise<T | Json>;
+
+/**
+ * A `Model` over a chain of models named in order (the first is the primary): each request goes
+ * through the small door (retries after the policy's delay, a fallback chain, breakers). A stream is
+ * recovered until its first event. Leave `modelSettings.retry` unset with it.
+ */
+export declare function recoveringModel(
+  models: Record<string, Model>,
+  options?: Pick<RecoverOptions, 'policy' | 'store' | 'clock' | 'seed' | 'breaker' | 'policyConfig' | 'timeoutMs' | 'onEvent'>,
+): Model;

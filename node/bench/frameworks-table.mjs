@@ -6,6 +6,11 @@
 //
 //   node bench/frameworks-table.mjs            (needs gen/: `npm run build`)
 //
+// With the adapter: the AI SDK's model is wrapped by recoveryMiddleware and the
+// Agents JS model is recoveringModel (both with the fallback model gpt-b), tools
+// use recoverTool (and toolErrorFunction), framework retries off; the last rows
+// leave the framework's retries on, and try the Agents JS runner's own hook.
+//
 // One JSON row per line: {"framework", "scenario", "mode": "without"|"with",
 // "model_requests", "tool_requests", "side_effects", "outcome"}. Counts are
 // what the server saw; side_effects is charges applied. outcome: "ok" (the
@@ -19,7 +24,7 @@ import { generateText, stepCountIs, tool as aiTool, wrapLanguageModel } from 'ai
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { recoverTool as aiRecoverTool, recoveryMiddleware } from '../src/ai-sdk.js';
-import { recoverTool as agentsRecoverTool, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
+import { recoverTool as agentsRecoverTool, recoveringModel, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
 import { BODIES, scriptedServer } from '../test/scripted_server.mjs';
 
 const times = (n, answer) => Array(n).fill(answer);
@@ -34,6 +39,8 @@ export const SCENARIOS = [
   { name: 'persistent_429', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) } },
   // The adapter with the framework's own retries left at their defaults: the layers multiply only where the framework's retry reaches the provider.
   { name: 'persistent_429_framework_retries_on', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) }, with: 'only', frameworkRetries: true },
+  // OpenAI Agents JS's own hook (modelSettings.retry = retrySettings()) instead of recoveringModel.
+  { name: 'persistent_429_retry_hook', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) }, with: 'only', retryHook: true, only: 'openai-agents-js' },
 ];
 
 const chargeBody = (amount) => ({ method: 'POST', body: JSON.stringify({ amount }) });
@@ -89,11 +96,14 @@ async function agentsJs(server, scenario, withAdapter) {
     execute: withAdapter ? agentsRecoverTool(keyedCharge(server), { tool: 'charge', sideEffect: true }) : plainCharge(server),
     ...(withAdapter ? { errorFunction: toolErrorFunction() } : {}),
   });
+  const primary = new OpenAIChatCompletionsModel(client, 'gpt-a');
+  let model = primary;
+  if (withAdapter && !scenario.retryHook) model = recoveringModel({ 'gpt-a': primary, 'gpt-b': new OpenAIChatCompletionsModel(client, 'gpt-b') });
   const agent = new Agent({
     name: 'payments',
     instructions: 'Pay.',
-    model: new OpenAIChatCompletionsModel(client, 'gpt-a'),
-    ...(withAdapter ? { modelSettings: { retry: retrySettings() } } : {}),
+    model,
+    ...(scenario.retryHook ? { modelSettings: { retry: retrySettings() } } : {}),
     tools: scenario.tools ? [charge] : [],
   });
   const result = await run(agent, 'Charge 10 EUR');
@@ -112,7 +122,7 @@ export async function table(emit) {
   const server = await scriptedServer();
   try {
     for (const [framework, drive] of FRAMEWORKS) {
-      for (const scenario of SCENARIOS) {
+      for (const scenario of SCENARIOS.filter((sc) => sc.only === undefined || sc.only === framework)) {
         for (const mode of scenario.with === 'only' ? ['with'] : ['without', 'with']) {
           await server.script(scenario.queues, { amount: 10 });
           let outcome;

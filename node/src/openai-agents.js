@@ -7,12 +7,16 @@
 // the answer is the component's decision for that failure (its delay, which
 // honours Retry-After, or no retry). The OpenAI client's own retries must be off
 // (`new OpenAI({ maxRetries: 0 })`): the runner turns them off only from its
-// second attempt on.
+// second attempt on. recoveringModel() is the other way: a Model whose requests
+// go through the small door (retries, a fallback chain, breakers), with the
+// runner's own retries left off (its default).
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { PolicyError, RecoveryError } from './errors.js';
 import { describe } from './json.js';
 import { fromError } from './observe.js';
 import { Policy } from './policy.js';
+import { recover } from './recover.js';
 import { recoverExecute } from './adapters/execute.js';
 
 /** The ceiling handed to the runner as `maxRetries`: the policy's own limit stops first. */
@@ -83,4 +87,50 @@ export function toolErrorFunction(options = {}) {
  */
 export function recoverTool(fn, options) {
   return recoverExecute(fn, options, (rest) => rest[1]?.toolCall?.callId, 'recoverTool()');
+}
+
+/** The options recoveringModel() passes on to recover(). */
+const MODEL_OPTIONS = ['policy', 'store', 'clock', 'seed', 'breaker', 'policyConfig', 'timeoutMs', 'onEvent'];
+
+/**
+ * A `Model` over a chain of models, named in order (the first is the primary):
+ * each request goes through the small door, so it is retried after the policy's
+ * delay, moves to the next model on a `fallback` decision, and skips a model
+ * whose breaker is open. A stream is recovered until its first event; after
+ * that an error passes through (its output may already have been used).
+ * Leave `modelSettings.retry` unset with it (one retry layer).
+ * @param {Record<string, object>} models e.g. `{ 'gpt-4o': modelA, 'gpt-4o-mini': modelB }`
+ * @param {object} [options] recover() options: policy, store, clock, seed, breaker, policyConfig, timeoutMs, onEvent
+ */
+export function recoveringModel(models, options = {}) {
+  const names = models !== null && typeof models === 'object' ? Object.keys(models) : [];
+  if (names.length === 0 || !names.every((n) => typeof models[n]?.getResponse === 'function')) {
+    throw bad(`recoveringModel() takes the models by name, e.g. { 'gpt-4o': model, 'gpt-4o-mini': fallback }, got ${describe(models)}`);
+  }
+  if (options === null || typeof options !== 'object') throw bad(`recoveringModel() options must be an object, got ${describe(options)}`);
+  for (const k of Object.keys(options)) {
+    if (!MODEL_OPTIONS.includes(k)) throw bad(`recoveringModel() has no option ${JSON.stringify(k)}; the options are ${MODEL_OPTIONS.join(', ')}`);
+  }
+  const request = new AsyncLocalStorage();
+  const common = { call: 'llm', tool: 'model', target: names[0], fallbacks: names.slice(1), ...options };
+  const respond = recover((call) => models[call.target].getResponse(request.getStore()), common);
+  const open = recover(async (call) => {
+    const it = models[call.target].getStreamedResponse(request.getStore())[Symbol.asyncIterator]();
+    return new OpenedStream(it, await it.next());
+  }, common);
+  return {
+    getResponse: (req) => request.run(req, () => respond()),
+    async *getStreamedResponse(req) {
+      const { it, first } = await request.run(req, () => open());
+      for (let next = first; !next.done; next = await it.next()) yield next.value;
+    },
+  };
+}
+
+/** A stream whose first event arrived (what the door's stream operation returns). */
+class OpenedStream {
+  constructor(it, first) {
+    this.it = it;
+    this.first = first;
+  }
 }

@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
 import { VirtualClock } from '../src/index.js';
-import { recoverTool, retryPolicy, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
+import { recoverTool, recoveringModel, retryPolicy, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
 import { BODIES, scriptedServer } from './scripted_server.mjs';
 
 const FAST = { llm: { base_ms: 1, cap_ms: 5 } };
@@ -126,4 +126,31 @@ test('toolErrorFunction renders what a tool threw as model-tool-result', async (
 test('the adapters refuse unknown options, naming them', () => {
   assert.throws(() => retryPolicy({ maxRetries: 3 }), /no option "maxRetries"/);
   assert.throws(() => toolErrorFunction({ seed: 1 }), /no option "seed"/);
+});
+
+test('recoveringModel: a quota error moves to the fallback model, and a stream falls back before its first event', async () => {
+  const model = recoveringModel(
+    { 'gpt-a': new OpenAIChatCompletionsModel(client, 'gpt-a'), 'gpt-b': new OpenAIChatCompletionsModel(client, 'gpt-b') },
+    { clock: new VirtualClock(0), seed: 7 },
+  );
+  const agent = new Agent({ name: 'payments', instructions: 'Pay.', model });
+  await server.script({ 'model:gpt-a': Array(5).fill({ status: 429, body: BODIES.quota }) });
+  assert.equal((await run(agent, 'hi')).finalOutput, 'done');
+  assert.deepEqual((await server.stats()).requests, { 'model:gpt-a': 1, 'model:gpt-b': 1 });
+
+  await server.script({ 'model:gpt-a': Array(5).fill({ status: 429, body: BODIES.quota }) });
+  const streamed = await run(agent, 'hi', { stream: true });
+  for await (const _ of streamed) void _;
+  await streamed.completed;
+  assert.equal(streamed.finalOutput, 'done');
+  assert.deepEqual((await server.stats()).requests, { 'model:gpt-a': 1, 'model:gpt-b': 1 });
+});
+
+test('recoveringModel: under a persistent 429 a single model sees the policy attempts (3)', async () => {
+  const model = recoveringModel({ 'gpt-a': new OpenAIChatCompletionsModel(client, 'gpt-a') }, { clock: new VirtualClock(0), seed: 7 });
+  await server.script({ 'model:gpt-a': Array(20).fill({ status: 429, body: BODIES.rateLimit }) });
+  const err = await run(new Agent({ name: 'a', instructions: 'x', model }), 'hi').catch((e) => e);
+  assert.equal(err?.name, 'RecoveryError', `got ${err}`);
+  assert.equal((await server.stats()).requests['model:gpt-a'], 3);
+  assert.throws(() => recoveringModel(['gpt-a']), /takes the models by name/);
 });

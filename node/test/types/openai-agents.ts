@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import { Agent, OpenAIChatCompletionsModel, tool } from '@openai/agents';
 import { z } from 'zod';
-import { MAX_RETRIES, recoverTool, retryPolicy, retrySettings, toolErrorFunction } from 'agent-recovery/openai-agents';
+import { MAX_RETRIES, recoverTool, recoveringModel, retryPolicy, retrySettings, toolErrorFunction } from 'agent-recovery/openai-agents';
 
 const client = new OpenAI({ apiKey: 'sk-test', maxRetries: 0 });
 const charge = tool({
@@ -24,6 +24,13 @@ const agent = new Agent({
 void agent;
 const custom = { maxRetries: MAX_RETRIES, policy: retryPolicy() };
 void custom;
+const chain = new Agent({
+  name: 'chain',
+  model: recoveringModel({ 'gpt-4o': new OpenAIChatCompletionsModel(client, 'gpt-4o'), 'gpt-4o-mini': new OpenAIChatCompletionsModel(client, 'gpt-4o-mini') }),
+});
+void chain;
+// @ts-expect-error the models are named (an object), not listed
+recoveringModel([new OpenAIChatCompletionsModel(client, 'gpt-4o')]);
 
 // @ts-expect-error policyConfig members are the policy's (tool, llm, agent, retry_budget_ms)
 retrySettings({ policyConfig: { model: {} } });
