@@ -277,6 +277,7 @@ export declare class IsolatedPolicy {
   registry(): Promise<CodeInfo[]>;
   registryJson(): Promise<string>;
   lookup(code: string): Promise<CodeInfo | undefined>;
+  errorsBlock(codes?: string[]): Promise<string>;
   renderJson(envelope: string, format: RenderFormat, options?: string): Promise<string>;
   render(envelope: Envelope | string, format: RenderFormat, options?: object | string): Promise<Json>;
 }
@@ -335,6 +336,8 @@ export declare class Policy {
   /** The registry JSON text, unchanged (codes-json). */
   registryJson(): string;
   lookup(code: string): CodeInfo | undefined;
+  /** The MCP `## Errors` block for a tool description; `codes`: codes or prefixes (empty: every code). */
+  errorsBlock(codes?: string[]): string;
   /** The rendered text, unchanged. `options` is JSON text or empty. */
   renderJson(envelope: string, format: RenderFormat, options?: string): string;
   /** Parsed JSON, or the text itself for formats whose output is not JSON (coordinator-text). */

@@ -251,3 +251,86 @@ fn a_spool_left_by_an_earlier_process_is_served_until_flushed() {
         Some(DONE)
     );
 }
+
+/// A store on the spool file `spool`, probing every `probe_ms`.
+fn fallback_on(
+    server: &RedisServer,
+    prefix: &str,
+    spool: &std::path::Path,
+    probe_ms: u64,
+) -> FallbackStore {
+    let url = server.url(&format!(
+        "?prefix={prefix}&timeout_ms=300&connect_timeout_ms=300"
+    ));
+    let redis = Arc::new(RedisStore::open(&url).expect("open redis"));
+    let local = Arc::new(SqliteStore::open(spool).expect("spool"));
+    let options = FallbackOptions {
+        name: prefix.to_owned(),
+        probe_ms,
+        listeners: Listeners::default(),
+    };
+    FallbackStore::new(redis, local, options)
+}
+
+#[test]
+fn a_key_a_degraded_process_completed_in_the_spool_is_honoured_by_one_serving_redis() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let spool = dir.path().join("spool.sqlite");
+    // Two processes of one machine on one spool file: `a` probes Redis again
+    // only in an hour, `b` every 100 ms.
+    let a = fallback_on(&server, "machine", &spool, 3_600_000);
+    let b = fallback_on(&server, "machine", &spool, 100);
+    b.get("agent-recovery/ping", T0).expect("healthy");
+    server.signal("STOP");
+    a.get("agent-recovery/ping", T0).expect("served locally");
+    assert!(a.is_degraded());
+    server.signal("CONT");
+
+    // Redis answers again; `a`, still degraded, claims and completes the key
+    // in the spool file only.
+    assert!(matches!(
+        a.compare_and_set(KEY, None, IN_FLIGHT, Some(600_000), T0 + 1)
+            .expect("claim"),
+        Cas::Written { .. }
+    ));
+    put(&a, KEY, DONE, T0 + 2);
+    assert!(a.is_degraded() && !b.is_degraded());
+    let redis = direct(&server, "machine");
+    assert!(redis.get(KEY, T0 + 3).expect("get").is_none());
+
+    // `b` serves Redis, which has no entry yet: it must see the completion,
+    // and its claim must lose, as on one store.
+    let seen = b.get(KEY, T0 + 3).expect("get");
+    assert_eq!(seen.map(|v| v.value).as_deref(), Some(DONE));
+    let cas = b
+        .compare_and_set(KEY, None, IN_FLIGHT, Some(600_000), T0 + 4)
+        .expect("claim");
+    assert!(
+        matches!(&cas, Cas::Conflict { current: Some(v) } if v.value == DONE),
+        "{cas:?}"
+    );
+
+    // `b` flushes the spool (its calls start the flush while it is due),
+    // then Redis has the completion.
+    let start = Instant::now();
+    let mut now = T0 + 200;
+    while redis.get(KEY, now).expect("get").is_none() || b.is_reconnecting() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never flushed");
+        let _ = b.get(KEY, now);
+        now += 200;
+        std::thread::sleep(Duration::from_millis(5)); // polling for a condition
+    }
+    assert_eq!(
+        redis
+            .get(KEY, now)
+            .expect("get")
+            .map(|v| v.value)
+            .as_deref(),
+        Some(DONE)
+    );
+    assert_eq!(
+        b.get(KEY, now).expect("get").map(|v| v.value).as_deref(),
+        Some(DONE)
+    );
+}

@@ -304,6 +304,7 @@ export function bindExports(root) {
     decideJson: decide.decideJson,
     delay: backoff.delay,
     codesJson: registry.codesJson,
+    errorsBlock: registry.errorsBlock,
     key: idempotency.key,
     renderJson: render.renderJson,
     // The 0.2 runtime interface's render-named (the reference has it; a 0.1 policy does not).

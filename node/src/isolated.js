@@ -186,6 +186,7 @@ export class IsolatedPolicy {
   registry() { return this.#call('registry'); }
   registryJson() { return this.#call('registryJson'); }
   lookup(code) { return this.#call('lookup', code); }
+  errorsBlock(codes) { return this.#call('errorsBlock', codes); }
   renderJson(envelope, format, options = '') { return this.#call('renderJson', envelope, format, options); }
   render(envelope, format, options) { return this.#call('render', envelope, format, options); }
 }

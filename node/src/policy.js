@@ -242,6 +242,19 @@ export class Policy {
     return this.#active.call('codesJson', (api) => api.codesJson());
   }
 
+  /**
+   * The MCP `## Errors` block for a tool description (`errors-block`): a
+   * heading and a fenced JSON array of `{code, retryable, severity, category,
+   * hint}`. `codes` lists codes or code prefixes (`'tool.http.'`); empty means every code.
+   * @param {string[]} [codes]
+   */
+  errorsBlock(codes = []) {
+    if (!Array.isArray(codes) || !codes.every((c) => typeof c === 'string')) {
+      throw new PolicyError('invalid_argument', `errorsBlock() takes an array of codes or code prefixes, got ${describe(codes)}; pass e.g. ['tool.']`);
+    }
+    return this.#active.call('errorsBlock', (api) => api.errorsBlock([...codes]));
+  }
+
   /** One registry row, or undefined. */
   lookup(code) {
     const row = this.#active.registry().find((r) => r.code === code);

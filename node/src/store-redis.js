@@ -40,7 +40,7 @@ const SPOOL_CURSOR = 'agent-recovery/spool/cursor';
 /** The flush lease's time to live, renewed at each batch: a process that died flushing holds the others back this long at most. */
 const SPOOL_LEASE_MS = 5_000;
 /** Spool records a flush applies between two renewals of its lease. */
-const SPOOL_BATCH = 16;
+const SPOOL_BATCH = 256;
 /**
  * Keys whose writes and deletes are copied to the spool file while Redis answers (so they are
  * honoured while it is down) and spooled while it is down (so they reach Redis again):
@@ -813,7 +813,8 @@ export class FallbackStore {
     this.#healthy = true;
     const startup = this.#startupSpool;
     this.#startupSpool = false;
-    if (wasDegraded || flushed > 0) {
+    // A process that was not degraded (it flushed the machine's spool) says nothing.
+    if (wasDegraded) {
       // A spool left by an earlier process: this one was never degraded.
       const degradedMs = wasDegraded && !startup ? Math.max(0, nowMs - this.#degradedAt) : 0;
       this.#emit({ event: 'store_restored', store: this.#name, at_ms: nowMs, degraded_ms: degradedMs, flushed });
@@ -844,13 +845,12 @@ export class FallbackStore {
    * `mirror(result)`, a generator of local operations, copies what the primary took to the
    * spool file (best effort: the primary answered).
    */
-  *#route(nowMs, primary, local, mirror) {
+  *#route(nowMs, primary, local, mirror, key) {
     if (nowMs !== undefined) this.#lastNow = Math.max(this.#lastNow, nowMs);
     const now = nowMs ?? this.#lastNow;
     if (this.#startup) {
       this.#startup = false;
-      const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, now]];
-      if ((yield [LOCAL, 'read', [SPOOL_STREAM, cur ? JSON.parse(cur.value).seq : 0, 1]]).length > 0 && this.#healthy) {
+      if ((yield* this.#pending(now)) && this.#healthy) {
         // A spool left by an earlier process: served locally (where those entries are)
         // until it is flushed.
         this.#healthy = false;
@@ -859,14 +859,25 @@ export class FallbackStore {
         this.#lastProbe = now - this.#probeMs;
       }
     }
-    if (!this.#healthy && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
+    // The machine's rule: while the spool file has records not yet in the primary, every
+    // process sharing it serves mirrored keys from it (docs/store.md, "One place for mirrored keys").
+    // (A spool file that cannot be read now does not hold the call back.)
+    let pending = false;
+    if (this.#healthy && key !== undefined && spooled(key)) {
+      try {
+        pending = yield* this.#pending(now);
+      } catch {
+        pending = false;
+      }
+    }
+    if ((!this.#healthy || pending) && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
       // Awaited (store.async): the probe and the flush run in the background and this call
       // is served locally at once. Blocking (the synchronous methods): this call probes and
       // flushes, then goes on.
       yield [DETACH, this.#reconnect(now)];
     }
-    if (this.#healthy) {
+    if (this.#healthy && !pending) {
       let result;
       let answered = false;
       try {
@@ -888,6 +899,12 @@ export class FallbackStore {
       }
     }
     return yield* local();
+  }
+
+  /** Whether the spool file has records after its cursor (not yet in the primary). */
+  *#pending(now) {
+    const cur = yield [LOCAL, 'get', [SPOOL_CURSOR, now]];
+    return (yield [LOCAL, 'read', [SPOOL_STREAM, cur ? JSON.parse(cur.value).seq : 0, 1]]).length > 0;
   }
 
   /** Copy a write the primary took to the spool file, so it is honoured while degraded. */
@@ -958,7 +975,7 @@ export class FallbackStore {
   #get(key, nowMs) {
     return this.#route(nowMs, ['get', [key, nowMs]], function* () {
       return yield [LOCAL, 'get', [key, nowMs]];
-    });
+    }, undefined, key);
   }
 
   #compareAndSet(key, expected, value, ttlMs, nowMs) {
@@ -969,7 +986,7 @@ export class FallbackStore {
       return r;
     }, function* (r) {
       if (r.written && spooled(key)) yield* self.#mirrorSet(key, value, ttlMs, nowMs);
-    });
+    }, key);
   }
 
   #append(stream, record, nowMs) {
@@ -999,7 +1016,7 @@ export class FallbackStore {
       return existed;
     }, function* () {
       if (spooled(key)) yield [LOCAL, 'delete', [key]];
-    });
+    }, key);
   }
 
   #keys(prefix, nowMs) {

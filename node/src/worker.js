@@ -20,6 +20,7 @@ const METHODS = new Set([
   'registry',
   'registryJson',
   'lookup',
+  'errorsBlock',
   'renderJson',
   'render',
 ]);

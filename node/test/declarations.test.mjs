@@ -140,3 +140,35 @@ test('Response is the deprecated name of RawOutcome', () => {
   const doc = ts.getJSDocTags(declared.get('Response').node).map((t) => t.tagName.text);
   assert.ok(doc.includes('deprecated'), `the Response declaration's JSDoc tags: ${doc}`);
 });
+
+test('each subpath export (package.json "exports") declares exactly its module\'s runtime exports', async () => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  const subpaths = Object.entries(pkg.exports).filter(([path]) => path !== '.');
+  assert.ok(subpaths.length >= 1, 'no subpath exports');
+  for (const [path, { types, default: main }] of subpaths) {
+    assert.ok(pkg.files.includes(types.replace(/^\.\//, '')), `${types} is in package.json "files"`);
+    const source = ts.createSourceFile(types, readFileSync(new URL(`../${types}`, import.meta.url), 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+    const values = new Map();
+    const exported = (node) => ts.getCombinedModifierFlags(node) & ts.ModifierFlags.Export;
+    for (const s of source.statements) {
+      if ((ts.isClassDeclaration(s) || ts.isFunctionDeclaration(s)) && exported(s)) values.set(s.name.text, s);
+      else if (ts.isVariableStatement(s) && exported(s)) for (const d of s.declarationList.declarations) values.set(d.name.getText(source), d);
+    }
+    const mod = await import(new URL(`../${main}`, import.meta.url));
+    assert.deepEqual(Object.keys(mod).sort(), [...values.keys()].sort(), `${path}: ${main} exports what ${types} declares`);
+    for (const [name, node] of values) {
+      if (ts.isClassDeclaration(node)) {
+        for (const m of node.members.filter(ts.isMethodDeclaration)) {
+          assert.equal(typeof mod[name].prototype[m.name.getText()], 'function', `${path}: ${name}.prototype.${m.name.getText()}`);
+        }
+        const publicMethods = Object.getOwnPropertyNames(mod[name].prototype).filter((m) => m !== 'constructor');
+        const declaredMembers = new Set(node.members.filter((m) => m.name).map((m) => m.name.getText()));
+        assert.deepEqual(publicMethods.filter((m) => !declaredMembers.has(m)), [], `${path}: ${name} members missing from ${types}`);
+      } else if (ts.isFunctionDeclaration(node)) {
+        assert.equal(typeof mod[name], 'function', `${path}: ${name} is a function`);
+      } else {
+        assert.notEqual(typeof mod[name], 'function', `${path}: ${name} is a constant`);
+      }
+    }
+  }
+});

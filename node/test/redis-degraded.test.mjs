@@ -137,3 +137,42 @@ test('on the asynchronous face the probe and the flush run in the background, no
   d.close();
   store.close();
 });
+
+test('a key a degraded process completed in the spool is honoured by one serving Redis', async () => {
+  // Two processes of one machine on one spool file: `a` (degraded, its next probe an hour
+  // away) completes a key in the spool only; `b`, serving Redis, must see it and lose its
+  // claim, and flushes it to Redis.
+  const name = `d${process.pid}x${n++}`;
+  const url = redis.url(`prefix=${name}&timeout_ms=300&connect_timeout_ms=300`);
+  const spool = join(dir, `${name}.sqlite`);
+  const a = new FallbackStore(new RedisStore(url), new SqliteStore(spool), { probeMs: 3_600_000, name });
+  const b = new FallbackStore(new RedisStore(url), new SqliteStore(spool), { probeMs: 100, name });
+  await b.async.get('agent-recovery/ping', T);
+  redis.signal('SIGSTOP');
+  await a.async.get('agent-recovery/ping', T);
+  assert.equal(a.healthy, false);
+  redis.signal('SIGCONT');
+
+  assert.equal((await a.async.compareAndSet(KEY, null, IN_FLIGHT, 600_000, T + 1)).written, true);
+  await put(a.async, KEY, DONE, T + 2);
+  assert.equal(a.healthy, false);
+  assert.equal(b.healthy, true);
+  const direct = new RedisStore(redis.url(`prefix=${name}&fallback=none`));
+  assert.equal(await direct.async.get(KEY, T + 3), null);
+
+  assert.equal((await b.async.get(KEY, T + 3))?.value, DONE);
+  const cas = await b.async.compareAndSet(KEY, null, IN_FLIGHT, 600_000, T + 4);
+  assert.equal(cas.written, false);
+  assert.equal(cas.current?.value, DONE);
+
+  let now = T + 200;
+  for (let i = 0; (await direct.async.get(KEY, now)) === null || b.reconnecting; i++) {
+    assert.ok(i < 6000, 'never flushed');
+    await b.async.get(KEY, now);
+    now += 200;
+    await new Promise((r) => setTimeout(r, 10)); // polling for a condition, not timing
+  }
+  assert.equal((await direct.async.get(KEY, now))?.value, DONE);
+  assert.equal((await b.async.get(KEY, now))?.value, DONE);
+  for (const s of [a, b, direct]) s.close();
+});

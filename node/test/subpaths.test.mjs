@@ -32,7 +32,7 @@ function declaredValues(path) {
 const subpaths = Object.entries(pkg.exports).filter(([k]) => k !== '.');
 
 test('package.json exports the adapters, each with types and a module, listed in "files"', () => {
-  assert.deepEqual(subpaths.map(([k]) => k).sort(), ['./ai-sdk', './openai-agents']);
+  for (const k of ['./ai-sdk', './openai-agents']) assert.ok(pkg.exports[k], `package.json exports ${k}`);
   for (const [, entry] of subpaths) {
     assert.deepEqual(Object.keys(entry), ['types', 'default'], 'types must come first (TypeScript reads the first match)');
     assert.ok(pkg.files.includes(entry.types.replace('./', '')), `${entry.types} is in "files"`);

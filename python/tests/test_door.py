@@ -320,3 +320,20 @@ def test_retry_needs_no_ids_and_refuses_unknown_context() -> None:
     assert len(set(keys)) == 1 and len(keys) == 2
     with pytest.raises(PolicyError, match="fallback_available"):
         retry_sync(op, sleep=lambda s: None, context={"fallback_available": True})
+
+
+def test_the_wrapper_shows_the_callers_signature_without_the_injected_parameters() -> None:
+    import inspect
+
+    def charge(amount: int, currency: str = "usd", *, key: str, attempt: int) -> None:
+        """Charge."""
+
+    async def ask(prompt: str, *, target: str) -> None:
+        """Ask."""
+
+    for fn, expected in ((charge, ["amount", "currency"]), (ask, ["prompt"])):
+        wrapped = recover(fn, side_effect=True, target="t") if fn is charge else recover(fn, target="a", fallbacks=["b"])
+        assert list(inspect.signature(wrapped).parameters) == expected
+        assert set(wrapped.__annotations__) == set(expected) | {"return"}
+        assert wrapped.__doc__ == fn.__doc__
+    assert set(charge.__annotations__) == {"amount", "currency", "key", "attempt", "return"}  # the original is untouched

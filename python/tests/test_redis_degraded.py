@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
 import pytest
 
 from agent_recovery.redis_store import FallbackStore, RedisStore
-from agent_recovery.store import SqliteStore, Written
+from agent_recovery.store import Conflict, SqliteStore, Written
 
 from .redis_server import RedisServer
 from .test_redis_store import T0, until_restored
@@ -143,3 +144,45 @@ def test_the_probe_and_the_flush_run_on_the_background_thread_not_in_the_call(
         {"n": 2},
     ]
     store.close()
+
+
+def test_a_key_a_degraded_process_completed_in_the_spool_is_honoured_by_one_serving_redis(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    """Two processes of one machine on one spool file: `a` (degraded, its
+    next probe an hour away) completes a key in the spool only; `b`, serving
+    Redis, must see it and lose its claim, and flushes it to Redis."""
+    url = server.url("prefix=machine&timeout_ms=300&connect_timeout_ms=300")
+    spool = tmp_path / "spool.sqlite"
+    a = FallbackStore(RedisStore(url), SqliteStore(spool), probe_ms=3_600_000)
+    b = FallbackStore(RedisStore(url), SqliteStore(spool), probe_ms=100)
+    b.get("agent-recovery/ping", T0)
+    pause(server, signal.SIGSTOP)
+    a.get("agent-recovery/ping", T0)
+    assert a.degraded
+    pause(server, signal.SIGCONT)
+
+    assert isinstance(a.compare_and_set(KEY, None, IN_FLIGHT, 600_000, T0 + 1), Written)
+    put(a, KEY, DONE, T0 + 2)
+    assert a.degraded and not b.degraded
+    redis = direct(server, "machine")
+    assert redis.get(KEY, T0 + 3) is None
+
+    seen = b.get(KEY, T0 + 3)
+    assert seen is not None and seen.value == DONE, seen
+    cas = b.compare_and_set(KEY, None, IN_FLIGHT, 600_000, T0 + 4)
+    assert isinstance(cas, Conflict) and cas.current is not None and cas.current.value == DONE, cas
+
+    now = T0 + 200
+    deadline = time.monotonic() + 60
+    while redis.get(KEY, now) is None or b.reconnecting:
+        assert time.monotonic() < deadline, "never flushed"
+        b.get(KEY, now)
+        now += 200
+        time.sleep(0.005)  # polling for a condition, not timing
+    got = redis.get(KEY, now)
+    assert got is not None and got.value == DONE
+    seen = b.get(KEY, now)
+    assert seen is not None and seen.value == DONE
+    for s in (a, b, redis):
+        s.close()

@@ -21,9 +21,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -135,3 +136,78 @@ def test_a_run_completed_while_redis_was_dead_is_honoured_after_the_restart(
     out = fleet.work(lang(1), fleet.job("run", "s-0", STEPS, NOW_MS + 1_000))
     assert out["outcome"] in ("cached", "completed"), out
     assert len(fleet.calls(op_key("s-0", "charge"))) == 1, "the run's side effect ran again after the restart"
+
+
+def test_a_run_a_degraded_process_completed_is_honoured_by_a_process_serving_redis(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    """Two long-lived runtimes of one machine on one spool file (every
+    resubmission ends `ok` from the idempotency cache; the side effects are
+    counted): `slow` stays
+    degraded after Redis answers again (its next probe is an hour away), `fast`
+    serves Redis again at once. A run `slow` completed in the spool only is
+    resubmitted through `fast`: it must not run again. The same across a
+    SIGKILL and a restart with its data; then Redis has every key completed
+    (docs/store.md, "One place for mirrored keys")."""
+    from agent_recovery.runtime import Call, Runtime, Step, SystemClock
+
+    spool = tmp_path / "spool.sqlite"
+    base = f"prefix=machine&timeout_ms=300&connect_timeout_ms=300&spool={spool}"
+    slow = open_store(server.url(base + "&probe_ms=3600000"))
+    fast = open_store(server.url(base + "&probe_ms=100"))
+    assert isinstance(slow, FallbackStore) and isinstance(fast, FallbackStore)
+    calls: Dict[str, int] = {}
+
+    def charge(c: Call) -> Any:
+        calls[c.key] = calls.get(c.key, 0) + 1
+        return {"ok": True}
+
+    runtimes = {name: Runtime(store=s, clock=SystemClock()) for name, s in (("slow", slow), ("fast", fast))}
+
+    def submit(via: str, run_id: str) -> str:
+        step = Step("charge", "t.charge", charge, args={"n": 1}, side_effect=True)
+        return str(runtimes[via].run(run_id).step(step).outcome)
+
+    assert submit("fast", "healthy") == "ok"
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGSTOP)
+    assert submit("slow", "paused") == "ok"  # degraded: completed in the spool file
+    assert slow.degraded
+    server.proc.send_signal(signal.SIGCONT)
+    assert submit("slow", "after-pause") == "ok"  # still degraded: the spool file again
+    assert slow.degraded and not fast.degraded
+
+    for run_id in ("healthy", "paused", "after-pause"):
+        assert submit("fast", run_id) == "ok", run_id
+    assert sorted(calls.values()) == [1, 1, 1], "a run completed in the spool ran again through a process serving Redis"
+
+    server.kill()
+    assert submit("fast", "dead") == "ok"
+    for run_id in ("healthy", "paused", "after-pause", "dead"):
+        for via in ("slow", "fast"):
+            assert submit(via, run_id) == "ok", (via, run_id)
+    server.start()
+    for run_id in ("healthy", "paused", "after-pause", "dead"):
+        for via in ("slow", "fast"):
+            assert submit(via, run_id) == "ok", (via, run_id)
+    assert sorted(calls.values()) == [1, 1, 1, 1], calls
+
+    # `fast` flushes the spool in its background thread; then Redis has
+    # every key completed.
+    deadline = time.monotonic() + WORKER_TIMEOUT_S
+    while fast.degraded or fast.reconnecting or slow.local.read("agent-recovery/spool", _cursor(slow), 1):
+        assert time.monotonic() < deadline, "the spool was never flushed"
+        fast.get("agent-recovery/idem/x", int(time.time() * 1000))
+        time.sleep(0.01)  # polling for a condition, not timing
+    r = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+    for key in calls:
+        raw = r.hget(RedisLayout("machine").entry("agent-recovery/idem/" + key), "v")
+        assert raw is not None and json.loads(raw)["status"] == "done", (key, raw)
+    for s in (slow, fast):
+        s.close()
+
+
+def _cursor(store: FallbackStore) -> int:
+    """How far the spool file was flushed (its cursor entry, docs/store.md)."""
+    got = store.local.get("agent-recovery/spool/cursor", 0)
+    return int(json.loads(got.value)["seq"]) if got is not None else 0

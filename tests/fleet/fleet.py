@@ -100,9 +100,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
 
 
 #: AR_FLEET_CLUSTER=1: the workers share a three-node Redis Cluster
-#: (tests/store/redis_cluster.py) through a redis+cluster:// URL instead of one
-#: redis-server. The SIGKILL test needs one server to kill: run the cluster
-#: mode with -k "not redis_killed".
+#: (tests/store/redis_cluster.py, each node with an append-only file fsynced
+#: at every write) through a redis+cluster:// URL instead of one
+#: redis-server; the SIGKILL test kills every node and restarts them.
 CLUSTER = os.environ.get("AR_FLEET_CLUSTER") == "1"
 
 
@@ -116,12 +116,21 @@ class ClusterServer:
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        self.cluster = module.RedisCluster()
+        self.cluster = module.RedisCluster(persist=True)
         self.cluster.start()
         self.port = self.cluster.ports[0]
 
     def url(self, query: str) -> str:
         return str(self.cluster.url(f"?{query}"))
+
+    def kill(self) -> None:
+        """SIGKILL every node of the cluster."""
+        self.cluster.kill()
+
+    def start(self) -> "ClusterServer":
+        """Every node again, with its data and its slots."""
+        self.cluster.restart()
+        return self
 
     def stop(self) -> None:
         self.cluster.stop()

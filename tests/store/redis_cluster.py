@@ -62,7 +62,11 @@ def _cli(port: int, *args: str) -> str:
 class RedisCluster:
     """Three primaries, no replicas; every slot covered."""
 
-    def __init__(self) -> None:
+    def __init__(self, persist: bool = False) -> None:
+        #: persist: an append-only file fsynced at every write (as
+        #: python/tests/redis_server.py), so `kill` then `restart` brings back
+        #: what the nodes acknowledged, and nodes.conf their slots.
+        self.persist = persist
         self.dir = tempfile.mkdtemp(prefix="ar-cluster-")
         self.ports: List[int] = []
         self.procs: List[subprocess.Popen[bytes]] = []
@@ -83,20 +87,9 @@ class RedisCluster:
             )
         for _ in range(3):
             port = _free_port()
-            d = os.path.join(self.dir, str(port))
-            os.makedirs(d)
-            self.procs.append(
-                subprocess.Popen(
-                    [
-                        "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                        "--cluster-enabled", "yes", "--cluster-config-file", os.path.join(d, "nodes.conf"),
-                        "--dir", d, "--save", "", "--appendonly", "no",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+            os.makedirs(os.path.join(self.dir, str(port)))
             self.ports.append(port)
+            self.procs.append(self._node(port))
         for port in self.ports:
             self._wait(port, lambda out: out.strip() == "PONG", "PING")
         subprocess.run(
@@ -104,10 +97,41 @@ class RedisCluster:
              "--cluster-replicas", "0", "--cluster-yes"],
             check=True, capture_output=True, timeout=60,
         )
+        self._ready()
+
+    def _node(self, port: int) -> "subprocess.Popen[bytes]":
+        d = os.path.join(self.dir, str(port))
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else ["--appendonly", "no"]
+        return subprocess.Popen(
+            [
+                "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                "--cluster-enabled", "yes", "--cluster-config-file", os.path.join(d, "nodes.conf"),
+                "--dir", d, "--save", "", *aof,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _ready(self) -> None:
         # Readiness: every node says the cluster is ok and knows all three.
         for port in self.ports:
             self._wait(port, lambda out: "cluster_state:ok" in out and "cluster_known_nodes:3" in out,
                        "CLUSTER", "INFO")
+
+    def kill(self) -> None:
+        """SIGKILL every node (their files stay)."""
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+    def restart(self) -> None:
+        """Start every node again on its port, from its files (nodes.conf and,
+        with `persist`, the append-only file), and wait until the cluster is ok."""
+        self.procs = [self._node(port) for port in self.ports]
+        for port in self.ports:
+            self._wait(port, lambda out: out.strip() == "PONG", "PING")
+        self._ready()
 
     def _wait(self, port: int, ok: "object", *cmd: str) -> None:
         import time

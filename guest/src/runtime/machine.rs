@@ -984,6 +984,8 @@ impl Machine {
             let pending = if transient {
                 let cfg = self.s.config.breaker_for(d.breaker);
                 self.record_outcome(Report::Failure(cfg), then)?
+            } else if let Some(open_ms) = self.shed_for(&d) {
+                self.record_outcome(Report::Shed { open_ms }, then)?
             } else {
                 self.breaker_answered(then)?
             };
@@ -992,6 +994,28 @@ impl Machine {
             }
         }
         self.act_on(d)
+    }
+
+    /// How long a target that refused with a quota error (`<kind>.quota.*`)
+    /// is shed when the step falls back from it: the breaker opens for the
+    /// thresholds' `open_ms`, or the failure's `retry_after_ms` when longer,
+    /// so the next steps start at the fallback instead of asking the
+    /// exhausted target again. None for any other decision.
+    fn shed_for(&self, d: &Decided) -> Option<u64> {
+        if d.action != "fallback" {
+            return None;
+        }
+        let code = d.envelope.get("code").and_then(Value::as_str)?;
+        if code.split('.').nth(1) != Some("quota") {
+            return None;
+        }
+        let open_ms = self.s.config.breaker_for(d.breaker).open_ms;
+        let hint = d
+            .envelope
+            .get("retry_after_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Some(open_ms.max(hint))
     }
 
     /// Act on a decision whose outcome the breaker has recorded (`raw`: the

@@ -193,7 +193,10 @@ impl FallbackStore {
 
     /// Decides where a call goes; while degraded, starts the background
     /// probe and flush when one is due (this call is served locally).
-    fn route(&self, now: Option<u64>) -> Route {
+    /// `key`: the entry a `get`, `compare_and_set` or `delete` names; a
+    /// mirrored one is served locally while the machine's spool has records
+    /// not yet in the primary (docs/store.md, "One place for mirrored keys").
+    fn route(&self, now: Option<u64>, key: Option<&str>) -> Route {
         let inner = &self.inner;
         let (now, startup) = {
             let mut st = inner.lock();
@@ -219,7 +222,14 @@ impl FallbackStore {
         let due = {
             let mut st = inner.lock();
             if st.degraded.is_none() {
-                return Route::Primary;
+                if !key.is_some_and(mirrored) {
+                    return Route::Primary;
+                }
+                drop(st);
+                if !inner.spool_pending() {
+                    return Route::Primary;
+                }
+                st = inner.lock();
             }
             let due =
                 !st.reconnecting && now >= st.last_probe.saturating_add(inner.options.probe_ms);
@@ -295,12 +305,12 @@ impl FallbackStore {
     /// primary degrades the wrapper and reruns `f` locally.
     fn call<T>(
         &self,
-        now: Option<u64>,
+        (now, key): (Option<u64>, Option<&str>),
         f: impl Fn(&dyn Store) -> Result<T, StoreError>,
         on_primary: impl FnOnce(&T),
         on_local: impl FnOnce(&T) -> Result<(), StoreError>,
     ) -> Result<T, StoreError> {
-        if let Route::Primary = self.route(now) {
+        if let Route::Primary = self.route(now, key) {
             match f(self.inner.primary.as_ref()) {
                 Err(e) if e.kind() == StoreErrorKind::Unavailable => {
                     let at = now.unwrap_or_else(|| self.inner.lock().last_now);
@@ -321,7 +331,12 @@ impl FallbackStore {
 
 impl Store for FallbackStore {
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
-        self.call(Some(now_ms), |s| s.get(key, now_ms), |_| {}, |_| Ok(()))
+        self.call(
+            (Some(now_ms), Some(key)),
+            |s| s.get(key, now_ms),
+            |_| {},
+            |_| Ok(()),
+        )
     }
 
     fn compare_and_set(
@@ -333,7 +348,7 @@ impl Store for FallbackStore {
         now_ms: u64,
     ) -> Result<Cas, StoreError> {
         self.call(
-            Some(now_ms),
+            (Some(now_ms), Some(key)),
             |s| s.compare_and_set(key, expected, value, ttl_ms, now_ms),
             |out| {
                 if matches!(out, Cas::Written { .. }) && mirrored(key) {
@@ -352,7 +367,7 @@ impl Store for FallbackStore {
 
     fn append(&self, stream: &str, record: &str, now_ms: u64) -> Result<u64, StoreError> {
         self.call(
-            Some(now_ms),
+            (Some(now_ms), None),
             |s| s.append(stream, record, now_ms),
             |_| {},
             |_| {
@@ -370,12 +385,17 @@ impl Store for FallbackStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        self.call(None, |s| s.read(stream, after, limit), |_| {}, |_| Ok(()))
+        self.call(
+            (None, None),
+            |s| s.read(stream, after, limit),
+            |_| {},
+            |_| Ok(()),
+        )
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         self.call(
-            None,
+            (None, Some(key)),
             |s| s.delete(key),
             |_| {
                 if mirrored(key) {
@@ -394,7 +414,12 @@ impl Store for FallbackStore {
     }
 
     fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.call(Some(now_ms), |s| s.keys(prefix, now_ms), |_| {}, |_| Ok(()))
+        self.call(
+            (Some(now_ms), None),
+            |s| s.keys(prefix, now_ms),
+            |_| {},
+            |_| Ok(()),
+        )
     }
 }
 

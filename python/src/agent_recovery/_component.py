@@ -71,6 +71,7 @@ EXPORTS: Dict[str, Tuple[str, str, Tuple[str, ...], str]] = {
         f"result<string,{_POLICY_ERROR}>",
     ),
     "codes-json": ("registry", "codes-json", (), "string"),
+    "errors-block": ("registry", "errors-block", ("list<string>",), "string"),
     "delay": (
         "backoff",
         "delay",

@@ -273,6 +273,19 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or (method is not None and inspect.iscoroutinefunction(method))
 
 
+def _public_signature(fn: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
+    """Give `wrapper` the signature of `fn` without the parameters the door
+    passes, so a framework that reads it (to describe a tool to a model, or to
+    inject its own arguments) sees only what the caller passes."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    params = [p for p in sig.parameters.values() if p.name not in _INJECTED]
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in _INJECTED}
+
+
 def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]:
     door = _Door(fn, options)
     if _is_async(fn):
@@ -291,6 +304,7 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
                 raise asyncio.CancelledError()
             return outcome.result(report)
 
+        _public_signature(fn, recovered)
         return recovered
 
     @functools.wraps(fn)
@@ -305,6 +319,7 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
             run.end()
         return outcome.result(report)
 
+    _public_signature(fn, recovered_sync)
     return recovered_sync
 
 

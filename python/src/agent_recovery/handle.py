@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .limits import Limits
@@ -160,6 +160,10 @@ class PolicyHandle:
     def registry_json(self) -> str:
         """See `Policy.registry_json`."""
         return self._active.registry_json()
+
+    def errors_block(self, codes: Sequence[str] = ()) -> str:
+        """See `Policy.errors_block`."""
+        return self._active.errors_block(codes)
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
         """See `Policy.render`."""

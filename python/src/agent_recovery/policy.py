@@ -368,6 +368,18 @@ class Policy:
         """Every code the policy can emit, sorted by code."""
         return cast(List[CodeInfo], self._parse(self.registry_json(), "codes-json"))
 
+    def errors_block(self, codes: Sequence[str] = ()) -> str:
+        """The MCP `## Errors` block for a tool description (`errors-block`): a
+        heading and a fenced JSON array of `{code, retryable, severity, category,
+        hint}`. `codes` lists codes or code prefixes (`"tool.http."`); empty
+        means every code."""
+        if isinstance(codes, str) or not all(isinstance(c, str) for c in codes):
+            raise PolicyError(
+                "invalid_argument",
+                f"codes is a list of codes or code prefixes, got {codes!r}; pass e.g. ['tool.']",
+            )
+        return str(self._call_typed("errors-block", list(codes)))
+
     def lookup(self, code: str) -> Optional[CodeInfo]:
         """One registry row by its full code, or None (as Node's `lookup`)."""
         for row in self.registry():

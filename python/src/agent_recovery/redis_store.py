@@ -74,7 +74,7 @@ SPOOL_CURSOR: Final = "agent-recovery/spool/cursor"
 #: died while flushing holds the others back this long at most.
 SPOOL_LEASE_TTL_MS: Final = 5_000
 #: Spool records a flush applies between two renewals of its lease.
-SPOOL_BATCH: Final = 16
+SPOOL_BATCH: Final = 256
 #: Keys whose writes and deletes are copied to the local store while healthy
 #: (so they are honoured while degraded) and spooled while degraded (so they
 #: reach Redis again): idempotency entries, run journals, dead-letter items.
@@ -796,20 +796,22 @@ class FallbackStore:
         else:
             self._primary.get("agent-recovery/ping", self._last_now)
 
-    def _restore(self, t: int, *, due: bool = False) -> None:
+    def _restore(self, t: int, *, due: bool = False, pending: bool = False) -> None:
         """Start the background probe and flush when one is due (or `due`);
-        the call goes on locally at once, never waiting for them."""
+        the call goes on locally at once, never waiting for them. `pending`:
+        also when this store is not degraded (the machine's spool is)."""
         with self._lock:
-            if self._degraded_at is None or self._reconnecting:
+            if (self._degraded_at is None and not pending) or self._reconnecting:
                 return
             if not due and t < self._last_probe + self._probe_ms:
                 return
             self._last_probe = t
             self._reconnecting = True
-            since = self._degraded_at
-            # Up to what was spooled when the flush began: calls served locally
-            # meanwhile (other threads) cannot keep it going forever.
-            until = self._spool_end
+            since = self._degraded_at if self._degraded_at is not None else t
+            # Degraded: up to what was spooled when the flush began, so calls
+            # served locally meanwhile (other threads) cannot keep it going
+            # forever. Not degraded (the machine's spool is): to its end.
+            until = self._spool_end if self._degraded_at is not None else None
         try:
             # Not a daemon: a process that exits waits for a flush in progress
             # (bounded by Redis's timeouts and the spool's size) rather than
@@ -821,7 +823,7 @@ class FallbackStore:
             with self._lock:
                 self._reconnecting = False
 
-    def _reconnect_quietly(self, t: int, since: int, until: int) -> None:
+    def _reconnect_quietly(self, t: int, since: int, until: Optional[int]) -> None:
         try:
             self._reconnect(t, since, until)
         except StoreError:
@@ -830,11 +832,11 @@ class FallbackStore:
             with self._lock:
                 self._reconnecting = False
 
-    def _reconnect(self, t: int, since: int, until: int) -> None:
+    def _reconnect(self, t: int, since: int, until: Optional[int]) -> None:
         try:
             self._probe()
             # Up to what this machine's processes had spooled when the flush began.
-            flushed = self._flush(t, max(until, self._spool_last(t)))
+            flushed = self._flush(t, None if until is None else max(until, self._spool_last(t)))
         except StoreError as e:
             with self._lock:
                 startup, self._startup_spool = self._startup_spool, False
@@ -847,7 +849,7 @@ class FallbackStore:
             # Another process is flushing: serve Redis again once it has
             # flushed this process's records (so every process of the machine
             # stops adding to the spool soon); until then stay degraded.
-            if self._startup_spool or self._cursor(t)[0] < until:
+            if self._startup_spool or self._cursor(t)[0] < (until or 0):
                 return
             flushed = 0
         with self._lock:
@@ -877,6 +879,14 @@ class FallbackStore:
     def _pending(self) -> bool:
         cursor = self._cursor(self._last_now)[0]
         return bool(self._local.read(SPOOL_STREAM, cursor, 1))
+
+    def _pending_quietly(self) -> bool:
+        """`_pending`, False when the spool file cannot be read now (it does
+        not hold a call to the primary back)."""
+        try:
+            return self._pending()
+        except StoreError:
+            return False
 
     def _spool_last(self, t: int) -> int:
         """The last record's sequence number in the spool (reads only)."""
@@ -997,6 +1007,7 @@ class FallbackStore:
         on_primary: Callable[[], Any],
         on_local: Callable[[], Any],
         mirror: Optional[Callable[[Any], None]] = None,
+        key: Optional[str] = None,
     ) -> Any:
         with self._lock:
             if now is not None and now > self._last_now:
@@ -1006,6 +1017,12 @@ class FallbackStore:
             self._startup(t)
         if self._degraded_at is not None:
             self._restore(t)
+        elif key is not None and key.startswith(SPOOLED_PREFIXES) and self._pending_quietly():
+            # The machine's rule: while the spool file has records not yet in
+            # the primary, every process sharing it serves mirrored keys from
+            # it (docs/store.md, "One place for mirrored keys").
+            self._restore(t, pending=True)
+            return on_local()
         if self._degraded_at is None:
             try:
                 out = on_primary()
@@ -1056,7 +1073,7 @@ class FallbackStore:
         _check_name("key", key)
         _check_int("now_ms", now_ms)
         return self._call(  # type: ignore[no-any-return]
-            now_ms, lambda: self._primary.get(key, now_ms), lambda: self._local.get(key, now_ms)
+            now_ms, lambda: self._primary.get(key, now_ms), lambda: self._local.get(key, now_ms), key=key
         )
 
     def compare_and_set(
@@ -1076,7 +1093,7 @@ class FallbackStore:
                 self._mirror_set(key, value, ttl_ms, now_ms)
 
         return self._call(  # type: ignore[no-any-return]
-            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local, mirror
+            now_ms, lambda: self._primary.compare_and_set(key, expected, value, ttl_ms, now_ms), local, mirror, key
         )
 
     def append(self, stream: str, record: str, now_ms: int) -> int:
@@ -1111,7 +1128,7 @@ class FallbackStore:
             if key.startswith(SPOOLED_PREFIXES):
                 self._mirror_delete(key)
 
-        return self._call(None, lambda: self._primary.delete(key), local, mirror)  # type: ignore[no-any-return]
+        return self._call(None, lambda: self._primary.delete(key), local, mirror, key)  # type: ignore[no-any-return]
 
     def keys(self, prefix: str, now_ms: int) -> List[str]:
         _check_name("prefix", prefix, empty_ok=True)

@@ -156,6 +156,17 @@ impl Breaker {
         open
     }
 
+    /// The target refused for a reason that outlasts the call (a quota):
+    /// open now for `open_ms`, whatever the count.
+    pub fn shed(&mut self, open_ms: u64, now: u64) {
+        self.down_since_ms.get_or_insert(now);
+        self.state = BreakerState::Open;
+        self.since_ms = now;
+        self.open_ms = Some(open_ms);
+        self.epoch = self.epoch.saturating_add(1);
+        self.window.clear();
+    }
+
     /// The probe starts now.
     pub fn probe(&mut self, now: u64) {
         self.state = BreakerState::HalfOpen;

@@ -41,6 +41,12 @@ pub enum Report {
     },
     /// A transient failure, under these thresholds.
     Failure(BreakerThresholds),
+    /// The target refused for a reason that outlasts the call (a quota) and
+    /// the step fell back: open now, for `open_ms`, whatever the count.
+    Shed {
+        /// How long the breaker stays open.
+        open_ms: u64,
+    },
 }
 
 /// The result of applying a [`Report`].
@@ -103,6 +109,13 @@ impl Breaker {
                     became: None,
                 }
             }
+            Report::Shed { open_ms } => {
+                next.shed(*open_ms, now);
+                Applied {
+                    next: Some(next),
+                    became: Some(BreakerState::Open),
+                }
+            }
             Report::Failure(cfg) => {
                 let opened = next.failure(cfg, now);
                 Applied {
@@ -120,6 +133,24 @@ mod tests {
 
     fn failure() -> Report {
         Report::Failure(BreakerThresholds::default())
+    }
+
+    #[test]
+    fn a_shed_target_opens_at_once_for_its_window() {
+        let stored = Breaker::default();
+        let applied = stored.apply(&Report::Shed { open_ms: 30_000 }, 0, 1_000);
+        let next = applied.next.expect("a shed target opens");
+        assert_eq!(applied.became, Some(BreakerState::Open));
+        assert_eq!(next.state, BreakerState::Open);
+        assert_eq!(
+            (next.since_ms, next.open_ms, next.epoch),
+            (1_000, Some(30_000), 1)
+        );
+        // A stale shed (the breaker moved on since the call's gate) changes nothing.
+        assert_eq!(
+            next.apply(&Report::Shed { open_ms: 5 }, 0, 2_000).next,
+            None
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::store::{Cas, StoreError, StoreErrorKind};
 /// How many times a flushed write retries on a conflict (last writer wins).
 const SET_RETRIES: usize = 16;
 /// Spool records a flush applies between two renewals of its lease.
-const BATCH: usize = 16;
+const BATCH: usize = 256;
 /// How many times a mirror write retries on a local conflict.
 const MIRROR_RETRIES: usize = 4;
 
@@ -86,10 +86,19 @@ impl Inner {
     /// was spooled meanwhile, and report.
     pub(super) fn reconnect(&self, now: u64) {
         let outcome = self.primary.get(PROBE_KEY, now).and_then(|_| {
-            // Up to what this machine's processes had spooled when the flush
-            // began (calls served locally meanwhile cannot keep it going).
-            let until = self.spool_last()?.max(self.lock().spool_end);
-            self.flush(now, Some(until))
+            // Degraded: up to what this machine's processes had spooled when
+            // the flush began (calls served locally meanwhile cannot keep it
+            // going). Not degraded (the machine's spool is): to its end.
+            let (degraded, spool_end) = {
+                let st = self.lock();
+                (st.degraded.is_some(), st.spool_end)
+            };
+            let until = if degraded {
+                Some(self.spool_last()?.max(spool_end))
+            } else {
+                None
+            };
+            self.flush(now, until)
         });
         let restored = match outcome {
             Err(e) => {

@@ -1,0 +1,99 @@
+"""PydanticAI: model requests through the door, tool failures as data.
+
+```python
+from pydantic_ai import Agent
+from agent_recovery import recover
+from agent_recovery.integrations.pydantic_ai import RecoveringModel
+
+model = RecoveringModel(primary, fallbacks=[backup])   # any PydanticAI models
+agent = Agent(model, tools=[recover(charge, call="tool", side_effect=True, errors="model")])
+```
+
+`RecoveringModel` is a `WrapperModel`: each `request` is one call of a
+`recover` door (`call="llm"`, the models' names as `target` and
+`fallbacks`), so a 429's `Retry-After` is waited out, a quota error moves
+to the next model, and a model whose breaker is open is skipped by the next
+requests of the run (and of later runs) until its breaker lets a probe
+through. Every attempt is sent with `ModelSettings(max_retries=0)`, so the
+provider SDK does not retry underneath (PydanticAI forwards the setting to
+the OpenAI, Anthropic and Groq clients). The other keyword options are
+`recover`'s (`clock`, `store`, `policy`, `on_event`, ...).
+
+A tool wrapped with `recover(..., errors="model")` returns the failure's
+envelope rendered for the model (`{"error": {"code", "message",
+"retryable", "hint"}}`) instead of raising, so the run goes on and the model
+reads why the tool failed. The wrapped function's signature (what PydanticAI
+describes to the model) leaves out `key`, `target` and `attempt`.
+
+Streaming requests (`request_stream`) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters, infer_model
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from ..door import recover
+
+__all__ = ["RecoveringModel"]
+
+
+class _Request:
+    """One model request, passed through the door (its repr is what the door
+    records as the call's arguments)."""
+
+    def __init__(self, messages: List[ModelMessage], settings: ModelSettings | None,
+                 params: ModelRequestParameters) -> None:
+        self.messages = messages
+        self.settings = settings
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"<model request, {len(self.messages)} messages>"
+
+
+def _name(model: Model, taken: Dict[str, Model]) -> str:
+    base = f"{model.system}:{model.model_name}"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}#{n}"
+    return name
+
+
+class RecoveringModel(WrapperModel):
+    """`model` (then `fallbacks`, in order) with every request run through a
+    `recover` door. Options: `recover`'s, except `call`, `target` and
+    `fallbacks`, which this model sets."""
+
+    def __init__(self, model: Model | str, *, fallbacks: Sequence[Model | str] = (), **options: Any) -> None:
+        super().__init__(model)
+        for fixed in ("call", "target", "fallbacks"):
+            if fixed in options:
+                raise TypeError(
+                    f"RecoveringModel sets {fixed!r} itself; pass the models as model and fallbacks=[...]"
+                )
+        self.models: Dict[str, Model] = {}
+        for m in [self.wrapped, *(infer_model(f) for f in fallbacks)]:
+            self.models[_name(m, self.models)] = m
+        names = list(self.models)
+        options.setdefault("tool", "model_request")
+        options.setdefault("step_id", "model_request")
+        self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
+
+    async def _attempt(self, request: _Request, *, target: str) -> ModelResponse:
+        settings: Dict[str, Any] = {**(request.settings or {}), "max_retries": 0}
+        return await self.models[target].request(request.messages, settings, request.params)  # type: ignore[arg-type]
+
+    async def request(
+        self,
+        messages: List[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        response: ModelResponse = await self._door(_Request(messages, model_settings, model_request_parameters))
+        return response
