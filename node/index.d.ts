@@ -40,7 +40,9 @@ export type RenderFormat =
   | 'problem-json'
   | 'model-tool-result'
   | 'coordinator-text'
-  | 'downstream-wrap';
+  | 'downstream-wrap'
+  /** An AG-UI `RUN_ERROR` event; needs a component with the 0.2 `render-named` (the reference). */
+  | 'ag-ui-run-error';
 /** The kinds of policy-error (WIT `error-kind`, snake_case). */
 export type PolicyErrorKind =
   | 'invalid_json'

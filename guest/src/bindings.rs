@@ -24,5 +24,13 @@ crate::__export_policy_impl!(
         fn check_outcome(outcome: String) -> Result<Option<String>, t::PolicyError> {
             crate::runtime::check_outcome(&outcome).map_err(err)
         }
+
+        fn render_named(
+            envelope: String,
+            format: String,
+            options: String,
+        ) -> Result<String, t::PolicyError> {
+            crate::render::render_named(&envelope, &format, &options).map_err(err)
+        }
     }
 );

@@ -71,7 +71,7 @@ pub use model::{
 pub use normalize::{MESSAGE_PREFIX_RULES, PrefixRule};
 pub use observation::Observation;
 pub use registry::{CodeInfo, Registry, codes, lookup};
-pub use render::{Format as RenderFormat, render_json};
+pub use render::{Format as RenderFormat, render_json, render_named};
 pub use runtime::input::MAX_ID_BYTES;
 pub use runtime::{Advanced, advance, check_outcome};
 pub use sdk::{PolicyInfo, RecoveryPolicy};

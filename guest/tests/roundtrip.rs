@@ -46,6 +46,7 @@ pub fn observation_of(format: RenderFormat, rendered: &str) -> Value {
             json!({"source": "http", "status": r["status"], "headers": r["headers"], "body": r["body"]})
         }
         RenderFormat::ModelToolResult => r,
+        RenderFormat::AgUiRunError => json!({"error": r["metadata"]["error"]}),
         RenderFormat::CoordinatorText => unreachable!("text is not an observation"),
     }
 }

@@ -172,3 +172,52 @@ fn case_names_are_unique() {
         .collect();
     assert!(dups.is_empty(), "duplicate case names: {dups:?}");
 }
+
+/// `tests/vectors/render/*.json`: `{"name", "envelope", "format", "options"?,
+/// "expect": {"output"? (subset), "error"? (a policy-error kind)}}`, rendered
+/// by name through the runtime's `render_named` (the reference component's
+/// `render-named`). Node and Python read the same files.
+#[test]
+fn render_vectors_through_render_named() {
+    use agent_recovery::ErrorKind;
+    use agent_recovery::runtime::{Runtime, RuntimeError};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/render");
+    let runtime = Runtime::builder().build().expect("the runtime builds");
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/vectors/render is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(&path).expect("a render vector file is readable");
+            let file: Vec<Value> =
+                serde_json::from_str(&text).expect("a render vector file is JSON");
+            cases.extend(file);
+        }
+    }
+    assert!(cases.len() >= 3, "only {} render vectors", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let options = case
+            .get("options")
+            .map(Value::to_string)
+            .unwrap_or_default();
+        let format = case["format"].as_str().expect("format is a string");
+        let got = runtime.render_named(&case["envelope"].to_string(), format, &options);
+        match (&case["expect"]["output"], &case["expect"]["error"], got) {
+            (want, Value::Null, Ok(text)) if !want.is_null() => {
+                let got: Value = serde_json::from_str(&text).expect("the output is JSON");
+                let mut diff = Vec::new();
+                mismatches(want, &got, "$", &mut diff);
+                if !diff.is_empty() {
+                    failures.push(format!("{name}:\n{}", side_by_side(want, &got)));
+                }
+            }
+            (Value::Null, Value::String(kind), Err(RuntimeError::Policy(e)))
+                if kind == "invalid_argument" && e.kind() == ErrorKind::InvalidArgument => {}
+            (want, err, got) => failures.push(format!(
+                "{name}: expected output {want} / error {err}, got {got:?}"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

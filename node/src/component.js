@@ -307,6 +307,8 @@ export function bindExports(root) {
     errorsBlock: registry.errorsBlock,
     key: idempotency.key,
     renderJson: render.renderJson,
+    // The 0.2 runtime interface's render-named (the reference has it; a 0.1 policy does not).
+    renderNamed: found.runtime === undefined ? undefined : root[found.runtime.key]?.renderNamed,
     info: meta.info,
     smokeTests: meta.smokeTests,
   };

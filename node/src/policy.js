@@ -10,7 +10,10 @@ import { policyTelemetry } from './telemetry.js';
 import { describe, seedText, stringify } from './json.js';
 import { verify } from './verify.js';
 
-/** The render formats of the contract (WIT `render-format`). */
+/**
+ * The render formats: those of the 0.1 contract (WIT `render-format`), then
+ * those reached by name through the 0.2 `runtime` interface (`render-named`).
+ */
 export const RENDER_FORMATS = Object.freeze([
   'jsonrpc-error',
   'mcp-tool-result',
@@ -19,7 +22,10 @@ export const RENDER_FORMATS = Object.freeze([
   'model-tool-result',
   'coordinator-text',
   'downstream-wrap',
+  'ag-ui-run-error',
 ]);
+/** The formats not in the 0.1 `render-format` enum: rendered through `render-named`. */
+const NAMED_ONLY = new Set(['ag-ui-run-error']);
 
 const CALL_KINDS = ['tool', 'llm', 'agent'];
 const U32_MAX = 2 ** 32 - 1;
@@ -263,6 +269,17 @@ export class Policy {
     const active = this.#active;
     fits(active, envelope, 'envelope');
     fits(active, options, 'options');
+    if (NAMED_ONLY.has(f)) {
+      return active.call('renderNamed', (api) => {
+        if (typeof api.renderNamed !== 'function') {
+          throw new PolicyError(
+            'invalid_argument',
+            `render format ${JSON.stringify(f)} needs a component that exports agent:recovery/runtime@0.2.0 render-named, and ${active.identity.name} does not; render it with the reference policy (\`await Policy.load()\`)`,
+          );
+        }
+        return api.renderNamed(envelope, f, options);
+      });
+    }
     return active.call('renderJson', (api) => api.renderJson(envelope, f, options));
   }
 

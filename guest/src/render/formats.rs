@@ -19,6 +19,7 @@ pub(super) fn render(
         Format::ModelToolResult => return to_string(&model_result(env)),
         Format::CoordinatorText => return Ok(coordinator_text(env, opts)),
         Format::DownstreamWrap => downstream_wrap(env, opts)?,
+        Format::AgUiRunError => ag_ui_run_error(env),
     };
     to_string(&v)
 }
@@ -71,6 +72,18 @@ fn outgoing(env: &EnvelopeIn) -> Value {
     }
     put(&mut m, "docs_url", env.docs_url.clone().map(Value::from));
     Value::Object(m)
+}
+
+/// An AG-UI `RUN_ERROR` event: `message` for a person, `code` for a machine,
+/// and the outgoing envelope (hint, retryable, retry_after_ms) in `metadata.error`.
+/// Fields as in `@ag-ui/core` `RunErrorEventSchema` and `ag_ui.core.RunErrorEvent`.
+fn ag_ui_run_error(env: &EnvelopeIn) -> Value {
+    json!({
+        "type": "RUN_ERROR",
+        "message": env.message(),
+        "code": env.code,
+        "metadata": {"error": outgoing(env)},
+    })
 }
 
 fn base(code: &str) -> &str {

@@ -33,6 +33,9 @@ pub enum Format {
     CoordinatorText,
     /// JSON-RPC error wrapping a downstream agent's error.
     DownstreamWrap,
+    /// An AG-UI `RUN_ERROR` event (`{"type":"RUN_ERROR","message","code","metadata"}`).
+    /// Not in the 0.1 `render-format` enum: reached by name (`render-named`).
+    AgUiRunError,
 }
 
 impl Format {
@@ -45,6 +48,7 @@ impl Format {
         Format::ModelToolResult,
         Format::CoordinatorText,
         Format::DownstreamWrap,
+        Format::AgUiRunError,
     ];
 
     /// The kebab-case name (as in the WIT and the CLI).
@@ -57,6 +61,7 @@ impl Format {
             Format::ModelToolResult => "model-tool-result",
             Format::CoordinatorText => "coordinator-text",
             Format::DownstreamWrap => "downstream-wrap",
+            Format::AgUiRunError => "ag-ui-run-error",
         }
     }
 
@@ -235,6 +240,22 @@ fn parse_options(text: &str) -> Result<Options, PolicyError> {
             format!("options are invalid ({e}); allowed: id, task_id, context_id, current_agent, downstream_agent"),
         )
     })
+}
+
+/// Render an envelope (JSON text) as the format named `format` (kebab-case or
+/// snake_case, e.g. `ag-ui-run-error`).
+pub fn render_named(envelope: &str, format: &str, options: &str) -> Result<String, PolicyError> {
+    let Some(f) = Format::parse(format) else {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        return Err(PolicyError::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "unknown render format {format:?}; use one of {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    render_json(envelope, f, options)
 }
 
 /// Render an envelope (JSON text) as `format`.

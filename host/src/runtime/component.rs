@@ -136,6 +136,29 @@ impl LoopComponent {
             )
         })
     }
+
+    /// `render-named(envelope, format, options)`: the rendered text.
+    pub(crate) fn render_named(
+        &self,
+        envelope: &str,
+        format: &str,
+        options: &str,
+    ) -> Result<String> {
+        let out = self.call(
+            "render-named",
+            envelope.len() + format.len() + options.len(),
+            |store, b| {
+                b.agent_recovery0_2_0_runtime()
+                    .call_render_named(store, envelope, format, options)
+            },
+        )?;
+        out.map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("render-named refused the input: {}", e.message),
+            )
+        })
+    }
 }
 
 /// A Wasmtime error from `what` on `input_bytes` bytes of input as an

@@ -116,6 +116,19 @@ impl Runtime {
         Ok(self.looper.check_outcome(outcome)?)
     }
 
+    /// Renders an envelope (JSON text, as printed by `classify`) in the format
+    /// named `format`: every `render-format` name and the formats added since
+    /// 0.1 (`ag-ui-run-error`, an AG-UI `RUN_ERROR` event), through the
+    /// reference component's `render-named`. `options` is JSON text or empty.
+    pub fn render_named(
+        &self,
+        envelope: &str,
+        format: &str,
+        options: &str,
+    ) -> Result<String, RuntimeError> {
+        Ok(self.looper.render_named(envelope, format, options)?)
+    }
+
     /// The dead-letter queue of this runtime's store (`docs/durability.md` §3):
     /// list, show, replay, request a replay, purge, depth.
     pub fn dead_letters(&self) -> DeadLetters<'_> {

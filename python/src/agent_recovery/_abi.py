@@ -222,6 +222,11 @@ def read_option_text(result: _Val) -> Tuple[bool, Any, str]:
     return True, _text(inner.contents.of.string), ""
 
 
+def read_result_text(result: _Val) -> Tuple[bool, Any, str]:
+    """`result<string, policy-error>`: (True, text, "") or an error."""
+    return _read(result, False)
+
+
 def _read(result: _Val, plain: bool) -> Outcome:
     if plain:
         if result.kind != KIND_STRING:

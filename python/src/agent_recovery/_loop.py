@@ -7,7 +7,7 @@ component (a 0.1 policy has no `runtime` export), exactly as in the Rust host
 capped, fuel per call for its input size; a trap drops the instance and the
 next call instantiates the component again.
 
-`advance` and `check-outcome` are called through `_abi` (no per-call type walk);
+`advance`, `check-outcome` and `render-named` are called through `_abi` (no per-call type walk);
 their types are checked once against the contract below.
 """
 
@@ -37,6 +37,7 @@ _POLICY_ERROR = "record{kind:enum,message:string}"
 _TYPES = {
     "advance": (("string", "string"), f"result<record{{state:string,effects:string}},{_POLICY_ERROR}>"),
     "check-outcome": (("string",), f"result<option<string>,{_POLICY_ERROR}>"),
+    "render-named": (("string", "string", "string"), f"result<string,{_POLICY_ERROR}>"),
 }
 
 
@@ -154,5 +155,14 @@ class LoopComponent:
         """`check-outcome(outcome)`: the failure's envelope (JSON text), or None."""
         out: Optional[str] = self._call(
             "check-outcome", (utf8(outcome, "outcome"),), _abi.read_option_text
+        )
+        return out
+
+    def render_named(self, envelope: str, format: str, options: str) -> str:
+        """`render-named(envelope, format, options)`: the rendered text."""
+        out: str = self._call(
+            "render-named",
+            (utf8(envelope, "envelope"), utf8(format, "format"), utf8(options, "options")),
+            _abi.read_result_text,
         )
         return out

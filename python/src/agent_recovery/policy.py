@@ -285,7 +285,8 @@ class Policy:
         if fmt not in RENDER_FORMATS:
             raise PolicyError(
                 "invalid_argument",
-                f"format {format!r} is not one of {', '.join(RENDER_FORMATS)}; use one of those",
+                f"format {format!r} is not one of {', '.join(RENDER_FORMATS)}; use one of those "
+                "(ag-ui-run-error is rendered by Runtime.render)",
             )
         env = json_text(envelope, "envelope")
         opts = json_text(options, "options", empty=b"")

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
 from . import _offloop, _quota, _strict_json
-from ._inputs import check_name
+from ._inputs import check_name, json_text
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -59,6 +59,7 @@ from .limits import Limits
 from .observe import Failure, _response_text, from_response
 from .store import MemoryStore, StoreError, Written
 from .telemetry import OFF_LANE, Telemetry, bind as _bind_telemetry
+from .types import NAMED_RENDER_FORMATS
 
 __all__ = [
     "Call",
@@ -826,8 +827,19 @@ class Runtime:
 
         The default, `model-tool-result`, is what a model reads as a failed
         tool's result: the code, the message, whether to retry and the hint,
-        without the envelope's empty members. The formats: `Policy.render`.
+        without the envelope's empty members. The formats: `Policy.render`,
+        and `ag-ui-run-error` (an AG-UI `RUN_ERROR` event), which is not in the
+        0.1 contract and is rendered by the reference component's
+        `render-named`.
         """
+        fmt = str(format).replace("_", "-")
+        if fmt in NAMED_RENDER_FORMATS:
+            text = self._looper.render_named(
+                json_text(envelope, "envelope").decode(),
+                fmt,
+                json_text(options, "options", empty=b"").decode(),
+            )
+            return json.loads(text)
         renderer = self._decider if callable(getattr(self._decider, "render", None)) else _default_policy()
         return renderer.render(envelope, format, options)
 

@@ -34,6 +34,9 @@ RenderFormat = Literal[
     "coordinator-text",
     "downstream-wrap",
 ]
+#: Formats added after the 0.1 contract, rendered by name through the reference
+#: component's `render-named` (`Runtime.render`): an AG-UI `RUN_ERROR` event.
+NAMED_RENDER_FORMATS = ("ag-ui-run-error",)
 
 #: An observation: `{"source": "http", "status": 429, "headers": {...}, "body": ...}`,
 #: `{"source": "exception", "type": "httpx.ReadTimeout"}` and so on (docs/observation.md).
