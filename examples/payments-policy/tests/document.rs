@@ -4,9 +4,9 @@
 //! every input the compiled policy's own tests use), and the same registry,
 //! breaker and smoke set.
 
+use agent_recovery_policy::__private::json_out;
 use agent_recovery_policy::RecoveryPolicy;
 use agent_recovery_policy::document::Document;
-use agent_recovery_policy::__private::json_out;
 use payments_policy::Payments;
 use serde_json::Value;
 
@@ -76,19 +76,28 @@ fn the_document_decides_what_the_compiled_policy_decides() {
             .and_then(|e| json_out::envelope(&e))
             .map_err(|e| e.message);
         if want != got {
-            differ.push(format!("classify {obs}\n  compiled: {want:?}\n  document: {got:?}"));
+            differ.push(format!(
+                "classify {obs}\n  compiled: {want:?}\n  document: {got:?}"
+            ));
         }
         for ctx in CONTEXTS {
             let want = Payments::decide_json(&obs, ctx).map_err(|e| e.message);
             let got = doc_decide(&doc, &obs, ctx);
             if want != got {
-                differ.push(format!("decide {obs} {ctx}\n  compiled: {want:?}\n  document: {got:?}"));
+                differ.push(format!(
+                    "decide {obs} {ctx}\n  compiled: {want:?}\n  document: {got:?}"
+                ));
             }
             compared += 1;
         }
     }
     assert!(compared > 1000, "only {compared} decisions compared");
-    assert!(differ.is_empty(), "{} of {compared} differ:\n{}", differ.len(), differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! parameters a decision uses, the decision's action, and the registry.
 
 use super::{CallerConfig, CodeOverride, Document};
-use crate::config::{BackoffOverrides, BreakerOverrides, BreakerThresholds, Config, ConfigOverrides};
+use crate::config::{
+    BackoffOverrides, BreakerOverrides, BreakerThresholds, Config, ConfigOverrides,
+};
 use crate::decide::Context;
 use crate::error::PolicyError;
 use crate::model::{Action, CallKind, Decision, Envelope, ErrorClass};
@@ -16,7 +18,10 @@ fn min<T: Ord>(x: Option<T>, y: Option<T>) -> Option<T> {
     }
 }
 
-fn tighter(limit: Option<BackoffOverrides>, asked: Option<BackoffOverrides>) -> Option<BackoffOverrides> {
+fn tighter(
+    limit: Option<BackoffOverrides>,
+    asked: Option<BackoffOverrides>,
+) -> Option<BackoffOverrides> {
     let Some(l) = limit else {
         return asked;
     };
@@ -117,7 +122,8 @@ impl Document {
         }
         let adjust = |env: &mut Envelope| self.adjust(env);
         let mut d = crate::decide::decide_adjusted(obs, ctx, self.defaults(), &adjust)?;
-        let Some(o) = self.override_for(&d.envelope.code, d.envelope.upstream.provider.as_deref()) else {
+        let Some(o) = self.override_for(&d.envelope.code, d.envelope.upstream.provider.as_deref())
+        else {
             return Ok(d);
         };
         if d.reason_code.is_none() {
@@ -134,8 +140,16 @@ impl Document {
     }
 
     /// The full-jitter delay, from this document's parameters.
-    pub fn backoff_delay(&self, call: CallKind, attempt: u32, seed: Option<u64>, config: Option<&ConfigOverrides>) -> Result<u64, PolicyError> {
-        let cfg = self.defaults().with(&self.caller(config.copied()).unwrap_or_default())?;
+    pub fn backoff_delay(
+        &self,
+        call: CallKind,
+        attempt: u32,
+        seed: Option<u64>,
+        config: Option<&ConfigOverrides>,
+    ) -> Result<u64, PolicyError> {
+        let cfg = self
+            .defaults()
+            .with(&self.caller(config.copied()).unwrap_or_default())?;
         crate::backoff::delay(&cfg.for_call(call), attempt, seed)
     }
 
@@ -143,27 +157,29 @@ impl Document {
     /// hint (`recovery`) and cause. Provider overrides are not in it: a code
     /// means one thing in the registry, whatever the provider.
     pub fn registry(&self) -> Registry {
-        self.codes.iter().fold(Registry::reference(), |r, (code, o)| {
-            let class = o.class.or(match o.action {
-                Some(Action::Retry) => Some(ErrorClass::Transient),
-                _ => None,
-            });
-            let r = match class {
-                Some(c) => r.set_class(code, c),
-                None => r,
-            };
-            let r = match o.severity {
-                Some(s) => r.set_severity(code, s),
-                None => r,
-            };
-            let r = match o.hint {
-                Some(h) => r.set_recovery(code, h),
-                None => r,
-            };
-            match o.cause {
-                Some(c) => r.set_cause(code, c),
-                None => r,
-            }
-        })
+        self.codes
+            .iter()
+            .fold(Registry::reference(), |r, (code, o)| {
+                let class = o.class.or(match o.action {
+                    Some(Action::Retry) => Some(ErrorClass::Transient),
+                    _ => None,
+                });
+                let r = match class {
+                    Some(c) => r.set_class(code, c),
+                    None => r,
+                };
+                let r = match o.severity {
+                    Some(s) => r.set_severity(code, s),
+                    None => r,
+                };
+                let r = match o.hint {
+                    Some(h) => r.set_recovery(code, h),
+                    None => r,
+                };
+                match o.cause {
+                    Some(c) => r.set_cause(code, c),
+                    None => r,
+                }
+            })
     }
 }

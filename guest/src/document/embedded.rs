@@ -59,7 +59,9 @@ fn slot_text() -> Option<Result<String, PolicyError>> {
     if len > SLOT_BYTES - HEADER {
         return Some(Err(PolicyError::new(
             ErrorKind::InvalidConfig,
-            format!("the component's policy document slot says {len} bytes, more than it holds; pack the document again with `agent-recovery policy pack`"),
+            format!(
+                "the component's policy document slot says {len} bytes, more than it holds; pack the document again with `agent-recovery policy pack`"
+            ),
         )));
     }
     let bytes: Vec<u8> = (HEADER..HEADER + len).map(byte).collect();
@@ -134,9 +136,9 @@ impl RecoveryPolicy for Embedded {
     fn classify_json(observation: &str) -> Result<String, PolicyError> {
         match embedded() {
             None => Reference::classify_json(observation),
-            Some(_) => crate::json_out::envelope(&Self::classify(
-                &crate::api::parse_observation(observation)?,
-            )?),
+            Some(_) => crate::json_out::envelope(&Self::classify(&crate::api::parse_observation(
+                observation,
+            )?)?),
         }
     }
 

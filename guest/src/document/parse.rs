@@ -32,13 +32,26 @@ fn bad(path: &str, msg: impl std::fmt::Display) -> PolicyError {
     PolicyError::new(ErrorKind::InvalidConfig, format!("{path}: {msg}"))
 }
 
-fn object<'a>(v: &'a Value, path: &str, keys: &[&str]) -> Result<&'a Map<String, Value>, PolicyError> {
+fn object<'a>(
+    v: &'a Value,
+    path: &str,
+    keys: &[&str],
+) -> Result<&'a Map<String, Value>, PolicyError> {
     let Value::Object(m) = v else {
-        return Err(bad(path, format!("expected an object, got {}; see docs/schema/policy.schema.json", crate::json_kind(v))));
+        return Err(bad(
+            path,
+            format!(
+                "expected an object, got {}; see docs/schema/policy.schema.json",
+                crate::json_kind(v)
+            ),
+        ));
     };
     if !keys.is_empty() {
         if let Some(k) = m.keys().find(|k| !keys.contains(&k.as_str())) {
-            return Err(bad(path, format!("unknown member {k:?}; expected one of {}", keys.join(", "))));
+            return Err(bad(
+                path,
+                format!("unknown member {k:?}; expected one of {}", keys.join(", ")),
+            ));
         }
     }
     Ok(m)
@@ -48,7 +61,10 @@ fn text(v: &Value, path: &str) -> Result<String, PolicyError> {
     match v {
         Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
         Value::String(_) => Err(bad(path, "is empty; write a non-empty string")),
-        _ => Err(bad(path, format!("expected a string, got {}", crate::json_kind(v)))),
+        _ => Err(bad(
+            path,
+            format!("expected a string, got {}", crate::json_kind(v)),
+        )),
     }
 }
 
@@ -57,14 +73,25 @@ fn leak(s: String) -> &'static str {
 }
 
 fn member<T: serde::de::DeserializeOwned>(v: &Value, path: &str) -> Result<T, PolicyError> {
-    serde_json::from_value(v.clone()).map_err(|e| bad(path, format!("{e}; see docs/schema/policy.schema.json")))
+    serde_json::from_value(v.clone())
+        .map_err(|e| bad(path, format!("{e}; see docs/schema/policy.schema.json")))
 }
 
-fn one_of<T: Copy>(v: &Value, path: &str, what: &str, all: &[T], name: fn(T) -> &'static str, parse: fn(&str) -> Option<T>) -> Result<T, PolicyError> {
+fn one_of<T: Copy>(
+    v: &Value,
+    path: &str,
+    what: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, PolicyError> {
     let s = text(v, path)?;
     parse(&s).ok_or_else(|| {
         let names: Vec<&str> = all.iter().map(|x| name(*x)).collect();
-        bad(path, format!("unknown {what} {s:?}; expected one of {}", names.join(", ")))
+        bad(
+            path,
+            format!("unknown {what} {s:?}; expected one of {}", names.join(", ")),
+        )
     })
 }
 
@@ -74,15 +101,48 @@ fn code_override(v: &Value, path: &str) -> Result<CodeOverride, PolicyError> {
     for (k, v) in m {
         let p = format!("{path}.{k}");
         match k.as_str() {
-            "class" => o.class = Some(one_of(v, &p, "class", ErrorClass::ALL, ErrorClass::as_str, ErrorClass::parse)?),
-            "action" => o.action = Some(one_of(v, &p, "action", Action::ALL, Action::as_str, Action::parse)?),
-            "severity" => o.severity = Some(one_of(v, &p, "severity", Severity::ALL, Severity::as_str, Severity::parse)?),
+            "class" => {
+                o.class = Some(one_of(
+                    v,
+                    &p,
+                    "class",
+                    ErrorClass::ALL,
+                    ErrorClass::as_str,
+                    ErrorClass::parse,
+                )?)
+            }
+            "action" => {
+                o.action = Some(one_of(
+                    v,
+                    &p,
+                    "action",
+                    Action::ALL,
+                    Action::as_str,
+                    Action::parse,
+                )?)
+            }
+            "severity" => {
+                o.severity = Some(one_of(
+                    v,
+                    &p,
+                    "severity",
+                    Severity::ALL,
+                    Severity::as_str,
+                    Severity::parse,
+                )?)
+            }
             "hint" => o.hint = Some(leak(text(v, &p)?)),
             _ => o.cause = Some(leak(text(v, &p)?)),
         }
     }
     if o == CodeOverride::default() {
-        return Err(bad(path, format!("changes nothing; set at least one of {}", CODE_KEYS.join(", "))));
+        return Err(bad(
+            path,
+            format!(
+                "changes nothing; set at least one of {}",
+                CODE_KEYS.join(", ")
+            ),
+        ));
     }
     Ok(o)
 }
@@ -92,7 +152,10 @@ fn code_table(v: &Value, path: &str) -> Result<BTreeMap<String, CodeOverride>, P
     for (code, o) in object(v, path, &[])? {
         let p = format!("{path}[{code:?}]");
         if crate::registry::lookup(code).is_none() {
-            return Err(bad(&p, format!("unknown code {code:?}; list the codes with `agent-recovery registry`")));
+            return Err(bad(
+                &p,
+                format!("unknown code {code:?}; list the codes with `agent-recovery registry`"),
+            ));
         }
         out.insert(code.clone(), code_override(o, &p)?);
     }
@@ -101,17 +164,28 @@ fn code_table(v: &Value, path: &str) -> Result<BTreeMap<String, CodeOverride>, P
 
 fn smoke_tests(v: &Value) -> Result<String, PolicyError> {
     let Value::Array(cases) = v else {
-        return Err(bad("smoke_tests", format!("expected an array, got {}", crate::json_kind(v))));
+        return Err(bad(
+            "smoke_tests",
+            format!("expected an array, got {}", crate::json_kind(v)),
+        ));
     };
     if cases.is_empty() {
-        return Err(bad("smoke_tests", "is empty; a policy must ship at least one smoke case"));
+        return Err(bad(
+            "smoke_tests",
+            "is empty; a policy must ship at least one smoke case",
+        ));
     }
     for (i, case) in cases.iter().enumerate() {
         let p = format!("smoke_tests[{i}]");
         let m = object(case, &p, &["observation", "context", "expect"])?;
         for need in ["observation", "expect"] {
             if !m.contains_key(need) {
-                return Err(bad(&p, format!("missing {need:?}; a case is {{observation, context?, expect: {{action, code}}}}")));
+                return Err(bad(
+                    &p,
+                    format!(
+                        "missing {need:?}; a case is {{observation, context?, expect: {{action, code}}}}"
+                    ),
+                ));
             }
         }
     }
@@ -124,24 +198,42 @@ impl Document {
         if text_json.len() > MAX_DOCUMENT {
             return Err(PolicyError::new(
                 ErrorKind::TooLarge,
-                format!("the policy document is {} bytes, more than {MAX_DOCUMENT}; shorten its hints and causes", text_json.len()),
+                format!(
+                    "the policy document is {} bytes, more than {MAX_DOCUMENT}; shorten its hints and causes",
+                    text_json.len()
+                ),
             ));
         }
-        let v: Value = serde_json::from_str(text_json).map_err(|e| PolicyError::json("policy document", &e))?;
+        let v: Value = serde_json::from_str(text_json)
+            .map_err(|e| PolicyError::json("policy document", &e))?;
         Self::from_value(&v)
     }
 
     /// Validates a policy document already parsed as JSON.
     pub fn from_value(v: &Value) -> Result<Document, PolicyError> {
         let top = object(v, "document", TOP)?;
-        let need = |k: &str| top.get(k).ok_or_else(|| bad(k, "missing; see docs/schema/policy.schema.json"));
+        let need = |k: &str| {
+            top.get(k)
+                .ok_or_else(|| bad(k, "missing; see docs/schema/policy.schema.json"))
+        };
         match need("format")?.as_u64() {
             Some(f) if f == u64::from(FORMAT) => {}
-            _ => return Err(bad("format", format!("unsupported format {}; this policy reads format {FORMAT}", need("format")?))),
+            _ => {
+                return Err(bad(
+                    "format",
+                    format!(
+                        "unsupported format {}; this policy reads format {FORMAT}",
+                        need("format")?
+                    ),
+                ));
+            }
         }
         let version = text(need("version")?, "version")?;
         if !is_semver(&version) {
-            return Err(bad("version", format!("{version:?} is not a semver version; write e.g. \"1.0.0\"")));
+            return Err(bad(
+                "version",
+                format!("{version:?} is not a semver version; write e.g. \"1.0.0\""),
+            ));
         }
         let mut limits = ConfigOverrides::default();
         if let Some(calls) = top.get("calls") {
@@ -160,19 +252,31 @@ impl Document {
         if let Some(b) = top.get("breaker") {
             limits.breaker = Some(member::<BreakerOverrides>(b, "breaker")?);
         }
-        Config::default().with(&limits).map_err(|e| bad("document", e.message))?;
+        Config::default()
+            .with(&limits)
+            .map_err(|e| bad("document", e.message))?;
         let caller_config = match top.get("caller_config") {
             None => CallerConfig::Override,
             Some(c) => match text(c, "caller_config")?.as_str() {
                 "override" => CallerConfig::Override,
                 "clamp" => CallerConfig::Clamp,
-                other => return Err(bad("caller_config", format!("unknown mode {other:?}; expected one of override, clamp"))),
+                other => {
+                    return Err(bad(
+                        "caller_config",
+                        format!("unknown mode {other:?}; expected one of override, clamp"),
+                    ));
+                }
             },
         };
         let assume_idempotent = match top.get("assume_idempotent") {
             None => None,
             Some(Value::Bool(b)) => Some(*b),
-            Some(other) => return Err(bad("assume_idempotent", format!("expected a boolean, got {}", crate::json_kind(other)))),
+            Some(other) => {
+                return Err(bad(
+                    "assume_idempotent",
+                    format!("expected a boolean, got {}", crate::json_kind(other)),
+                ));
+            }
         };
         let (mut codes, mut providers) = (BTreeMap::new(), BTreeMap::new());
         if let Some(o) = top.get("overrides") {
@@ -182,14 +286,21 @@ impl Document {
             }
             if let Some(p) = m.get("providers") {
                 for (name, table) in object(p, "overrides.providers", &[])? {
-                    providers.insert(name.clone(), code_table(table, &format!("overrides.providers[{name:?}]"))?);
+                    providers.insert(
+                        name.clone(),
+                        code_table(table, &format!("overrides.providers[{name:?}]"))?,
+                    );
                 }
             }
         }
         Ok(Document {
             name: text(need("name")?, "name")?,
             version,
-            description: top.get("description").map(|d| text(d, "description")).transpose()?.unwrap_or_default(),
+            description: top
+                .get("description")
+                .map(|d| text(d, "description"))
+                .transpose()?
+                .unwrap_or_default(),
             limits,
             caller_config,
             assume_idempotent,
@@ -204,7 +315,10 @@ impl Document {
 fn is_semver(v: &str) -> bool {
     let core = v.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The canonical text of a JSON value: object keys sorted by their UTF-8
