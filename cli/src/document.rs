@@ -27,11 +27,19 @@ pub fn read_value(path: &str) -> anyhow::Result<Value> {
         .extension()
         .is_some_and(|e| e == "yaml" || e == "yml");
     if yaml {
-        serde_norway::from_str(&text)
-            .map_err(|e| Usage(format!("{path} is not valid YAML: {e}; fix the line it names")).into())
+        serde_norway::from_str(&text).map_err(|e| {
+            Usage(format!(
+                "{path} is not valid YAML: {e}; fix the line it names"
+            ))
+            .into()
+        })
     } else {
-        serde_json::from_str(&text)
-            .map_err(|e| Usage(format!("{path} is not valid JSON: {e}; fix the line it names")).into())
+        serde_json::from_str(&text).map_err(|e| {
+            Usage(format!(
+                "{path} is not valid JSON: {e}; fix the line it names"
+            ))
+            .into()
+        })
     }
 }
 

@@ -53,19 +53,38 @@ fn cases_of(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
     for (i, v) in list.into_iter().enumerate() {
         let at = format!("{shown} case {i}");
         let Value::Object(mut m) = v else {
-            return Err(Usage(format!("{at}: expected an object with observation and expect; see docs/policy-documents.md")).into());
+            return Err(Usage(format!(
+                "{at}: expected an object with observation and expect; see docs/policy-documents.md"
+            ))
+            .into());
         };
-        if let Some(k) = m.keys().find(|k| !["name", "observation", "context", "expect", "source"].contains(&k.as_str())) {
-            return Err(Usage(format!("{at}: unknown member {k:?}; expected name, observation, context, expect")).into());
+        if let Some(k) = m
+            .keys()
+            .find(|k| !["name", "observation", "context", "expect", "source"].contains(&k.as_str()))
+        {
+            return Err(Usage(format!(
+                "{at}: unknown member {k:?}; expected name, observation, context, expect"
+            ))
+            .into());
         }
         let Some(observation) = m.remove("observation") else {
-            return Err(Usage(format!("{at}: missing observation; add the failed call to test")).into());
+            return Err(Usage(format!(
+                "{at}: missing observation; add the failed call to test"
+            ))
+            .into());
         };
         let Some(Value::Object(expect)) = m.remove("expect") else {
-            return Err(Usage(format!("{at}: missing expect (an object); add what the policy must decide")).into());
+            return Err(Usage(format!(
+                "{at}: missing expect (an object); add what the policy must decide"
+            ))
+            .into());
         };
         if let Some(k) = expect.keys().find(|k| !EXPECT_KEYS.contains(&k.as_str())) {
-            return Err(Usage(format!("{at}: unknown expect member {k:?}; expected one of {}", EXPECT_KEYS.join(", "))).into());
+            return Err(Usage(format!(
+                "{at}: unknown expect member {k:?}; expected one of {}",
+                EXPECT_KEYS.join(", ")
+            ))
+            .into());
         }
         let name = match m.remove("name") {
             Some(Value::String(s)) => s,
@@ -74,7 +93,9 @@ fn cases_of(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
         out.push(Case {
             name,
             observation,
-            context: m.remove("context").unwrap_or_else(|| Value::Object(Default::default())),
+            context: m
+                .remove("context")
+                .unwrap_or_else(|| Value::Object(Default::default())),
             expect,
         });
     }
@@ -110,14 +131,23 @@ fn run_case(policy: &Policy, c: &Case) -> (Vec<String>, Option<String>) {
             };
             match c.expect.get("error") {
                 Some(Value::String(want)) if want.replace('-', "_") == kind => {}
-                Some(want) => lines.push(format!("error: expected {want}, got {kind} ({})", e.message())),
-                None => lines.push(format!("the policy refused the input: {kind}: {}", e.message())),
+                Some(want) => lines.push(format!(
+                    "error: expected {want}, got {kind} ({})",
+                    e.message()
+                )),
+                None => lines.push(format!(
+                    "the policy refused the input: {kind}: {}",
+                    e.message()
+                )),
             }
             return (lines, None);
         }
     };
     if let Some(want) = c.expect.get("error") {
-        lines.push(format!("error: expected {want}, got a decision: {}", decision["action"]));
+        lines.push(format!(
+            "error: expected {want}, got a decision: {}",
+            decision["action"]
+        ));
     }
     let env = &decision["envelope"];
     for (key, got) in [
@@ -160,7 +190,10 @@ fn overridden(g: &Global) -> anyhow::Result<BTreeSet<String>> {
 /// `test DIR`.
 pub fn run(g: &Global, a: Test, policy: Policy) -> anyhow::Result<()> {
     let entries = std::fs::read_dir(&a.dir).map_err(|e| {
-        Usage(format!("cannot read directory {}: {e}; pass the directory of test files", a.dir))
+        Usage(format!(
+            "cannot read directory {}: {e}; pass the directory of test files",
+            a.dir
+        ))
     })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -172,7 +205,11 @@ pub fn run(g: &Global, a: Test, policy: Policy) -> anyhow::Result<()> {
         cases.extend(cases_of(f)?);
     }
     if cases.is_empty() {
-        return Err(Usage(format!("{} has no test cases (*.yaml, *.yml, *.json); add some", a.dir)).into());
+        return Err(Usage(format!(
+            "{} has no test cases (*.yaml, *.yml, *.json); add some",
+            a.dir
+        ))
+        .into());
     }
     let paint = Output::new(g).paint;
     let info = policy.info()?;
@@ -202,18 +239,35 @@ pub fn run(g: &Global, a: Test, policy: Policy) -> anyhow::Result<()> {
     ));
     let overridden = overridden(g)?;
     if !overridden.is_empty() {
-        let missed: Vec<&str> = overridden.iter().filter(|c| !touched.contains(*c)).map(String::as_str).collect();
+        let missed: Vec<&str> = overridden
+            .iter()
+            .filter(|c| !touched.contains(*c))
+            .map(String::as_str)
+            .collect();
         report.push(format!(
             "coverage: {} of {} overridden codes tested{}",
             overridden.len() - missed.len(),
             overridden.len(),
-            if missed.is_empty() { String::new() } else { format!(" (untested: {})", missed.join(", ")) }
+            if missed.is_empty() {
+                String::new()
+            } else {
+                format!(" (untested: {})", missed.join(", "))
+            }
         ));
     }
-    report.push(format!("{} passed, {failed} failed, {} cases in {} files", cases.len() - failed, cases.len(), files.len()));
+    report.push(format!(
+        "{} passed, {failed} failed, {} cases in {} files",
+        cases.len() - failed,
+        cases.len(),
+        files.len()
+    ));
     print(&report.join("\n"))?;
     if failed > 0 {
-        return Err(Failed(format!("{failed} of {} policy tests failed; see the report above", cases.len())).into());
+        return Err(Failed(format!(
+            "{failed} of {} policy tests failed; see the report above",
+            cases.len()
+        ))
+        .into());
     }
     Ok(())
 }

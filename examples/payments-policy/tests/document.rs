@@ -123,3 +123,35 @@ fn yaml_and_json_forms_have_one_digest() {
     assert_eq!(again.digest(), doc.digest());
     assert!(doc.digest().starts_with("sha256:") && doc.digest().len() == 71);
 }
+
+fn yaml_value() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policy.yaml");
+    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The shared vectors (tests/vectors/documents/payments.json, run by the
+/// Rust, Node and Python suites) carry this very document.
+#[test]
+fn the_shared_vectors_carry_policy_yaml() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/vectors/documents/payments.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(v["document"], yaml_value());
+}
+
+/// policy.yaml conforms to the published schema, and the schema refuses
+/// what the component refuses (an unknown action).
+#[test]
+fn policy_yaml_conforms_to_the_published_schema() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schema/policy.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let doc = yaml_value();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut bad = doc.clone();
+    bad["overrides"]["codes"]["tool.http.409_conflict"]["action"] = Value::from("retyr");
+    assert!(!validator.is_valid(&bad));
+    assert!(Document::from_value(&bad).is_err());
+}
