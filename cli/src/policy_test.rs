@@ -19,7 +19,7 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_recovery::{ErrorKind, Policy};
 use serde_json::Value;
@@ -40,7 +40,7 @@ struct Case {
     expect: serde_json::Map<String, Value>,
 }
 
-fn cases_of(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
+fn cases_of(path: &Path) -> anyhow::Result<Vec<Case>> {
     let shown = path.display().to_string();
     let file = path
         .file_name()

@@ -43,8 +43,8 @@ def test_document_vectors(name: str, vector: Dict[str, Any]) -> None:
     )
     digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     info = policy.info()
-    assert info.name == vector["document"]["name"]
-    assert info.description.endswith(f"(policy document {digest})"), info.description
+    assert info["name"] == vector["document"]["name"]
+    assert info["description"].endswith(f"(policy document {digest})"), info["description"]
     failures = []
     for case in vector["cases"]:
         obs = json.dumps(case["observation"])

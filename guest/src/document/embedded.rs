@@ -29,6 +29,10 @@ pub const SLOT_BYTES: usize = 16 * 1024;
 
 const HEADER: usize = SLOT_MARKER.len() + 4;
 
+#[allow(
+    clippy::indexing_slicing,
+    reason = "a const fn over constants: every index is checked at compile time"
+)]
 const fn empty_slot() -> [u8; SLOT_BYTES] {
     let mut s = [0u8; SLOT_BYTES];
     let mut i = 0;

@@ -46,13 +46,13 @@ fn object<'a>(
             ),
         ));
     };
-    if !keys.is_empty() {
-        if let Some(k) = m.keys().find(|k| !keys.contains(&k.as_str())) {
-            return Err(bad(
-                path,
-                format!("unknown member {k:?}; expected one of {}", keys.join(", ")),
-            ));
-        }
+    if !keys.is_empty()
+        && let Some(k) = m.keys().find(|k| !keys.contains(&k.as_str()))
+    {
+        return Err(bad(
+            path,
+            format!("unknown member {k:?}; expected one of {}", keys.join(", ")),
+        ));
     }
     Ok(m)
 }
