@@ -29,7 +29,7 @@ fn the_repositorys_policy_tests_pass_on_the_reference() {
         out.ends_with("6 passed, 0 failed, 6 cases in 1 files"),
         "{out}"
     );
-    assert!(out.contains("coverage: 4 of "), "{out}");
+    assert!(out.contains("coverage: 5 of "), "{out}");
 }
 
 #[test]
