@@ -352,6 +352,16 @@ export declare const RENDER_FORMATS: readonly RenderFormat[];
 export declare const CONTRACT: string;
 /** The WASI interfaces a policy component may import. */
 export declare const GRANTED_IMPORTS: readonly string[];
+/**
+ * A copy of the reference component (or `component`, with an empty slot) with
+ * a policy document (an object, or JSON text) packed into its slot
+ * (docs/policy-documents.md). Load it with `Policy.load(bytes)`.
+ */
+export declare function packDocument(document: object | string, component?: Uint8Array): Promise<Uint8Array>;
+/** The 32 bytes that open the reference component's policy document slot. */
+export declare const SLOT_MARKER: Uint8Array;
+/** The size of the policy document slot, in bytes. */
+export declare const SLOT_BYTES: number;
 export declare const POLICY_ERROR_KINDS: readonly PolicyErrorKind[];
 
 /** The policy refused the input. */

@@ -97,6 +97,10 @@ cargo build --release --quiet -p agent-recovery --example conformance --example 
 # tests load (target/wasm-policies/artifacts.json); both already built by the
 # tests above, named here so the order is explicit.
 cargo build --release --quiet -p agent-recovery-cli -p agent-recovery-test-artifacts
+# Policy tests through the CLI (docs/policy-documents.md): the reference's own,
+# and the payments tests against the payments policy document.
+target/release/agent-recovery test tests/policy
+target/release/agent-recovery test examples/payments-policy/tests/policy --policy examples/payments-policy/policy.yaml
 
 step "node: install, build and test"
 joined npm_node

@@ -53,8 +53,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "global options")]
 pub struct Global {
-    /// Use this policy component instead of the embedded reference policy.
-    #[arg(long, global = true, value_name = "WASM")]
+    /// Use this policy component (.wasm), or this policy document (.yaml,
+    /// .yml, .json) packed into the reference, instead of the embedded reference policy.
+    #[arg(long, global = true, value_name = "WASM|DOC")]
     pub policy: Option<String>,
     /// Policy parameters (JSON object), merged into the context's `config`.
     #[arg(long, global = true, value_name = "FILE")]
@@ -114,8 +115,40 @@ pub enum Command {
     Recover(Recover),
     /// The dead-letter queue of a store: list, show, replay, purge, depth.
     Dlq(Dlq),
+    /// Policy documents: validate one and pack it into a component.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Run a directory of policy tests (YAML/JSON) against --policy; exit 1 on a failure.
+    Test(Test),
     /// Print the version of this program.
     Version,
+}
+
+/// `policy`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Validate a policy document (YAML or JSON) and pack it into a copy of
+    /// the reference component; prints its identity and document digest.
+    Pack(PolicyPack),
+}
+
+/// `policy pack`.
+#[derive(Debug, Args)]
+pub struct PolicyPack {
+    /// The policy document (.yaml, .yml or .json).
+    #[arg(value_name = "DOC")]
+    pub document: String,
+    /// Where to write the component.
+    #[arg(short, long, value_name = "WASM")]
+    pub output: String,
+}
+
+/// `test`.
+#[derive(Debug, Args)]
+pub struct Test {
+    /// The directory of test files (*.yaml, *.yml, *.json, in name order).
+    #[arg(value_name = "DIR")]
+    pub dir: String,
 }
 
 /// An observation input.

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::args::{self, Cli, Command, Global};
 use crate::style::Output;
-use crate::{Usage, context, dlq, human, input, render, serve, simulate};
+use crate::{Usage, context, dlq, document, human, input, policy_test, render, serve, simulate};
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -39,6 +39,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         })?),
         Command::Recover(a) => dlq::recover(g, a, loader()),
         Command::Dlq(a) => dlq::dlq(g, a, loader()),
+        Command::Policy(args::PolicyCommand::Pack(a)) => document::pack(a),
+        Command::Test(a) => policy_test::run(g, a, load(g)?),
         Command::Version => print(args::VERSION),
     }
 }
@@ -216,9 +218,10 @@ fn loader() -> Loader {
 }
 
 /// The `--policy` component, or the embedded reference policy.
-fn load(g: &Global) -> anyhow::Result<Policy> {
+pub(crate) fn load(g: &Global) -> anyhow::Result<Policy> {
     let loader = loader();
     Ok(match g.policy.as_deref() {
+        Some(path) if document::is_document(path) => document::load(loader, path)?,
         Some(path) => loader
             .file(path)
             .with_context(|| format!("--policy {path}"))?,

@@ -16,8 +16,10 @@ mod args;
 mod commands;
 mod context;
 mod dlq;
+mod document;
 mod human;
 mod input;
+mod policy_test;
 mod render;
 mod serve;
 mod simulate;
@@ -62,6 +64,18 @@ impl fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// Tests that ran and failed (exit status 1); the report is already printed.
+#[derive(Debug)]
+pub struct Failed(pub String);
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Failed {}
+
 /// Runs the command line in `args` (without the program name).
 pub fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     match args::parse(args)? {
@@ -72,6 +86,9 @@ pub fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
 
 /// The exit status for an error of [`run`].
 pub fn exit_code(error: &anyhow::Error) -> ExitCode {
+    if error.downcast_ref::<Failed>().is_some() {
+        return ExitCode::from(1);
+    }
     let kind = match (
         error.downcast_ref::<agent_recovery::Error>(),
         error.downcast_ref::<agent_recovery::SwapError>(),

@@ -97,6 +97,7 @@ pub fn decide_json(observation: &str, context: &str) -> Result<String, PolicyErr
         obs,
         parse_context(context)?,
         crate::config::Config::default(),
+        None,
     )?)
 }
 

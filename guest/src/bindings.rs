@@ -3,7 +3,7 @@
 //! plus the `runtime@0.2.0` interface (the recovery loop).
 
 crate::__export_policy_impl!(
-    crate::sdk::Reference,
+    crate::document::Embedded,
     {
         world: "agent:recovery/recovery-runtime@0.2.0",
         path: ["../wit", "../wit/runtime"],

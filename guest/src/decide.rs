@@ -220,7 +220,26 @@ pub fn decide_from(
     ctx: Context,
     defaults: Config,
 ) -> Result<Decision, PolicyError> {
-    decide_view(ObservationView::from_observation(&obs), ctx, defaults)
+    decide_view(ObservationView::from_observation(&obs), ctx, defaults, None)
+}
+
+/// A change a policy makes to the envelope before the decision flow reads it
+/// (a policy document's per-code class, severity and hint).
+pub(crate) type Adjust<'a> = &'a dyn Fn(&mut Envelope);
+
+/// [`decide_from`] with `adjust` applied to the envelope before the flow.
+pub(crate) fn decide_adjusted(
+    obs: Observation,
+    ctx: Context,
+    defaults: Config,
+    adjust: Adjust<'_>,
+) -> Result<Decision, PolicyError> {
+    decide_view(
+        ObservationView::from_observation(&obs),
+        ctx,
+        defaults,
+        Some(adjust),
+    )
 }
 
 /// [`decide_from`] for a borrowed observation: what every entry point runs
@@ -229,6 +248,7 @@ pub(crate) fn decide_view(
     mut obs: ObservationView<'_>,
     ctx: Context,
     defaults: Config,
+    adjust: Option<Adjust<'_>>,
 ) -> Result<Decision, PolicyError> {
     let ctx = match obs.context.take() {
         Some(embedded) => ctx.or(Context::from_json(embedded.to_value())?),
@@ -262,7 +282,10 @@ pub(crate) fn decide_view(
         ctx.idempotent = obs.replay.map(crate::replay::Replay::is_repeatable);
     }
     let config = defaults.with(&ctx.config.unwrap_or_default())?;
-    let envelope = normalize::classify_view(&obs)?;
+    let mut envelope = normalize::classify_view(&obs)?;
+    if let Some(adjust) = adjust {
+        adjust(&mut envelope);
+    }
     let call = obs.call.unwrap_or_else(|| call_of(&envelope.code));
     let replay_safe = crate::replay::safe(
         obs.replay,

@@ -35,6 +35,7 @@ mod clock;
 mod config;
 mod decide;
 pub mod docs;
+pub mod document;
 mod error;
 mod export_macro;
 mod headers;

@@ -50,7 +50,8 @@ mod swap;
 pub mod types;
 
 pub use component::{
-    Limits, Loader, Policy, PolicyId, Verified, WORLD, check_decision_json, check_envelope_json,
+    Limits, Loader, PackedDocument, Policy, PolicyId, Verified, WORLD, check_decision_json,
+    check_envelope_json, pack_document,
 };
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
 #[cfg(feature = "sqlite")]

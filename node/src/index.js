@@ -12,6 +12,7 @@ export { recover, RECOVER_DEFAULTS } from './recover.js';
 export { fromResponse, fromError, failureOf } from './observe.js';
 export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY_ERROR_KINDS, ERROR_CODES } from './errors.js';
 export { GRANTED_IMPORTS, CONTRACT } from './component.js';
+export { packDocument, SLOT_MARKER, SLOT_BYTES } from './document.js';
 export {
   MemoryStore,
   SqliteStore,

@@ -281,6 +281,11 @@ impl Registry {
         })
     }
 
+    /// Changes a code's severity.
+    pub fn set_severity(self, code: &str, severity: Severity) -> Self {
+        self.change(code, |row| row.severity = severity)
+    }
+
     /// Changes a code's recovery guidance (its default hint).
     pub fn set_recovery(self, code: &str, recovery: &'static str) -> Self {
         self.change(code, |row| row.recovery = recovery)

@@ -10,10 +10,12 @@
 //! - `cache.rs`: the optional on-disk cache of compiled components.
 //! - `identity.rs` and `verify.rs`: which policy answered ([`PolicyId`]), and
 //!   the checks a host runs before it trusts one ([`Verified`]).
+//! - `document.rs`: a policy document packed into the reference component.
 //! - `gen_.rs`: the bindings generated from `wit/` (private).
 
 pub(crate) mod cache;
 mod calls;
+mod document;
 pub(crate) mod gen_;
 mod identity;
 mod limits;
@@ -23,6 +25,7 @@ pub(crate) mod pool;
 pub(crate) mod sandbox;
 mod verify;
 
+pub use document::{PackedDocument, pack_document};
 pub use identity::PolicyId;
 pub use limits::Limits;
 pub use output::{check_decision_json, check_envelope_json};
