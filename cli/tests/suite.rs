@@ -31,3 +31,5 @@ mod cli_simulate;
 mod suite_registry;
 #[path = "telemetry_trace_out.rs"]
 mod telemetry_trace_out;
+#[path = "cli_policy_test.rs"]
+mod cli_policy_test;

@@ -90,3 +90,5 @@ mod typed;
 mod vectors;
 #[path = "watch.rs"]
 mod watch;
+#[path = "documents.rs"]
+mod documents;

@@ -99,6 +99,8 @@ test('a fallback chain: a quota refusal on the first target moves to the next, s
     [
       ['attempt', 'openai', null],
       ['decision', 'openai', 'fallback'],
+      // A quota outlasts the call: the target's breaker opens (docs/fallbacks-and-breakers.md).
+      ['breaker', 'openai', 'open'],
       ['fallback', 'anthropic', null],
       ['attempt', 'anthropic', null],
       ['ok', 'anthropic', null],

@@ -461,7 +461,8 @@ test('retries, a fallback, a compensation and a dead-letter write: the documente
   assert.deepEqual(counter(rm, 'agent_recovery.dead_letters'), [['error.type=tool.http.503_unavailable', 1]]);
   assert.deepEqual(counter(rm, 'agent_recovery.compensations'), [['agent_recovery.compensation.state=started', 1]]);
   assert.deepEqual(counter(rm, 'agent_recovery.steps'), points([['agent_recovery.step.outcome=ok', 1], ['agent_recovery.step.outcome=dead_lettered', 1]]));
-  assert.deepEqual(counter(rm, 'agent_recovery.breaker.transitions'), []);
+  // The quota refusal the step fell back from opened openai's breaker (a sticky fallback).
+  assert.deepEqual(counter(rm, 'agent_recovery.breaker.transitions'), [['agent_recovery.breaker.state=open agent_recovery.target=openai', 1]]);
   const hist = rm.scopeMetrics.flatMap((sm) => sm.metrics).find((m) => m.descriptor.name === 'agent_recovery.retry.delay');
   assert.equal(hist.dataPoints.length, 1);
   assert.deepEqual(hist.dataPoints[0].attributes, { 'agent_recovery.target': 'ship' });
