@@ -21,6 +21,8 @@ mod cli_errors;
 mod cli_fleet;
 #[path = "cli_human.rs"]
 mod cli_human;
+#[path = "cli_policy_test.rs"]
+mod cli_policy_test;
 #[path = "cli_render.rs"]
 mod cli_render;
 #[path = "cli_serve.rs"]
@@ -31,5 +33,3 @@ mod cli_simulate;
 mod suite_registry;
 #[path = "telemetry_trace_out.rs"]
 mod telemetry_trace_out;
-#[path = "cli_policy_test.rs"]
-mod cli_policy_test;

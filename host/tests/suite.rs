@@ -18,6 +18,8 @@ mod breaker_policy;
 mod breaker_rate_threads;
 #[path = "cache.rs"]
 mod cache;
+#[path = "documents.rs"]
+mod documents;
 #[cfg(feature = "door")]
 #[path = "door.rs"]
 mod door;
@@ -90,5 +92,3 @@ mod typed;
 mod vectors;
 #[path = "watch.rs"]
 mod watch;
-#[path = "documents.rs"]
-mod documents;
