@@ -501,7 +501,17 @@ fn retries_fallback_compensation_dead_letter() {
     ];
     expected.sort();
     assert_eq!(counter(&rm, "agent_recovery.steps"), expected);
-    assert_eq!(counter(&rm, "agent_recovery.breaker.transitions"), vec![]);
+    // The quota refusal the step fell back from opened openai's breaker (a sticky fallback).
+    assert_eq!(
+        counter(&rm, "agent_recovery.breaker.transitions"),
+        vec![(
+            pairs(&[
+                ("agent_recovery.breaker.state", "open"),
+                ("agent_recovery.target", "openai"),
+            ]),
+            1
+        )]
+    );
     // One record written, none closed yet: the depth is 1.
     assert_eq!(gauge(&rm, "agent_recovery.dead_letter.depth"), vec![1]);
     // Purging it closes it: the gauge is recorded again, at 0.

@@ -296,7 +296,10 @@ def test_retries_fallback_compensation_dead_letter() -> None:
             (pairs(("agent_recovery.step.outcome", "dead_lettered")), 1),
         ]
     )
-    assert counter(m, "agent_recovery.breaker.transitions") == []
+    # The quota refusal the step fell back from opened openai's breaker (a sticky fallback).
+    assert counter(m, "agent_recovery.breaker.transitions") == [
+        (pairs(("agent_recovery.breaker.state", "open"), ("agent_recovery.target", "openai")), 1)
+    ]
     # The retry waits: 53 + 152 + 3 + 672 ms.
     delay = m["agent_recovery.retry.delay"]
     assert delay.unit == "ms"
