@@ -322,43 +322,10 @@ fn is_semver(v: &str) -> bool {
 }
 
 /// The canonical text of a JSON value: object keys sorted by their UTF-8
-/// bytes, no whitespace, strings and numbers as serde_json writes them.
+/// bytes, no whitespace, strings and numbers as serde_json writes them (the
+/// same text idempotency keys hash).
 pub fn canonical(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(x) = m.get(k) {
-                    write_canonical(x, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    crate::idempotency::canonical_json(v)
 }
 
 fn digest(v: &Value) -> String {
