@@ -45,8 +45,8 @@ def failed_status(
     exc: BaseException, *, task_id: str, context_id: str, policy: Any = None, call: str = "agent"
 ) -> Any:
     """A `TaskStatusUpdateEvent` ending the task with the policy's answer to `exc`."""
-    from a2a.types import Message, Part, Role, TaskState, TaskStatus, TaskStatusUpdateEvent
-    from google.protobuf.struct_pb2 import Value  # type: ignore[import-untyped]
+    from a2a.types import Message, Part, Role, TaskStatus, TaskStatusUpdateEvent
+    from google.protobuf.struct_pb2 import Value  # type: ignore[import-untyped,unused-ignore]
 
     p = _policy(policy)
     observation = dict(observation_from(exc))
@@ -70,7 +70,7 @@ def failed_status(
         task_id=task_id,
         context_id=context_id,
         status=TaskStatus(
-            state=TaskState.Value(f"TASK_STATE_{state}"),
+            state=f"TASK_STATE_{state}",  # protobuf takes an enum value by its name
             message=Message(
                 message_id=rendered["messageId"], task_id=task_id, context_id=context_id,
                 role=Role.ROLE_AGENT, parts=parts,
