@@ -18,11 +18,12 @@ from typing import Any, List
 import pytest
 from ag_ui.core import EventType, RunAgentInput, RunErrorEvent, UserMessage
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 
-from agent_recovery import Policy, VirtualClock
+from agent_recovery import Policy, RecoveryError, VirtualClock
 from agent_recovery.integrations.pydantic_ai import RecoveringModel
 from agent_recovery.integrations.pydantic_ai_ag_ui import RecoveringAGUIAdapter
 
@@ -102,3 +103,15 @@ def test_without_the_hook_the_ag_ui_run_error_is_the_exceptions_text(server: Scr
     # PydanticAI's default (AGUIEventStream.on_error): the exception's str, no code, no metadata.
     assert error.code is None and error.metadata is None
     assert "after attempt 3: llm.http.429_rate_limited (attempts_exhausted)" in error.message
+
+
+def test_an_error_after_the_stream_opened_passes_through_unretried(server: ScriptedServer) -> None:
+    agent = Agent(RecoveringModel(model(server, "gpt-4o"), fallbacks=[model(server, "gpt-4o-mini")],
+                                  clock=VirtualClock(0)))
+    # The first chunk arrives (the stream is open), then the provider reports an overload in the stream.
+    server.script({"model:gpt-4o": [{"stream_error": error_body("overloaded")}]})
+    # PydanticAI's own error for the in-stream failure, not the door's RecoveryError.
+    with pytest.raises(ModelHTTPError, match="overloaded") as raised:
+        asyncio.run(streamed(agent))
+    assert not isinstance(raised.value, RecoveryError)
+    assert models(server.stats()) == {"gpt-4o": 1}  # neither retried nor sent to the fallback
