@@ -15,6 +15,7 @@ import asyncio
 import uuid
 from typing import Any, List
 
+import httpx
 import pytest
 from ag_ui.core import EventType, RunAgentInput, RunErrorEvent, UserMessage
 from pydantic_ai import Agent
@@ -115,3 +116,31 @@ def test_an_error_after_the_stream_opened_passes_through_unretried(server: Scrip
         asyncio.run(streamed(agent))
     assert not isinstance(raised.value, RecoveryError)
     assert models(server.stats()) == {"gpt-4o": 1}  # neither retried nor sent to the fallback
+
+
+def test_an_ag_ui_endpoint_sends_the_envelope_as_its_run_error(server: ScriptedServer) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    agent = Agent(RecoveringModel(model(server, "gpt-4o"), clock=VirtualClock(0)))
+
+    async def run_agent(request: Any) -> Any:  # as docs/integrations/frameworks.md serves it
+        return await RecoveringAGUIAdapter.dispatch_request(request, agent=agent)
+
+    app = Starlette(routes=[Route("/", run_agent, methods=["POST"])])
+
+    async def post() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            response = await client.post("/", content=run_input().model_dump_json(by_alias=True),
+                                         headers={"content-type": "application/json", "accept": "text/event-stream"})
+            assert response.status_code == 200
+            return response.text
+
+    server.script({"model:gpt-4o": [QUOTA]})  # a quota refusal and no fallback: nothing left to try
+    # docs/errors.md: an OpenAI insufficient_quota is llm.quota.exhausted, not retryable.
+    lines = [line[len("data: "):] for line in asyncio.run(post()).splitlines() if line.startswith("data: ")]
+    errors = [RunErrorEvent.model_validate_json(line) for line in lines if '"RUN_ERROR"' in line]
+    assert len(errors) == 1 and '"RUN_ERROR"' in lines[-1]
+    assert errors[0].code == "llm.quota.exhausted"
+    assert errors[0].metadata is not None and errors[0].metadata["error"]["retryable"] is False
