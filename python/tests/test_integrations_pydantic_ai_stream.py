@@ -144,3 +144,14 @@ def test_an_ag_ui_endpoint_sends_the_envelope_as_its_run_error(server: ScriptedS
     assert len(errors) == 1 and '"RUN_ERROR"' in lines[-1]
     assert errors[0].code == "llm.quota.exhausted"
     assert errors[0].metadata is not None and errors[0].metadata["error"]["retryable"] is False
+
+
+def test_a_breaker_opened_by_requests_is_honoured_by_streamed_requests(server: ScriptedServer) -> None:
+    agent = Agent(RecoveringModel(model(server, "gpt-4o"), fallbacks=[model(server, "gpt-4o-mini")],
+                                  clock=VirtualClock(0)))
+    server.script({"model:gpt-4o": [{"status": 503}] * 3})
+    with pytest.raises(RecoveryError):  # the reference: 3 attempts at a 503, then it gives up
+        agent.run_sync("turn 1")
+    # The three failures opened gpt-4o's breaker: the streamed turn starts at the fallback.
+    assert asyncio.run(streamed(agent)) == ("done", "gpt-4o-mini")
+    assert models(server.stats()) == {"gpt-4o": 3, "gpt-4o-mini": 1}
