@@ -17,6 +17,9 @@ empty queue answers with success. Routes are `model:<model name>` (or
     {"status": 429, "headers": {"retry-after": "2"}, "body": {...}}
     {"status": 503, "apply": true}   # charge: apply the charge, then fail
                                       # (the response is lost to the caller)
+    {"stream_error": {"error": {...}}}  # a streamed model answer: the first
+                                      # chunk, then this error event (the way
+                                      # OpenAI reports a failure mid-stream)
 
 A successful model answer calls the first tool the request offers when the
 conversation has no tool result yet (with the arguments `tool_args` of the
@@ -222,11 +225,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/v1/responses":
             self._send(200, _response(model, call, text))
         elif body.get("stream"):
-            self._stream(model, call, text)
+            self._stream(model, call, text, (scripted or {}).get("stream_error"))
         else:
             self._send(200, _chat(model, call, text))
 
-    def _stream(self, model: str, call: Optional[Dict[str, Any]], text: str) -> None:
+    def _stream(self, model: str, call: Optional[Dict[str, Any]], text: str,
+                error: Optional[Dict[str, Any]] = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -245,9 +249,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}],
                  usage={"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}),
         ]
+        if error is not None:
+            chunks[1:] = [error]
         for chunk in chunks:
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
+        if error is None:
+            self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
 

@@ -25,19 +25,33 @@ envelope rendered for the model (`{"error": {"code", "message",
 reads why the tool failed. The wrapped function's signature (what PydanticAI
 describes to the model) leaves out `key`, `target` and `attempt`.
 
-Streaming requests (`request_stream`) pass through unchanged.
+A streamed request (`request_stream`, what `Agent.run_stream` and the UI
+adapters use) goes through the same door until the stream opens, that is
+until the provider's first event has arrived: a 429, a quota refusal or an
+open breaker before that is retried or falls back exactly like `request`.
+Once the stream has opened, an error passes through unrecovered: part of
+the answer has already reached the caller (and maybe a user's screen), and
+the provider cannot resume a stream, so a retry would deliver the start of
+the answer twice.
+
+For an AG-UI frontend, `agent_recovery.integrations.pydantic_ai_ag_ui`
+ends a run whose recovery is exhausted with a `RUN_ERROR` event carrying
+the envelope.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, AsyncIterator, Dict, List, Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, infer_model
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse, infer_model
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
 
 from ..door import recover
+from ..store import MemoryStore
 
 __all__ = ["RecoveringModel"]
 
@@ -47,10 +61,14 @@ class _Request:
     records as the call's arguments)."""
 
     def __init__(self, messages: List[ModelMessage], settings: ModelSettings | None,
-                 params: ModelRequestParameters) -> None:
+                 params: ModelRequestParameters, run_context: RunContext[Any] | None = None,
+                 stack: AsyncExitStack | None = None) -> None:
         self.messages = messages
         self.settings = settings
         self.params = params
+        self.run_context = run_context
+        #: A streamed request: the opened stream is closed with it.
+        self.stack = stack
 
     def __repr__(self) -> str:
         return f"<model request, {len(self.messages)} messages>"
@@ -83,11 +101,24 @@ class RecoveringModel(WrapperModel):
         names = list(self.models)
         options.setdefault("tool", "model_request")
         options.setdefault("step_id", "model_request")
+        options.setdefault("store", MemoryStore())  # one store: both doors see the same breakers
         self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
+        self._stream_door = recover(self._open_stream, call="llm", target=names[0], fallbacks=names[1:], **options)
 
     async def _attempt(self, request: _Request, *, target: str) -> ModelResponse:
         settings: Dict[str, Any] = {**(request.settings or {}), "max_retries": 0}
         return await self.models[target].request(request.messages, settings, request.params)  # type: ignore[arg-type]
+
+    async def _open_stream(self, request: _Request, *, target: str) -> StreamedResponse:
+        """One attempt at opening a stream: it has opened once the model's
+        `request_stream` has entered, after the provider's first event."""
+        assert request.stack is not None
+        settings: Dict[str, Any] = {**(request.settings or {}), "max_retries": 0}
+        opening = self.models[target].request_stream(
+            request.messages, settings, request.params, request.run_context  # type: ignore[arg-type]
+        )
+        stream: StreamedResponse = await request.stack.enter_async_context(opening)
+        return stream
 
     async def request(
         self,
@@ -97,3 +128,16 @@ class RecoveringModel(WrapperModel):
     ) -> ModelResponse:
         response: ModelResponse = await self._door(_Request(messages, model_settings, model_request_parameters))
         return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: List[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        async with AsyncExitStack() as stack:
+            request = _Request(messages, model_settings, model_request_parameters, run_context, stack)
+            stream: StreamedResponse = await self._stream_door(request)
+            yield stream
