@@ -624,6 +624,7 @@ export class FallbackStore {
   #startup = true;
   #startupSpool = false; // degraded only because an earlier process left a spool
   #reconnecting = false; // a background probe or flush of this store is in progress
+  #closedStore = false; // close() was called: no background probe or flush starts
   #flushing = false; // a flush of this store is in progress (async calls interleave)
   #spoolEnd = 0; // the last spool record this store wrote
   #localAsync = undefined; // the local store's asynchronous face, made at the first awaited call
@@ -950,6 +951,11 @@ export class FallbackStore {
     while (!step.done) {
       const [method, a, b] = step.value;
       if (method === DETACH) {
+        // A background probe or flush does not start once the store is closed.
+        if (this.#closedStore) {
+          step = gen.next();
+          continue;
+        }
         // A store error other than `unavailable` there is retried at the next probe.
         this.#runAsync(a).catch(() => {});
         step = gen.next();
@@ -1080,6 +1086,7 @@ export class FallbackStore {
 
   /** Close both stores. */
   close() {
+    this.#closedStore = true;
     this.#primary.close?.();
     this.#local.close?.();
     if (this.#localAsync !== this.#local) this.#localAsync?.close?.();

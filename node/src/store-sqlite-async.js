@@ -12,6 +12,7 @@ export class SqliteOffThread {
   #worker = null;
   #pending = new Map();
   #seq = 0;
+  #closed = false;
 
   /** `path` and `options` ({busyTimeoutMs, synchronous}) as SqliteStore's. */
   constructor(path, options = {}) {
@@ -41,6 +42,9 @@ export class SqliteOffThread {
   }
 
   #call(method, args) {
+    // After close() no worker starts again: a late background call fails instead of
+    // holding the process open.
+    if (this.#closed) return Promise.reject(new StoreError('io', `the SQLite store ${this.#path} is closed; open a new store`));
     if (this.#worker === null) this.#start();
     const id = ++this.#seq;
     return new Promise((resolve, reject) => {
@@ -74,6 +78,7 @@ export class SqliteOffThread {
 
   /** Stop the worker thread (the file stays). */
   close() {
+    this.#closed = true;
     const w = this.#worker;
     this.#worker = null;
     w?.terminate();
