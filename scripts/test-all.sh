@@ -92,11 +92,11 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 step "rust: tests (release profile, one build for tests, CLI and benches)"
 cargo test --release --workspace
-cargo build --release --quiet -p agent-recovery --example conformance --example simulate_batch --example store_worker --example durable_worker
-# The CLI (target/release/agent-recovery) and the fixtures the Node and Python
-# tests load (target/wasm-policies/artifacts.json); both already built by the
-# tests above, named here so the order is explicit.
-cargo build --release --quiet -p agent-recovery-cli -p agent-recovery-test-artifacts
+# The example workers, the CLI (target/release/agent-recovery) and the fixtures the
+# Node and Python tests load (target/wasm-policies/artifacts.json, a dev-dependency's
+# build): all built by the tests above. `--workspace` keeps the tests' feature set, so
+# nothing is compiled again (`-p agent-recovery` alone would rebuild the host library).
+cargo build --release --quiet --workspace --example conformance --example simulate_batch --example store_worker --example durable_worker --bin agent-recovery
 # Policy tests through the CLI (docs/policy-documents.md): the reference's own,
 # and the payments tests against the payments policy document.
 target/release/agent-recovery test tests/policy
