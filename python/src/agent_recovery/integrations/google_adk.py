@@ -42,6 +42,7 @@ from pydantic import PrivateAttr
 from ..adapters import observation_from
 from ..door import recover
 from ..retry import RecoveryError
+from ._chain import chain
 
 __all__ = ["RecoveringLlm", "RecoveryPlugin"]
 
@@ -103,19 +104,9 @@ class RecoveringLlm(BaseLlm):
 
     def __init__(self, llm: BaseLlm, *, fallbacks: Any = (), **options: Any) -> None:
         super().__init__(model=llm.model)
-        for fixed in ("call", "target", "fallbacks"):
-            if fixed in options:
-                raise TypeError(f"RecoveringLlm sets {fixed!r} itself; pass the models as llm and fallbacks=[...]")
-        for m in [llm, *fallbacks]:
-            name, n = m.model, 1
-            while name in self._models:
-                n += 1
-                name = f"{m.model}#{n}"
-            self._models[name] = m
-        names = list(self._models)
-        options.setdefault("tool", "model_request")
-        options.setdefault("step_id", "model_request")
-        self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
+        models, door = chain("RecoveringLlm", "llm", ((m.model, m) for m in [llm, *fallbacks]), options)
+        self._models.update(models)
+        self._door = recover(self._attempt, **door)
 
     async def _attempt(self, request: _Request, *, target: str) -> List[LlmResponse]:
         llm = self._models[target]

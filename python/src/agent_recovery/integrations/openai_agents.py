@@ -53,6 +53,7 @@ from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from ..adapters import observation_from
 from ..door import recover
+from ._chain import chain
 
 #: How many decisions `decisions` keeps (the newest).
 DECISIONS_KEPT = 1000
@@ -156,21 +157,10 @@ class RecoveringModel(Model):
     and `fallbacks`, which this model sets."""
 
     def __init__(self, model: Model, *, fallbacks: Any = (), **options: Any) -> None:
-        for fixed in ("call", "target", "fallbacks"):
-            if fixed in options:
-                raise TypeError(f"RecoveringModel sets {fixed!r} itself; pass the models as model and fallbacks=[...]")
-        self.models: Dict[str, Model] = {}
-        for m in [model, *fallbacks]:
-            base = str(getattr(m, "model", type(m).__name__))
-            name, n = base, 1
-            while name in self.models:
-                n += 1
-                name = f"{base}#{n}"
-            self.models[name] = m
-        names = list(self.models)
-        options.setdefault("tool", "model_request")
-        options.setdefault("step_id", "model_request")
-        self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
+        named = ((str(getattr(m, "model", type(m).__name__)), m) for m in [model, *fallbacks])
+        self.models: Dict[str, Model]
+        self.models, door = chain("RecoveringModel", "model", named, options)
+        self._door = recover(self._attempt, **door)
 
     def __deepcopy__(self, memo: Dict[int, Any]) -> "RecoveringModel":
         return self  # shared, like the policy it holds

@@ -52,6 +52,7 @@ from pydantic_ai.tools import RunContext
 
 from ..door import recover
 from ..store import MemoryStore
+from ._chain import chain
 
 __all__ = ["RecoveringModel"]
 
@@ -74,15 +75,6 @@ class _Request:
         return f"<model request, {len(self.messages)} messages>"
 
 
-def _name(model: Model, taken: Dict[str, Model]) -> str:
-    base = f"{model.system}:{model.model_name}"
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}#{n}"
-    return name
-
-
 class RecoveringModel(WrapperModel):
     """`model` (then `fallbacks`, in order) with every request run through a
     `recover` door. Options: `recover`'s, except `call`, `target` and
@@ -90,20 +82,14 @@ class RecoveringModel(WrapperModel):
 
     def __init__(self, model: Model | str, *, fallbacks: Sequence[Model | str] = (), **options: Any) -> None:
         super().__init__(model)
-        for fixed in ("call", "target", "fallbacks"):
-            if fixed in options:
-                raise TypeError(
-                    f"RecoveringModel sets {fixed!r} itself; pass the models as model and fallbacks=[...]"
-                )
-        self.models: Dict[str, Model] = {}
-        for m in [self.wrapped, *(infer_model(f) for f in fallbacks)]:
-            self.models[_name(m, self.models)] = m
-        names = list(self.models)
-        options.setdefault("tool", "model_request")
-        options.setdefault("step_id", "model_request")
+        chained = [self.wrapped, *(infer_model(f) for f in fallbacks)]
         options.setdefault("store", MemoryStore())  # one store: both doors see the same breakers
-        self._door = recover(self._attempt, call="llm", target=names[0], fallbacks=names[1:], **options)
-        self._stream_door = recover(self._open_stream, call="llm", target=names[0], fallbacks=names[1:], **options)
+        self.models: Dict[str, Model]
+        self.models, door = chain(
+            "RecoveringModel", "model", ((f"{m.system}:{m.model_name}", m) for m in chained), options
+        )
+        self._door = recover(self._attempt, **door)
+        self._stream_door = recover(self._open_stream, **door)
 
     async def _attempt(self, request: _Request, *, target: str) -> ModelResponse:
         settings: Dict[str, Any] = {**(request.settings or {}), "max_retries": 0}
