@@ -96,7 +96,7 @@ cargo test --release --workspace
 # Node and Python tests load (target/wasm-policies/artifacts.json, a dev-dependency's
 # build): all built by the tests above. `--workspace` keeps the tests' feature set, so
 # nothing is compiled again (`-p agent-recovery` alone would rebuild the host library).
-cargo build --release --quiet --workspace --example conformance --example simulate_batch --example store_worker --example durable_worker --bin agent-recovery
+cargo build --release --quiet --workspace --example conformance --example simulate_batch --example store_worker --example durable_worker --example runtime_agent --bin agent-recovery
 # Policy tests through the CLI (docs/policy-documents.md): the reference's own,
 # and the payments tests against the payments policy document.
 target/release/agent-recovery test tests/policy
@@ -148,7 +148,7 @@ joined npm_playground
 # ---- end playground ------------------------------------------------------------
 
 step "examples"
-cargo run --release -q -p agent-recovery --example runtime_agent >/dev/null
+target/release/examples/runtime_agent >/dev/null
 node examples/node/agent-loop.mjs >/dev/null
 node examples/node/runtime-agent.mjs >/dev/null
 .venv/bin/python examples/python/agent_loop.py >/dev/null
