@@ -21,13 +21,15 @@ the WIT `policy-error`; an error the reference raises passes through as it is.
 import json
 
 from wit_world import exports
-from wit_world.imports import backoff as ref_backoff
-from wit_world.imports import classify as ref_classify
-from wit_world.imports import decide as ref_decide
-from wit_world.imports import idempotency as ref_idempotency
-from wit_world.imports import meta as ref_meta
-from wit_world.imports import registry as ref_registry
-from wit_world.imports import render as ref_render
+from wit_world.imports import (
+    backoff as ref_backoff,
+    classify as ref_classify,
+    decide as ref_decide,
+    idempotency as ref_idempotency,
+    meta as ref_meta,
+    registry as ref_registry,
+    render as ref_render,
+)
 from wit_world.imports.types import (
     Action,
     ErrorClass,

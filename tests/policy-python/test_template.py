@@ -179,7 +179,7 @@ def test_every_other_answer_is_the_references_byte_for_byte(template, reference_
     }[host]
     got = run_driver(cmd, ops)
     overridden = 0
-    for op, ref, line in zip(ops, reference, got):
+    for op, ref, line in zip(ops, reference, got, strict=True):
         expected, changed = expected_from(ref)
         if not changed:
             assert line == expected, f"{host}: {json.dumps(op)[:300]}\nexpected {expected[:300]}\ngot      {line[:300]}"
