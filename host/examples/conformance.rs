@@ -9,7 +9,8 @@
 //!
 //! `--component PATH` runs another policy component instead of the embedded
 //! reference (`tests/policy-python/` compares a custom policy with the
-//! reference this way).
+//! reference this way); the exit status is 2 when the component cannot be
+//! loaded, as in the Python driver.
 //!
 //! ```text
 //! {"op":"classify","observation":"<json text>"}
@@ -86,13 +87,19 @@ fn line(policy: &Policy, op: &Value) -> Result<String, Error> {
     }
 }
 
-/// The policy to run: the embedded reference, or `--component PATH`.
+/// The policy to run: the embedded reference, or `--component PATH`
+/// (compiled once into `$AGENT_RECOVERY_CACHE_DIR` when it is set, as the CLI
+/// does).
 fn policy() -> Result<Policy, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [] => Policy::reference().map_err(|e| e.to_string()),
         [flag, path] if flag == "--component" => {
-            Policy::from_file(path).map_err(|e| format!("{path}: {e}"))
+            let loader = match std::env::var_os("AGENT_RECOVERY_CACHE_DIR") {
+                Some(dir) if !dir.is_empty() => Policy::loader().cache_dir(dir),
+                _ => Policy::loader(),
+            };
+            loader.file(path).map_err(|e| format!("{path}: {e}"))
         }
         _ => Err(format!(
             "unexpected arguments {args:?}; usage: conformance [--component PATH]"
@@ -105,7 +112,7 @@ fn main() -> std::process::ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("conformance: {e}");
-            return std::process::ExitCode::from(1);
+            return std::process::ExitCode::from(2);
         }
     };
     let stdin = std::io::stdin();

@@ -46,6 +46,21 @@ HINT = (
 CONFLICT_OBS = {"source": "http", "status": 409}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rust_cache(tmp_path_factory):
+    """One compile cache of this session for the CLI and the Rust driver, so the
+    Rust host compiles the template once (and nothing from the user's cache is used)."""
+    cache = tmp_path_factory.mktemp("rust-cache")
+    cache.chmod(0o700)
+    previous = os.environ.get("AGENT_RECOVERY_CACHE_DIR")
+    os.environ["AGENT_RECOVERY_CACHE_DIR"] = str(cache)
+    yield cache
+    if previous is None:
+        del os.environ["AGENT_RECOVERY_CACHE_DIR"]
+    else:
+        os.environ["AGENT_RECOVERY_CACHE_DIR"] = previous
+
+
 @pytest.fixture(scope="session")
 def template(tmp_path_factory):
     """Build the template once: the path of the composed component."""
