@@ -799,6 +799,8 @@ export declare class FallbackStore implements Store {
   readonly healthy: boolean;
   /** True while a background probe or flush runs (calls meanwhile are served locally, without waiting). */
   readonly reconnecting: boolean;
+  /** How many probes of the primary were started: while degraded at most one per `probeMs` of the calls' `nowMs`. */
+  readonly probes: number;
   /** The same methods returning promises: the primary's `async` awaited, the local store called in place. */
   readonly async: AsyncStore;
   /** Also call `fn` with each event's JSON text; returns a function that stops it. */

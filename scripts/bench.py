@@ -12,9 +12,19 @@
   with each host's compile cache cold and warm.
 - Sizes: the reference component, Node's installed production dependencies,
   Python's RSS with the policy loaded.
+- Retry, side by side: agent-recovery's small door next to backon (Rust),
+  p-retry and cockatiel (Node), tenacity and stamina (Python) on one no-op
+  operation, succeeding at once and failing once then succeeding (medians of
+  5 rounds; host/examples/retry_compare.rs, node/bench/retry-compare.mjs,
+  python/bench/retry_compare.py), and a step's cost while the Redis store is
+  unreachable (each language's default store, served by its local spool).
+- Outage: tests/outage/harness.py --json (16 clients, a service down 6 s),
+  unless `--no-outage`.
 
 The last line is machine-readable:
-`bench: host_vs_native=<ratio> host_us=<x> native_us=<y> node_us=<z> python_us=<w> wasm_kb=<n>`.
+`bench: host_vs_native=<ratio> host_us=<x> native_us=<y> node_us=<z> python_us=<w> wasm_kb=<n> `
+followed by the side-by-side figures (`<library>_<ok|retry>_<lang>_us=`, `degraded_step_<lang>_ms=`)
+and the outage's (`outage_<mode>_per_s=`, `outage_<mode>_back=`, `outage_<mode>_median_back_ms=`).
 """
 
 import json
@@ -177,13 +187,32 @@ def node_install_mb(omit_optional):
         return sum(f.lstat().st_size for f in files if f.is_file() and not f.is_symlink()) / 1e6
 
 
+def last_json(cmd, cwd=ROOT):
+    """The JSON object a command prints on its last line."""
+    return json.loads(sh(cmd, cwd=cwd).stdout.strip().splitlines()[-1])
+
+
+def side_by_side():
+    rust = last_json(["cargo", "run", "--release", "-q", "-p", "agent-recovery", "--example", "retry_compare"])
+    node = last_json(["node", "bench/retry-compare.mjs"], cwd=ROOT / "node")
+    python = last_json([PY, "python/bench/retry_compare.py"])
+    return {"rust": rust, "node": node, "python": python}
+
+
+def outage():
+    return last_json([PY, "tests/outage/harness.py", "--json"])
+
+
 def main():
+    run_outage = "--no-outage" not in sys.argv[1:]
     wasm = TARGET / "wasm-guests" / "wasm32-wasip2" / "release" / "agent_recovery_policy.wasm"
     wasm_kb = wasm.stat().st_size // 1024
     r = rust()
     n, p = node_call(), python_call()
     c = cold_starts()
     npm, npm_sqlite = node_install_mb(True), node_install_mb(False)
+    x = side_by_side()
+    o = outage() if run_outage else None
     ratio = r["host_wasmtime"] / r["native"]
     rows = [
         ("decide_json, native Rust (criterion mix of 13)", f"{r['native']:.1f} µs"),
@@ -206,8 +235,54 @@ def main():
     print(f"{'-' * w}  ------")
     for a, b in rows:
         print(f"{a.ljust(w)}  {b}")
+    rs, nd, py = x["rust"], x["node"], x["python"]
+    print()
+    print("retry, side by side (one no-op call, median of 5 rounds): success / one failure then success")
+    retry_rows = [
+        ("Rust: agent-recovery op.recover(&door) (blocking)", rs["door_ok_us"], rs["door_retry_us"]),
+        ("Rust: backon (zero delay)", rs["backon_ok_us"], rs["backon_retry_us"]),
+        ("Node: agent-recovery recover()", nd["recover_ok_us"], nd["recover_retry_us"]),
+        ("Node: p-retry (minTimeout 0: no timer)", nd["p_retry_ok_us"], nd["p_retry_retry_us"]),
+        ("Node: cockatiel (ConstantBackoff(0): a setTimeout(0) turn)", nd["cockatiel_ok_us"], nd["cockatiel_retry_us"]),
+        ("Python: agent-recovery @recover", py["recover_ok_us"], py["recover_retry_us"]),
+        ("Python: tenacity (wait_none)", py["tenacity_ok_us"], py["tenacity_retry_us"]),
+        ("Python: stamina (zero waits, hooks off)", py["stamina_ok_us"], py["stamina_retry_us"]),
+    ]
+    w2 = max(len(a) for a, _, _ in retry_rows)
+
+    def us(x):
+        return f"{x * 1e3:.1f} ns" if x < 1 else f"{x:.1f} µs"
+
+    for a, ok, retry in retry_rows:
+        print(f"{a.ljust(w2)}  {us(ok)} / {us(retry)}")
+    print(f"{'a step while Redis is unreachable (Rust / Node / Python)'.ljust(w2)}  "
+          f"{rs['degraded_step_ms']:.2f} / {nd['degraded_step_ms']:.2f} / {py['degraded_step_ms']:.2f} ms")
+    extra = {
+        "recover_ok_rust_us": rs["door_ok_us"], "recover_retry_rust_us": rs["door_retry_us"],
+        "backon_ok_rust_us": rs["backon_ok_us"], "backon_retry_rust_us": rs["backon_retry_us"],
+        "recover_ok_node_us": nd["recover_ok_us"], "recover_retry_node_us": nd["recover_retry_us"],
+        "p_retry_ok_node_us": nd["p_retry_ok_us"], "p_retry_retry_node_us": nd["p_retry_retry_us"],
+        "cockatiel_ok_node_us": nd["cockatiel_ok_us"], "cockatiel_retry_node_us": nd["cockatiel_retry_us"],
+        "recover_ok_python_us": py["recover_ok_us"], "recover_retry_python_us": py["recover_retry_us"],
+        "tenacity_ok_python_us": py["tenacity_ok_us"], "tenacity_retry_python_us": py["tenacity_retry_us"],
+        "stamina_ok_python_us": py["stamina_ok_us"], "stamina_retry_python_us": py["stamina_retry_us"],
+        "degraded_step_rust_ms": rs["degraded_step_ms"], "degraded_step_node_ms": nd["degraded_step_ms"],
+        "degraded_step_python_ms": py["degraded_step_ms"],
+    }
+    if o is not None:
+        print()
+        print(f"outage ({o['clients']} clients, service down {o['down_s']:g} s; tests/outage/harness.py)")
+        print(f"{'mode':10} {'dead req/s':>10} {'failed':>7} {'back':>6} {'median back':>12}")
+        for m in o["modes"]:
+            median = "-" if m["median_back_ms"] is None else f"{m['median_back_ms']:.0f} ms"
+            print(f"{m['mode']:10} {m['down_per_s']:>10.1f} {m['failed']:>7} {m['back']:>3}/{o['clients']} {median:>12}")
+            k = m["mode"].replace("-", "_")
+            extra[f"outage_{k}_per_s"] = round(m["down_per_s"], 1)
+            extra[f"outage_{k}_back"] = m["back"]
+            extra[f"outage_{k}_median_back_ms"] = None if m["median_back_ms"] is None else round(m["median_back_ms"])
     print(f"bench: host_vs_native={ratio:.2f} host_us={r['host_wasmtime']:.2f} native_us={r['native']:.2f} "
-          f"node_us={n:.2f} python_us={p:.2f} wasm_kb={wasm_kb}")
+          f"node_us={n:.2f} python_us={p:.2f} wasm_kb={wasm_kb} "
+          + " ".join(f"{k}={'-' if v is None else v}" for k, v in extra.items()))
 
 
 if __name__ == "__main__":

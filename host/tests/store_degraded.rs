@@ -3,14 +3,15 @@
 //! idempotency entries written while healthy are seen while degraded, the
 //! flush's conflict rule (a spooled claim never replaces an entry Redis has,
 //! a spooled write does), and the probe and flush run on the background
-//! thread, never in a caller's store call (docs/store.md, "When Redis is
-//! down").
+//! thread, never in a caller's store call, at most once per `probe_ms`
+//! while Redis is dead (docs/store.md, "When Redis is down").
 
 mod redis_server;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agent_recovery::runtime::{Clock, Outcome, Runtime, Step, VirtualClock};
 use agent_recovery::store::{
     self, Cas, FallbackOptions, FallbackStore, Listeners, RedisStore, SqliteStore, Store,
     fallback::FLUSH_THREAD,
@@ -333,4 +334,81 @@ fn a_key_a_degraded_process_completed_in_the_spool_is_honoured_by_one_serving_re
         b.get(KEY, now).expect("get").map(|v| v.value).as_deref(),
         Some(DONE)
     );
+}
+
+#[test]
+fn while_redis_is_dead_probes_are_bounded_by_probe_ms_and_the_spool_reaches_redis_after_a_restart()
+{
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = server.url("?prefix=probes&timeout_ms=300&connect_timeout_ms=300");
+    let redis = Arc::new(RedisStore::open(&url).expect("open redis"));
+    let local = Arc::new(SqliteStore::open(dir.path().join("spool.sqlite")).expect("spool"));
+    let probe_ms = 1_000;
+    let store = Arc::new(FallbackStore::new(
+        redis,
+        local,
+        FallbackOptions {
+            name: "probes".to_owned(),
+            probe_ms,
+            listeners: Listeners::default(),
+        },
+    ));
+    // A virtual clock: the runtime passes its time to every store call, so
+    // the probe interval is counted in virtual milliseconds, nothing sleeps.
+    let clock = Arc::new(VirtualClock::new(T0));
+    let shared: Arc<dyn Store> = store.clone();
+    let rt = Runtime::builder()
+        .store(shared)
+        .clock(clock.clone())
+        .build()
+        .expect("runtime");
+    let step = |run: &str| {
+        rt.run(run)
+            .expect("run")
+            .step(
+                Step::new("charge", "payments.charge", |_| {
+                    Outcome::Ok(serde_json::json!({"ok": true}))
+                })
+                .call("tool"),
+            )
+            .expect("a store outage does not fail the step")
+            .outcome
+    };
+    assert_eq!(step("healthy"), "ok");
+    assert!(!store.is_degraded());
+    assert_eq!(store.probes(), 0);
+
+    server.kill();
+    let start = clock.now_ms();
+    for i in 0..40 {
+        clock.advance(100);
+        assert_eq!(step(&format!("down-{i}")), "ok");
+    }
+    assert!(store.is_degraded(), "a dead Redis degrades the store");
+    let span = clock.now_ms() - start;
+    // Every store call of the 40 steps was due to probe if nothing bounded
+    // it; at most one probe starts per probe_ms of the calls' now_ms.
+    let probes = store.probes();
+    assert!(probes >= 1, "never probed the dead Redis in {span} ms");
+    assert!(
+        probes <= span / probe_ms + 1,
+        "{probes} probes in {span} virtual ms with probe_ms {probe_ms}"
+    );
+
+    // Restarted empty (no persistence): what reaches Redis is what the
+    // spool held, the idempotency entries of the 40 steps run while it was
+    // dead.
+    let restarted = RedisServer::start_on(port);
+    let now = until_restored(&store, clock.now_ms() + probe_ms);
+    let direct = direct(&restarted, "probes");
+    let keys = direct.keys("agent-recovery/idem/", now).expect("keys");
+    assert_eq!(keys.len(), 40, "{keys:?}");
+    for key in &keys {
+        let value = direct.get(key, now).expect("get").expect("live entry");
+        let value: Value = serde_json::from_str(&value.value).expect("JSON");
+        assert_eq!(value["status"], "done", "{key}: {value}");
+    }
+    assert!(store.probes() > probes, "the restart was found by a probe");
 }

@@ -631,6 +631,7 @@ export class FallbackStore {
   #degradedAt = 0;
   #lastProbe = 0;
   #lastNow = 0;
+  #probes = 0; // probes of the primary started
   #owner = randomUUID();
   #async;
 
@@ -662,6 +663,15 @@ export class FallbackStore {
   /** True while a background probe or flush runs (calls meanwhile are served locally, without waiting). */
   get reconnecting() {
     return this.#reconnecting;
+  }
+
+  /**
+   * How many probes of the primary this store has started (each tries the primary and, when it
+   * answers, flushes the spool). While degraded there is at most one per `probeMs` of the
+   * `nowMs` passed in, whatever the number of calls.
+   */
+  get probes() {
+    return this.#probes;
   }
 
   /** Call `fn(text)` with each store event (JSON text) too; returns a function that stops it. */
@@ -873,6 +883,7 @@ export class FallbackStore {
     }
     if ((!this.#healthy || pending) && !this.#reconnecting && now >= this.#lastProbe + this.#probeMs) {
       this.#lastProbe = now;
+      this.#probes += 1;
       // Awaited (store.async): the probe and the flush run in the background and this call
       // is served locally at once. Blocking (the synchronous methods): this call probes and
       // flushes, then goes on.
@@ -1116,7 +1127,9 @@ export function openStore(spec, { onEvent } = {}) {
   if (o.fallback === 'none') return primary;
   const spool = o.spool ?? defaultSpoolPath(spec);
   mkdirSync(dirname(spool), { recursive: true });
-  const store = new FallbackStore(primary, new SqliteStore(spool), { onEvent, probeMs: o.probeMs, name: o.display });
+  // synchronous 'normal' (WAL): a spooled write survives a killed process without an fsync per
+  // call; a power cut may lose the last ones (docs/store.md, "When Redis is down").
+  const store = new FallbackStore(primary, new SqliteStore(spool, { synchronous: 'normal' }), { onEvent, probeMs: o.probeMs, name: o.display });
   if (down) store.get('agent-recovery/ping', Date.now()); // degrade now, with the opening error
   return store;
 }

@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { FallbackStore, RedisStore, SqliteStore } from '../src/index.js';
+import { FallbackStore, RedisStore, Runtime, SqliteStore, VirtualClock } from '../src/index.js';
 import { startRedis } from './redis_server.mjs';
 
 const T = 1_700_000_000_000;
@@ -175,4 +175,44 @@ test('a key a degraded process completed in the spool is honoured by one serving
   assert.equal((await direct.async.get(KEY, now))?.value, DONE);
   assert.equal((await b.async.get(KEY, now))?.value, DONE);
   for (const s of [a, b, direct]) s.close();
+});
+
+test('while Redis is dead, probes are bounded by probeMs on a virtual clock; after a restart the spool reaches Redis', async () => {
+  const probeMs = 1000;
+  const name = `probes${process.pid}`;
+  const url = redis.url(`prefix=${name}&timeout_ms=300&connect_timeout_ms=300`);
+  const store = new FallbackStore(new RedisStore(url), new SqliteStore(join(dir, `${name}.sqlite`)), { probeMs, name });
+  // A virtual clock: the runtime passes its time to every store call, so the probe interval
+  // is counted in virtual milliseconds, nothing sleeps.
+  const clock = new VirtualClock(T);
+  const rt = await Runtime.create({ store, clock, seed: 7 });
+  const step = async (runId) => (await rt.run(runId).step({ id: 'charge', tool: 'payments.charge', call: 'tool', operation: async () => ({ ok: true }) })).outcome;
+  assert.equal(await step('healthy'), 'ok');
+  assert.equal(store.healthy, true);
+  assert.equal(store.probes, 0);
+
+  await redis.kill();
+  const start = clock.nowMs();
+  for (let i = 0; i < 40; i++) {
+    clock.advance(100);
+    assert.equal(await step(`down-${i}`), 'ok');
+  }
+  assert.equal(store.healthy, false, 'a dead Redis degrades the store');
+  const span = clock.nowMs() - start;
+  // Every store call of the 40 steps was due to probe if nothing bounded it; at most one
+  // probe starts per probeMs of the calls' nowMs.
+  const probes = store.probes;
+  assert.ok(probes >= 1 && probes <= Math.floor(span / probeMs) + 1, `${probes} probes in ${span} virtual ms with probeMs ${probeMs}`);
+
+  // Restarted empty (no persistence): what reaches Redis is what the spool held, the
+  // idempotency entries of the 40 steps run while it was dead.
+  await redis.restart();
+  const now = await untilRestored(store, clock.nowMs() + probeMs);
+  const direct = new RedisStore(redis.url(`prefix=${name}&fallback=none`));
+  const keys = await direct.async.keys('agent-recovery/idem/', now);
+  assert.equal(keys.length, 40, JSON.stringify(keys));
+  for (const key of keys) assert.equal(JSON.parse((await direct.async.get(key, now)).value).status, 'done', key);
+  assert.ok(store.probes > probes, 'the restart was found by a probe');
+  direct.close();
+  store.close();
 });

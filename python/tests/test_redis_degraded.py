@@ -186,3 +186,52 @@ def test_a_key_a_degraded_process_completed_in_the_spool_is_honoured_by_one_serv
     assert seen is not None and seen.value == DONE
     for s in (a, b, redis):
         s.close()
+
+
+def test_while_redis_is_dead_probes_are_bounded_by_probe_ms_and_the_spool_reaches_redis_after_a_restart(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    from agent_recovery.runtime import Runtime, VirtualClock
+
+    probe_ms = 1_000
+    store = FallbackStore(
+        RedisStore(server.url("prefix=probes&timeout_ms=300&connect_timeout_ms=300")),
+        SqliteStore(tmp_path / "probes.sqlite"),
+        probe_ms=probe_ms,
+    )
+    # A virtual clock: the runtime passes its time to every store call, so
+    # the probe interval is counted in virtual milliseconds, nothing sleeps.
+    clock = VirtualClock(T0)
+    rt = Runtime(store=store, clock=clock)
+
+    def step(run: str) -> str:
+        report = rt.run(run).step(id="charge", tool="payments.charge", call="tool", operation=lambda call: {"ok": True})
+        return str(report.outcome)
+
+    assert step("healthy") == "ok"
+    assert not store.degraded and store.probes == 0
+
+    server.kill()
+    start = clock.now_ms()
+    for i in range(40):
+        clock.advance(100)
+        assert step(f"down-{i}") == "ok"
+    assert store.degraded, "a dead Redis degrades the store"
+    span = clock.now_ms() - start
+    # Every store call of the 40 steps was due to probe if nothing bounded
+    # it; at most one probe starts per probe_ms of the calls' now_ms.
+    probes = store.probes
+    assert 1 <= probes <= span // probe_ms + 1, f"{probes} probes in {span} virtual ms with probe_ms {probe_ms}"
+
+    # Restarted empty (no persistence): what reaches Redis is what the spool
+    # held, the idempotency entries of the 40 steps run while it was dead.
+    server.start()
+    now = until_restored(store, clock.now_ms() + probe_ms)
+    redis = direct(server, "probes")
+    keys = redis.keys("agent-recovery/idem/", now)
+    assert len(keys) == 40, keys
+    for key in keys:
+        got = redis.get(key, now)
+        assert got is not None and json.loads(got.value)["status"] == "done", (key, got)
+    assert store.probes > probes, "the restart was found by a probe"
+    store.close()

@@ -13,14 +13,18 @@ same port, and the clients go on for `--after` seconds. Each mode prints:
   the median time back.
 
 Modes: `runtime` (agent_recovery's Runtime with its defaults, one shared
-MemoryStore: a fleet of 16 workers), `no-retry` (one plain call), and
+MemoryStore: a fleet of 16 workers), `no-retry` (one plain call),
 `tenacity` (tenacity's `retry` with exponential jittered waits, stop after
-5 attempts) when tenacity is installed. After a failed call a client pauses
+5 attempts) and `stamina` (stamina's `retry` on `OSError` with its defaults:
+10 attempts, exponential jittered waits from 0.1 s, 45 s in all; its retry
+hooks off, so it logs nothing), each when installed (`pip install
+'./python[bench]'`). After a failed call a client pauses
 50 ms (it answers its user with a fallback) before its next call, in every
 mode, so a client that fails fast does not spin.
 
     python tests/outage/harness.py                 # every mode
     python tests/outage/harness.py --mode runtime  # one mode
+    python tests/outage/harness.py --json          # one JSON document instead of the table
 
 A benchmark, not a test: the figures depend on the machine.
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import json
 import statistics
 import threading
 import time
@@ -167,6 +172,23 @@ def tenacity_wrap() -> Optional[Callable[[Callable[[], None]], Callable[[], None
     return wrap
 
 
+def stamina_wrap() -> Optional[Callable[[Callable[[], None]], Callable[[], None]]]:
+    try:
+        import stamina
+        import stamina.instrumentation
+    except ImportError:
+        return None
+    stamina.instrumentation.set_on_retry_hooks([])
+
+    def wrap(f: Callable[[], None]) -> Callable[[], None]:
+        return stamina.retry(on=OSError)(f)
+
+    return wrap
+
+
+WRAPS = {"tenacity": tenacity_wrap, "stamina": stamina_wrap}
+
+
 def measure(mode: str, up_s: float, down_s: float, after_s: float) -> Optional[Dict[str, Any]]:
     service = Service()
     stats = Stats()
@@ -175,7 +197,7 @@ def measure(mode: str, up_s: float, down_s: float, after_s: float) -> Optional[D
     elif mode == "no-retry":
         call = plain_caller(stats, service, lambda f: f)
     else:
-        wrap = tenacity_wrap()
+        wrap = WRAPS[mode]()
         if wrap is None:
             return None
         call = plain_caller(stats, service, wrap)
@@ -228,18 +250,27 @@ def measure(mode: str, up_s: float, down_s: float, after_s: float) -> Optional[D
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=["runtime", "no-retry", "tenacity", "all"], default="all")
+    p.add_argument("--mode", choices=["runtime", "no-retry", *WRAPS, "all"], default="all")
     p.add_argument("--up", type=float, default=2.0, help="seconds before the outage (default 2)")
     p.add_argument("--down", type=float, default=6.0, help="seconds the service is down (default 6)")
     p.add_argument("--after", type=float, default=BACK_WITHIN_S, help="seconds after it returns (default 8)")
+    p.add_argument("--json", action="store_true", help="print one JSON document (every mode's figures) instead of the table")
     a = p.parse_args()
-    modes = ["runtime", "no-retry", "tenacity"] if a.mode == "all" else [a.mode]
-    print(f"{CLIENTS} clients; service up {a.up:g} s, down {a.down:g} s, then up {a.after:g} s")
-    print(f"{'mode':10} {'reached dead':>12} {'per s':>6} {'failed':>7} {'circuit':>8} {'other':>6} {'ok':>6} {'back':>6} {'median back':>12}")
+    modes = ["runtime", "no-retry", *WRAPS] if a.mode == "all" else [a.mode]
+    results: List[Dict[str, Any]] = []
+    skipped: List[str] = []
+    if not a.json:
+        print(f"{CLIENTS} clients; service up {a.up:g} s, down {a.down:g} s, then up {a.after:g} s")
+        print(f"{'mode':10} {'reached dead':>12} {'per s':>6} {'failed':>7} {'circuit':>8} {'other':>6} {'ok':>6} {'back':>6} {'median back':>12}")
     for mode in modes:
         r = measure(mode, a.up, a.down, a.after)
         if r is None:
-            print(f"{mode:10} skipped: tenacity is not installed (pip install tenacity)")
+            skipped.append(mode)
+            if not a.json:
+                print(f"{mode:10} skipped: {mode} is not installed (pip install './python[bench]')")
+            continue
+        results.append(r)
+        if a.json:
             continue
         median = "-" if r["median_back_ms"] is None else f"{r['median_back_ms']:.0f} ms"
         print(
@@ -248,6 +279,9 @@ def main() -> int:
             f"{r['back']:>3}/{CLIENTS} {median:>12}"
         )
         print(f"{'':10} reached the dead service in each second of the outage: {r['down_by_second']}")
+    if a.json:
+        doc = {"clients": CLIENTS, "up_s": a.up, "down_s": a.down, "after_s": a.after, "modes": results, "skipped": skipped}
+        print(json.dumps(doc))
     return 0
 
 

@@ -107,6 +107,8 @@ struct State {
     reconnecting: bool,
     /// The last spool record this process wrote.
     spool_end: u64,
+    /// How many probes of the primary were started.
+    probes: u64,
 }
 
 /// What the wrapper and its background thread share.
@@ -186,6 +188,14 @@ impl FallbackStore {
         self.inner.lock().reconnecting
     }
 
+    /// How many probes of the primary this store has started (each one a
+    /// background thread that tries the primary and, when it answers,
+    /// flushes the spool). While degraded there is at most one per
+    /// `probe_ms` of the `now_ms` passed in, whatever the number of calls.
+    pub fn probes(&self) -> u64 {
+        self.inner.lock().probes
+    }
+
     /// The listeners (add one with [`Listeners::subscribe`]).
     pub fn listeners(&self) -> &Listeners {
         &self.inner.options.listeners
@@ -259,6 +269,7 @@ impl FallbackStore {
         match spawned {
             // The previous one has ended (`reconnecting` was false).
             Ok(handle) => {
+                self.inner.lock().probes += 1;
                 *self
                     .worker
                     .lock()

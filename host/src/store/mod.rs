@@ -221,6 +221,25 @@ fn open_sqlite(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
     Ok(Arc::new(SqliteStore::open(path)?))
 }
 
+/// The spool file of a `redis://` spec with `fallback=local`: WAL with
+/// `synchronous=NORMAL`, so a degraded call costs no fsync. A spooled write
+/// survives a killed process (it is in the WAL when the call returns); a
+/// power cut or OS crash may lose the last ones, never corrupting the file
+/// (docs/store.md, "When Redis is down").
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+fn open_spool(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
+    let options = SqliteOptions {
+        synchronous: Synchronous::Normal,
+        ..SqliteOptions::default()
+    };
+    Ok(Arc::new(SqliteStore::open_with(path, &options)?))
+}
+
+#[cfg(all(feature = "redis", not(feature = "sqlite")))]
+fn open_spool(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
+    open_sqlite(path)
+}
+
 #[cfg(not(feature = "sqlite"))]
 fn open_sqlite(path: &std::path::Path) -> Result<Arc<dyn Store>, StoreError> {
     Err(StoreError::invalid(format!(
@@ -265,7 +284,7 @@ fn open_redis(spec: &str, on_event: Option<fallback::Listener>) -> Result<Opened
             )
         })?;
     }
-    let local = open_sqlite(&spool)?;
+    let local = open_spool(&spool)?;
     let listeners = Listeners::default();
     if let Some(f) = on_event {
         listeners.subscribe(f);

@@ -883,6 +883,8 @@ struct ClockState {
     base_ms: u64,
     offset_ms: i64,
     sampled: Option<Instant>,
+    /// A re-sample is in progress on the background thread.
+    sampling: bool,
     last: u64,
 }
 
@@ -893,6 +895,7 @@ impl ClockState {
             base_ms: local_ms(),
             offset_ms: 0,
             sampled: None,
+            sampling: false,
             last: 0,
         }
     }
@@ -900,53 +903,90 @@ impl ClockState {
         let elapsed = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.base_ms.saturating_add(elapsed)
     }
+    /// Sets the offset from a `TIME` sample: (local before, local after,
+    /// server), ms.
+    fn apply(&mut self, (before, after, server): (u64, u64, u64)) {
+        let mid = before / 2 + after / 2;
+        self.offset_ms =
+            i64::try_from(server).unwrap_or(i64::MAX) - i64::try_from(mid).unwrap_or(i64::MAX);
+    }
 }
+
+/// The name of the thread a [`ServerClock`] re-samples `TIME` on.
+const CLOCK_THREAD: &str = "agent-recovery-clock";
 
 /// The Redis server's clock, as seen from this process
 /// ([`RedisStore::server_clock`]).
 ///
-/// It samples `TIME` on first use and every 10 s: offset = server time minus
-/// the midpoint of the local round trip; now = the local monotonic time plus
-/// that offset, never going backwards within the process. While Redis is
-/// unreachable it keeps the last offset (0 before the first sample). Sleeps
-/// are real. Workers using it agree on breakers' `since_ms`, leases and TTLs
-/// within half a round trip, whatever their own clocks say.
+/// It samples `TIME` on first use (in that call) and every 10 s after, on a
+/// background thread: offset = server time minus the midpoint of the local
+/// round trip; now = the local monotonic time plus that offset, never going
+/// backwards within the process. A re-sample never runs in a caller's
+/// `now_ms`: the call answers at once with the offset it has, and the new
+/// offset applies when the sample is back. While Redis is unreachable it
+/// keeps the last offset (0 before the first sample). Sleeps are real.
+/// Workers using it agree on breakers' `since_ms`, leases and TTLs within
+/// half a round trip, whatever their own clocks say.
 pub struct ServerClock {
     store: RedisStore,
 }
 
+impl ServerClock {
+    fn state(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        lock_clock(&self.store)
+    }
+
+    /// Re-samples `TIME` on a background thread.
+    fn resample(&self) {
+        let store = self.store.clone();
+        let spawned = std::thread::Builder::new()
+            .name(CLOCK_THREAD.to_owned())
+            .spawn(move || {
+                let sample = store.server_time_ms().ok();
+                let mut st = lock_clock(&store);
+                if let Some(sample) = sample {
+                    st.apply(sample);
+                }
+                st.sampling = false;
+            });
+        if spawned.is_err() {
+            // No thread now: the next read of the clock after the period
+            // tries again.
+            self.state().sampling = false;
+        }
+    }
+}
+
+fn lock_clock(store: &RedisStore) -> std::sync::MutexGuard<'_, ClockState> {
+    store
+        .inner
+        .clock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Clock for ServerClock {
     fn now_ms(&self) -> u64 {
-        let due = {
-            let st = self
-                .store
-                .inner
-                .clock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            st.sampled.is_none_or(|t| t.elapsed() >= CLOCK_RESAMPLE)
+        let (first, due) = {
+            let mut st = self.state();
+            let first = st.sampled.is_none();
+            let due = !st.sampling && st.sampled.is_none_or(|t| t.elapsed() >= CLOCK_RESAMPLE);
+            if due {
+                // A failed sample waits the full period too: an unreachable
+                // Redis is not asked again on every read of the clock.
+                st.sampled = Some(Instant::now());
+                st.sampling = !first;
+            }
+            (first, due)
         };
-        let sample = if due {
-            self.store.server_time_ms().ok()
-        } else {
-            None
-        };
-        let mut st = self
-            .store
-            .inner
-            .clock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if due {
-            // A failed sample waits the full period too: an unreachable
-            // Redis is not asked again on every read of the clock.
-            st.sampled = Some(Instant::now());
+        if due && first {
+            if let Ok(sample) = self.store.server_time_ms() {
+                self.state().apply(sample);
+            }
+        } else if due {
+            self.resample();
         }
-        if let Some((before, after, server)) = sample {
-            let mid = before / 2 + after / 2;
-            st.offset_ms =
-                i64::try_from(server).unwrap_or(i64::MAX) - i64::try_from(mid).unwrap_or(i64::MAX);
-        }
+        let mut st = self.state();
         let now = st.local().saturating_add_signed(st.offset_ms);
         let now = now.max(st.last);
         st.last = now;

@@ -596,10 +596,11 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
     one Redis then agree on the time within half a round trip, whatever
     their own clocks say. `sleep_ms` sleeps for real.
 
-    Called on a thread running an asyncio loop, a due sample is taken in a
-    background thread and `now_ms()` answers at once with the offset it has;
-    the new offset applies when the sample is back. The loop never waits for
-    Redis to answer `TIME`.
+    Only the first sample of a blocking caller runs in its `now_ms()`; every
+    re-sample (and the first one on a thread running an asyncio loop) runs
+    in a background thread, and `now_ms()` answers at once with the offset
+    it has; the new offset applies when the sample is back. A caller never
+    waits for Redis to answer `TIME` after the first read.
     """
 
     def __init__(self, store: RedisStore) -> None:
@@ -609,6 +610,7 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
         self._mono0 = time.monotonic_ns()
         self._offset = 0
         self._sampled_at: Optional[int] = None
+        self._sampling = False
         self._last = 0
 
     def _local_ms(self, mono_ns: int) -> int:
@@ -623,15 +625,23 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
         """The server's time now, Unix ms."""
         mono = time.monotonic_ns()
         with self._lock:
-            due = self._sampled_at is None or (mono - self._sampled_at) // 1_000_000 >= CLOCK_SAMPLE_MS
+            first = self._sampled_at is None
+            due = not self._sampling and (
+                self._sampled_at is None or (mono - self._sampled_at) // 1_000_000 >= CLOCK_SAMPLE_MS
+            )
             if due:
                 self._sampled_at = mono
-        if due:
-            if _on_event_loop():
+                self._sampling = not first or _on_event_loop()
+            background = due and self._sampling
+        if background:
+            try:
                 threading.Thread(target=self._sample, name="agent-recovery-clock", daemon=True).start()
-            else:
-                self._sample()
-                mono = time.monotonic_ns()
+            except RuntimeError:  # no thread now: tried again after the period
+                with self._lock:
+                    self._sampling = False
+        elif due:
+            self._sample()
+            mono = time.monotonic_ns()
         with self._lock:
             now = max(self._last, self._local_ms(mono) + self._offset)
             self._last = now
@@ -643,10 +653,12 @@ class ServerClock(_runtime_clock()):  # type: ignore[misc]
         try:
             server = self._store.time_ms()
         except StoreError:
-            return
+            server = None
         t1 = time.monotonic_ns()
         with self._lock:
-            self._offset = server - self._local_ms((t0 + t1) // 2)
+            if server is not None:
+                self._offset = server - self._local_ms((t0 + t1) // 2)
+            self._sampling = False
 
     def sleep_ms(self, ms: int) -> None:
         """`time.sleep(ms / 1000)`."""
@@ -725,6 +737,8 @@ class FallbackStore:
         self._reconnecting = False
         #: Degraded only because an earlier process left a spool.
         self._startup_spool = False
+        #: How many probes of the primary were started.
+        self._probes = 0
 
     @property
     def primary(self) -> Any:
@@ -746,6 +760,14 @@ class FallbackStore:
         """True while the background thread probes the primary or flushes
         the spool (calls meanwhile are served locally, without waiting)."""
         return self._reconnecting
+
+    @property
+    def probes(self) -> int:
+        """How many probes of the primary this store has started (each one a
+        background thread that tries the primary and, when it answers,
+        flushes the spool). While degraded there is at most one per
+        `probe_ms` of the `now_ms` passed in, whatever the number of calls."""
+        return self._probes
 
     def subscribe(self, listener: Callable[[str], Any]) -> None:
         """Call `listener` with the JSON text of every later event too."""
@@ -819,6 +841,8 @@ class FallbackStore:
             threading.Thread(
                 target=self._reconnect_quietly, args=(t, since, until), name=_FLUSH_THREAD, daemon=False
             ).start()
+            with self._lock:
+                self._probes += 1
         except RuntimeError:  # no thread now: the next due call tries again
             with self._lock:
                 self._reconnecting = False
@@ -1177,9 +1201,12 @@ def open_redis(url: str, on_event: Optional[Callable[[str], Any]] = None) -> Any
         spool.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise StoreError("io", f"cannot create the spool directory {spool.parent} ({e}); pass spool=<path> in the store URL") from None
+    # synchronous=NORMAL (WAL): a spooled write survives a killed process
+    # without an fsync per call; a power cut may lose the last ones
+    # (docs/store.md, "When Redis is down").
     return FallbackStore(
         RedisStore(url, connect=False),
-        SqliteStore(spool),
+        SqliteStore(spool, synchronous="normal"),
         probe_ms=int(parsed.options["probe_ms"]),
         on_event=on_event,
         store=parsed.display,
