@@ -88,7 +88,9 @@ fn main() {
         }
         black_box(&state);
     }
-    if std::env::var_os("SHOW_STATE").is_some() { println!("{state}"); }
+    if std::env::var_os("SHOW_STATE").is_some() {
+        println!("{state}");
+    }
     let us = t.elapsed().as_secs_f64() * 1e6;
     println!(
         "{n} steps, {calls} advance calls: {:.2} µs per step, {:.2} µs per advance (state {} bytes)",

@@ -72,11 +72,11 @@ fn hex_sha256(text: &str) -> String {
 
 /// Bytes as lowercase hex digits, two a byte.
 pub(crate) fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digit = |n: u8| char::from(if n < 10 { b'0' + n } else { b'a' + (n - 10) });
     let mut hex = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
-        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        hex.push(digit(b >> 4));
+        hex.push(digit(b & 0x0f));
     }
     hex
 }

@@ -103,7 +103,9 @@ impl Driver {
                                 }
                             }
                         }
-                        answer = Some(json!({"input":"read","now_ms":now,"values":values,"versions":versions}));
+                        answer = Some(
+                            json!({"input":"read","now_ms":now,"values":values,"versions":versions}),
+                        );
                     }
                     "claim" => {
                         answer = Some(match self.store.kv.get(&key) {
@@ -134,9 +136,10 @@ impl Driver {
                             return (state, None);
                         }
                         let target = fx["target"].as_str().unwrap();
-                        let next = self.script.get_mut(target).and_then(|o| {
-                            (!o.is_empty()).then(|| o.remove(0))
-                        });
+                        let next = self
+                            .script
+                            .get_mut(target)
+                            .and_then(|o| (!o.is_empty()).then(|| o.remove(0)));
                         let result = match next {
                             None => json!({"ok": {"target": target}}),
                             Some(obs) => json!({ "failed": obs }),
@@ -179,7 +182,8 @@ impl Driver {
     }
 
     fn start(&mut self, run_id: &str, config: Value) -> String {
-        let input = json!({"input":"run","now_ms":self.now,"run_id":run_id,"seed":7,"config":config});
+        let input =
+            json!({"input":"run","now_ms":self.now,"run_id":run_id,"seed":7,"config":config});
         self.adv("", input).unwrap().0
     }
 
@@ -217,7 +221,10 @@ fn every_kind() -> Vec<Call> {
     d.steps(s, &steps);
     calls.append(&mut d.calls);
 
-    let mut d = Driver::new(&[("flaky", vec![http(503), http(503)]), ("main", vec![quota()])]);
+    let mut d = Driver::new(&[
+        ("flaky", vec![http(503), http(503)]),
+        ("main", vec![quota()]),
+    ]);
     let s = d.start("mixed", json!({"retry_quota": {"name": "q"}}));
     d.steps(
         s,
@@ -253,7 +260,10 @@ fn every_kind() -> Vec<Call> {
 
     let mut d = Driver::new(&[]);
     let s = d.start("cancel", json!({}));
-    let s = d.steps(s, &[json!({"id":"a","tool":"pay","side_effect":true,"compensation":true})]);
+    let s = d.steps(
+        s,
+        &[json!({"id":"a","tool":"pay","side_effect":true,"compensation":true})],
+    );
     let _ = s;
     let s = d.start("cancel2", json!({}));
     let (s, _) = d.drive(
@@ -320,4 +330,3 @@ fn a_state_other_than_the_kept_one_is_parsed() {
     let err = advance("{\"v\":1}", step).unwrap_err();
     assert!(err.message.contains("not a state"), "{}", err.message);
 }
-

@@ -4,7 +4,8 @@
 //! (what just happened), and returns the new state and the effects the host
 //! carries out, in order: read or write store keys, call the operation, ask the
 //! active policy to decide, sleep, restore a checkpoint, emit an event, append a
-//! dead-letter record, finish the step. Nothing is kept between calls; every
+//! dead-letter record, finish the step. Nothing a host can see is kept between
+//! calls (only a parsed copy of the last state returned, see [`advance`]); every
 //! host (Rust, Node, Python) drives the same transitions, so the loop cannot
 //! drift. The whole protocol is specified in `docs/runtime.md`.
 //!
@@ -155,8 +156,11 @@ fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, Polic
                 out.extend_from_slice(br#","state":"#);
                 out.extend_from_slice(state.as_bytes());
                 out.extend_from_slice(
-                    format!(r#","v":{},"written_ms":{}}},"ttl_ms":"#, value.v, value.written_ms)
-                        .as_bytes(),
+                    format!(
+                        r#","v":{},"written_ms":{}}},"ttl_ms":"#,
+                        value.v, value.written_ms
+                    )
+                    .as_bytes(),
                 );
                 serde_json::to_writer(&mut out, ttl_ms).map_err(|e| internal(&e))?;
                 out.push(b'}');

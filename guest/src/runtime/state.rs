@@ -17,7 +17,8 @@ pub const RECENT_IDS: usize = 64;
 /// entry has one size whatever the id's length.
 pub fn id_digest(id: &str) -> String {
     use sha2::{Digest, Sha256};
-    crate::idempotency::lower_hex(&Sha256::digest(id.as_bytes())[..8])
+    let digest = Sha256::digest(id.as_bytes());
+    crate::idempotency::lower_hex(digest.get(..8).unwrap_or_default())
 }
 
 /// A part of the state kept with its JSON text: written on the first
