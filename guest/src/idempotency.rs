@@ -27,7 +27,7 @@ fn write_canonical(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
+                write_canonical_str(k, out);
                 out.push(':');
                 write_canonical(val, out);
             }
@@ -67,10 +67,16 @@ pub fn replay_key(original: &str, n: u64) -> String {
 }
 
 fn hex_sha256(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
+    lower_hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Bytes as lowercase hex digits, two a byte.
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    let digit = |n: u8| char::from(if n < 10 { b'0' + n } else { b'a' + (n - 10) });
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        hex.push(digit(b >> 4));
+        hex.push(digit(b & 0x0f));
     }
     hex
 }
@@ -87,13 +93,28 @@ pub fn key(
     } else {
         serde_json::from_str(args_json).map_err(|e| PolicyError::json("args", &e))?
     };
-    let material = Value::Array(vec![
-        Value::String(run_id.to_owned()),
-        Value::String(step_id.to_owned()),
-        Value::String(tool.to_owned()),
-        args,
-    ]);
-    Ok(hex_sha256(&canonical_json(&material)))
+    Ok(key_of(run_id, step_id, tool, &args))
+}
+
+/// [`key`] of arguments already parsed: the same key as `key` of their JSON
+/// text, without writing and reading that text again.
+pub fn key_of(run_id: &str, step_id: &str, tool: &str, args: &Value) -> String {
+    let mut out = String::with_capacity(96);
+    out.push('[');
+    for part in [run_id, step_id, tool] {
+        write_canonical_str(part, &mut out);
+        out.push(',');
+    }
+    write_canonical(args, &mut out);
+    out.push(']');
+    hex_sha256(&out)
+}
+
+fn write_canonical_str(s: &str, out: &mut String) {
+    // serde_json's escaping of a string, as `Value::String(..).to_string()` writes it.
+    if let Ok(text) = serde_json::to_string(s) {
+        out.push_str(&text);
+    }
 }
 
 #[cfg(test)]

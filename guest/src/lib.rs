@@ -80,6 +80,7 @@ pub use sdk::{PolicyInfo, RecoveryPolicy};
 /// What the exported macros expand to. Not a stable API: use the items above.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::runtime::keep_state;
     pub use serde_json;
     pub mod config {
         pub use crate::config::*;

@@ -440,9 +440,10 @@ impl Machine {
                 "step id {id:?} was already used in this run; give every step its own id (it names the step in events, keys and dead-letter records)"
             )));
         }
-        self.s.ids.extend(digests.into_iter().map(|(_, d)| d));
-        let over = self.s.ids.len().saturating_sub(super::state::RECENT_IDS);
-        self.s.ids.drain(..over);
+        let ids = self.s.ids.get_mut();
+        ids.extend(digests.into_iter().map(|(_, d)| d));
+        let over = ids.len().saturating_sub(super::state::RECENT_IDS);
+        ids.drain(..over);
         Ok(())
     }
 
@@ -450,12 +451,7 @@ impl Machine {
         self.claim_ids([spec.id.as_str()])?;
         let key = match &spec.replay_of {
             Some(r) => crate::idempotency::replay_key(&r.key, r.n),
-            None => crate::idempotency::key(
-                &self.s.run_id,
-                &spec.id,
-                &spec.tool,
-                &spec.args.to_string(),
-            )?,
+            None => crate::idempotency::key_of(&self.s.run_id, &spec.id, &spec.tool, &spec.args),
         };
         let mut targets = vec![spec.target.clone().unwrap_or_else(|| spec.tool.clone())];
         targets.extend(spec.fallbacks.iter().cloned());
@@ -892,7 +888,7 @@ impl Machine {
     }
 
     fn record_done(&mut self, target: String) -> Result<(), PolicyError> {
-        let spec = self.step()?.spec.clone();
+        let spec = StepSpec::clone(&self.step()?.spec);
         if spec.side_effect && spec.compensation {
             self.s.done.push(DoneStep {
                 id: spec.id,

@@ -4,7 +4,8 @@
 //! (what just happened), and returns the new state and the effects the host
 //! carries out, in order: read or write store keys, call the operation, ask the
 //! active policy to decide, sleep, restore a checkpoint, emit an event, append a
-//! dead-letter record, finish the step. Nothing is kept between calls; every
+//! dead-letter record, finish the step. Nothing a host can see is kept between
+//! calls (only a parsed copy of the last state returned, see [`advance`]); every
 //! host (Rust, Node, Python) drives the same transitions, so the loop cannot
 //! drift. The whole protocol is specified in `docs/runtime.md`.
 //!
@@ -40,10 +41,46 @@ pub struct Advanced {
     pub effects: String,
 }
 
+/// The largest state text kept parsed between calls (see [`advance`]).
+const KEEP_MAX_BYTES: usize = 1 << 20;
+
+/// The state the last `advance` returned, as text and parsed.
+struct Kept {
+    text: String,
+    state: state::State,
+}
+
+std::thread_local! {
+    static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+    static KEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Whether `advance` keeps the state it returns parsed, to skip parsing it
+/// when the next call passes the same bytes back (on by default). Off, every
+/// call parses its state: the tests compare both ways byte for byte.
+#[doc(hidden)]
+pub fn keep_state(on: bool) {
+    KEEP.with(|k| k.set(on));
+    if !on {
+        KEPT.with(|k| k.borrow_mut().take());
+    }
+}
+
 /// Feed one input to the loop. `state` is empty for a new run.
+///
+/// The component keeps nothing a host can observe between calls: the state
+/// is the host's. To save parsing it again, `advance` remembers the last
+/// state it returned (up to 1 MiB) with its parsed form, and uses that form
+/// when the next call passes exactly the same bytes; any other text is
+/// parsed as always, so the answer is the same either way.
 pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     let (input, now) = input::parse(input)?;
-    let state = if state.trim().is_empty() {
+    let kept = KEPT
+        .with(|k| k.borrow_mut().take())
+        .filter(|k| k.text == state);
+    let state = if let Some(kept) = kept {
+        Some(kept.state)
+    } else if state.trim().is_empty() {
         None
     } else {
         crate::api::check_size("state", state)?;
@@ -54,13 +91,21 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
             )
         })?)
     };
-    let (state, mut effects) = machine::advance(state, input, now)?;
-    let state = crate::api::to_json(&state)?;
+    let (state, effects) = machine::advance(state, input, now)?;
+    let text = crate::api::to_json(&state)?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
-    fill_journals(&mut effects, &state)?;
+    let effects = effects_json(&effects, &text)?;
+    if text.len() <= KEEP_MAX_BYTES && KEEP.with(std::cell::Cell::get) {
+        KEPT.with(|k| {
+            *k.borrow_mut() = Some(Kept {
+                text: text.clone(),
+                state,
+            });
+        });
+    }
     Ok(Advanced {
-        state,
-        effects: crate::api::to_json(&effects)?,
+        state: text,
+        effects,
     })
 }
 
@@ -83,4 +128,77 @@ fn fill_journals(effects: &mut [effect::Effect], state: &str) -> Result<(), Poli
         }
     }
     Ok(())
+}
+
+/// The batch as JSON text, each journal entry without a state holding
+/// `state` (the text `advance` returns): the bytes serde writes after
+/// [`fill_journals`], without copying and re-reading the state to make a
+/// `RawValue` of it.
+fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, PolicyError> {
+    let internal = |e: &dyn std::fmt::Display| {
+        PolicyError::new(
+            ErrorKind::Internal,
+            format!("could not serialize output ({e}); please report this"),
+        )
+    };
+    let mut out: Vec<u8> = Vec::with_capacity(512 + state.len());
+    out.push(b'[');
+    for (i, fx) in effects.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match fx {
+            effect::Effect::Journal { key, value, ttl_ms } if value.state.is_none() => {
+                out.extend_from_slice(br#"{"effect":"write","key":"#);
+                serde_json::to_writer(&mut out, key).map_err(|e| internal(&e))?;
+                out.extend_from_slice(br#","value":{"run_id":"#);
+                serde_json::to_writer(&mut out, &value.run_id).map_err(|e| internal(&e))?;
+                out.extend_from_slice(br#","state":"#);
+                out.extend_from_slice(state.as_bytes());
+                out.extend_from_slice(
+                    format!(
+                        r#","v":{},"written_ms":{}}},"ttl_ms":"#,
+                        value.v, value.written_ms
+                    )
+                    .as_bytes(),
+                );
+                serde_json::to_writer(&mut out, ttl_ms).map_err(|e| internal(&e))?;
+                out.push(b'}');
+            }
+            other => serde_json::to_writer(&mut out, other).map_err(|e| internal(&e))?,
+        }
+    }
+    out.push(b']');
+    String::from_utf8(out).map_err(|e| internal(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effect::{Effect, JournalEntry};
+
+    #[test]
+    fn the_batch_text_is_what_serde_writes_after_filling_the_journal() {
+        let state = r#"{"v":1,"run_id":"r\"1","phase":"calling"}"#;
+        let mut fx = vec![
+            Effect::Delete { key: "k".into() },
+            Effect::Journal {
+                key: "agent-recovery/journal/r\"1".into(),
+                value: JournalEntry {
+                    run_id: "r\"1".into(),
+                    state: None,
+                    v: 1,
+                    written_ms: 1_767_225_600_000,
+                },
+                ttl_ms: None,
+            },
+            Effect::Sleep {
+                ms: 5,
+                cancellable: true,
+            },
+        ];
+        let fast = super::effects_json(&fx, state).unwrap();
+        super::fill_journals(&mut fx, state).unwrap();
+        assert_eq!(fast, serde_json::to_string(&fx).unwrap());
+        assert_eq!(super::effects_json(&[], state).unwrap(), "[]");
+    }
 }

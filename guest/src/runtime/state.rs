@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::breaker::Breaker;
 use super::config::RunConfig;
@@ -16,11 +17,70 @@ pub const RECENT_IDS: usize = 64;
 /// entry has one size whatever the id's length.
 pub fn id_digest(id: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(id.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let digest = Sha256::digest(id.as_bytes());
+    crate::idempotency::lower_hex(digest.get(..8).unwrap_or_default())
+}
+
+/// A part of the state kept with its JSON text: written on the first
+/// serialization and reused, as long as the part is unchanged, by the next
+/// ones (the state the component keeps between calls is serialized once per
+/// call; the run's configuration, its step ids and the step as given change
+/// far less often). Reading goes through `Deref`; changing through
+/// [`Texted::get_mut`], which drops the text.
+#[derive(Clone, Debug, Default)]
+pub struct Texted<T> {
+    value: T,
+    text: std::cell::OnceCell<Box<RawValue>>,
+}
+
+impl<T> Texted<T> {
+    /// `value`, its text not written yet.
+    pub fn new(value: T) -> Self {
+        Texted {
+            value,
+            text: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The value, to change: its text is written again on the next serialization.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.text = std::cell::OnceCell::new();
+        &mut self.value
+    }
+}
+
+impl<T> std::ops::Deref for Texted<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: Serialize> Serialize for Texted<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.text.get().is_none() {
+            match serde_json::value::to_raw_value(&self.value) {
+                Ok(text) => {
+                    let _ = self.text.set(text);
+                }
+                Err(_) => return self.value.serialize(serializer),
+            }
+        }
+        match self.text.get() {
+            Some(text) => text.serialize(serializer),
+            None => self.value.serialize(serializer),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Texted<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Texted::new)
+    }
+}
+
+fn no_ids(ids: &Texted<Vec<String>>) -> bool {
+    ids.is_empty()
 }
 
 /// What the loop waits for.
@@ -68,7 +128,7 @@ pub struct State {
     /// The latest `now_ms` seen.
     pub now_ms: u64,
     /// The run's configuration.
-    pub config: RunConfig,
+    pub config: Texted<RunConfig>,
     /// Retry delay spent by the whole run (all steps): `elapsed_ms` of decisions.
     pub retry_spent_ms: u64,
     /// Completed steps with a side effect and a compensation, oldest first.
@@ -96,8 +156,8 @@ pub struct State {
     /// (steps, fan-outs and their branches), oldest first: an id names one
     /// step in events, keys and dead letters. Bounded, so the state (and the
     /// cost of a step) does not grow with the length of the run.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "no_ids")]
+    pub ids: Texted<Vec<String>>,
     /// The run was resumed from its journal by `recover` (docs/durability.md §2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub recovering: bool,
@@ -130,7 +190,7 @@ impl State {
             seed,
             started_ms: now_ms,
             now_ms,
-            config,
+            config: Texted::new(config),
             retry_spent_ms: 0,
             done: Vec::new(),
             phase: Phase::Idle,
@@ -141,7 +201,7 @@ impl State {
             branch: None,
             last: None,
             fanout: None,
-            ids: Vec::new(),
+            ids: Texted::default(),
             recovering: false,
             step_outcome: None,
             branch_index: None,
@@ -161,7 +221,7 @@ impl State {
             ..State::new(
                 self.run_id.clone(),
                 self.seed,
-                self.config.clone(),
+                RunConfig::clone(&self.config),
                 self.now_ms,
             )
         }
@@ -221,7 +281,7 @@ pub struct DoneStep {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepState {
     /// The step as given.
-    pub spec: StepSpec,
+    pub spec: Texted<StepSpec>,
     /// Its idempotency key (every attempt, every target).
     pub key: String,
     /// The chain: the target, then the fallbacks.
@@ -298,7 +358,7 @@ impl StepState {
     /// A step starting at `now_ms`, before its first read.
     pub fn new(spec: StepSpec, key: String, targets: Vec<String>, now_ms: u64) -> Self {
         StepState {
-            spec,
+            spec: Texted::new(spec),
             key,
             targets,
             index: 0,

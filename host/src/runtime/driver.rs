@@ -4,6 +4,7 @@
 //! fan-out (its own state and events, run on its own thread when the clock
 //! is real). Nothing here decides anything: every choice is in the effects.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -108,25 +109,34 @@ fn killed() -> StepReport {
     }
 }
 
-/// One effect of the loop (docs/runtime.md, "Effects").
+/// One effect of the loop (docs/runtime.md, "Effects"); its strings are
+/// borrowed from the batch's text where they have no escapes.
 #[derive(Deserialize)]
 struct Fx<'a> {
-    effect: String,
-    #[serde(default)]
-    keys: Vec<String>,
-    key: Option<String>,
+    #[serde(borrow)]
+    effect: Cow<'a, str>,
+    #[serde(borrow, default)]
+    keys: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
     #[serde(borrow)]
     value: Option<&'a RawValue>,
     ttl_ms: Option<u64>,
     expected: Option<u64>,
-    call: Option<String>,
-    tool: Option<String>,
-    step: Option<String>,
-    target: Option<String>,
+    #[serde(borrow)]
+    call: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    step: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    target: Option<Cow<'a, str>>,
     attempt: Option<u32>,
     timeout_ms: Option<u64>,
-    observation: Option<String>,
-    context: Option<String>,
+    #[serde(borrow)]
+    observation: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    context: Option<Cow<'a, str>>,
     ms: Option<u64>,
     cancellable: Option<bool>,
     cost: Option<u64>,
@@ -134,15 +144,18 @@ struct Fx<'a> {
     capacity: Option<u64>,
     #[serde(borrow)]
     event: Option<&'a RawValue>,
-    stream: Option<String>,
+    #[serde(borrow)]
+    stream: Option<Cow<'a, str>>,
     #[serde(borrow)]
     record: Option<&'a RawValue>,
-    outcome: Option<String>,
+    #[serde(borrow)]
+    outcome: Option<Cow<'a, str>>,
     run_finished: Option<bool>,
     result: Option<Value>,
     envelope: Option<Value>,
     rendered: Option<Value>,
-    token: Option<String>,
+    #[serde(borrow)]
+    token: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     branches: Vec<Fork<'a>>,
 }
@@ -166,6 +179,17 @@ fn bad_effect(what: &str) -> RuntimeError {
             "the recovery loop emitted a malformed effect ({what}); this is a bug, please report it"
         ),
     ))
+}
+
+/// The error for a batch that is not an array of effects, naming the first
+/// malformed one.
+fn malformed(effects: &str) -> RuntimeError {
+    let Ok(raw) = serde_json::from_str::<Vec<&RawValue>>(effects) else {
+        return bad_effect("not an array");
+    };
+    raw.iter()
+        .find(|r| serde_json::from_str::<Fx>(r.get()).is_err())
+        .map_or_else(|| bad_effect("not an array"), |r| bad_effect(r.get()))
 }
 
 /// Feeds `input`, carries out the effects, answers the last one, until `finish`.
@@ -193,12 +217,15 @@ fn drive_lane<'a>(
     loop {
         let adv = ctx.rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
-        let effects: Vec<&RawValue> =
-            serde_json::from_str(&adv.effects).map_err(|_| bad_effect("not an array"))?;
+        // One pass over the batch; a batch that does not read as effects is
+        // read again one effect at a time, to name the malformed one.
+        let effects: Vec<Fx> = match serde_json::from_str(&adv.effects) {
+            Ok(effects) => effects,
+            Err(_) => return Err(malformed(&adv.effects)),
+        };
         let mut next = None;
-        for raw in effects {
-            let fx: Fx = serde_json::from_str(raw.get()).map_err(|_| bad_effect(raw.get()))?;
-            if let Some(report) = effect(ctx, lane, &fx, &mut work, &mut next)? {
+        for fx in &effects {
+            if let Some(report) = effect(ctx, lane, fx, &mut work, &mut next)? {
                 return Ok(report);
             }
         }
@@ -216,7 +243,7 @@ fn effect<'a>(
 ) -> Result<Option<StepReport>, RuntimeError> {
     let rt = ctx.rt;
     let store = &*rt.store;
-    match fx.effect.as_str() {
+    match &*fx.effect {
         "emit" => {
             let event = fx.event.ok_or_else(|| bad_effect("emit without event"))?;
             if let Some(f) = &rt.on_event {
@@ -427,10 +454,10 @@ fn effect<'a>(
         }
         "call" => {
             let call = Call {
-                kind: fx.call.clone().unwrap_or_default(),
-                step: fx.step.clone().unwrap_or_default(),
-                target: fx.target.clone().unwrap_or_default(),
-                key: fx.key.clone().unwrap_or_default(),
+                kind: fx.call.as_deref().unwrap_or_default().to_owned(),
+                step: fx.step.as_deref().unwrap_or_default().to_owned(),
+                target: fx.target.as_deref().unwrap_or_default().to_owned(),
+                key: fx.key.as_deref().unwrap_or_default().to_owned(),
                 attempt: fx.attempt.unwrap_or(1),
                 timeout_ms: fx.timeout_ms,
             };
@@ -517,12 +544,12 @@ fn effect<'a>(
                 rt.clock.now_ms(),
             );
             return Ok(Some(StepReport {
-                outcome: fx.outcome.clone().unwrap_or_default(),
+                outcome: fx.outcome.as_deref().unwrap_or_default().to_owned(),
                 run_finished: fx.run_finished.unwrap_or(true),
                 result: fx.result.clone(),
                 envelope: fx.envelope.clone(),
                 rendered: fx.rendered.clone(),
-                token: fx.token.clone(),
+                token: fx.token.as_deref().map(str::to_owned),
             }));
         }
         other => return Err(bad_effect(other)),
