@@ -84,9 +84,12 @@ pub struct PendingLog {
     pub attempt: u32,
     /// `sha256:<hex>` of the observation text.
     pub observation_sha256: String,
-    /// The observation, JSON text (none in `digest` mode).
+    /// The observation, JSON text (none in `digest` mode, or over the bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<String>,
+    /// Why the observation is not kept: `digest` or `size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation_omitted: Option<String>,
     /// The context, JSON text.
     pub context: String,
 }
@@ -110,8 +113,18 @@ impl PendingLog {
             call: call.to_owned(),
             attempt,
             observation_sha256: digest,
-            observation: (config.observation == ObservationMode::Full)
+            // An observation over the bound could not be in the line: it is
+            // not kept in the state either.
+            observation: (config.observation == ObservationMode::Full
+                && observation.len() as u64 <= config.max_record_bytes)
                 .then(|| observation.to_owned()),
+            observation_omitted: match config.observation {
+                ObservationMode::Digest => Some("digest".to_owned()),
+                ObservationMode::Full if observation.len() as u64 > config.max_record_bytes => {
+                    Some("size".to_owned())
+                }
+                ObservationMode::Full => None,
+            },
             context: context.to_owned(),
         }
     }
@@ -172,13 +185,10 @@ pub fn line(
     );
     let max = usize::try_from(config.max_record_bytes).unwrap_or(usize::MAX);
     let mut omitted: Vec<(&str, &str)> = Vec::new();
-    let mut observation = match &pending.observation {
-        Some(o) => Some(o.as_str()),
-        None => {
-            omitted.push(("observation", "digest"));
-            None
-        }
-    };
+    if let Some(why) = &pending.observation_omitted {
+        omitted.push(("observation", why.as_str()));
+    }
+    let mut observation = pending.observation.as_deref();
     let mut context = Some(pending.context.as_str());
     let mut decision = Some(decision.as_str());
     loop {
