@@ -952,7 +952,20 @@ export interface RuntimeOptions {
   onEvent?: (event: RuntimeEvent, text: string) => void;
   /** Spans and metrics (docs/telemetry.md). Default: Telemetry.global(), the API's global providers (no-ops until an SDK is registered). */
   telemetry?: Telemetry;
+  /**
+   * Log every decision, one JSON line each (docs/decision-logs.md): appended
+   * to the file `path` (renamed to `path.1` at 64 MiB), or passed to
+   * `write(line)`. `observation`: 'full' (default, replayable) or 'digest';
+   * `maxRecordBytes`: the largest line (>= 16384, default 65536). Default: off.
+   */
+  decisionLog?: DecisionLogOptions;
 }
+
+/** The `decisionLog` option of a Runtime. */
+export type DecisionLogOptions = ({ path: string; write?: never } | { write: (line: string) => void | Promise<void>; path?: never }) & {
+  observation?: 'full' | 'digest';
+  maxRecordBytes?: number;
+};
 
 /**
  * Where a Runtime sends its OpenTelemetry spans and metrics (docs/telemetry.md).

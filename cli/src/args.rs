@@ -130,6 +130,18 @@ pub enum PolicyCommand {
     /// Validate a policy document (YAML or JSON) and pack it into a copy of
     /// the reference component; prints its identity and document digest.
     Pack(PolicyPack),
+    /// Decide every line of a decision log again with --policy (the
+    /// candidate; default: the reference) and print each decision that would
+    /// change; exit 1 when one does (docs/decision-logs.md).
+    Replay(PolicyReplay),
+}
+
+/// `policy replay`.
+#[derive(Debug, Args)]
+pub struct PolicyReplay {
+    /// The decision log (JSON lines a runtime's decision_log wrote); - reads stdin.
+    #[arg(value_name = "LOG")]
+    pub log: String,
 }
 
 /// `policy pack`.

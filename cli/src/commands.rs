@@ -9,7 +9,9 @@ use serde_json::json;
 
 use crate::args::{self, Cli, Command, Global};
 use crate::style::Output;
-use crate::{Usage, context, dlq, document, human, input, policy_test, render, serve, simulate};
+use crate::{
+    Usage, context, dlq, document, human, input, policy_test, render, replay, serve, simulate,
+};
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -40,6 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Recover(a) => dlq::recover(g, a, loader()),
         Command::Dlq(a) => dlq::dlq(g, a, loader()),
         Command::Policy(args::PolicyCommand::Pack(a)) => document::pack(a),
+        Command::Policy(args::PolicyCommand::Replay(a)) => replay::run(g, a, load(g)?),
         Command::Test(a) => policy_test::run(g, a, load(g)?),
         Command::Version => print(args::VERSION),
     }

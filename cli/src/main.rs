@@ -21,6 +21,7 @@ mod human;
 mod input;
 mod policy_test;
 mod render;
+mod replay;
 mod serve;
 mod simulate;
 mod style;

@@ -388,7 +388,14 @@ export class Run {
         const decision = await rt.decider.decideJson(fx.observation, fx.context);
         if (typeof decision !== 'string') throw badEffect('the policy returned a decision that is not JSON text');
         ctx.tel.decided(decision);
-        return `{"input":"decision","now_ms":${rt.clock.nowMs()},"decision":${decision}}`;
+        // The decision log's `policy`: who decided, when the runtime knows.
+        const who = rt.decisionLog ? rt.decisionLog.policy() : '';
+        return `{"input":"decision","now_ms":${rt.clock.nowMs()},"decision":${decision}${who}}`;
+      }
+      case 'log': {
+        if (typeof fx.line !== 'string') throw badEffect('log without line');
+        if (rt.decisionLog) await rt.decisionLog.write(fx.line);
+        return NO_REPORT;
       }
       case 'sleep': {
         const ms = fx.ms ?? 0;

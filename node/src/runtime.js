@@ -24,6 +24,7 @@ import { checkName, configFacts, configText, invalidArg, invalidConfig, RUNTIME_
 import { DeadLetters } from './deadletters.js';
 import { recover, withRun } from './durable.js';
 import { bindTelemetry } from './telemetry.js';
+import { decisionLog, withDecisionLog } from './decisionlog.js';
 
 export { SystemClock, VirtualClock } from './clock.js';
 export { Failed, RawOutcome, Response } from './outcome.js';
@@ -68,6 +69,7 @@ export class Runtime {
   /** @internal Spans and metrics (docs/telemetry.md), or null when off. */ telemetry;
   /** @internal the run configuration's in_flight_ttl_ms (the recovery lease's TTL) */ inFlightTtlMs;
   /** @internal the run configuration's dead_letter.depth_threshold, or null */ depthThreshold;
+  /** @internal where the decision log's lines go, or null (docs/decision-logs.md) */ decisionLog;
   #deadLetters;
 
   /** Use `await Runtime.create(options)`. */
@@ -84,7 +86,7 @@ export class Runtime {
     if (options === null || typeof options !== 'object') throw invalidConfig(`Runtime options must be an object, got ${describe(options)}`);
     const bad = unknownKeys(options, RUNTIME_OPTIONS, 'Runtime.create()');
     if (bad) throw invalidConfig(bad);
-    const config = configText(options);
+    let config = configText(options);
     const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
     // A store on Redis brings the server's clock: breakers, leases and TTLs then agree across workers.
     const serverClock = options.clock == null && typeof options.store?.serverClock === 'function' ? options.store.serverClock() : undefined;
@@ -108,6 +110,9 @@ export class Runtime {
       throw invalidConfig('policy must be a Policy (await Policy.load(...)), an IsolatedPolicy, or an object with decideJson(observation, context)');
     }
     const telemetry = await bindTelemetry(options.telemetry, decider);
+    // The decision log (docs/decision-logs.md): the loop writes the lines, this only appends them.
+    const log = decisionLog(options.decisionLog, decider);
+    config = withDecisionLog(config, log);
     // A FallbackStore's store_degraded / store_restored events reach onEvent too.
     if (options.onEvent && typeof store.subscribe === 'function') {
       const onEvent = options.onEvent;
@@ -116,7 +121,7 @@ export class Runtime {
     const loop = await sharedLoop();
     // The configuration is checked by the loop now, not at the first run.
     loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);
-    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry, ...configFacts(config) });
+    return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry, decisionLog: log, ...configFacts(config) });
   }
 
   /**

@@ -39,6 +39,7 @@ export const RUNTIME_OPTIONS = [
   'config',
   'onEvent',
   'telemetry',
+  'decisionLog',
 ];
 
 export const STEP_OPTIONS = [

@@ -76,6 +76,10 @@ pub struct RunConfig {
     /// policy retries after `retry_after_ms`, within the run's retry budget).
     #[serde(skip_serializing_if = "OnOpen::is_fail")]
     pub on_open: OnOpen,
+    /// The decision log (docs/decision-logs.md): when set, every decision
+    /// is followed by a `log` effect with its line; none by default (off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision_log: Option<super::decision_log::DecisionLogConfig>,
 }
 
 /// The run configuration's `on_open`: what a step does when every target
@@ -258,6 +262,7 @@ impl Default for RunConfig {
             dead_letter: None,
             retry_quota: None,
             on_open: OnOpen::Fail,
+            decision_log: None,
         }
     }
 }

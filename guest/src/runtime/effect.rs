@@ -198,6 +198,13 @@ pub enum Effect {
         /// Record.
         record: Value,
     },
+    /// Append `line` (one JSON object, no newline) and a newline to the
+    /// decision log; no answer. Only when the run configuration sets
+    /// `decision_log` (docs/decision-logs.md).
+    Log {
+        /// The line.
+        line: String,
+    },
     /// The step is over; the next input is `step` (unless the run finished).
     Finish {
         /// Step id.

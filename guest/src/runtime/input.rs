@@ -155,8 +155,14 @@ pub enum Input {
     },
     /// A call ended.
     Attempt(CallResult),
-    /// The active policy's decision (object or JSON text).
-    Decision(Value),
+    /// The active policy's decision (object or JSON text), and the
+    /// identity of the policy that made it when the host knows it.
+    Decision {
+        /// The decision.
+        decision: Value,
+        /// `{"name","version","digest"}`, for the decision log.
+        policy: Option<Value>,
+    },
     /// A sleep ended.
     Slept,
     /// The checkpoint hook ran.
@@ -390,17 +396,27 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "attempt" => Input::Attempt(CallResult::from_json(
             take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?,
         )?),
-        "decision" => match take("decision") {
-            Some(Value::String(s)) => Input::Decision(
-                serde_json::from_str(&s).map_err(|e| PolicyError::json("decision", &e))?,
-            ),
-            Some(d @ Value::Object(_)) => Input::Decision(d),
-            _ => {
-                return Err(bad(
-                    "input `decision` needs the policy's decision (object or JSON text)",
-                ));
-            }
-        },
+        "decision" => {
+            let decision = match take("decision") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str(&s).map_err(|e| PolicyError::json("decision", &e))?
+                }
+                Some(d @ Value::Object(_)) => d,
+                _ => {
+                    return Err(bad(
+                        "input `decision` needs the policy's decision (object or JSON text)",
+                    ));
+                }
+            };
+            let policy = match take("policy") {
+                None | Some(Value::Null) => None,
+                Some(p) => {
+                    super::decision_log::check_policy(&p)?;
+                    Some(p)
+                }
+            };
+            Input::Decision { decision, policy }
+        }
         "slept" => Input::Slept,
         "restored" => Input::Restored(take("ok").and_then(|b| b.as_bool()).unwrap_or(true)),
         "cancel" => Input::Cancel,

@@ -198,9 +198,13 @@ impl Machine {
                     self.attempt(result)
                 }
             }
-            Input::Decision(d) => {
+            Input::Decision {
+                decision: d,
+                policy,
+            } => {
                 self.phase_is(Phase::Deciding, "decision")?;
                 let parsed = Decided::parse(&d)?;
+                self.log_decision(&d, policy.as_ref());
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
                     self.comp_decision(parsed)
                 } else {
@@ -953,12 +957,47 @@ impl Machine {
         if let Some(p) = &self.s.config.policy {
             ctx.insert("config".into(), p.clone());
         }
+        let target = st
+            .calling
+            .clone()
+            .unwrap_or_else(|| st.targets.get(st.index).cloned().unwrap_or_default());
+        let at = (st.spec.id.clone(), target, "operation", st.attempts.max(1));
+        self.ask(at, observation.to_string(), Value::Object(ctx).to_string());
+        Ok(())
+    }
+
+    /// Ask the active policy (the `decide` effect); keep what the decision
+    /// log's line needs when it is on.
+    fn ask(&mut self, at: (String, String, &str, u32), observation: String, context: String) {
+        self.s.pending_log = self
+            .s
+            .config
+            .decision_log
+            .map(|c| super::decision_log::PendingLog::new(c, at, &observation, &context));
         self.s.phase = Phase::Deciding;
         self.fx.push(Effect::Decide {
-            observation: observation.to_string(),
-            context: Value::Object(ctx).to_string(),
+            observation,
+            context,
         });
-        Ok(())
+    }
+
+    /// The decision log's line of the decision that just came in (a `log`
+    /// effect), when the log is on.
+    fn log_decision(&mut self, decision: &Value, policy: Option<&Value>) {
+        let (Some(config), Some(pending)) = (self.s.config.decision_log, self.s.pending_log.take())
+        else {
+            return;
+        };
+        let line = super::decision_log::line(
+            config,
+            &self.s.run_id,
+            self.s.started_ms,
+            self.s.now_ms,
+            &pending,
+            decision,
+            policy,
+        );
+        self.fx.push(Effect::Log { line });
     }
 
     fn decision(&mut self, d: Decided, raw: Value) -> Result<(), PolicyError> {
@@ -1337,11 +1376,13 @@ impl Machine {
         if let Some(p) = policy {
             ctx.insert("config".into(), p);
         }
-        self.s.phase = Phase::Deciding;
-        self.fx.push(Effect::Decide {
-            observation: obs.to_string(),
-            context: Value::Object(ctx).to_string(),
-        });
+        let at = (
+            c.step.id.clone(),
+            c.step.target.clone(),
+            "compensation",
+            c.attempts,
+        );
+        self.ask(at, obs.to_string(), Value::Object(ctx).to_string());
         Ok(())
     }
 

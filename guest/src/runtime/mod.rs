@@ -19,6 +19,7 @@
 
 pub mod breaker;
 pub mod config;
+pub mod decision_log;
 pub mod effect;
 mod fanout;
 mod fanout_recover;

@@ -179,6 +179,9 @@ pub struct State {
     /// dead-letter record's `branches`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_branches: Option<Vec<Value>>,
+    /// The decision asked for, while the decision log is on: what its line needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_log: Option<super::decision_log::PendingLog>,
 }
 
 impl State {
@@ -208,6 +211,7 @@ impl State {
             branch_keys: Vec::new(),
             fan_recovery: None,
             fan_branches: None,
+            pending_log: None,
         }
     }
 

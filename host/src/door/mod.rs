@@ -83,6 +83,7 @@ use crate::runtime::Runtime;
 /// | [`policy_config`](DoorBuilder::policy_config) | none: the policy's defaults |
 /// | [`breaker`](DoorBuilder::breaker) | none: the policy's thresholds |
 /// | [`on_event`](DoorBuilder::on_event) | none |
+/// | [`decision_log`](DoorBuilder::decision_log) | none: no decision log (docs/decision-logs.md) |
 #[derive(Clone)]
 pub struct Door {
     runtime: Arc<Runtime>,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::Door;
 use crate::error::{Error, ErrorKind};
 use crate::retry::Decide;
-use crate::runtime::{Clock, Runtime, RuntimeError};
+use crate::runtime::{Clock, DecisionLog, Runtime, RuntimeError};
 use crate::store::Store;
 use crate::{Policy, Result};
 
@@ -65,6 +65,7 @@ pub struct DoorBuilder {
     policy_config: Option<Value>,
     breaker: Option<(u32, u64)>,
     on_event: Option<OnEvent>,
+    decision_log: Option<DecisionLog>,
 }
 
 impl std::fmt::Debug for DoorBuilder {
@@ -163,6 +164,11 @@ impl DoorBuilder {
         self.on_event = Some(Arc::new(f));
         self
     }
+    /// Log every decision, one JSON line each (docs/decision-logs.md).
+    pub fn decision_log(mut self, log: DecisionLog) -> Self {
+        self.decision_log = Some(log);
+        self
+    }
 
     /// The options of [`OPTIONS`] as one JSON object (configuration read
     /// from a file, the Python door's names). An unknown name or a value of
@@ -258,6 +264,9 @@ impl DoorBuilder {
         }
         if let Some(f) = self.on_event {
             b = b.on_event(move |e| f(e));
+        }
+        if let Some(log) = self.decision_log {
+            b = b.decision_log(log);
         }
         Ok(Door {
             runtime: Arc::new(b.build()?),

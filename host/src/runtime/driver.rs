@@ -158,6 +158,7 @@ struct Fx<'a> {
     token: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     branches: Vec<Fork<'a>>,
+    line: Option<String>,
 }
 
 /// One branch of a `fork` effect.
@@ -404,10 +405,26 @@ fn effect<'a>(
                 .ok_or_else(|| bad_effect("decide without context"))?;
             let decision = rt.decider.decide_json(obs, context)?;
             lane.tel.decided(&decision);
+            // The decision log's `policy`: who decided, when the runtime knows.
+            let policy = rt
+                .decision_log
+                .as_ref()
+                .and_then(|(_, p)| p.json())
+                .map(|p| format!(r#","policy":{p}"#))
+                .unwrap_or_default();
             *next = Some(format!(
-                r#"{{"input":"decision","now_ms":{},"decision":{decision}}}"#,
+                r#"{{"input":"decision","now_ms":{},"decision":{decision}{policy}}}"#,
                 rt.clock.now_ms()
             ));
+        }
+        "log" => {
+            let line = fx
+                .line
+                .as_deref()
+                .ok_or_else(|| bad_effect("log without line"))?;
+            if let Some((log, _)) = &rt.decision_log {
+                log.write(line);
+            }
         }
         "sleep" => {
             let ms = fx.ms.unwrap_or(0);

@@ -37,6 +37,7 @@
 mod clock;
 mod component;
 pub mod deadletters;
+mod decision_log;
 mod driver;
 mod durable;
 mod interrupt;
@@ -52,6 +53,7 @@ use serde_json::{Value, json};
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use deadletters::{DeadLetterError, DeadLetters, Item, ListOptions, ReplayTicket};
+pub use decision_log::{DecisionLog, ROTATE_BYTES};
 pub use durable::{
     JOURNAL_PREFIX, JournalEntry, Operations, RECOVERING_PREFIX, RecoverOptions, RecoverReport,
     journal_entries,
@@ -85,6 +87,8 @@ pub struct Runtime {
     in_flight_ttl_ms: u64,
     /// The run configuration's `dead_letter.depth_threshold`.
     depth_threshold: Option<u64>,
+    /// Where the decision log's lines go, and who decides (its `policy`).
+    decision_log: Option<(DecisionLog, decision_log::LogPolicy)>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -167,6 +171,7 @@ impl Runtime {
 /// | [`loader`](Self::loader) | [`Loader::default()`] (no compile cache) |
 /// | [`dead_letter`](Self::dead_letter) | owner, runbook and depth threshold all unset |
 /// | [`telemetry`](Self::telemetry) | [`Telemetry::global()`]: the global OpenTelemetry providers when built (no-ops unless installed) |
+/// | [`decision_log`](Self::decision_log) | none: no decision log (docs/decision-logs.md) |
 #[derive(Default)]
 pub struct RuntimeBuilder {
     decider: Option<Arc<dyn Decide + Send + Sync>>,
@@ -183,6 +188,7 @@ pub struct RuntimeBuilder {
     telemetry: Option<Telemetry>,
     policy_handle: Option<PolicyHandle>,
     fixed_policy: Option<Arc<Policy>>,
+    decision_log: Option<DecisionLog>,
 }
 
 impl RuntimeBuilder {
@@ -322,6 +328,13 @@ impl RuntimeBuilder {
         self.on_event = Some(Arc::new(f));
         self
     }
+    /// Log every decision, one JSON line each (docs/decision-logs.md): to a
+    /// file ([`DecisionLog::file`]) or a callback ([`DecisionLog::callback`]).
+    /// Sets the run configuration's `decision_log` member.
+    pub fn decision_log(mut self, log: DecisionLog) -> Self {
+        self.decision_log = Some(log);
+        self
+    }
     /// Where spans and metrics go (`docs/telemetry.md`): [`Telemetry::global()`]
     /// by default, [`Telemetry::new`] for explicit providers, [`Telemetry::off()`].
     pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
@@ -355,7 +368,7 @@ impl RuntimeBuilder {
             }
         };
         let telemetry = self.telemetry.unwrap_or_default();
-        let source = match (self.policy_handle, fixed) {
+        let source = match (self.policy_handle.clone(), fixed.clone()) {
             _ if !telemetry.is_on() => telemetry::PolicySource::Unknown,
             (Some(h), _) => telemetry::PolicySource::Handle(h),
             (None, Some(p)) => PolicyId::of(&p).map_or(
@@ -364,7 +377,24 @@ impl RuntimeBuilder {
             ),
             (None, None) => telemetry::PolicySource::Unknown,
         };
-        let config = self.raw_config.unwrap_or(Value::Object(self.config));
+        let mut config = self.raw_config.unwrap_or(Value::Object(self.config));
+        let decision_log = match self.decision_log {
+            None => None,
+            Some(log) => {
+                if let Some(c) = config.as_object_mut() {
+                    c.insert("decision_log".into(), log.config());
+                }
+                let policy = match (&self.policy_handle, &fixed) {
+                    (Some(h), _) => decision_log::LogPolicy::Handle(h.clone()),
+                    (None, Some(p)) => PolicyId::of(p)
+                        .map_or(decision_log::LogPolicy::Unknown, |id| {
+                            decision_log::LogPolicy::fixed(&id)
+                        }),
+                    (None, None) => decision_log::LogPolicy::Unknown,
+                };
+                Some((log, policy))
+            }
+        };
         let in_flight_ttl_ms = config
             .get("in_flight_ttl_ms")
             .and_then(Value::as_u64)
@@ -389,6 +419,7 @@ impl RuntimeBuilder {
             telemetry: telemetry.bind(source),
             in_flight_ttl_ms,
             depth_threshold,
+            decision_log,
         })
     }
 }

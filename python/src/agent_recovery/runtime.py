@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
 
-from . import _offloop, _quota, _strict_json
+from . import _decision_log, _offloop, _quota, _strict_json
 from ._inputs import check_name, json_text
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
@@ -626,6 +626,9 @@ class Runtime:
     | `on_event` | None: called with each event (a dict), and with its JSON text too when it takes two arguments; also gets the store's `store_degraded` / `store_restored` events when the store has `subscribe` (a `FallbackStore`) |
     | `limits` | `Limits()` for the loop component |
     | `telemetry` | `Telemetry.global_()`: spans and metrics to the global OpenTelemetry providers (no-ops until an SDK is installed); `Telemetry(tracer_provider=, meter_provider=)`, `Telemetry.off()` (docs/telemetry.md) |
+    | `decision_log` | None (off): log every decision, one JSON line each, to a file path, a callable taking each line, or a `logging.Logger` (docs/decision-logs.md) |
+    | `decision_log_observation` | `"full"`: each line carries the observation (replayable); `"digest"`: only its sha256 |
+    | `decision_log_max_record_bytes` | None: 65 536; the largest line (at least 16 384): a longer one drops its observation, keeping its digest |
 
     Unknown options raise `PolicyError` (`invalid_argument`).
     """
@@ -652,6 +655,9 @@ class Runtime:
         on_event: Optional[Callable[..., Any]] = None,
         limits: Optional[Limits] = None,
         telemetry: Optional[Telemetry] = None,
+        decision_log: Any = None,
+        decision_log_observation: str = "full",
+        decision_log_max_record_bytes: Optional[int] = None,
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -717,6 +723,17 @@ class Runtime:
             raw = config if isinstance(config, str) else _dumps(config if config is not None else typed)
         except (TypeError, ValueError) as e:
             raise _bad(f"the run configuration cannot be written as JSON ({e})") from None
+        self._decider = policy if policy is not None else _default_policy()
+        self._decision_log = _decision_log.make(
+            decision_log, self._decider, decision_log_observation, decision_log_max_record_bytes
+        )
+        if self._decision_log is not None:
+            # The run configuration's `decision_log` member: the loop writes the lines.
+            body = raw.strip()
+            if not (body.startswith("{") and body.endswith("}")):
+                raise _bad("config must be a JSON object to add decision_log to it")
+            inner = body[1:-1].strip()
+            raw = "{" + inner + ("," if inner else "") + '"decision_log":' + self._decision_log.config + "}"
         self._config = raw
         try:
             parsed = json.loads(raw)
@@ -726,7 +743,6 @@ class Runtime:
         self._config_dict: Dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         self._limits = limits or Limits()
         self._looper = _default_loop(self._limits)
-        self._decider = policy if policy is not None else _default_policy()
         self._telemetry = _bind_telemetry(telemetry, self._decider)
         self._store = store if store is not None else MemoryStore()
         # A store opened from a redis:// URL brings the server's clock, so
@@ -1177,7 +1193,15 @@ class Run:
                         raise _malformed("decide without observation or context")
                     decision = rt._decider.decide_json(obs, ctx)
                     holder.tel.decided(decision)
-                    nxt = f'{{"input":"decision","now_ms":{clock.now_ms()},"decision":{decision}}}'
+                    # The decision log's `policy`: who decided, when the runtime knows.
+                    who = rt._decision_log.policy() if rt._decision_log is not None else ""
+                    nxt = f'{{"input":"decision","now_ms":{clock.now_ms()},"decision":{decision}{who}}}'
+                elif kind == "log":
+                    line = fx.get("line")
+                    if not isinstance(line, str):
+                        raise _malformed("log without line")
+                    if rt._decision_log is not None:
+                        rt._decision_log.write(line)
                 elif kind == "sleep":
                     nxt = yield ("sleep", int(fx.get("ms") or 0), fx.get("cancellable", True) is not False)
                 elif kind == "restore":

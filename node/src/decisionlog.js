@@ -1,0 +1,117 @@
+// Where the decision log's lines go (docs/decision-logs.md). The component
+// writes each line (one JSON object per decision) and hands it over in a
+// `log` effect; this module only appends the bytes and a newline to a file,
+// or passes the line to `write(line)`. The twin of
+// host/src/runtime/decision_log.rs and python/src/agent_recovery/_decision_log.py.
+
+import { open, rename } from 'node:fs/promises';
+import { describe } from './json.js';
+import { invalidConfig, unknownKeys } from './step.js';
+
+/** A file is renamed to `PATH.1` before a line would take it past this size (64 MiB). */
+export const ROTATE_BYTES = 64 * 1024 * 1024;
+
+/** Appends lines to a file, one write after another, rotating it at ROTATE_BYTES. */
+class FileSink {
+  #path;
+  #handle = null;
+  #size = 0;
+  #queue = Promise.resolve();
+
+  constructor(path) {
+    this.#path = path;
+  }
+
+  write(line) {
+    const data = Buffer.from(`${line}\n`, 'utf8');
+    const next = this.#queue.then(() => this.#append(data));
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async #append(data) {
+    if (this.#handle === null) {
+      this.#handle = await open(this.#path, 'a');
+      this.#size = (await this.#handle.stat()).size;
+    }
+    if (this.#size > 0 && this.#size + data.length > ROTATE_BYTES) {
+      await this.#handle.close();
+      this.#handle = null;
+      await rename(this.#path, `${this.#path}.1`);
+      this.#handle = await open(this.#path, 'a');
+      this.#size = 0;
+    }
+    await this.#handle.write(data);
+    this.#size += data.length;
+  }
+}
+
+const OPTIONS = ['path', 'write', 'observation', 'maxRecordBytes'];
+
+/** The identity of the policy deciding now (JSON text), or null: a Policy's active component, null for a custom decider. */
+function identityOf(decider) {
+  if (typeof decider?.describe !== 'function') return () => null;
+  const text = (d) =>
+    typeof d?.name === 'string' && typeof d.version === 'string' && typeof d.sha256 === 'string'
+      ? JSON.stringify({ name: d.name, version: d.version, digest: `sha256:${d.sha256}` })
+      : null;
+  return () => {
+    try {
+      const d = decider.describe();
+      return typeof d?.then === 'function' ? null : text(d);
+    } catch {
+      return null;
+    }
+  };
+}
+
+/**
+ * The `decisionLog` option: `{ path }` (a file) or `{ write(line) }` (your
+ * logger), with `observation: 'full' | 'digest'` and `maxRecordBytes`.
+ * Returns `{ write, config, policy }` or null when the option is not given.
+ */
+export function decisionLog(option, decider) {
+  if (option === undefined || option === null) return null;
+  if (typeof option !== 'object') throw invalidConfig(`decisionLog must be { path } or { write(line) }, got ${describe(option)}`);
+  const bad = unknownKeys(option, OPTIONS, 'decisionLog');
+  if (bad) throw invalidConfig(bad);
+  let write;
+  if (typeof option.path === 'string' && option.path !== '' && option.write === undefined) {
+    const sink = new FileSink(option.path);
+    write = (line) => sink.write(line);
+  } else if (typeof option.write === 'function' && option.path === undefined) {
+    write = async (line) => {
+      await option.write(line);
+    };
+  } else {
+    throw invalidConfig('decisionLog needs exactly one of path (a file name) or write(line) (a function)');
+  }
+  const observation = option.observation ?? 'full';
+  if (observation !== 'full' && observation !== 'digest') {
+    throw invalidConfig(`decisionLog.observation is 'full' or 'digest', got ${describe(observation)}`);
+  }
+  const config = { observation };
+  if (option.maxRecordBytes !== undefined) {
+    if (!Number.isSafeInteger(option.maxRecordBytes)) {
+      throw invalidConfig(`decisionLog.maxRecordBytes must be an integer, got ${describe(option.maxRecordBytes)}`);
+    }
+    config.max_record_bytes = option.maxRecordBytes;
+  }
+  const identity = identityOf(decider);
+  return {
+    write,
+    config: JSON.stringify(config),
+    /** The `policy` member of a `decision` input (with its comma), or ''. */
+    policy: () => {
+      const text = identity();
+      return text === null ? '' : `,"policy":${text}`;
+    },
+  };
+}
+
+/** The run configuration text with the `decision_log` member added. */
+export function withDecisionLog(configText, log) {
+  if (log === null) return configText;
+  const inner = configText.trim().slice(1, -1).trim();
+  return `{${inner}${inner === '' ? '' : ','}"decision_log":${log.config}}`;
+}
