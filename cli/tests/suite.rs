@@ -25,6 +25,8 @@ mod cli_human;
 mod cli_policy_test;
 #[path = "cli_render.rs"]
 mod cli_render;
+#[path = "cli_replay.rs"]
+mod cli_replay;
 #[path = "cli_serve.rs"]
 mod cli_serve;
 #[path = "cli_simulate.rs"]
