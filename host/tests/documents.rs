@@ -192,3 +192,60 @@ fn a_packed_document_hot_swaps_and_a_bad_one_is_refused() {
     );
     assert_eq!(handle.active().id().name, "payments-strict");
 }
+
+/// The payments policy document, packed into the reference component and
+/// loaded through the real loader, decides what the compiled payments
+/// component decides, byte for byte, on every observation and context of
+/// tests/equivalence/payments.json (the Node and Python suites run the same
+/// grid). Both components are asked live: the grid holds no decisions.
+#[test]
+fn the_payments_document_decides_what_the_compiled_payments_component_decides() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/equivalence/payments.json");
+    let grid: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let packed = pack_document(&grid["document"].to_string()).unwrap();
+    let document = Policy::from_bytes(&packed.bytes).unwrap();
+    assert_eq!(document.verify().unwrap().info.name, "payments-strict");
+    let compiled = Policy::from_file(common::handle::payments_wasm()).unwrap();
+    let answer = |r: agent_recovery::Result<String>| {
+        r.map_err(|e| format!("{:?}: {}", e.kind(), e.message()))
+    };
+    let contexts: Vec<String> = grid["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    let (mut decisions, mut differ) = (0, Vec::new());
+    for obs in grid["observations"].as_array().unwrap() {
+        let obs = obs.to_string();
+        let (want, got) = (
+            answer(compiled.classify_json(&obs)),
+            answer(document.classify_json(&obs)),
+        );
+        if want != got {
+            differ.push(format!(
+                "classify {obs}\n  compiled: {want:?}\n  document: {got:?}"
+            ));
+        }
+        for ctx in &contexts {
+            let (want, got) = (
+                answer(compiled.decide_json(&obs, ctx)),
+                answer(document.decide_json(&obs, ctx)),
+            );
+            if want != got {
+                differ.push(format!(
+                    "decide {obs} {ctx}\n  compiled: {want:?}\n  document: {got:?}"
+                ));
+            }
+            decisions += 1;
+        }
+    }
+    assert!(decisions > 5000, "only {decisions} decisions compared");
+    assert!(
+        differ.is_empty(),
+        "{} of {decisions} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
