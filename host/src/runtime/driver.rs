@@ -137,6 +137,7 @@ struct Fx<'a> {
     stream: Option<String>,
     #[serde(borrow)]
     record: Option<&'a RawValue>,
+    depth_threshold: Option<u64>,
     outcome: Option<String>,
     run_finished: Option<bool>,
     result: Option<Value>,
@@ -357,7 +358,13 @@ fn effect<'a>(
                     .and_then(|e| e.get("t_ms").and_then(Value::as_u64))
                     .unwrap_or_else(|| rt.clock.now_ms().saturating_sub(ctx.started_ms));
                 super::deadletters::record_depth(rt, Some(seq));
-                if let Some(event) = super::deadletters::depth_event(rt, t_ms, seq, record.get())? {
+                if let Some(event) = super::deadletters::depth_event(
+                    rt,
+                    fx.depth_threshold,
+                    t_ms,
+                    seq,
+                    record.get(),
+                )? {
                     if let Some(f) = &rt.on_event {
                         f(&event);
                     }
