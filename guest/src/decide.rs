@@ -385,6 +385,8 @@ fn flow(
         envelope: env,
         breaker: Some(config.breaker),
         replay_safe: None,
+        fallbacks: None,
+        dead_letters: None,
     })
 }
 

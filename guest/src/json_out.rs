@@ -55,6 +55,20 @@ pub fn decision(d: &Decision) -> Result<String, PolicyError> {
         out.push_str(",\"replay_safe\":");
         out.push_str(if safe { "true" } else { "false" });
     }
+    if let Some(f) = &d.fallbacks {
+        out.push_str(",\"fallbacks\":");
+        out.push_str(
+            &serde_json::to_string(f)
+                .map_err(|e| PolicyError::new(crate::error::ErrorKind::Internal, e.to_string()))?,
+        );
+    }
+    if let Some(dl) = &d.dead_letters {
+        out.push_str(",\"dead_letters\":");
+        out.push_str(
+            &serde_json::to_string(dl)
+                .map_err(|e| PolicyError::new(crate::error::ErrorKind::Internal, e.to_string()))?,
+        );
+    }
     out.push('}');
     Ok(out)
 }
@@ -267,6 +281,8 @@ mod tests {
             envelope: env(text),
             breaker: breaker.then(crate::config::BreakerThresholds::default),
             replay_safe: None,
+            fallbacks: None,
+            dead_letters: None,
         }
     }
 

@@ -223,4 +223,15 @@ pub struct Decision {
     /// observation says neither `replay` nor `response_started`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_safe: Option<bool>,
+    /// A policy document's fallback chains by target (`docs/policy-documents.md`);
+    /// absent unless the document sets them. The recovery loop falls back
+    /// along the chain of a step's target when the step names no fallbacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallbacks: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// A policy document's dead-letter owner, runbook and depth threshold by
+    /// tool pattern; absent unless the document sets them. The recovery loop
+    /// uses the entry of a step's tool for what the run configuration leaves unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letters:
+        Option<std::collections::BTreeMap<String, crate::runtime::config::DeadLetterConfig>>,
 }

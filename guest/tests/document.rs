@@ -96,6 +96,44 @@ fn errors_name_the_bad_path() {
             r#"caller_config: unknown mode "loose""#,
         ),
         (with("smoke_tests", json!([])), "smoke_tests: is empty"),
+        (
+            with("fallbacks", json!({"llm.openai": []})),
+            r#"fallbacks["llm.openai"]: is empty"#,
+        ),
+        (
+            with("fallbacks", json!({"llm.openai": "llm.anthropic"})),
+            r#"fallbacks["llm.openai"]: expected an array of targets, got a string"#,
+        ),
+        (
+            with(
+                "fallbacks",
+                json!({"llm.openai": ["llm.anthropic", "llm.openai"]}),
+            ),
+            r#"fallbacks["llm.openai"][1]: "llm.openai" is already in the chain"#,
+        ),
+        (
+            with("fallbacks", json!({"llm.openai": ["llm.anthropic", 7]})),
+            r#"fallbacks["llm.openai"][1]: expected a string"#,
+        ),
+        (
+            with("dead_letters", json!({"payments*": {"owner": "x"}})),
+            r#"dead_letters["payments*"]: "payments*" is not a tool pattern"#,
+        ),
+        (
+            with("dead_letters", json!({"payments.*": {"team": "x"}})),
+            r#"dead_letters["payments.*"]: unknown member "team"; expected one of owner, runbook, depth_threshold"#,
+        ),
+        (
+            with(
+                "dead_letters",
+                json!({"payments.*": {"depth_threshold": 0}}),
+            ),
+            r#"dead_letters["payments.*"].depth_threshold: expected an integer from 1, got 0"#,
+        ),
+        (
+            with("dead_letters", json!({"payments.*": {}})),
+            r#"dead_letters["payments.*"]: changes nothing"#,
+        ),
     ];
     for (doc, want) in cases {
         let got = error(&doc);
@@ -248,4 +286,54 @@ fn pack_writes_the_document_into_the_slot_once() {
     );
     let e = document::pack(&component, &with("format", json!(9)).to_string()).unwrap_err();
     assert!(e.message.starts_with("format:"), "{}", e.message);
+}
+
+/// A document's fallback chains and dead-letter table ride on every decision
+/// (for the recovery loop); a document without them decides as before.
+#[test]
+fn fallbacks_and_dead_letters_ride_on_the_decision() {
+    let mut v = base();
+    v["fallbacks"] = json!({"llm.openai": ["llm.anthropic", "llm.local"]});
+    v["dead_letters"] = json!({"payments.*": {"owner": "payments-oncall", "depth_threshold": 5}});
+    let doc = Document::from_value(&v).unwrap();
+    let d = decide(
+        &doc,
+        json!({"source": "http", "status": 503}),
+        json!({"attempt": 1, "seed": 1}),
+    );
+    assert_eq!(d["fallbacks"], v["fallbacks"]);
+    assert_eq!(
+        d["dead_letters"],
+        json!({"payments.*": {"owner": "payments-oncall", "runbook": null, "depth_threshold": 5}})
+    );
+    let plain = decide(
+        &Document::from_value(&base()).unwrap(),
+        json!({"source": "http", "status": 503}),
+        json!({"attempt": 1, "seed": 1}),
+    );
+    assert!(plain.get("fallbacks").is_none() && plain.get("dead_letters").is_none());
+}
+
+/// A tool's dead-letter entry: its own name, else the longest `prefix.*`,
+/// else `*`.
+#[test]
+fn a_tool_takes_its_own_entry_then_the_longest_prefix_then_the_star() {
+    let table: std::collections::BTreeMap<String, u32> = [
+        ("*".to_owned(), 1),
+        ("payments.*".to_owned(), 2),
+        ("payments.card.*".to_owned(), 3),
+        ("payments.card.refund".to_owned(), 4),
+    ]
+    .into_iter()
+    .collect();
+    let at = |tool: &str| document::dead_letter_for(&table, tool).copied();
+    assert_eq!(at("payments.card.refund"), Some(4));
+    assert_eq!(at("payments.card.charge"), Some(3));
+    assert_eq!(at("payments.transfer"), Some(2));
+    assert_eq!(at("payments"), Some(1));
+    assert_eq!(at("paymentsx.charge"), Some(1));
+    assert_eq!(at("search"), Some(1));
+    let narrow: std::collections::BTreeMap<String, u32> =
+        [("payments.*".to_owned(), 2)].into_iter().collect();
+    assert_eq!(document::dead_letter_for(&narrow, "search"), None);
 }

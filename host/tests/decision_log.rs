@@ -74,8 +74,7 @@ fn run_case(case: &Value) -> Vec<String> {
     for spec in case["steps"].as_array().unwrap() {
         run.step(scripted(spec)).expect("the step runs");
     }
-    let got = lines.lock().unwrap().clone();
-    got
+    lines.lock().unwrap().clone()
 }
 
 #[test]

@@ -196,13 +196,15 @@ function closeOne(store, nowMs) {
 
 /**
  * The `dead_letter_depth` event after record `seq` was appended, when the
- * run configuration's `dead_letter.depth_threshold` is set and the depth
- * crossed it with this append (before < threshold <= after); else undefined.
+ * threshold is set (the append effect's `depth_threshold`, the loop's choice
+ * of the run configuration's and the policy document's; else the run
+ * configuration's `dead_letter.depth_threshold`) and the depth crossed it
+ * with this append (before < threshold <= after); else undefined.
  * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
  * before the append, `step` the record's `step_id` (docs/durability.md §3).
  */
-export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs), count = () => streamLength(rt.store)) {
-  const threshold = rt.depthThreshold;
+export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs), count = () => streamLength(rt.store), effectThreshold = undefined) {
+  const threshold = effectThreshold ?? rt.depthThreshold;
   if (threshold === null || threshold === undefined) return undefined;
   const depth = Math.max(0, count() - closed());
   if (!(depth >= threshold && depth - 1 < threshold)) return undefined;

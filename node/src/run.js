@@ -374,7 +374,7 @@ export class Run {
           };
           recordDeadLetterDepth(rt.telemetry, () => Math.max(0, countNow() - closedNow()));
           // The only event a runtime makes itself: only the store knows the sequence number.
-          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow, countNow);
+          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow, countNow, fx.depth_threshold);
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);

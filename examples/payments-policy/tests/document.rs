@@ -2,7 +2,8 @@
 //! exactly what the compiled policy decides: every envelope and decision,
 //! byte for byte, over every shared vector and a grid of contexts (including
 //! every input the compiled policy's own tests use), and the same registry,
-//! breaker and smoke set.
+//! breaker and smoke set. The grid is tests/equivalence/payments.json, which
+//! the Rust host, Node and Python suites run through the real components.
 
 use agent_recovery_policy::__private::json_out;
 use agent_recovery_policy::RecoveryPolicy;
@@ -23,21 +24,27 @@ fn doc_decide(doc: &Document, obs: &str, ctx: &str) -> Result<String, String> {
     json_out::decision(&d).map_err(|e| e.message)
 }
 
-/// Observations: every shared vector's and every example's.
-fn observations() -> Vec<Value> {
+/// The grid both policies decide on: tests/equivalence/payments.json (its
+/// observations and contexts), which the Node and Python suites read too.
+fn grid() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/equivalence/payments.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every shared vector's and every example's observation, read from their
+/// folders (in name order, as tests/equivalence/generate.py reads them).
+fn vector_observations() -> Vec<Value> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut out = vec![
-        serde_json::json!({"source":"http","status":409}),
-        serde_json::json!({"source":"http","status":503}),
-        serde_json::json!({"source":"http","status":429,"headers":{"retry-after":"25"}}),
-        serde_json::json!({"source":"timeout","phase":"read"}),
-    ];
+    let mut out = Vec::new();
     for dir in ["tests/vectors", "examples/observations"] {
-        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        paths.sort();
+        for path in paths {
             let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             match v {
                 Value::Array(cases) => out.extend(cases.iter().map(|c| c["observation"].clone())),
@@ -48,27 +55,38 @@ fn observations() -> Vec<Value> {
     out
 }
 
-const CONTEXTS: &[&str] = &[
-    r#"{"attempt":1,"seed":11}"#,
-    r#"{"attempt":1,"seed":1,"idempotent":true}"#,
-    r#"{"call":"llm","attempt":1,"seed":3,"idempotent":true}"#,
-    r#"{"call":"llm","attempt":2,"seed":3,"idempotent":true}"#,
-    r#"{"call":"agent","attempt":2,"seed":9,"idempotent":true,"elapsed_ms":19000}"#,
-    r#"{"call":"tool","attempt":3,"seed":7,"idempotent":false,"compensations_pending":1}"#,
-    r#"{"attempt":1,"seed":1,"idempotent":true,"config":{"retry_budget_ms":600000,"tool":{"max_attempts":50}}}"#,
-    r#"{"attempt":1,"seed":7,"config":{"breaker":{"failure_threshold":5,"open_ms":1000}}}"#,
-    r#"{"attempt":1,"seed":7,"config":{"breaker":{"failure_threshold":1,"open_ms":120000}}}"#,
-    r#"{"attempt":1,"seed":4,"config":{"breaker":{"failure_threshold":0}}}"#,
-    r#"{"attempt":2,"seed":5,"idempotent":true,"config":{"llm":{"base_ms":10,"cap_ms":100},"retry_budget_ms":500}}"#,
-    r#"{"attempt":1,"seed":2,"fallback_available":false,"checkpoint_available":false,"now_ms":1700000000000}"#,
-];
+/// The grid holds every observation of the vectors as they are now.
+#[test]
+fn the_equivalence_grid_is_current() {
+    let grid = grid();
+    let have = grid["observations"].as_array().unwrap();
+    let missing: Vec<String> = vector_observations()
+        .iter()
+        .filter(|o| !have.contains(o))
+        .map(Value::to_string)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tests/equivalence/payments.json lacks {} observations of the vectors; write it again with `python3 tests/equivalence/generate.py`:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+    assert_eq!(grid["document"], yaml_value());
+}
 
 #[test]
 fn the_document_decides_what_the_compiled_policy_decides() {
     let doc = document();
+    let grid = grid();
+    let contexts: Vec<String> = grid["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
     let mut compared = 0;
     let mut differ = Vec::new();
-    for obs in observations() {
+    for obs in grid["observations"].as_array().unwrap() {
         let obs = obs.to_string();
         let want = Payments::classify_json(&obs).map_err(|e| e.message);
         let got = agent_recovery_policy::Observation::from_json_str(&obs)
@@ -80,7 +98,7 @@ fn the_document_decides_what_the_compiled_policy_decides() {
                 "classify {obs}\n  compiled: {want:?}\n  document: {got:?}"
             ));
         }
-        for ctx in CONTEXTS {
+        for ctx in &contexts {
             let want = Payments::decide_json(&obs, ctx).map_err(|e| e.message);
             let got = doc_decide(&doc, &obs, ctx);
             if want != got {

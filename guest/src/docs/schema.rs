@@ -71,6 +71,24 @@ fn decision() -> Value {
                 "type": "boolean",
                 "description": "Whether a retry may send the call again without repeating an effect or output already had (optional; present only when the observation says replay or response_started)."
             },
+            "fallbacks": {
+                "type": "object",
+                "description": "A policy document's fallback chains by target (optional; present only when the document sets them): the recovery loop falls back along the chain of a step's target when the step names no fallbacks.",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}}
+            },
+            "dead_letters": {
+                "type": "object",
+                "description": "A policy document's dead-letter owner, runbook and depth threshold by tool pattern (optional; present only when the document sets them): the recovery loop uses the entry of a step's tool for what the run configuration's dead_letter leaves unset.",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": true,
+                    "properties": {
+                        "owner": nullable("string"),
+                        "runbook": nullable("string"),
+                        "depth_threshold": {"type": ["integer", "null"], "minimum": 1}
+                    }
+                }
+            },
             "breaker": {
                 "type": "object",
                 "description": "The policy's circuit-breaker thresholds, applied by the recovery loop (optional; absent: 3 / 30000).",

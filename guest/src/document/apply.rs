@@ -114,8 +114,14 @@ impl Document {
     /// Decide with this document's overrides: its parameters, its assumed
     /// idempotency, its per-code class, severity and hint before the flow,
     /// and its per-code action after it (unless a guard of the flow ended the
-    /// step: attempts or budget spent, a call that is not idempotent).
-    pub fn decide(&self, obs: Observation, mut ctx: Context) -> Result<Decision, PolicyError> {
+    /// step: attempts or budget spent, a call that is not idempotent). The
+    /// decision carries the document's `fallbacks` and `dead_letters` tables
+    /// when it sets them.
+    pub fn decide(&self, obs: Observation, ctx: Context) -> Result<Decision, PolicyError> {
+        self.decide_flow(obs, ctx).map(|d| self.with_tables(d))
+    }
+
+    fn decide_flow(&self, obs: Observation, mut ctx: Context) -> Result<Decision, PolicyError> {
         ctx.config = self.caller(ctx.config);
         if ctx.idempotent.is_none() {
             ctx.idempotent = self.assume_idempotent;
@@ -137,6 +143,19 @@ impl Document {
             }
         }
         Ok(d)
+    }
+
+    /// The decision with this document's fallback chains and dead-letter
+    /// table, which the recovery loop reads (absent when it sets none, so a
+    /// document without them decides byte for byte as before).
+    fn with_tables(&self, mut d: Decision) -> Decision {
+        if !self.fallbacks.is_empty() {
+            d.fallbacks = Some(self.fallbacks.clone());
+        }
+        if !self.dead_letters.is_empty() {
+            d.dead_letters = Some(self.dead_letters.clone());
+        }
+        d
     }
 
     /// The full-jitter delay, from this document's parameters.

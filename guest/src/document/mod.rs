@@ -3,8 +3,9 @@
 //! A policy document is JSON text (the command line and the hosts turn YAML
 //! into it) that changes what the reference decides without any Rust: per-code
 //! or per-provider class, action, hint and severity; attempts, base and cap
-//! per call kind; the run's retry budget; the circuit-breaker thresholds; and
-//! whether a caller's `config` may loosen them. Its schema is
+//! per call kind; the run's retry budget; the circuit-breaker thresholds;
+//! whether a caller's `config` may loosen them; fallback chains by target; and
+//! the dead-letter owner, runbook and depth threshold by tool. Its schema is
 //! `docs/schema/policy.schema.json`; its rules are in `docs/policy-documents.md`.
 //!
 //! [`Document::parse`] validates the whole document before anything uses it;
@@ -24,6 +25,7 @@ pub use parse::{MAX_DOCUMENT, canonical};
 use crate::config::ConfigOverrides;
 use crate::error::{ErrorKind, PolicyError};
 use crate::model::{Action, ErrorClass, Severity};
+use crate::runtime::config::DeadLetterConfig;
 use std::collections::BTreeMap;
 
 /// The document format this crate reads (the `format` member).
@@ -76,6 +78,12 @@ pub struct Document {
     /// Per-provider overrides (the envelope's `upstream.provider`), by
     /// provider then full code; they win over [`codes`](Self::codes).
     pub providers: BTreeMap<String, BTreeMap<String, CodeOverride>>,
+    /// Fallback chains by target: the targets a step tries, in order, after
+    /// that one fails with a `fallback` decision, when the step names none.
+    pub fallbacks: BTreeMap<String, Vec<String>>,
+    /// The dead-letter owner, runbook and depth threshold by tool: a full
+    /// tool name, a prefix `payments.*`, or `*`; see [`dead_letter_for`].
+    pub dead_letters: BTreeMap<String, DeadLetterConfig>,
     /// The smoke set a host runs before activating the policy (JSON array).
     pub smoke_tests: String,
     digest: String,
@@ -86,6 +94,23 @@ impl Document {
     pub fn digest(&self) -> &str {
         &self.digest
     }
+}
+
+/// The entry of a `dead_letters` table (a document's, as a decision carries
+/// it) for `tool`: the tool's own name, else the longest prefix pattern
+/// `prefix.*` whose prefix and dot begin the tool's name, else `*`.
+pub fn dead_letter_for<'t, T>(table: &'t BTreeMap<String, T>, tool: &str) -> Option<&'t T> {
+    table.get(tool).or_else(|| {
+        table
+            .iter()
+            .filter_map(|(k, v)| {
+                let prefix = k.strip_suffix('*')?;
+                (prefix.is_empty() || (prefix.ends_with('.') && tool.starts_with(prefix)))
+                    .then_some((prefix.len(), v))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, v)| v)
+    })
 }
 
 /// A copy of `component` (a reference component with an empty document

@@ -5,6 +5,7 @@ use super::{CallerConfig, CodeOverride, Document, FORMAT};
 use crate::config::{BackoffOverrides, BreakerOverrides, Config, ConfigOverrides};
 use crate::error::{ErrorKind, PolicyError};
 use crate::model::{Action, ErrorClass, Severity};
+use crate::runtime::config::DeadLetterConfig;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -24,6 +25,8 @@ const TOP: &[&str] = &[
     "caller_config",
     "assume_idempotent",
     "overrides",
+    "fallbacks",
+    "dead_letters",
     "smoke_tests",
 ];
 const CODE_KEYS: &[&str] = &["class", "action", "hint", "severity", "cause"];
@@ -158,6 +161,97 @@ fn code_table(v: &Value, path: &str) -> Result<BTreeMap<String, CodeOverride>, P
             ));
         }
         out.insert(code.clone(), code_override(o, &p)?);
+    }
+    Ok(out)
+}
+
+fn fallbacks(v: &Value) -> Result<BTreeMap<String, Vec<String>>, PolicyError> {
+    let mut out = BTreeMap::new();
+    for (target, chain) in object(v, "fallbacks", &[])? {
+        let p = format!("fallbacks[{target:?}]");
+        if target.trim().is_empty() {
+            return Err(bad(
+                &p,
+                "is an empty target; name the target the chain follows",
+            ));
+        }
+        let Value::Array(items) = chain else {
+            return Err(bad(
+                &p,
+                format!(
+                    "expected an array of targets, got {}; write e.g. [\"llm.anthropic\"]",
+                    crate::json_kind(chain)
+                ),
+            ));
+        };
+        if items.is_empty() {
+            return Err(bad(
+                &p,
+                "is empty; list at least one target to fall back to, or leave the target out",
+            ));
+        }
+        let mut seen: Vec<String> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let ip = format!("{p}[{i}]");
+            let next = text(item, &ip)?;
+            if next == *target || seen.contains(&next) {
+                return Err(bad(
+                    &ip,
+                    format!("{next:?} is already in the chain; a chain names each target once"),
+                ));
+            }
+            seen.push(next);
+        }
+        out.insert(target.clone(), seen);
+    }
+    Ok(out)
+}
+
+fn dead_letters(v: &Value) -> Result<BTreeMap<String, DeadLetterConfig>, PolicyError> {
+    const KEYS: &[&str] = &["owner", "runbook", "depth_threshold"];
+    let mut out = BTreeMap::new();
+    for (tool, entry) in object(v, "dead_letters", &[])? {
+        let p = format!("dead_letters[{tool:?}]");
+        let star = tool.find('*');
+        let pattern_ok = match star {
+            None => !tool.trim().is_empty(),
+            Some(at) => {
+                at + 1 == tool.len() && (tool.as_str() == "*" || (tool.ends_with(".*") && at > 1))
+            }
+        };
+        if !pattern_ok {
+            return Err(bad(
+                &p,
+                format!(
+                    "{tool:?} is not a tool pattern; write a tool's name, a prefix such as \"payments.*\", or \"*\""
+                ),
+            ));
+        }
+        let m = object(entry, &p, KEYS)?;
+        let mut dl = DeadLetterConfig::default();
+        for (k, v) in m {
+            let kp = format!("{p}.{k}");
+            match k.as_str() {
+                "owner" => dl.owner = Some(text(v, &kp)?),
+                "runbook" => dl.runbook = Some(text(v, &kp)?),
+                _ => match v.as_u64() {
+                    Some(n) if n >= 1 => dl.depth_threshold = Some(n),
+                    _ => {
+                        return Err(bad(
+                            &kp,
+                            format!("expected an integer from 1, got {v}; e.g. 10"),
+                        ));
+                    }
+                },
+            }
+        }
+        if dl == DeadLetterConfig::default() {
+            return Err(bad(
+                &p,
+                format!("changes nothing; set at least one of {}", KEYS.join(", ")),
+            ));
+        }
+        out.insert(tool.clone(), dl);
     }
     Ok(out)
 }
@@ -306,6 +400,16 @@ impl Document {
             assume_idempotent,
             codes,
             providers,
+            fallbacks: top
+                .get("fallbacks")
+                .map(fallbacks)
+                .transpose()?
+                .unwrap_or_default(),
+            dead_letters: top
+                .get("dead_letters")
+                .map(dead_letters)
+                .transpose()?
+                .unwrap_or_default(),
             smoke_tests: smoke_tests(need("smoke_tests")?)?,
             digest: digest(v),
         })

@@ -197,6 +197,11 @@ pub enum Effect {
         stream: &'static str,
         /// Record.
         record: Value,
+        /// The depth at which the host reports `dead_letter_depth` when this
+        /// append crosses it: the run configuration's, else the policy
+        /// document's for the step's tool (absent: none set).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        depth_threshold: Option<u64>,
     },
     /// Append `line` (one JSON object, no newline) and a newline to the
     /// decision log; no answer. Only when the run configuration sets

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::breaker::{Breaker, Gate, Report};
-use super::config::OnOpen;
+use super::config::{DeadLetterConfig, OnOpen};
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
     JOURNAL_PREFIX, JournalEntry, PROBE_PREFIX,
@@ -73,6 +73,12 @@ struct Decided {
     envelope: Value,
     /// The active policy's breaker thresholds (none from a policy built before decisions carried them).
     breaker: Option<BreakerThresholds>,
+    /// The decision's own registry code (`runtime.policy.no_fallback`, ...).
+    reason_code: Option<String>,
+    /// A policy document's fallback chains by target.
+    fallbacks: Option<BTreeMap<String, Vec<String>>>,
+    /// A policy document's dead-letter entries by tool pattern.
+    dead_letters: Option<BTreeMap<String, DeadLetterConfig>>,
 }
 
 impl Decided {
@@ -104,6 +110,16 @@ impl Decided {
             delay_ms: d.get("delay_ms").and_then(Value::as_u64),
             envelope: d.get("envelope").cloned().unwrap_or(Value::Null),
             breaker,
+            reason_code: d
+                .get("reason_code")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            fallbacks: table(d, "fallbacks", r#"{"<target>": ["<next target>", ...]}"#)?,
+            dead_letters: table(
+                d,
+                "dead_letters",
+                r#"{"<tool or prefix.*>": {"owner", "runbook", "depth_threshold"}}"#,
+            )?,
         })
     }
 
@@ -112,6 +128,22 @@ impl Decided {
             .get("code")
             .and_then(Value::as_str)
             .map(str::to_owned)
+    }
+}
+
+/// A decision's optional table member (absent or null: none).
+fn table<T: serde::de::DeserializeOwned>(
+    d: &Value,
+    name: &str,
+    shape: &str,
+) -> Result<Option<T>, PolicyError> {
+    match d.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            bad(format!(
+                "the decision's `{name}` is invalid ({e}); the policy must answer {shape} or omit it"
+            ))
+        }),
     }
 }
 
@@ -962,6 +994,9 @@ impl Machine {
             .clone()
             .unwrap_or_else(|| st.targets.get(st.index).cloned().unwrap_or_default());
         let at = (st.spec.id.clone(), target, "operation", st.attempts.max(1));
+        if st.spec.fallbacks.is_empty() && st.targets.len() == 1 {
+            self.step_mut()?.asked = Some(observation.clone());
+        }
         self.ask(at, observation.to_string(), Value::Object(ctx).to_string());
         Ok(())
     }
@@ -1000,7 +1035,51 @@ impl Machine {
         self.fx.push(Effect::Log { line });
     }
 
+    /// What a policy document says about this step, from its decision: the
+    /// dead-letter entry of the step's tool; and, when the step names no
+    /// fallbacks, the chain of its target, which becomes the step's. Returns
+    /// true when it asked the policy again because the decision escalated
+    /// for want of the fallback the chain now gives.
+    fn adopt(&mut self, d: &Decided) -> Result<bool, PolicyError> {
+        let st = self.step_mut()?;
+        let asked = st.asked.take();
+        st.dead_letter = d
+            .dead_letters
+            .as_ref()
+            .and_then(|t| crate::document::dead_letter_for(t, &st.spec.tool))
+            .cloned();
+        if !st.spec.fallbacks.is_empty() || st.targets.len() != 1 {
+            return Ok(false);
+        }
+        let chain = d
+            .fallbacks
+            .as_ref()
+            .zip(st.targets.first())
+            .and_then(|(f, target)| f.get(target));
+        let Some(chain) = chain else {
+            return Ok(false);
+        };
+        for next in chain {
+            if !st.targets.contains(next) {
+                st.targets.push(next.clone());
+            }
+        }
+        match asked {
+            Some(obs)
+                if st.targets.len() > 1
+                    && d.reason_code.as_deref() == Some("runtime.policy.no_fallback") =>
+            {
+                self.decide(obs)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn decision(&mut self, d: Decided, raw: Value) -> Result<(), PolicyError> {
+        if self.adopt(&d)? {
+            return Ok(());
+        }
         let st = self.step_mut()?;
         st.trail.push(d.envelope.clone());
         let short = std::mem::take(&mut st.short_circuit);
@@ -1100,8 +1179,14 @@ impl Machine {
                     return self.finish("escalated", None, env);
                 }
                 st.index += 1;
+                // The first target of a policy document's chain: its breaker
+                // (and the next ones') was not read with the step's.
+                let learned = st.spec.fallbacks.is_empty() && st.index == 1;
                 let e = self.event("fallback");
                 self.emit(e);
+                if learned {
+                    return self.refresh_breakers();
+                }
                 self.next_call()
             }
             "restore" => {
@@ -1497,9 +1582,18 @@ impl Machine {
             None => Value::Null,
         };
         record.insert("input".into(), input);
+        // The run configuration's members win; the policy document's entry
+        // for the step's tool fills what it leaves unset.
         let dl = self.s.config.dead_letter.as_ref();
-        record.insert("owner".into(), json!(dl.and_then(|d| d.owner.as_ref())));
-        record.insert("runbook".into(), json!(dl.and_then(|d| d.runbook.as_ref())));
+        let doc = st.and_then(|st| st.dead_letter.as_ref());
+        let pick = |f: fn(&DeadLetterConfig) -> Option<&String>| {
+            dl.and_then(f).or_else(|| doc.and_then(f)).cloned()
+        };
+        record.insert("owner".into(), json!(pick(|d| d.owner.as_ref())));
+        record.insert("runbook".into(), json!(pick(|d| d.runbook.as_ref())));
+        let depth_threshold = dl
+            .and_then(|d| d.depth_threshold)
+            .or_else(|| doc.and_then(|d| d.depth_threshold));
         let step_outcome = if outcome == "interrupted" {
             self.s.step_outcome.clone()
         } else {
@@ -1524,6 +1618,7 @@ impl Machine {
         self.fx.push(Effect::Append {
             stream: DEAD_LETTER_STREAM,
             record: Value::Object(record),
+            depth_threshold,
         });
         self.finish(outcome, None, env)
     }

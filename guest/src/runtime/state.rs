@@ -343,6 +343,15 @@ pub struct StepState {
     /// The breaker update waiting for `swapped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap: Option<super::swap::PendingSwap>,
+    /// The observation of the pending decision, kept while the step has no
+    /// fallback of its own: a policy document's chain may give it one, and
+    /// the loop then asks again (`Machine::adopt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Value>,
+    /// The dead-letter owner, runbook and depth threshold the latest
+    /// decision's `dead_letters` table gives the step's tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<super::config::DeadLetterConfig>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -384,6 +393,8 @@ impl StepState {
             versions: BTreeMap::new(),
             gate_epoch: 0,
             swap: None,
+            asked: None,
+            dead_letter: None,
         }
     }
 }

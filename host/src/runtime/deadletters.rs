@@ -345,14 +345,17 @@ fn stream_count(store: &dyn Store) -> Result<u64, StoreError> {
 }
 
 /// The runtime's `dead_letter_depth` event after it appended record `seq`,
-/// when the depth crossed the configured threshold.
+/// when the depth crossed the threshold: the append effect's (the loop's
+/// choice: the run configuration's, else the policy document's), else the
+/// run configuration's.
 pub(super) fn depth_event(
     rt: &Runtime,
+    threshold: Option<u64>,
     t_ms: u64,
     seq: u64,
     record: &str,
 ) -> Result<Option<String>, StoreError> {
-    let Some(threshold) = rt.depth_threshold else {
+    let Some(threshold) = threshold.or(rt.depth_threshold) else {
         return Ok(None);
     };
     let now = rt.clock.now_ms();

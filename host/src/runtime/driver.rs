@@ -148,6 +148,7 @@ struct Fx<'a> {
     stream: Option<Cow<'a, str>>,
     #[serde(borrow)]
     record: Option<&'a RawValue>,
+    depth_threshold: Option<u64>,
     #[serde(borrow)]
     outcome: Option<Cow<'a, str>>,
     run_finished: Option<bool>,
@@ -385,7 +386,13 @@ fn effect<'a>(
                     .and_then(|e| e.get("t_ms").and_then(Value::as_u64))
                     .unwrap_or_else(|| rt.clock.now_ms().saturating_sub(ctx.started_ms));
                 super::deadletters::record_depth(rt, Some(seq));
-                if let Some(event) = super::deadletters::depth_event(rt, t_ms, seq, record.get())? {
+                if let Some(event) = super::deadletters::depth_event(
+                    rt,
+                    fx.depth_threshold,
+                    t_ms,
+                    seq,
+                    record.get(),
+                )? {
                     if let Some(f) = &rt.on_event {
                         f(&event);
                     }

@@ -252,12 +252,17 @@ def _bump_closed(store: Any, now_ms: int) -> None:
     update(store, CLOSED_KEY, change, now_ms)
 
 
-def depth_event(store: Any, config: Any, seq: int, step: Any, t_ms: int, now_ms: int) -> Optional[str]:
+def depth_event(
+    store: Any, config: Any, seq: int, step: Any, t_ms: int, now_ms: int, threshold: Any = None
+) -> Optional[str]:
     """The `dead_letter_depth` event text after record `seq` was appended, when
-    the configuration's `dead_letter.depth_threshold` is set and the depth
-    crossed it with this append (`before < T <= after`); else None."""
-    dl = config.get("dead_letter") if isinstance(config, dict) else None
-    threshold = dl.get("depth_threshold") if isinstance(dl, dict) else None
+    a threshold is set (`threshold`: the append effect's, the loop's choice of
+    the run configuration's and the policy document's; else the
+    configuration's `dead_letter.depth_threshold`) and the depth crossed it
+    with this append (`before < T <= after`); else None."""
+    if threshold is None:
+        dl = config.get("dead_letter") if isinstance(config, dict) else None
+        threshold = dl.get("depth_threshold") if isinstance(dl, dict) else None
     if not isinstance(threshold, int) or isinstance(threshold, bool):
         return None
     after = stream_count(store) - closed_count(store, now_ms)
