@@ -53,7 +53,7 @@ export type PolicyErrorKind =
   | 'too_large'
   | 'internal';
 /** Which step refused a component. */
-export type PolicyLoadReason = 'read' | 'digest_mismatch' | 'transpile' | 'imports' | 'instantiate' | 'contract' | 'smoke_test' | 'transpiler_missing';
+export type PolicyLoadReason = 'read' | 'digest_mismatch' | 'transpile' | 'imports' | 'instantiate' | 'contract' | 'smoke_test' | 'transpiler_missing' | 'signature';
 
 /** A JSON value; bigint is written as a bare integer literal. */
 export type Json = null | boolean | number | bigint | string | Json[] | { [key: string]: Json | undefined };
@@ -230,6 +230,12 @@ export type ComponentSource = string | URL | Uint8Array | ArrayBuffer;
 export interface LoadOptions {
   /** Refuse the component unless its bytes have this hex sha256 (`sha256:` prefix allowed). */
   sha256?: string;
+  /**
+   * Refuse the component unless it carries a valid Ed25519 signature by one of `trustedKeys`
+   * (docs/signing.md): a path's is read from `PATH.sig`; bytes need `signature`, the `.sig` text.
+   * A refusal is a SignatureError (code `signature`). The embedded reference needs none.
+   */
+  requireSignature?: RequireSignature;
   /** Extra cases the candidate must pass before activation (array or JSON text). */
   smokeTests?: SmokeCase[] | string;
   /** `false`: skip the smoke set (tests, or forcing a policy in by hand). Default `true`. */
@@ -300,7 +306,8 @@ export type ErrorCode =
   | 'out-of-fuel'
   | 'memory-limit'
   | 'invalid-output'
-  | 'input-too-large';
+  | 'input-too-large'
+  | 'signature';
 export declare const ERROR_CODES: readonly ErrorCode[];
 
 export declare class Policy {
@@ -379,6 +386,51 @@ export declare class PolicyRuntimeError extends Error {
   /** `trap` (default), `invalid-output`, ... (docs/hosts.md). */
   code: ErrorCode;
 }
+
+/** A public key a signed policy may be signed with: PEM text (SubjectPublicKeyInfo) or a KeyObject. */
+export type TrustedKey = string | Buffer | import('node:crypto').KeyObject;
+
+/** `requireSignature`: the trusted keys, and for bytes the `.sig` text. */
+export interface RequireSignature {
+  trustedKeys: TrustedKey[];
+  /** The `.sig` text (or bytes) of a Uint8Array or ArrayBuffer source; a path's is read from `PATH.sig`. */
+  signature?: string | Uint8Array;
+}
+
+/** Why a signature was refused, in the order the checks run. */
+export type SignatureProblem = 'missing' | 'malformed' | 'unsupported-alg' | 'unknown-key' | 'bad-signature';
+export declare const SIGNATURE_PROBLEMS: readonly SignatureProblem[];
+
+/** A required signature was refused: code `signature`; `problem` says why. */
+export declare class SignatureError extends PolicyLoadError {
+  constructor(problem: SignatureProblem, message: string);
+  readonly name: 'SignatureError';
+  problem: SignatureProblem;
+}
+
+/** A new Ed25519 key pair: PKCS#8 and SubjectPublicKeyInfo PEM, and the key id. */
+export declare function generateSigningKey(): { privatePem: string; publicPem: string; id: string };
+/** The key id of a key: `sha256:` and the hex sha256 of its SubjectPublicKeyInfo DER. */
+export declare function keyId(key: TrustedKey): string;
+/** Signs `bytes` with an Ed25519 private key (PKCS#8 PEM or KeyObject); returns the `.sig` JSON text. */
+export declare function sign(bytes: Uint8Array, privateKey: string | Buffer | import('node:crypto').KeyObject): string;
+/** Where the signature of `path` is: `path` with `.sig` appended. */
+export declare function signaturePath(path: string | URL): string;
+/**
+ * Checks a `.sig` (text or bytes; null: none) over `bytes`; returns the signer's key id.
+ * @throws SignatureError
+ */
+export declare function verifySignature(
+  bytes: Uint8Array,
+  signature: string | Uint8Array | null | undefined,
+  trustedKeys: TrustedKey[],
+  label?: string,
+): string;
+/**
+ * Reads a policy file and its `.sig` and checks the signature; resolves to the verified bytes.
+ * @throws SignatureError
+ */
+export declare function readSigned(path: string | URL, options: { trustedKeys: TrustedKey[] }): Promise<Buffer>;
 
 /** A component could not be loaded, or failed validation before activation. */
 export declare class PolicyLoadError extends PolicyRuntimeError {

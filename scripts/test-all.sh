@@ -121,6 +121,8 @@ joined pip
 .venv/bin/ruff check python
 (cd python && ../.venv/bin/mypy)
 .venv/bin/python -m pytest -q python/tests
+# The signed-policy vectors are what generate.py writes (with `cryptography`, from the test extra).
+.venv/bin/python tests/vectors/signing/generate.py --check
 # Telemetry: protobuf's OTLP JSON parser reads `simulate --trace-out` (docs/telemetry.md).
 .venv/bin/python -m pytest -q tests/telemetry
 # The Google ADK plugin, in its own venv (tests/frameworks/test_google_adk.py).

@@ -51,6 +51,10 @@ pub enum ErrorKind {
     DigestMismatch,
     /// An argument given to the host is invalid (e.g. a sha256 that is not 64 hex digits).
     InvalidArgument,
+    /// A signature was required and the policy has none, or one that is
+    /// malformed, by a key that is not trusted, or that does not match its
+    /// bytes (see [`signing`](crate::signing)); it was not compiled.
+    Signature,
 }
 
 /// The kinds of `policy-error` a component returns (WIT `error-kind`).
@@ -138,6 +142,7 @@ impl ErrorKind {
             Self::SmokeTest => "smoke-test",
             Self::DigestMismatch => "digest-mismatch",
             Self::InvalidArgument => "invalid-argument",
+            Self::Signature => "signature",
         }
     }
 }

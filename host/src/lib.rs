@@ -27,6 +27,12 @@
 //! what happens when the active policy fails a call, and
 //! [`PolicyHandle::watch`] swaps a file in when it changes.
 //!
+//! # Signed policies
+//!
+//! [`SwapOptions::require_signature`] refuses a candidate unless its detached
+//! Ed25519 signature (`FILE.sig`) is valid for one of the operator's trusted
+//! keys; [`signing`] signs, verifies and reads signed policy files.
+//!
 //! # The sandbox
 //!
 //! A component may import only `wasi:cli`, `wasi:io`, `wasi:clocks` and
@@ -45,6 +51,7 @@ pub mod door;
 mod error;
 pub mod retry;
 pub mod runtime;
+pub mod signing;
 pub mod store;
 mod swap;
 pub mod types;

@@ -67,6 +67,9 @@ mod runtime_agent;
 #[path = "sandbox.rs"]
 mod sandbox;
 #[cfg(feature = "sqlite")]
+#[path = "signing.rs"]
+mod signing;
+#[cfg(feature = "sqlite")]
 #[path = "store_properties.rs"]
 mod store_properties;
 #[cfg(all(feature = "sqlite", feature = "redis"))]
@@ -75,7 +78,6 @@ mod store_redis_cluster;
 #[cfg(feature = "sqlite")]
 #[path = "store_sqlite.rs"]
 mod store_sqlite;
-#[cfg(feature = "sqlite")]
 #[path = "store_vectors.rs"]
 mod store_vectors;
 #[path = "suite_registry.rs"]

@@ -36,6 +36,7 @@ export const ERROR_CODES = Object.freeze([
   'memory-limit',
   'invalid-output',
   'input-too-large',
+  'signature',
 ]);
 
 /** DEPRECATED `PolicyLoadError.reason` spellings -> the shared code. */

@@ -14,6 +14,16 @@ export { PolicyError, PolicyRuntimeError, PolicyLoadError, RecoveryError, POLICY
 export { GRANTED_IMPORTS, CONTRACT } from './component.js';
 export { packDocument, SLOT_MARKER, SLOT_BYTES } from './document.js';
 export {
+  SignatureError,
+  SIGNATURE_PROBLEMS,
+  generateSigningKey,
+  keyId,
+  readSigned,
+  sign,
+  signaturePath,
+  verifySignature,
+} from './signing.js';
+export {
   MemoryStore,
   SqliteStore,
   StoreError,

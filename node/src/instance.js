@@ -4,6 +4,7 @@
 
 import { bindExports, checkImports, compileBytes, compileReference, instantiate, readSource, sha256 } from './component.js';
 import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } from './errors.js';
+import { signatureFor, verifySignature } from './signing.js';
 
 export class PolicyInstance {
   #compiled;
@@ -37,17 +38,22 @@ export class PolicyInstance {
 
   /**
    * Load a component: the reference (source undefined), a path, a URL or bytes.
-   * `sha256` pins the digest of the component bytes.
+   * `sha256` pins the digest of the component bytes; `requireSignature`
+   * (`{trustedKeys, signature?}`) requires a valid signature of them (the
+   * embedded reference needs none: it ships with the package).
    */
-  static async load(source, { sha256: pin } = {}) {
+  static async load(source, { sha256: pin, requireSignature } = {}) {
     let compiled;
     if (source === undefined || source === null) {
       compiled = await compileReference();
       checkPin(pin, compiled.sha256);
     } else {
       const { bytes, label } = await readSource(source);
-      // Check the pin before transpiling: a mismatched digest is refused unread.
+      // Check the pin and the signature before transpiling: refused bytes are never parsed.
       checkPin(pin, sha256(bytes));
+      if (requireSignature) {
+        verifySignature(bytes, await signatureFor(source, requireSignature), requireSignature.trustedKeys, label);
+      }
       compiled = await compileBytes(bytes, label);
     }
     checkImports(compiled);

@@ -16,6 +16,7 @@
 import { Worker } from 'node:worker_threads';
 import { readSource } from './component.js';
 import { PolicyError, PolicyLoadError, PolicyRuntimeError } from './errors.js';
+import { requireSignatureOption, signatureFor, verifySignature } from './signing.js';
 
 /** The default deadline per call. */
 export const DEFAULT_TIMEOUT_MS = 1000;
@@ -140,8 +141,16 @@ export class IsolatedPolicy {
     }
     // The reference is loaded from gen/ inside the worker; other sources are
     // read here, so a worker restart needs no file access.
-    const bytes = source === undefined || source === null ? undefined : (await readSource(source)).bytes;
-    const thread = new Thread(bytes, rest);
+    const { requireSignature: required, ...workerOptions } = rest;
+    const requireSignature = requireSignatureOption(required);
+    let bytes;
+    if (source !== undefined && source !== null) {
+      const read = await readSource(source);
+      bytes = read.bytes;
+      // Checked here, on the bytes the worker gets.
+      if (requireSignature) verifySignature(bytes, await signatureFor(source, requireSignature), requireSignature.trustedKeys, read.label);
+    }
+    const thread = new Thread(bytes, workerOptions);
     try {
       await thread.wait(0, loadTimeoutMs, 'its load and smoke set');
     } catch (e) {
@@ -151,7 +160,7 @@ export class IsolatedPolicy {
       throw new PolicyLoadError('smoke_test', `the candidate was refused: ${e.message}`, { cause: e, code });
     }
     // The worker verified these bytes; a restarted worker does not run the smoke set again.
-    const policy = new IsolatedPolicy(bytes, { ...rest, verify: false, smokeTests: undefined }, timeoutMs, thread);
+    const policy = new IsolatedPolicy(bytes, { ...workerOptions, verify: false, smokeTests: undefined }, timeoutMs, thread);
     policy.#loadTimeoutMs = loadTimeoutMs;
     return policy;
   }

@@ -9,6 +9,7 @@ import { PolicyInstance } from './instance.js';
 import { policyTelemetry } from './telemetry.js';
 import { describe, seedText, stringify } from './json.js';
 import { verify } from './verify.js';
+import { requireSignatureOption } from './signing.js';
 
 /**
  * The render formats: those of the 0.1 contract (WIT `render-format`), then
@@ -41,9 +42,10 @@ async function prepare(source, options) {
   if (!Number.isSafeInteger(maxInputBytes) || maxInputBytes < 0) {
     throw new PolicyError('invalid_argument', `maxInputBytes must be a non-negative integer, got ${describe(maxInputBytes)}`);
   }
+  const requireSignature = requireSignatureOption(options?.requireSignature);
   let instance;
   try {
-    instance = await PolicyInstance.load(source, { sha256 });
+    instance = await PolicyInstance.load(source, { sha256, requireSignature });
   } catch (e) {
     if (e instanceof PolicyLoadError) throw e;
     throw new PolicyLoadError('instantiate', `the component failed while starting (${e.message})`, { cause: e });
@@ -93,6 +95,10 @@ export class Policy {
    * with or without `sha256:`); `smokeTests` adds cases to its own smoke set;
    * `verify: false` skips the smoke set (tests, or forcing a policy in by hand);
    * `maxInputBytes` (default 16 MiB) refuses larger inputs with `input-too-large`;
+   * `requireSignature: {trustedKeys, signature?}` refuses a component without a
+   * valid Ed25519 signature by one of `trustedKeys` (PEM text or KeyObjects):
+   * a path's signature is read from `PATH.sig`, bytes need `signature` (the
+   * `.sig` text); a refusal is a SignatureError, code `signature` (docs/signing.md);
    * `isolate: 'worker'` runs the component in a worker thread with a deadline of
    * `timeoutMs` (default 1000) per call and `loadTimeoutMs` (default 30 000)
    * for the load: the result is an IsolatedPolicy whose methods return
@@ -103,7 +109,7 @@ export class Policy {
    * `agent_recovery.policy.swaps` (docs/telemetry.md, "Policy swaps"); an
    * IsolatedPolicy has no swap and ignores it.
    * @param {string | URL | Uint8Array | ArrayBuffer} [source]
-   * @param {{sha256?: string, smokeTests?: object[] | string, verify?: boolean, maxInputBytes?: number, isolate?: 'worker', timeoutMs?: number, loadTimeoutMs?: number, telemetry?: object}} [options]
+   * @param {{sha256?: string, requireSignature?: {trustedKeys: Array<string | Buffer | import('node:crypto').KeyObject>, signature?: string | Uint8Array}, smokeTests?: object[] | string, verify?: boolean, maxInputBytes?: number, isolate?: 'worker', timeoutMs?: number, loadTimeoutMs?: number, telemetry?: object}} [options]
    */
   static async load(source, options) {
     const { telemetry, ...rest } = options ?? {};

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::component::policy::hex;
 use crate::error::{Error, ErrorKind, Result};
+use crate::signing;
 use crate::swap::active::ActivePolicy;
 use crate::swap::error::{SwapError, SwapStage};
 use crate::{Loader, Policy, PolicyId, SwapOptions};
@@ -46,15 +47,39 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, SwapError> {
     Ok(bytes)
 }
 
-/// Checks the digest, loads `bytes` with `loader`, then runs [`checked`].
+/// The signature that comes with candidate bytes.
+pub(crate) struct Signed<'a> {
+    /// The `.sig` text; `None`: there is none.
+    pub(crate) sig: Option<&'a [u8]>,
+    /// The candidate's name in messages (its path).
+    pub(crate) label: &'a str,
+}
+
+/// Reads the `.sig` of `path` when `options` require a signature.
+pub(crate) fn read_signature(
+    path: &Path,
+    options: &SwapOptions,
+) -> Result<Option<Vec<u8>>, SwapError> {
+    if options.trusted_keys().is_none() {
+        return Ok(None);
+    }
+    signing::read_signature(path).map_err(|e| SwapError::new(SwapStage::Read, e, None))
+}
+
+/// Checks the digest and the signature, loads `bytes` with `loader`, then runs [`checked`].
 pub(crate) fn from_bytes(
     loader: &Loader,
     bytes: &[u8],
+    signed: &Signed<'_>,
     options: &SwapOptions,
     reference_smoke_set: &dyn Fn() -> Result<String>,
 ) -> Result<ActivePolicy, SwapError> {
     let sha256 = hex(&Sha256::digest(bytes).into());
     check_digest(&sha256, options)?;
+    if let Some(trusted) = options.trusted_keys() {
+        signing::verify(bytes, signed.sig, trusted, signed.label)
+            .map_err(|e| SwapError::new(SwapStage::Signature, e.into(), Some(sha256.clone())))?;
+    }
     let policy = loader
         .clone()
         .bytes(bytes)
@@ -62,7 +87,8 @@ pub(crate) fn from_bytes(
     checked(Arc::new(policy), options, reference_smoke_set)
 }
 
-/// Checks the digest of an already loaded policy, then verifies it as `options` say.
+/// Checks the digest of an already loaded policy, then verifies it as `options`
+/// say (a signature, checked on bytes, is [`from_bytes`]' concern).
 pub(crate) fn checked(
     policy: Arc<Policy>,
     options: &SwapOptions,

@@ -15,6 +15,9 @@ pub enum SwapStage {
     Read,
     /// The bytes do not hash to the pinned sha256; nothing was compiled.
     Digest,
+    /// A signature was required and is missing, malformed, by a key that is
+    /// not trusted, or does not match the bytes; nothing was compiled.
+    Signature,
     /// Compiling or linking failed: not a component, truncated, the wrong
     /// world, or imports outside the allow-list.
     Load,
@@ -25,11 +28,12 @@ pub enum SwapStage {
 }
 
 impl SwapStage {
-    /// A short stable name: `read`, `digest`, `load`, `verify`.
+    /// A short stable name: `read`, `digest`, `signature`, `load`, `verify`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Read => "read",
             Self::Digest => "digest",
+            Self::Signature => "signature",
             Self::Load => "load",
             Self::Verify => "verify",
         }

@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arc_swap::ArcSwap;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::Telemetry;
 use crate::swap::active::{ActivePolicy, Answer};
 use crate::swap::candidate;
-use crate::swap::error::SwapError;
+use crate::swap::error::{SwapError, SwapStage};
 use crate::swap::events::{Counters, Event, Sink, Stats};
 use crate::swap::telemetry::SwapTelemetry;
 use crate::{FailurePolicy, Loader, Policy, PolicyId, SwapOptions};
@@ -137,9 +137,17 @@ impl HandleBuilder {
         path: impl AsRef<Path>,
         options: &SwapOptions,
     ) -> Result<PolicyHandle, SwapError> {
-        let bytes = candidate::read(path.as_ref())?;
+        let path = path.as_ref();
+        let bytes = candidate::read(path)?;
+        let sig = candidate::read_signature(path, options)?;
+        let label = path.display().to_string();
+        let signed = candidate::Signed {
+            sig: sig.as_deref(),
+            label: &label,
+        };
         let reference_smoke_set = || reference_smoke_set(&self.loader, None);
-        let first = candidate::from_bytes(&self.loader, &bytes, options, &reference_smoke_set)?;
+        let first =
+            candidate::from_bytes(&self.loader, &bytes, &signed, options, &reference_smoke_set)?;
         Ok(self.start(Arc::new(first)))
     }
 
@@ -199,15 +207,24 @@ impl PolicyHandle {
     }
 
     /// Validates the component file at `path` and activates it; on any
-    /// failure the active policy stays and the error says why.
+    /// failure the active policy stays and the error says why. When `options`
+    /// [require a signature](SwapOptions::require_signature), it is read from
+    /// `path` with `.sig` appended.
     pub fn swap_file(
         &self,
         path: impl AsRef<Path>,
         options: &SwapOptions,
     ) -> Result<Arc<PolicyId>, SwapError> {
         let _swapping = self.lock();
-        let candidate = candidate::read(path.as_ref()).and_then(|bytes| {
-            candidate::from_bytes(&self.shared.loader, &bytes, options, &|| {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let candidate = candidate::read(path).and_then(|bytes| {
+            let sig = candidate::read_signature(path, options)?;
+            let signed = candidate::Signed {
+                sig: sig.as_deref(),
+                label: &label,
+            };
+            candidate::from_bytes(&self.shared.loader, &bytes, &signed, options, &|| {
                 self.reference_smoke_set()
             })
         });
@@ -215,28 +232,71 @@ impl PolicyHandle {
     }
 
     /// Validates component bytes and activates them; see [`swap_file`](Self::swap_file).
+    /// Bytes carry no signature: when `options` require one they are refused
+    /// (use [`swap_signed_bytes`](Self::swap_signed_bytes)).
     pub fn swap_bytes(
         &self,
         bytes: &[u8],
         options: &SwapOptions,
     ) -> Result<Arc<PolicyId>, SwapError> {
+        self.swap_signed(bytes, None, "the candidate", options)
+    }
+
+    /// Validates component bytes with their signature (the text of their
+    /// `.sig`) and activates them; see [`swap_file`](Self::swap_file). The
+    /// signature is checked when `options` [require one](SwapOptions::require_signature).
+    pub fn swap_signed_bytes(
+        &self,
+        bytes: &[u8],
+        signature: &[u8],
+        options: &SwapOptions,
+    ) -> Result<Arc<PolicyId>, SwapError> {
+        self.swap_signed(bytes, Some(signature), "the candidate", options)
+    }
+
+    /// Validates `bytes` and their signature (named `label` in messages) and activates them.
+    pub(crate) fn swap_signed(
+        &self,
+        bytes: &[u8],
+        signature: Option<&[u8]>,
+        label: &str,
+        options: &SwapOptions,
+    ) -> Result<Arc<PolicyId>, SwapError> {
         let _swapping = self.lock();
-        let candidate = candidate::from_bytes(&self.shared.loader, bytes, options, &|| {
-            self.reference_smoke_set()
-        });
+        let signed = candidate::Signed {
+            sig: signature,
+            label,
+        };
+        let candidate =
+            candidate::from_bytes(&self.shared.loader, bytes, &signed, options, &|| {
+                self.reference_smoke_set()
+            });
         self.activate(candidate)
     }
 
     /// Validates an already loaded policy (digest pin, verify) and activates
     /// it. Loading once and swapping the same `Arc<Policy>` in again later
     /// skips compiling (a fast switch back to a known version).
+    ///
+    /// A loaded policy has no signature to check: when `options` require one,
+    /// it is refused with [`ErrorKind::Signature`](crate::ErrorKind::Signature).
     pub fn swap_policy(
         &self,
         policy: Arc<Policy>,
         options: &SwapOptions,
     ) -> Result<Arc<PolicyId>, SwapError> {
         let _swapping = self.lock();
-        let candidate = candidate::checked(policy, options, &|| self.reference_smoke_set());
+        let candidate = match options.trusted_keys() {
+            Some(_) => Err(SwapError::new(
+                SwapStage::Signature,
+                Error::new(
+                    ErrorKind::Signature,
+                    "an already loaded policy carries no signature to check; swap the signed file (swap_file) or its bytes and signature (swap_signed_bytes)",
+                ),
+                Some(policy.sha256()),
+            )),
+            None => candidate::checked(policy, options, &|| self.reference_smoke_set()),
+        };
         self.activate(candidate)
     }
 

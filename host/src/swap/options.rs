@@ -1,6 +1,7 @@
 //! [`SwapOptions`]: what a candidate policy must pass before it is activated.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::signing::TrustedKey;
 
 /// What a candidate policy must pass before a [`PolicyHandle`](crate::PolicyHandle)
 /// activates it. The checks run in this order, and the first failure refuses
@@ -8,18 +9,23 @@ use crate::error::{Error, ErrorKind, Result};
 ///
 /// 1. **digest**: with [`sha256`](Self::sha256) set, the bytes must hash to
 ///    it; checked before anything is compiled.
-/// 2. **load**: it compiles, implements the world `agent:recovery/recovery-policy@0.1.0`,
+/// 2. **signature**: with [`require_signature`](Self::require_signature) set,
+///    the bytes must carry a valid signature by one of the trusted keys (the
+///    file's `.sig`, see [`signing`](crate::signing)); checked before anything
+///    is compiled.
+/// 3. **load**: it compiles, implements the world `agent:recovery/recovery-policy@0.1.0`,
 ///    and imports nothing outside `wasi:cli`, `wasi:io`, `wasi:clocks`, `wasi:random`.
-/// 3. **verify** ([`Policy::verify`](crate::Policy::verify)): it speaks contract
+/// 4. **verify** ([`Policy::verify`](crate::Policy::verify)): it speaks contract
 ///    0.1.x and passes its own smoke set, under the same limits as real calls
 ///    (so a runaway policy is refused here: it runs out of fuel).
-/// 4. optionally, the **reference smoke set** as well.
+/// 5. optionally, the **reference smoke set** as well.
 ///
 /// # Default
 ///
 /// | option | default |
 /// | --- | --- |
 /// | [`sha256`](Self::sha256) | none: any digest |
+/// | [`require_signature`](Self::require_signature) | none: no signature needed |
 /// | [`verify`](Self::verify) | `true` |
 /// | [`reference_smoke_set`](Self::reference_smoke_set) | `false` |
 ///
@@ -33,6 +39,7 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwapOptions {
     sha256: Option<String>,
+    signature: Option<Vec<TrustedKey>>,
     verify: bool,
     reference_smoke_set: bool,
 }
@@ -41,6 +48,7 @@ impl Default for SwapOptions {
     fn default() -> Self {
         SwapOptions {
             sha256: None,
+            signature: None,
             verify: true,
             reference_smoke_set: false,
         }
@@ -64,6 +72,25 @@ impl SwapOptions {
         }
         self.sha256 = Some(digits.to_ascii_lowercase());
         Ok(self)
+    }
+
+    /// Requires a valid signature by one of `trusted` (Ed25519, the file's
+    /// `.sig`; see [`signing`](crate::signing)). A candidate without one, or
+    /// with one that is malformed, by another key, or over other bytes, is
+    /// refused with [`ErrorKind::Signature`] before it is compiled.
+    ///
+    /// [`PolicyHandle::swap_file`](crate::PolicyHandle::swap_file) and
+    /// [`HandleBuilder::file`](crate::HandleBuilder::file) read `FILE.sig`;
+    /// bytes need [`PolicyHandle::swap_signed_bytes`](crate::PolicyHandle::swap_signed_bytes).
+    /// An empty `trusted` refuses every candidate (`unknown-key`).
+    pub fn require_signature(mut self, trusted: impl IntoIterator<Item = TrustedKey>) -> Self {
+        self.signature = Some(trusted.into_iter().collect());
+        self
+    }
+
+    /// The trusted keys, when a signature is required.
+    pub fn trusted_keys(&self) -> Option<&[TrustedKey]> {
+        self.signature.as_deref()
     }
 
     /// Whether to run [`Policy::verify`](crate::Policy::verify) (contract and

@@ -241,7 +241,13 @@ fn load(handle: &PolicyHandle, path: &Path, options: &WatchOptions, seen: Option
     }
     let sha256 = hex(&Sha256::digest(&bytes).into());
     if sha256 != handle.active().id().sha256 {
-        let _ = handle.swap_bytes(&bytes, &options.swap);
+        match candidate::read_signature(path, &options.swap) {
+            Ok(sig) => {
+                let label = path.display().to_string();
+                let _ = handle.swap_signed(&bytes, sig.as_deref(), &label, &options.swap);
+            }
+            Err(error) => handle.refuse(error),
+        }
     }
     true
 }

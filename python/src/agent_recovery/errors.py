@@ -16,7 +16,7 @@ Every message names the bad value and ends with a hint.
 Every error also has a `code` in the spelling the Rust, Node and Python hosts
 share (docs/hosts.md): `io`, `invalid-argument`, `digest-mismatch`, `load`,
 `incompatible`, `smoke-test`, `trap`, `out-of-fuel`, `memory-limit`,
-`invalid-output`, `input-too-large`, or `policy/<kind>` for a `PolicyError`
+`invalid-output`, `input-too-large`, `signature`, or `policy/<kind>` for a `PolicyError`
 (e.g. `policy/invalid-json`). Match on `code`; the snake_case `kind` of a
 `PolicyRuntimeError` is the older, Python-only spelling (DEPRECATED for
 matching, kept working: `sha256_mismatch` is `digest-mismatch`).
@@ -49,6 +49,7 @@ RUNTIME_ERROR_KINDS: Final = (
     "sha256_mismatch",  # a pinned digest did not match (swap and load)
     "smoke_test",  # the component failed its own smoke tests (swap)
     "invalid_argument",  # an argument given to the host is invalid (a malformed sha256 pin)
+    "signature",  # a required signature is missing, malformed, untrusted or bad (agent_recovery.signing)
 )
 
 #: The shared host error codes (docs/hosts.md), one spelling in Rust, Node and Python.
@@ -64,6 +65,7 @@ ERROR_CODES: Final = (
     "memory-limit",
     "invalid-output",
     "input-too-large",
+    "signature",
 )
 
 #: `PolicyRuntimeError.kind` -> its shared code.
@@ -79,6 +81,7 @@ _RUNTIME_CODES: Final = {
     "sha256_mismatch": "digest-mismatch",
     "smoke_test": "smoke-test",
     "invalid_argument": "invalid-argument",
+    "signature": "signature",
 }
 
 
@@ -133,5 +136,9 @@ class SwapError(PolicyRuntimeError):
     """A hot swap was refused; the previously active policy is still active.
 
     `kind` says why (`io`, `load`, `incompatible`, `sha256_mismatch`,
-    `smoke_test`, `trap`, ...); `message` gives the details.
+    `smoke_test`, `trap`, `signature`, ...); `message` gives the details.
+    For `signature`, `problem` says why (`missing`, `malformed`,
+    `unsupported-alg`, `unknown-key`, `bad-signature`); otherwise it is None.
     """
+
+    problem: Optional[str] = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 from .errors import PolicyError, PolicyRuntimeError, SwapError
 from .limits import Limits
@@ -31,16 +31,27 @@ from .types import CodeInfo, Decision, Envelope, PolicyConfig, PolicyInfo
 from .verify import run_smoke_tests
 
 if TYPE_CHECKING:
+    from .signing import TrustedKey
     from .telemetry import Telemetry
 
 
-def load_verified(source: Source, sha256: Optional[str], limits: Optional[Limits]) -> Policy:
+def load_verified(
+    source: Source,
+    sha256: Optional[str],
+    limits: Optional[Limits],
+    require_signature: "Optional[Sequence[TrustedKey]]" = None,
+    signature: "Union[str, bytes, None]" = None,
+) -> Policy:
     """Load a policy and run its smoke set; raise `SwapError` if anything fails."""
     try:
-        policy = Policy.load(source, sha256=sha256, limits=limits)
+        policy = Policy.load(
+            source, sha256=sha256, limits=limits, require_signature=require_signature, signature=signature
+        )
         run_smoke_tests(policy)
     except PolicyRuntimeError as e:
-        raise SwapError(e.kind, f"candidate refused: {e.message}") from None
+        error = SwapError(e.kind, f"candidate refused: {e.message}")
+        error.problem = getattr(e, "problem", None)
+        raise error from None
     except PolicyError as e:
         raise SwapError("smoke_test", f"candidate refused: {e}") from None
     return policy
@@ -73,12 +84,18 @@ class PolicyHandle:
         sha256: Optional[str] = None,
         limits: Optional[Limits] = None,
         telemetry: "Optional[Telemetry]" = None,
+        require_signature: "Optional[Sequence[TrustedKey]]" = None,
+        signature: "Union[str, bytes, None]" = None,
     ) -> "PolicyHandle":
-        """A handle on a verified component (None: the packaged reference)."""
+        """A handle on a verified component (None: the packaged reference).
+
+        `require_signature`: trusted Ed25519 public keys; the component must be
+        signed by one of them (`PATH.sig`, or `signature` for bytes), else
+        `SwapError` with code `signature` (docs/signing.md)."""
         from .telemetry import swap_telemetry
 
         swap_telemetry(telemetry)  # a bad option fails before the load
-        return cls(load_verified(path, sha256, limits), telemetry=telemetry)
+        return cls(load_verified(path, sha256, limits, require_signature, signature), telemetry=telemetry)
 
     @property
     def policy(self) -> Policy:
@@ -86,19 +103,29 @@ class PolicyHandle:
         return self._active
 
     def swap(
-        self, path: Source, sha256: Optional[str] = None, *, limits: Optional[Limits] = None
+        self,
+        path: Source,
+        sha256: Optional[str] = None,
+        *,
+        limits: Optional[Limits] = None,
+        require_signature: "Optional[Sequence[TrustedKey]]" = None,
+        signature: "Union[str, bytes, None]" = None,
     ) -> Dict[str, Any]:
         """Validate the component at `path` (or these bytes) and make it active.
 
         Returns `describe()` of the new policy. Raises `SwapError` (the old
         policy stays active) when the candidate cannot be read or compiled,
-        does not implement the contract, fails its smoke tests, or its digest
-        differs from `sha256`.
+        does not implement the contract, fails its smoke tests, its digest
+        differs from `sha256`, or, with `require_signature` (trusted keys), it
+        is not signed by one of them (`PATH.sig`, or `signature` for bytes;
+        code `signature`, `problem` says why).
         """
         with self._swap_lock:
             previous = self._active
             try:
-                candidate = load_verified(path, sha256, limits or previous.limits)
+                candidate = load_verified(
+                    path, sha256, limits or previous.limits, require_signature, signature
+                )
             except SwapError as e:
                 if self._telemetry is not None:
                     self._telemetry.refused(previous, e)

@@ -25,7 +25,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union, cast, get_args
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union, cast, get_args
 
 from . import _abi
 from ._component import Compiled, compile_component
@@ -43,6 +43,9 @@ from .types import (
     PolicyRef,
     RenderFormat,
 )
+
+if TYPE_CHECKING:
+    from .signing import TrustedKey
 
 #: What `Policy.load` accepts: a path, the component's bytes, or None (reference).
 Source = Union[None, str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -162,17 +165,31 @@ class Policy:
         *,
         sha256: Optional[str] = None,
         limits: Optional[Limits] = None,
+        require_signature: "Optional[Sequence[TrustedKey]]" = None,
+        signature: "Union[str, bytes, None]" = None,
     ) -> "Policy":
         """Load a component: None (the packaged reference), a path, or its bytes.
 
-        With `sha256` (hex) the bytes must have that digest. Compiling takes a
+        With `sha256` (hex) the bytes must have that digest. With
+        `require_signature` (trusted Ed25519 public keys: PEM text or key
+        objects) they must carry a valid signature by one of them: a path's is
+        read from `PATH.sig`, bytes need `signature` (the `.sig` text); the
+        packaged reference needs none (docs/signing.md). Compiling takes a
         few seconds the first time a digest is seen in the process.
         Raises `PolicyRuntimeError` (`io`, `load`, `incompatible`, `instantiate`,
-        `sha256_mismatch`, ...).
+        `sha256_mismatch`, ...), `SignatureError` (code `signature`).
         """
         wasm = read_source(path)
         digest = hashlib.sha256(wasm).hexdigest()
-        check_digest(sha256, digest)  # before compiling: refused bytes are never parsed
+        # Before compiling: refused bytes are never parsed.
+        check_digest(sha256, digest)
+        if require_signature is not None and path is not None:
+            from .signing import read_signature, verify
+
+            if signature is None and not isinstance(path, (bytes, bytearray, memoryview)):
+                signature = read_signature(path)
+            label = "the candidate" if isinstance(path, (bytes, bytearray, memoryview)) else str(path)
+            verify(wasm, signature, require_signature, label)
         compiled = compile_component(wasm, digest)
         if path is None:
             origin = "reference"
