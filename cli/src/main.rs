@@ -22,6 +22,7 @@ mod input;
 mod policy_test;
 mod render;
 mod serve;
+mod signing;
 mod simulate;
 mod style;
 mod trace_out;
