@@ -57,6 +57,14 @@ pub struct Global {
     /// .yml, .json) packed into the reference, instead of the embedded reference policy.
     #[arg(long, global = true, value_name = "WASM|DOC")]
     pub policy: Option<String>,
+    /// Refuse --policy (and `check`'s component) unless FILE.sig is a valid
+    /// signature by a --trusted-key (docs/signing.md).
+    #[arg(long, global = true, requires = "trusted_key")]
+    pub require_signature: bool,
+    /// A public key (PEM, from `policy keygen`) signed policies may be signed
+    /// with; repeat for several. Used by --require-signature and `policy verify`.
+    #[arg(long, global = true, value_name = "PUB")]
+    pub trusted_key: Vec<String>,
     /// Policy parameters (JSON object), merged into the context's `config`.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<String>,
@@ -134,6 +142,12 @@ pub enum PolicyCommand {
     /// candidate; default: the reference) and print each decision that would
     /// change; exit 1 when one does (docs/decision-logs.md).
     Replay(PolicyReplay),
+    /// Make an Ed25519 signing key: KEY (private, PKCS#8 PEM) and KEY.pub (public).
+    Keygen(PolicyKeygen),
+    /// Sign a policy file (component or document): writes FILE.sig.
+    Sign(PolicySign),
+    /// Check FILE.sig against --trusted-key; exit 0 when it holds, 1 when not.
+    Verify(PolicyVerify),
 }
 
 /// `policy replay`.
@@ -142,6 +156,36 @@ pub struct PolicyReplay {
     /// The decision log (JSON lines a runtime's decision_log wrote); - reads stdin.
     #[arg(value_name = "LOG")]
     pub log: String,
+}
+
+/// `policy keygen`.
+#[derive(Debug, Args)]
+pub struct PolicyKeygen {
+    /// Where to write the private key (the public key goes to KEY.pub).
+    #[arg(long, value_name = "KEY")]
+    pub out: String,
+    /// Overwrite existing key files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `policy sign`.
+#[derive(Debug, Args)]
+pub struct PolicySign {
+    /// The policy file to sign (.wasm, .yaml, .yml, .json): its exact bytes are signed.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// The private key (from `policy keygen`).
+    #[arg(long, value_name = "KEY")]
+    pub key: String,
+}
+
+/// `policy verify`.
+#[derive(Debug, Args)]
+pub struct PolicyVerify {
+    /// The signed policy file (its signature is FILE.sig).
+    #[arg(value_name = "FILE")]
+    pub file: String,
 }
 
 /// `policy pack`.
@@ -682,6 +726,19 @@ mod tests {
                 seed: None
             }))
         ));
+    }
+
+    #[test]
+    fn signature_flags_are_global_and_require_a_trusted_key() {
+        let c = cli("decide obs.json --require-signature --trusted-key a.pub --trusted-key b.pub");
+        assert!(c.global.require_signature);
+        assert_eq!(c.global.trusted_key, ["a.pub", "b.pub"]);
+        let e = err("--require-signature decide obs.json");
+        assert!(e.contains("--trusted-key <PUB>"), "{e}");
+        let c = cli("policy verify p.yaml --trusted-key a.pub");
+        assert!(
+            matches!(c.command, Some(Command::Policy(PolicyCommand::Verify(v))) if v.file == "p.yaml")
+        );
     }
 
     #[test]

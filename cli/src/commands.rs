@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::args::{self, Cli, Command, Global};
 use crate::style::Output;
 use crate::{
-    Usage, context, dlq, document, human, input, policy_test, render, replay, serve, simulate,
+    Usage, context, dlq, document, human, input, policy_test, render, replay, serve, signing,
+    simulate,
 };
 
 /// Runs the parsed command line.
@@ -29,20 +30,24 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::ErrorsBlock(a) => errors_block(g, a),
         Command::Schema(a) => schema(g, a),
         Command::Render(a) => render(g, a),
-        Command::Check(a) => check(a),
+        Command::Check(a) => check(g, a),
         Command::Serve(a) => serve::serve(g, a, loader()),
         Command::Simulate(a) => print(&simulate::run(simulate::SimulateOptions {
             scenario: a.scenario,
             json: !Output::new(g).human,
             store: a.store.map(PathBuf::from),
             policy: g.policy.as_ref().map(PathBuf::from),
+            trusted: signing::required_keys(g)?,
             loader: loader(),
             trace_out: a.trace_out.map(PathBuf::from),
         })?),
         Command::Recover(a) => dlq::recover(g, a, loader()),
         Command::Dlq(a) => dlq::dlq(g, a, loader()),
-        Command::Policy(args::PolicyCommand::Pack(a)) => document::pack(a),
+        Command::Policy(args::PolicyCommand::Pack(a)) => document::pack(g, a),
         Command::Policy(args::PolicyCommand::Replay(a)) => replay::run(g, a, load(g)?),
+        Command::Policy(args::PolicyCommand::Keygen(a)) => signing::keygen(a),
+        Command::Policy(args::PolicyCommand::Sign(a)) => signing::sign(a),
+        Command::Policy(args::PolicyCommand::Verify(a)) => signing::verify(g, a),
         Command::Test(a) => policy_test::run(g, a, load(g)?),
         Command::Version => print(args::VERSION),
     }
@@ -192,9 +197,10 @@ fn render(g: &Global, a: args::Render) -> anyhow::Result<()> {
     print(&render::render(format, options, &policy, &input)?)
 }
 
-fn check(a: args::Check) -> anyhow::Result<()> {
+fn check(g: &Global, a: args::Check) -> anyhow::Result<()> {
     let path = a.wasm;
-    let policy = loader().file(&path).context(path.clone())?;
+    let bytes = signing::read_policy(g, &path)?;
+    let policy = loader().bytes(&bytes).context(path.clone())?;
     let verified = policy.verify().context(path.clone())?;
     let info = verified.info;
     print(
@@ -220,14 +226,19 @@ fn loader() -> Loader {
     }
 }
 
-/// The `--policy` component, or the embedded reference policy.
+/// The `--policy` component, or the embedded reference policy. With
+/// --require-signature, the file is loaded only when its signature holds
+/// (the embedded reference ships with the program and needs none).
 pub(crate) fn load(g: &Global) -> anyhow::Result<Policy> {
     let loader = loader();
     Ok(match g.policy.as_deref() {
-        Some(path) if document::is_document(path) => document::load(loader, path)?,
-        Some(path) => loader
-            .file(path)
-            .with_context(|| format!("--policy {path}"))?,
+        Some(path) if document::is_document(path) => document::load(g, loader, path)?,
+        Some(path) => {
+            let bytes = signing::read_policy(g, path)?;
+            loader
+                .bytes(&bytes)
+                .with_context(|| format!("--policy {path}"))?
+        }
         None => loader.reference()?,
     })
 }

@@ -23,6 +23,7 @@ mod policy_test;
 mod render;
 mod replay;
 mod serve;
+mod signing;
 mod simulate;
 mod style;
 mod trace_out;

@@ -54,6 +54,10 @@ pub fn serve(g: &Global, args: Serve, loader: Loader) -> anyhow::Result<()> {
     if let Some(hex) = args.sha256.as_deref() {
         swap = swap.sha256(hex).map_err(|e| Usage(e.message().into()))?;
     }
+    // The embedded reference (no --policy) ships with the program: no signature.
+    if let Some(keys) = crate::signing::required_keys(g)? {
+        swap = swap.require_signature(keys);
+    }
     let poll = args.poll_ms;
     let watch = WatchOptions::default()
         .interval(Duration::from_millis(poll))

@@ -31,6 +31,8 @@ pub struct SimulateOptions {
     /// Decide with this policy component instead of the reference (preview a
     /// policy before hot-swapping it).
     pub policy: Option<PathBuf>,
+    /// With --require-signature: the keys `policy` must be signed by.
+    pub trusted: Option<Vec<agent_recovery::signing::TrustedKey>>,
     /// How components are loaded (the CLI passes its cached loader).
     pub loader: Loader,
     /// Write the run's spans here as OTLP JSON (one `ExportTraceServiceRequest` line).
@@ -47,11 +49,12 @@ pub fn run(opts: SimulateOptions) -> anyhow::Result<String> {
     let policy = match &opts.policy {
         None => None,
         Some(path) => {
-            let policy = opts
-                .loader
-                .clone()
-                .file(path)
-                .with_context(|| format!("--policy {}", path.display()))?;
+            let loader = opts.loader.clone();
+            let policy = match &opts.trusted {
+                Some(keys) => loader.bytes(&agent_recovery::signing::read_signed(path, keys)?),
+                None => loader.file(path),
+            }
+            .with_context(|| format!("--policy {}", path.display()))?;
             Some(Arc::new(policy) as Arc<dyn agent_recovery::retry::Decide + Send + Sync>)
         }
     };

@@ -29,6 +29,8 @@ mod cli_render;
 mod cli_replay;
 #[path = "cli_serve.rs"]
 mod cli_serve;
+#[path = "cli_signing.rs"]
+mod cli_signing;
 #[path = "cli_simulate.rs"]
 mod cli_simulate;
 #[path = "../../host/tests/suite_registry.rs"]
