@@ -80,7 +80,19 @@ fn the_policy_that_wrote_the_log_changes_nothing() {
     let log = logged("same", false);
     let lines = std::fs::read_to_string(&log).unwrap();
     let n = lines.lines().count();
-    assert!(n >= 3, "one line per decision: {lines}");
+    // One line per decision: the 503 on `pay` (retried, then ok) and the 409
+    // on `capture`, which the reference escalates (no checkpoint), ending the
+    // run before `lookup`.
+    let steps: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["step"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(steps, ["pay", "capture"], "one line per decision: {lines}");
     let out = ok(&run(&["policy", "replay", path_str(&log)], b""));
     assert!(
         out.starts_with(&format!(
@@ -104,7 +116,12 @@ fn changed_document() -> PathBuf {
         "format": 1,
         "name": "reference-409-permanent",
         "version": "1.0.0",
-        "overrides": {"codes": {"tool.http.409_conflict": {"class": "permanent", "action": "fail"}}}
+        "overrides": {"codes": {"tool.http.409_conflict": {"class": "permanent", "action": "fail"}}},
+        "smoke_tests": [{
+            "observation": {"source": "http", "status": 409},
+            "context": {"call": "tool", "attempt": 1},
+            "expect": {"action": "fail", "code": "tool.http.409_conflict"}
+        }]
     });
     scratch("replay-409.json", doc.to_string().as_bytes())
 }

@@ -200,8 +200,12 @@ fn a_signed_component_is_checked_and_served_and_refused_once_tampered() {
     decide.extend_from_slice(&required);
     let err = fails(&run(&decide, OBS_429.as_bytes()), 1);
     assert!(err.contains("bad signature"), "{err}");
-    // Without --require-signature nothing is checked: the tampered bytes fail to load instead.
-    let err = fails(&run(&["check", &wasm], b""), 2);
+    // Without --require-signature nothing is checked: the flipped byte (in
+    // the component's last custom section) may load or fail to load, but it
+    // is never a signature refusal.
+    let out = run(&["check", &wasm], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(1), "{err}");
     assert!(!err.contains("signature"), "{err}");
 }
 
