@@ -129,8 +129,16 @@ def account(files: Files, runs: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
         completed = printed is not None and printed.get("outcome") == "completed"
         # The run's own record (a branch that failed for good writes one of its own).
         own = [x for x in records if x["run_id"] == run_id and x["step_id"] not in branch_ids]
+        # docs/runtime.md, "Fan-out": fewer than min_results ok with nothing
+        # compensable completed (no earlier step, every branch failed for
+        # good) ends the run `failed`, with no dead-letter record of its own.
+        first = r["steps"][0]
+        nothing_to_undo = "fanout" in first and all(b.get("fail_always") for b in first["fanout"]["branches"])
         if completed:
             assert not own, f"{run_id} completed but has a dead-letter record: {own}"
+        elif nothing_to_undo:
+            assert not own, f"{run_id} had nothing to compensate but has a dead-letter record: {own}"
+            assert printed is None or printed.get("outcome") == "failed", f"{run_id} printed {printed}, not failed"
         else:
             assert len(own) >= 1, f"{run_id} did not complete (printed {printed}) and has no dead-letter record"
         rec = own[-1] if own else None
