@@ -5,14 +5,16 @@ and the option checks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 import pytest
 
-from agent_recovery import Failed, Policy, PolicyError, Runtime, VirtualClock
+from agent_recovery import Failed, Policy, PolicyError, Runtime, VirtualClock, _decision_log
 
 from .conftest import vectors_dir
 
@@ -57,6 +59,37 @@ def test_a_file_sink_appends_the_same_lines(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
     run_case(case, str(path))
     assert path.read_text("utf-8") == "".join(f"{line}\n" for line in expected(case))
+
+
+def test_step_async_writes_the_file_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = VECTOR["cases"][0]
+    path = tmp_path / "decisions.jsonl"
+    writers: List[str] = []
+    write = _decision_log.FileSink.__call__
+
+    def recorded(self: Any, line: str) -> None:
+        writers.append(threading.current_thread().name)
+        write(self, line)
+
+    monkeypatch.setattr(_decision_log.FileSink, "__call__", recorded)
+
+    async def main() -> str:
+        runtime = Runtime(
+            policy=POLICY,
+            clock=VirtualClock(case["now_ms"]),
+            seed=case["seed"],
+            decision_log=str(path),
+            decision_log_observation=case["observation"],
+        )
+        run = runtime.run(case["run_id"])
+        for s in case["steps"]:
+            await run.step_async(id=s["id"], tool=s["tool"], call=s["call"], operation=operation(s["outcomes"]))
+        return threading.current_thread().name
+
+    loop_thread = asyncio.run(main())
+    assert path.read_text("utf-8") == "".join(f"{line}\n" for line in expected(case))
+    assert len(writers) == len(expected(case))
+    assert loop_thread not in writers, writers
 
 
 def test_a_logger_gets_each_line_at_info(caplog: pytest.LogCaptureFixture) -> None:

@@ -25,8 +25,9 @@ def _bad(message: str) -> PolicyError:
     return PolicyError("invalid_argument", message)
 
 
-class _FileSink:
-    """Appends lines to a file, rotating it at `ROTATE_BYTES` (thread-safe)."""
+class FileSink:
+    """Appends lines to a file, rotating it at `ROTATE_BYTES` (thread-safe; a
+    blocking write, which `step_async` makes off the event loop)."""
 
     def __init__(self, path: "os.PathLike[str] | str") -> None:
         self.path = os.fspath(path)
@@ -101,7 +102,7 @@ def make(
             logger.info(line)
 
     elif isinstance(option, (str, os.PathLike)):
-        write = _FileSink(option)
+        write = FileSink(option)
     elif callable(option):
         write = option
     else:

@@ -873,7 +873,8 @@ class Runtime:
 
 #: A need of the driver: ("sleep", ms, cancellable), ("restore", hook),
 #: ("call", Call, fn, holder), ("fork", fx, fanout, lane), ("store", fn, *args)
-#: (store work: `fn(*args)`, answered with its value).
+#: (store work: `fn(*args)`, answered with its value), ("log", write, line)
+#: (a decision log line).
 _Need = Tuple[Any, ...]
 
 
@@ -1202,7 +1203,7 @@ class Run:
                     if not isinstance(line, str):
                         raise _malformed("log without line")
                     if rt._decision_log is not None:
-                        rt._decision_log.write(line)
+                        yield ("log", rt._decision_log.write, line)
                 elif kind == "sleep":
                     nxt = yield ("sleep", int(fx.get("ms") or 0), fx.get("cancellable", True) is not False)
                 elif kind == "restore":
@@ -1322,7 +1323,7 @@ class Run:
     def _do_sync(self, need: _Need) -> Any:
         clock = self._rt._clock
         what = need[0]
-        if what == "store":
+        if what == "store" or what == "log":
             return need[1](*need[2:])
         if what == "sleep":
             _, ms, cancellable = need
@@ -1426,7 +1427,13 @@ class Run:
             need = next(gen)
             while True:
                 if need[0] == "store":
-                    need = gen.send(await self._store_async(need))
+                    need = gen.send(await self._store_async(need, _offloop.on_loop(self._rt._store)))
+                    continue
+                if need[0] == "log":
+                    # A file is written off the loop; the caller's own callable
+                    # or Logger is called here, as any of its hooks.
+                    here = not isinstance(need[1], _decision_log.FileSink)
+                    need = gen.send(await self._store_async(need, here))
                     continue
                 try:
                     answer = await self._do_async(need)
@@ -1443,14 +1450,14 @@ class Run:
             report: StepReport = stop.value
             return report
 
-    async def _store_async(self, need: _Need) -> Any:
-        """Store work off the loop (`_offloop`). Cancelling the task while it
-        runs cancels the run once the call has answered (it is bounded by the
-        store's own timeout): the loop gets the store's real answer."""
-        store = self._rt._store
-        if _offloop.on_loop(store):
+    async def _store_async(self, need: _Need, here: bool) -> Any:
+        """Blocking work (store calls, decision log files) off the loop
+        (`_offloop`), or `here` on it when it never blocks. Cancelling the
+        task while it runs cancels the run once the call has answered (it is
+        bounded by the store's own timeout): the loop gets the real answer."""
+        if here:
             return need[1](*need[2:])
-        fut = _offloop.start(store, need[1], *need[2:])
+        fut = _offloop.start(self._rt._store, need[1], *need[2:])
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
