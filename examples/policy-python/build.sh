@@ -47,7 +47,7 @@ cp "$here/policy.py" "$work/"
 # wasm-tools compose names the plugged-in instance after its file (kebab case).
 cp "$reference" "$work/reference.wasm"
 
-componentize-py --quiet -d "$root/wit" -d "$here/wit" -w agent:policy-python/python-policy \
+componentize-py --quiet -d "$root/wit/agent-recovery@0.1.0" -d "$here/wit" -w agent:policy-python/python-policy \
   componentize --stub-wasi -p "$work" policy -o "$out/policy_python.app.wasm"
 wasm-tools compose "$out/policy_python.app.wasm" -d "$work/reference.wasm" -o "$out/policy_python.wasm" >"$work/compose.log" 2>&1 || {
   cat "$work/compose.log" >&2

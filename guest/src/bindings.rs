@@ -6,7 +6,7 @@ crate::__export_policy_impl!(
     crate::document::Embedded,
     {
         world: "agent:recovery/recovery-runtime@0.2.0",
-        path: ["../wit", "../wit/runtime"],
+        path: ["../wit/agent-recovery@0.1.0", "../wit/agent-recovery@0.2.0"],
     },
     recovery0_1_0,
     impl exports::agent::recovery0_2_0::runtime::Guest for Adapter {

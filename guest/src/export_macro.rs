@@ -6,11 +6,12 @@
 /// ```text
 /// struct MyPolicy;
 /// impl agent_recovery_policy::RecoveryPolicy for MyPolicy { /* ... */ }
-/// agent_recovery_policy::export_policy!(MyPolicy, "../wit");
+/// agent_recovery_policy::export_policy!(MyPolicy, "../wit/agent-recovery@0.1.0");
 /// ```
 ///
-/// The second argument is the path of the `wit/` directory, relative to the
-/// crate's `Cargo.toml`. All WIT conversions are generated here; your type only
+/// The second argument is the path of the published contract's folder,
+/// `wit/agent-recovery@0.1.0/` of this repository, relative to the crate's
+/// `Cargo.toml`. All WIT conversions are generated here; your type only
 /// deals in this crate's Rust types.
 #[macro_export]
 macro_rules! export_policy {

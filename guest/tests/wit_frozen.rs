@@ -1,70 +1,108 @@
-//! The published contract `agent:recovery@0.1.0` is frozen.
+//! Published WIT versions are frozen.
 //!
-//! `wit/*.wit` is what the host and every policy (the reference, payments-policy,
-//! custom policies) build against; `tests/wit-frozen/agent-recovery@0.1.0/` is the
-//! snapshot taken when 0.1.0 was published. They must stay byte-identical: a
-//! change to a published version is a new version (like `wit/runtime/`, which is
-//! `agent:recovery@0.2.0`), never an edit. See docs/wit.md.
+//! Each version lives in a folder of its own, `wit/agent-recovery@X.Y.Z/`, and
+//! the guest, the hosts and every policy build from those folders (there are no
+//! copies). A published version is never edited: a change is a new folder with
+//! a new version. This test pins the sha256 of every file of every published
+//! version, and checks that each folder declares the package its name says.
+//! See docs/wit.md.
 
-use std::collections::BTreeSet;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+/// Every published version: its folder, and the sha256 of each of its files.
+const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
+    (
+        "agent-recovery@0.1.0",
+        &[
+            ("policy.wit", "c75b681682103d20f8b803fb18a5488d34f27390704faf7d5676c179ae3f4c31"),
+            ("types.wit", "0f08fec36e84cb055d5ad1828d42ee58edef636c59c9655a99e2587cb5a7eb7b"),
+        ],
+    ),
+    (
+        "agent-recovery@0.2.0",
+        &[("runtime.wit", "84d1b88c4518a6962ea7277782e51f4056f2b74ca9c845e519c5ef813adf8f38")],
+    ),
+];
+
+fn wit_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit")
 }
 
-fn wit_files(dir: &Path) -> BTreeSet<String> {
+fn wit_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".wit"))
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).unwrap_or_default();
+            (n, bytes)
+        })
         .collect()
 }
 
-#[test]
-fn published_0_1_0_is_unchanged() {
-    let live = root().join("wit");
-    let frozen = root().join("tests/wit-frozen/agent-recovery@0.1.0");
-    let (live_files, frozen_files) = (wit_files(&live), wit_files(&frozen));
-    assert_eq!(
-        live_files, frozen_files,
-        "the files of the published package agent:recovery@0.1.0 changed (wit/*.wit vs tests/wit-frozen/agent-recovery@0.1.0/); \
-         a published WIT version is never edited: put new interfaces in a new version (wit/runtime/ is 0.2.0)"
-    );
-    for name in &frozen_files {
-        let a = std::fs::read_to_string(live.join(name)).unwrap_or_default();
-        let b = std::fs::read_to_string(frozen.join(name)).unwrap_or_default();
-        if a != b {
-            let line = a
-                .lines()
-                .zip(b.lines())
-                .position(|(x, y)| x != y)
-                .unwrap_or_else(|| a.lines().count().min(b.lines().count()))
-                + 1;
-            panic!(
-                "wit/{name} differs from the frozen snapshot of the published agent:recovery@0.1.0 at line {line}; \
-                 a published WIT version is never edited: revert the change and put it in a new version \
-                 (wit/runtime/, agent:recovery@0.2.0, or a later one)"
-            );
-        }
-    }
-    let policy = std::fs::read_to_string(live.join("policy.wit")).unwrap_or_default();
-    assert!(
-        policy.starts_with("package agent:recovery@0.1.0;"),
-        "wit/policy.wit must declare package agent:recovery@0.1.0"
-    );
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
-fn runtime_is_a_new_version() {
-    let text = std::fs::read_to_string(root().join("wit/runtime/runtime.wit")).unwrap_or_default();
+fn published_versions_are_unchanged() {
+    for (folder, pinned) in PUBLISHED {
+        let live = wit_files(&wit_root().join(folder));
+        let names: Vec<&str> = live.keys().map(String::as_str).collect();
+        let pinned_names: Vec<&str> = pinned.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names, pinned_names,
+            "the files of the published wit/{folder}/ changed; a published WIT version is never \
+             edited: put new interfaces in a new version folder"
+        );
+        for (name, digest) in *pinned {
+            assert_eq!(
+                hex(&live[*name]),
+                *digest,
+                "wit/{folder}/{name} differs from the published version; a published WIT version \
+                 is never edited: revert the change and put it in a new version folder"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_folder_declares_its_version() {
+    let mut folders: Vec<String> = std::fs::read_dir(wit_root())
+        .expect("wit/")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    assert!(!folders.is_empty(), "wit/ holds no version folder");
+    for folder in &folders {
+        let version = folder
+            .strip_prefix("agent-recovery@")
+            .unwrap_or_else(|| panic!("wit/{folder}/: a version folder is named agent-recovery@X.Y.Z"));
+        let package = format!("package agent:recovery@{version};");
+        let files = wit_files(&wit_root().join(folder));
+        assert!(!files.is_empty(), "wit/{folder}/ holds no .wit file");
+        let mut declared = 0;
+        for (name, bytes) in files {
+            let text = String::from_utf8(bytes).expect("WIT is UTF-8");
+            for line in text.lines().filter(|l| l.starts_with("package ")) {
+                assert_eq!(
+                    line, package,
+                    "wit/{name} in wit/{folder}/ must declare `{package}` (the folder names the version)"
+                );
+                declared += 1;
+            }
+        }
+        assert!(declared > 0, "no file of wit/{folder}/ declares `{package}`");
+    }
+    let runtime = std::fs::read_to_string(wit_root().join("agent-recovery@0.2.0/runtime.wit"))
+        .unwrap_or_default();
     assert!(
-        text.starts_with("package agent:recovery@0.2.0;"),
-        "wit/runtime/runtime.wit must declare package agent:recovery@0.2.0 (0.1.0 is frozen)"
-    );
-    assert!(
-        text.contains("include agent:recovery/recovery-policy@0.1.0;"),
+        runtime.contains("include agent:recovery/recovery-policy@0.1.0;"),
         "the 0.2 world must include the 0.1 world unchanged, so 0.1 hosts keep working with the reference"
     );
 }

@@ -24,7 +24,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-wasmtime::component::bindgen!({ world: "recovery-policy", path: "../wit" });
+wasmtime::component::bindgen!({ world: "recovery-policy", path: "../wit/agent-recovery@0.1.0" });
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 

@@ -13,7 +13,7 @@ import { REPO } from './helpers.mjs';
 
 /** The WIT package as one source text (the embedder reads no files here). */
 function witSource() {
-  const dir = join(REPO, 'wit');
+  const dir = join(REPO, 'wit', 'agent-recovery@0.1.0');
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.wit'))
     .sort();

@@ -211,4 +211,4 @@ pub const SMOKE_TESTS: &str = r#"[
 ]"#;
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(Payments, "../../wit");
+agent_recovery_policy::export_policy!(Payments, "../../wit/agent-recovery@0.1.0");

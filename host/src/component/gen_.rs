@@ -4,7 +4,7 @@
 //! `Policy` calls the generated functions.
 wasmtime::component::bindgen!({
     world: "recovery-policy",
-    path: "../wit",
+    path: "../wit/agent-recovery@0.1.0",
     additional_derives: [PartialEq],
 });
 
@@ -13,7 +13,7 @@ wasmtime::component::bindgen!({
 pub(crate) mod runtime {
     wasmtime::component::bindgen!({
         inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; }",
-        path: ["../wit", "../wit/runtime"],
+        path: ["../wit/agent-recovery@0.1.0", "../wit/agent-recovery@0.2.0"],
         world: "agent-recovery:host/runtime-host",
     });
 }

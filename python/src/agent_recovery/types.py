@@ -4,7 +4,7 @@ These are `TypedDict`s: at runtime the values are the plain dicts that
 `json.loads` makes of the component's output, so nothing is converted and every
 runtime sees the same data. Fields may be added in later versions of the
 contract, never renamed or removed; `total=False` marks what may be absent.
-The field-by-field specification is the WIT (`wit/types.wit`) and docs/envelope-and-decision.md.
+The field-by-field specification is the WIT (`wit/agent-recovery@0.1.0/types.wit`) and docs/envelope-and-decision.md.
 """
 
 from __future__ import annotations

@@ -20,4 +20,4 @@ impl RecoveryPolicy for EmptySmoke {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(EmptySmoke, "../../../wit");
+agent_recovery_policy::export_policy!(EmptySmoke, "../../../wit/agent-recovery@0.1.0");

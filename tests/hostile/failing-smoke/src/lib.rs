@@ -21,4 +21,4 @@ impl RecoveryPolicy for FailingSmoke {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(FailingSmoke, "../../../wit");
+agent_recovery_policy::export_policy!(FailingSmoke, "../../../wit/agent-recovery@0.1.0");

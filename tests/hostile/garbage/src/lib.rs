@@ -23,4 +23,4 @@ impl RecoveryPolicy for Garbage {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(Garbage, "../../../wit");
+agent_recovery_policy::export_policy!(Garbage, "../../../wit/agent-recovery@0.1.0");

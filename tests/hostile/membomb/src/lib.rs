@@ -31,4 +31,4 @@ impl RecoveryPolicy for MemBomb {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(MemBomb, "../../../wit");
+agent_recovery_policy::export_policy!(MemBomb, "../../../wit/agent-recovery@0.1.0");

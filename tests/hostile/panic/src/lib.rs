@@ -23,4 +23,4 @@ impl RecoveryPolicy for Panicky {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(Panicky, "../../../wit");
+agent_recovery_policy::export_policy!(Panicky, "../../../wit/agent-recovery@0.1.0");

@@ -27,4 +27,4 @@ impl RecoveryPolicy for Sneaky {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(Sneaky, "../../../wit");
+agent_recovery_policy::export_policy!(Sneaky, "../../../wit/agent-recovery@0.1.0");

@@ -30,4 +30,4 @@ impl RecoveryPolicy for Spin {
 }
 
 #[cfg(target_arch = "wasm32")]
-agent_recovery_policy::export_policy!(Spin, "../../../wit");
+agent_recovery_policy::export_policy!(Spin, "../../../wit/agent-recovery@0.1.0");
