@@ -1,9 +1,10 @@
 """A LangGraph worker for the resume test (tests/test_integrations_langgraph_resume.py):
 
-    python langgraph_worker.py URL CHECKPOINTS THREAD MODE
+    python langgraph_worker.py URL CHECKPOINTS THREAD MODE KIND
 
 runs the graph START -> pay -> END compiled with LangGraph's `SqliteSaver` on
-the file CHECKPOINTS, on thread THREAD. `pay` is a `recover_node` that posts
+the file CHECKPOINTS, on thread THREAD. `pay` is a `recover_node` (KIND
+`recover_node`) or a `GraphRecovery` node (KIND `graph`) that posts
 the charge to URL + "/charge" with its idempotency key. MODE `kill`:
 `invoke({"amount": 5})`, and `pay` sends itself SIGKILL once the charge's
 response came back (applied, but the node never returned). MODE `resume`:
@@ -24,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from agent_recovery.integrations.langgraph import recover_node
+from agent_recovery.integrations.langgraph import GraphRecovery, recover_node
 
 
 class State(TypedDict, total=False):
@@ -33,7 +34,7 @@ class State(TypedDict, total=False):
 
 
 def main() -> None:
-    url, checkpoints, thread, mode = sys.argv[1:5]
+    url, checkpoints, thread, mode, kind = sys.argv[1:6]
 
     # `config` is injected by LangGraph: a new object each run, left out of the key.
     def pay(state: State, config: RunnableConfig, *, key: str) -> State:
@@ -44,7 +45,8 @@ def main() -> None:
         return {"charge": r.json()}
 
     saver = SqliteSaver(sqlite3.connect(checkpoints, check_same_thread=False))
-    graph = StateGraph(State).add_node("pay", recover_node(pay, call="tool", side_effect=True))
+    node = recover_node if kind == "recover_node" else GraphRecovery().node
+    graph = StateGraph(State).add_node("pay", node(pay, call="tool", side_effect=True))
     app = graph.add_edge(START, "pay").add_edge("pay", END).compile(checkpointer=saver)
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     state = app.invoke({"amount": 5} if mode == "kill" else None, config, durability="sync")

@@ -10,6 +10,7 @@ server's counts: the charges it applied and the refunds it made, by charge id.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ from typing import Any, List, TypedDict
 import httpx
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from agent_recovery import VirtualClock
@@ -41,8 +43,8 @@ def log(server: ScriptedServer, route: str) -> List[Any]:
     return [e for e in server.stats()["log"] if e["route"] == route]
 
 
-def worker(server: ScriptedServer, checkpoints: Path, mode: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(WORKER), server.url, str(checkpoints), "thread-1", mode],
+def worker(server: ScriptedServer, checkpoints: Path, mode: str, kind: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(WORKER), server.url, str(checkpoints), "thread-1", mode, kind],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -50,15 +52,16 @@ def saver(tmp_path: Path) -> SqliteSaver:
     return SqliteSaver(sqlite3.connect(str(tmp_path / "checkpoints.db"), check_same_thread=False))
 
 
+@pytest.mark.parametrize("kind", ["recover_node", "graph"])
 def test_a_node_killed_after_its_charge_resumes_from_the_checkpoint_with_the_same_key(
-        server: ScriptedServer, tmp_path: Path) -> None:
+        server: ScriptedServer, tmp_path: Path, kind: str) -> None:
     server.script({})
     checkpoints = tmp_path / "checkpoints.db"
-    killed = worker(server, checkpoints, "kill")
+    killed = worker(server, checkpoints, "kill", kind)
     assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr)
     assert server.stats()["charges"] == 1  # applied; the node never returned
 
-    resumed = worker(server, checkpoints, "resume")
+    resumed = worker(server, checkpoints, "resume", kind)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["charge"]["status"] == "succeeded"
     keys = [e["key"] for e in log(server, "charge")]
@@ -93,7 +96,7 @@ class Trip(TypedDict, total=False):
     error: Any
 
 
-def trip(server: ScriptedServer, tmp_path: Path, recovery: GraphRecovery) -> Any:
+def trip(server: ScriptedServer, checkpointer: Any, recovery: GraphRecovery, asynchronous: bool = False) -> Any:
     def post(amount: int, key: str) -> Any:
         r = httpx.post(server.url + "/charge", json={"amount": amount}, headers={"Idempotency-Key": key})
         r.raise_for_status()
@@ -111,6 +114,8 @@ def trip(server: ScriptedServer, tmp_path: Path, recovery: GraphRecovery) -> Any
     def ship(state: Trip, *, key: str) -> Trip:
         return {"shipped": post(1, key)}
 
+    if asynchronous:
+        charge, deposit, ship = (_async(f) for f in (charge, deposit, ship))
     g = StateGraph(Trip)
     g.add_node("charge", recovery.node(charge, call="tool", side_effect=True,
                                        compensate=lambda state, update, *, key: refund(update["charge"]["id"], key)))
@@ -119,18 +124,37 @@ def trip(server: ScriptedServer, tmp_path: Path, recovery: GraphRecovery) -> Any
     g.add_node("ship", recovery.node(ship, call="tool", side_effect=True))
     g.set_node_defaults(error_handler=recovery.error_handler("error"))
     g.add_edge(START, "charge").add_edge("charge", "deposit").add_edge("deposit", "ship").add_edge("ship", END)
-    return g.compile(checkpointer=saver(tmp_path))
+    return g.compile(checkpointer=checkpointer)
+
+
+def _async(fn: Any) -> Any:
+    """`fn` as a coroutine function (the same name and key parameter), for `ainvoke`."""
+    async def node(state: Trip, *, key: str) -> Trip:
+        return await asyncio.to_thread(fn, state, key=key)  # type: ignore[no-any-return]
+
+    node.__name__ = node.__qualname__ = fn.__name__
+    return node
 
 
 def charge_ids(server: ScriptedServer, state: Any) -> List[str]:
     return [state["charge"]["id"], state["deposit"]["id"]]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_later_node_failing_for_good_refunds_the_earlier_nodes_in_reverse_order(
-        server: ScriptedServer, tmp_path: Path) -> None:
-    app = trip(server, tmp_path, GraphRecovery(clock=VirtualClock(0)))
+        server: ScriptedServer, tmp_path: Path, asynchronous: bool) -> None:
+    recovery = GraphRecovery(clock=VirtualClock(0))
     server.script({"charge": [{}, {}, DECLINED]})
-    state = app.invoke({}, {"configurable": {"thread_id": "trip-1"}})
+    config: Any = {"configurable": {"thread_id": "trip-1"}}
+
+    async def run_async() -> Any:  # LangGraph's async SQLite checkpointer
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as checkpointer:
+            return await trip(server, checkpointer, recovery, asynchronous=True).ainvoke({}, config)
+
+    if asynchronous:
+        state = asyncio.run(run_async())
+    else:
+        state = trip(server, saver(tmp_path), recovery).invoke({}, config)
     assert state["error"]["error"]["code"] == "tool.payment.declined" and "shipped" not in state
     charged, deposited = charge_ids(server, state)
     assert server.stats()["refunds"] == [deposited, charged]  # reverse order, each once
@@ -140,7 +164,8 @@ def test_a_later_node_failing_for_good_refunds_the_earlier_nodes_in_reverse_orde
 
 
 def test_a_transient_failure_exhausted_is_compensated_once_by_the_runtime(server: ScriptedServer, tmp_path: Path) -> None:
-    app = trip(server, tmp_path, GraphRecovery(clock=VirtualClock(0)))
+    # The breaker out of the way: the policy's attempts run out on the 503s.
+    app = trip(server, saver(tmp_path), GraphRecovery(clock=VirtualClock(0), breaker=(100, 30_000)))
     server.script({"charge": [{}, {}] + [{"status": 503}] * 20})
     state = app.invoke({}, {"configurable": {"thread_id": "trip-2"}})
     assert state["error"]["error"]["code"] == "tool.http.503_unavailable"
