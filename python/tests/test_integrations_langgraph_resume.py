@@ -84,9 +84,14 @@ def test_a_node_run_again_in_a_loop_gets_a_new_key_per_superstep(server: Scripte
     graph = graph.add_edge(START, "pay").add_conditional_edges("pay", lambda s: "pay" if s["charges"] < 2 else END)
     app = graph.compile(checkpointer=saver(tmp_path))
     server.script({})
-    assert app.invoke({"amount": 5}, {"configurable": {"thread_id": "loop"}})["charges"] == 2
+    config: Any = {"configurable": {"thread_id": "loop"}}
+    assert app.invoke({"amount": 5}, config)["charges"] == 2
     keys = [e["key"] for e in log(server, "charge")]
     assert len(set(keys)) == 2 and server.stats()["charges"] == 2
+    # The same thread invoked again with new input: new supersteps, new keys.
+    assert app.invoke({"amount": 5, "charges": 0}, config)["charges"] == 2
+    keys = [e["key"] for e in log(server, "charge")]
+    assert len(set(keys)) == 4 and server.stats()["charges"] == 4
 
 
 class Trip(TypedDict, total=False):
@@ -172,3 +177,22 @@ def test_a_transient_failure_exhausted_is_compensated_once_by_the_runtime(server
     charged, deposited = charge_ids(server, state)
     # The policy decided `compensate`: the runtime refunded during the step; the handler had nothing left to do.
     assert server.stats()["refunds"] == [deposited, charged] and len(log(server, "refund")) == 2
+
+
+def test_a_node_running_a_graph_of_the_same_run_is_refused_not_deadlocked(tmp_path: Path) -> None:
+    from agent_recovery import PolicyError, RecoveryError
+
+    recovery = GraphRecovery(clock=VirtualClock(0))
+
+    def inner(state: Looped) -> Looped:
+        return {"charges": 1}
+
+    inner_app = StateGraph(Looped).add_node("inner", recovery.node(inner)).add_edge(START, "inner").compile()
+
+    def outer(state: Looped) -> Looped:
+        return inner_app.invoke(state)  # type: ignore[no-any-return]  # same thread, same GraphRecovery
+
+    app = StateGraph(Looped).add_node("outer", recovery.node(outer)).add_edge(START, "outer")
+    with pytest.raises(RecoveryError) as raised:  # the outer node failed on the inner node's refusal
+        app.compile(checkpointer=saver(tmp_path)).invoke({"amount": 5}, {"configurable": {"thread_id": "nested"}})
+    assert isinstance(raised.value.cause, PolicyError) and "already running" in str(raised.value.cause)

@@ -39,8 +39,9 @@ import functools
 import hashlib
 import inspect
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Optional, Set, Tuple
 
 from langgraph.errors import NodeError
 
@@ -59,7 +60,10 @@ INJECTED = ("config", "writer", "store", "previous", "runtime")
 
 #: The options of `GraphRecovery` (the runtime's) and of `GraphRecovery.node`.
 _RUNTIME_OPTIONS = ("policy", "store", "clock", "seed", "policy_config", "breaker", "on_event", "timeout_ms")
-_NODE_OPTIONS = ("call", "tool", "target", "fallbacks", "side_effect", "idempotent", "step_id")
+_NODE_OPTIONS = ("call", "tool", "target", "fallbacks", "side_effect", "idempotent")
+#: The runs with a node step in progress in this call stack (a node that runs a
+#: graph whose nodes are steps of the same run would wait for itself).
+_STEPPING: ContextVar[FrozenSet[str]] = ContextVar("agent_recovery_langgraph_stepping", default=frozenset())
 
 
 def name_of(text: str) -> str:
@@ -178,7 +182,11 @@ class GraphRecovery:
         if task is None:
             raise _bad("a GraphRecovery node runs in a graph compiled with a checkpointer, invoked with "
                        "config={'configurable': {'thread_id': ...}}; use recover_node for a graph without one")
-        return name_of(f"langgraph/{task[0]}"), task[1]
+        run_id = name_of(f"langgraph/{task[0]}")
+        if run_id in _STEPPING.get():
+            raise _bad(f"a node of run {run_id!r} is already running in this call (a graph run inside a node, "
+                       "on the same thread?); give the inner graph its own GraphRecovery or thread_id")
+        return run_id, task[1]
 
     def _settle(self, thread: _Thread, run_id: str, run: Run, step: Dict[str, Any], report: StepReport,
                 undo: Optional[Callable[[Call], Any]]) -> None:
@@ -229,10 +237,11 @@ class GraphRecovery:
                     run = thread.resume(self.runtime, run_id)
                     done: Dict[str, Any] = {}
                     undo = step_hook(args, done)
-                    token = _CALL.set(outcome.decision)
+                    token, inside = _CALL.set(outcome.decision), _STEPPING.set(_STEPPING.get() | {run_id})
                     try:
                         report = await run.step_async(compensate=undo, **step)
                     finally:
+                        _STEPPING.reset(inside)
                         _CALL.reset(token)
                     if report.outcome == "ok":
                         done["update"] = outcome.result(report)
@@ -251,10 +260,11 @@ class GraphRecovery:
                 run = thread.resume(self.runtime, run_id)
                 done: Dict[str, Any] = {}
                 undo = step_hook(args, done)
-                token = _CALL.set(outcome.decision)
+                token, inside = _CALL.set(outcome.decision), _STEPPING.set(_STEPPING.get() | {run_id})
                 try:
                     report = run.step(compensate=undo, **step)
                 finally:
+                    _STEPPING.reset(inside)
                     _CALL.reset(token)
                 if report.outcome == "ok":
                     done["update"] = outcome.result(report)

@@ -65,9 +65,9 @@ from langgraph.errors import NodeError
 
 from ..adapters import observation_from
 from ..door import _CALL, _Door, _is_async, _Outcome, _public_signature
-from ._langgraph_runs import INJECTED, GraphRecovery, name_of, node_task, rendered_error, step_of
+from ._langgraph_runs import GraphRecovery, name_of, node_task, rendered_error, step_of
 
-__all__ = ["INJECTED", "GraphRecovery", "envelope_handler", "recover_node", "retry_on"]
+__all__ = ["GraphRecovery", "envelope_handler", "recover_node", "retry_on"]
 
 
 def _policy(policy: Any) -> Any:
