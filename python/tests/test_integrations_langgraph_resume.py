@@ -196,3 +196,18 @@ def test_a_node_running_a_graph_of_the_same_run_is_refused_not_deadlocked(tmp_pa
     with pytest.raises(RecoveryError) as raised:  # the outer node failed on the inner node's refusal
         app.compile(checkpointer=saver(tmp_path)).invoke({"amount": 5}, {"configurable": {"thread_id": "nested"}})
     assert isinstance(raised.value.cause, PolicyError) and "already running" in str(raised.value.cause)
+
+
+def test_after_end_a_new_invocation_of_the_thread_compensates_only_its_own_nodes(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    recovery = GraphRecovery(clock=VirtualClock(0))
+    app = trip(server, saver(tmp_path), recovery)
+    config: Any = {"configurable": {"thread_id": "trip-3"}}
+    server.script({"charge": [{}, {}, {}, {}, {}, DECLINED]})
+    first = app.invoke({}, config)
+    assert "error" not in first and server.stats()["charges"] == 3
+    recovery.end(config)
+    second = app.invoke({}, config)
+    assert second["error"]["error"]["code"] == "tool.payment.declined"
+    assert server.stats()["refunds"] == [second["deposit"]["id"], second["charge"]["id"]]
+    assert {second["deposit"]["id"], second["charge"]["id"]}.isdisjoint({first["deposit"]["id"], first["charge"]["id"]})
