@@ -24,10 +24,12 @@ LangGraph's `ExecutionInfo` (`langgraph.runtime.get_runtime()`): the
 `thread_id` and the task's `checkpoint_ns` (`<node>:<task id>`, with the
 parent graphs' before it in a subgraph). LangGraph derives the task id from
 the id of the checkpoint the superstep starts from, the namespace, the step
-number and the node name, and saves the checkpoint before the superstep
-runs, so a node interrupted mid-call (the process killed, an exception) and
-run again by `invoke(None, config)` on the same thread gets the same key, and
-the service answers the first request instead of applying it twice. What
+number and the node name. With the superstep's checkpoint saved before the
+node runs (`durability="sync"`; LangGraph's default, `"async"`, writes it
+while the step runs, so a kill can lose it), a node interrupted mid-call (the
+process killed, an exception) and run again by `invoke(None, config)` on the
+same thread gets the same key, and the service answers the first request
+instead of applying it twice. A `run_id` option replaces the built one. What
 differs: each superstep (a node run twice in a loop, the same thread invoked
 again with new input) and each `Send` task has its own task id, so its own
 key. The key's `args` are the node's positional arguments (the state) and its
