@@ -43,8 +43,8 @@ def log(server: ScriptedServer, route: str) -> List[Any]:
     return [e for e in server.stats()["log"] if e["route"] == route]
 
 
-def worker(server: ScriptedServer, checkpoints: Path, mode: str, kind: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(WORKER), server.url, str(checkpoints), "thread-1", mode, kind],
+def worker(server: ScriptedServer, checkpoints: Path, mode: str, kind: str, *store: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(WORKER), server.url, str(checkpoints), "thread-1", mode, kind, *store],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -67,6 +67,17 @@ def test_a_node_killed_after_its_charge_resumes_from_the_checkpoint_with_the_sam
     keys = [e["key"] for e in log(server, "charge")]
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1]  # the resumed node sent the same key
     assert server.stats()["charges"] == 1  # so the service answered the first charge
+
+
+def test_with_a_store_that_outlives_the_process_the_resumed_node_finds_its_key_in_flight(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    server.script({})
+    checkpoints, store = tmp_path / "checkpoints.db", str(tmp_path / "store.db")
+    assert worker(server, checkpoints, "kill", "recover_node", store).returncode == -signal.SIGKILL
+    resumed = worker(server, checkpoints, "resume", "recover_node", store)
+    # The killed call's in-flight mark is a lease (in_flight_ttl_ms): nothing is called again while it holds.
+    assert resumed.returncode == 1 and "runtime.in_flight" in resumed.stderr
+    assert len(log(server, "charge")) == 1 and server.stats()["charges"] == 1
 
 
 class Looped(TypedDict, total=False):
