@@ -25,7 +25,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from agent_recovery import VirtualClock
+from agent_recovery import RecoveryError, VirtualClock
 from agent_recovery.integrations.langgraph import GraphRecovery, recover_node
 
 from .scripted import DECLINED, ScriptedServer
@@ -67,6 +67,29 @@ def test_a_node_killed_after_its_charge_resumes_from_the_checkpoint_with_the_sam
     keys = [e["key"] for e in log(server, "charge")]
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1]  # the resumed node sent the same key
     assert server.stats()["charges"] == 1  # so the service answered the first charge
+
+
+def test_a_node_that_raised_after_its_charge_resumes_in_the_same_process_with_the_same_key(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    raised: List[bool] = []
+
+    def pay(state: Looped, *, key: str) -> Looped:
+        r = httpx.post(server.url + "/charge", json={"amount": state["amount"]}, headers={"Idempotency-Key": key})
+        r.raise_for_status()
+        if not raised:
+            raised.append(True)
+            raise RuntimeError("lost after the charge")  # a permanent failure: the door does not retry it
+        return {"charges": 1}
+
+    graph = StateGraph(Looped).add_node("pay", recover_node(pay, call="tool", side_effect=True))
+    app = graph.add_edge(START, "pay").add_edge("pay", END).compile(checkpointer=saver(tmp_path))
+    server.script({})
+    config: Any = {"configurable": {"thread_id": "raised"}}
+    with pytest.raises(RecoveryError):
+        app.invoke({"amount": 5}, config)
+    assert app.invoke(None, config)["charges"] == 1
+    keys = [e["key"] for e in log(server, "charge")]
+    assert len(keys) == 2 and keys[0] == keys[1] and server.stats()["charges"] == 1
 
 
 def test_with_a_store_that_outlives_the_process_the_resumed_node_finds_its_key_in_flight(
@@ -191,7 +214,7 @@ def test_a_transient_failure_exhausted_is_compensated_once_by_the_runtime(server
 
 
 def test_a_node_running_a_graph_of_the_same_run_is_refused_not_deadlocked(tmp_path: Path) -> None:
-    from agent_recovery import PolicyError, RecoveryError
+    from agent_recovery import PolicyError
 
     recovery = GraphRecovery(clock=VirtualClock(0))
 
