@@ -84,6 +84,27 @@ def test_langgraph_writes_a_decline_into_the_state(server: ScriptedServer) -> No
     assert server.stats()["requests"]["charge"] == 1 and server.stats()["charges"] == 0
 
 
+def langgraph_compensations() -> str:
+    """The python block under `### Compensations` of the LangGraph section."""
+    section = re.split(r"^## ", PAGE.read_text(), flags=re.M)
+    [langgraph] = [s for s in section if s.startswith("LangGraph\n")]
+    found = re.search(r"^### Compensations\n+```python\n(.*?)```", langgraph, re.S | re.M)
+    assert found is not None
+    return found.group(1)
+
+
+def test_langgraph_refunds_the_charge_when_a_later_node_is_declined(server: ScriptedServer) -> None:
+    block = langgraph_compensations()
+    assert len(block.splitlines()) <= 15
+    server.script({"charge": [{}, DECLINED]})
+    printed = run(block)
+    assert "tool.payment.declined" in printed and "'shipped'" not in printed
+    stats = server.stats()
+    charged = [e for e in stats["log"] if e["route"] == "charge"]
+    assert len(charged) == 2 and stats["charges"] == 1
+    assert len(stats["refunds"]) == 1 and stats["refunds"][0] in printed  # the charge's id, refunded once
+
+
 def test_llama_index_retries_a_503_and_returns_the_charge(server: ScriptedServer) -> None:
     server.script({"charge": [{"status": 503}]})
     assert "'status': 'succeeded'" in run(QUICKSTARTS["LlamaIndex workflows"])

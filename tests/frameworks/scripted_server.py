@@ -7,12 +7,14 @@ One HTTP server on 127.0.0.1 serves:
 - a payment tool, `POST /charge`, that honours the `Idempotency-Key` header
   the way Stripe documents it: a repeated key gets the first answer back and
   is not charged again;
+- `POST /refund` (`{"charge": id}`), the undo of a charge, idempotent the
+  same way (a repeated key is answered as the first and refunds nothing);
 - a control API: `POST /_script` (replaces the script, resets the stats),
   `POST /_reset`, `GET /_stats`.
 
 Every route answers from a script, a queue of scripted answers per route; an
 empty queue answers with success. Routes are `model:<model name>` (or
-`model:*` for any model) and `charge`. A scripted answer is an object:
+`model:*` for any model), `charge` and `refund`. A scripted answer is an object:
 
     {"status": 429, "headers": {"retry-after": "2"}, "body": {...}}
     {"status": 503, "apply": true}   # charge: apply the charge, then fail
@@ -28,7 +30,8 @@ script, `{}` by default), and otherwise answers the text `done`.
     python tests/frameworks/scripted_server.py   # prints {"port": N}, serves until killed
 
 or, in Python tests, `with ScriptedServer() as server: server.url ...`.
-Stats: requests per route, charges applied, and a log of every request
+Stats: requests per route, charges applied, refunds applied (`refunds`:
+the charge ids, in order), and a log of every request
 (route, status, milliseconds since the server started, idempotency key).
 """
 
@@ -87,6 +90,8 @@ class _State:
         self.requests: Dict[str, int] = {}
         self.charges: Dict[str, Dict[str, Any]] = {}
         self.applied = 0
+        self.refunds: List[Any] = []
+        self.refunded: Dict[str, Dict[str, Any]] = {}
         self.log: List[Dict[str, Any]] = []
 
     def next(self, route: str, fallback: Optional[str] = None) -> Optional[Dict[str, Any]]:
@@ -114,6 +119,7 @@ class _State:
             return {
                 "requests": dict(self.requests),
                 "charges": self.applied,
+                "refunds": list(self.refunds),
                 "log": list(self.log),
             }
 
@@ -179,6 +185,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(200, {"ok": True})
         elif self.path == "/charge":
             self._charge(body)
+        elif self.path == "/refund":
+            self._refund(body)
         elif self.path in ("/v1/chat/completions", "/v1/responses"):
             self._model(body)
         else:
@@ -206,6 +214,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         state.record("charge", status, key)
         if status < 400:
             self._send(status, charge)
+        else:
+            self._send(status, scripted.get("body") or {"error": {"message": "service unavailable"}},
+                       scripted.get("headers"))
+
+    def _refund(self, body: Dict[str, Any]) -> None:
+        state = self.server.state
+        key = self.headers.get("Idempotency-Key")
+        with state.lock:
+            seen = state.refunded.get(key) if key else None
+        scripted = state.next("refund") or {}
+        if seen is not None:
+            state.record("refund", 200, key)
+            self._send(200, seen, {"Idempotent-Replayed": "true"})
+            return
+        status = int(scripted.get("status", 200))
+        refund = {"id": "re_" + uuid.uuid4().hex[:12], "charge": body.get("charge"), "status": "succeeded"}
+        if status < 400:
+            with state.lock:
+                state.refunds.append(body.get("charge"))
+                if key:
+                    state.refunded[key] = refund
+        state.record("refund", status, key)
+        if status < 400:
+            self._send(status, refund)
         else:
             self._send(status, scripted.get("body") or {"error": {"message": "service unavailable"}},
                        scripted.get("headers"))
