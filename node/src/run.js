@@ -6,7 +6,7 @@ import { elementMembers, elementSpans, parseLossless, rawMembers, stringify } fr
 import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
-import { checkMs, checkName, invalidArg, prepareStep, specText } from './step.js';
+import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
@@ -139,7 +139,7 @@ export class Run {
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
       const ctx = { step: prepared.step, last: undefined, tel };
-      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${specText(prepared.spec)}}`;
+      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
       const report = await this.#drive(this.#holder, input, ctx);
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
       return this.#end(report);
