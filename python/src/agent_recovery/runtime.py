@@ -436,7 +436,7 @@ def _dumps(value: Any, root: str = "value") -> str:
 
 #: A str as JSON text, as `json.dumps(s, ensure_ascii=False)` writes it (the
 #: encoder's own C function, without building an encoder per call).
-_jstr: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_jstr: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _jbool(b: bool) -> str:
