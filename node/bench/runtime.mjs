@@ -2,7 +2,10 @@
 // Benchmark: the Node Runtime's overhead per run of one step, the twin of
 // `cargo run --release -p agent-recovery --example runtime_overhead`.
 //
-//   node bench/runtime.mjs [--quick] [--no-journal]      (after `npm run build`)
+//   node bench/runtime.mjs [--quick] [--no-journal] [--success-only]      (after `npm run build`)
+//
+// --success-only: only the first case, no telemetry rows (what a profiler
+// should see: `node --cpu-prof bench/runtime.mjs --success-only`).
 //
 // Virtual clock (nothing sleeps), MemoryStore, seed 7, the reference policy;
 // each run is ended (`run.end()`), so the journal entry the loop writes before
@@ -27,6 +30,7 @@ import { MemoryStore, RawOutcome, Runtime, Telemetry, VirtualClock } from '../sr
 import { AlwaysOffSampler, BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 const quick = process.argv.includes('--quick');
+const successOnly = process.argv.includes('--success-only');
 // --no-journal: the run configuration's `journal: false` (no journal writes), to see what the journal costs.
 const journal = !process.argv.includes('--no-journal');
 const N = quick ? 300 : 2_000;
@@ -73,13 +77,15 @@ async function round(name, fn, n, check) {
 
 console.log(`node ${process.version}, ${N} runs x ${ROUNDS} rounds per case (virtual clock, MemoryStore, journal ${journal ? 'on' : 'off'})`);
 console.log('per run of one step                               CPU µs      wall µs');
-for (const [name, fn] of Object.entries(cases)) {
+for (const [name, fn] of Object.entries(cases).slice(0, successOnly ? 1 : undefined)) {
   await round(name, fn, WARMUP, true);
   const rs = [];
   for (let r = 0; r < ROUNDS; r++) rs.push(await round(name, fn, N, true));
   const span = (xs) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))}`;
   console.log(`${name.padEnd(48)}  ${span(rs.map((x) => x.cpu)).padStart(9)}  ${span(rs.map((x) => x.wall)).padStart(11)}`);
 }
+
+if (successOnly) process.exit(0);
 
 // Telemetry off vs. the default with no SDK vs. an SDK that samples nothing.
 const build = (telemetry) =>

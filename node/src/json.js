@@ -284,6 +284,49 @@ export function elementSpans(t) {
   }
 }
 
+/**
+ * The raw text of each member of each element of a JSON array text, by name
+ * (an element that is not an object: no members), in one pass over the text.
+ * The text must be valid JSON (parse it first): a batch of effects, whose
+ * large members (a journal entry's state) are then scanned once, not twice.
+ */
+export function elementMembers(t) {
+  const out = [];
+  let i = skipWs(t, 0);
+  if (t.charCodeAt(i) !== 91) throw new SyntaxError('not an array');
+  i = skipWs(t, i + 1);
+  if (t.charCodeAt(i) === 93) return out;
+  for (;;) {
+    const members = {};
+    if (t.charCodeAt(i) === 123) {
+      i = skipWs(t, i + 1);
+      if (t.charCodeAt(i) === 125) i++;
+      else {
+        for (;;) {
+          const keyEnd = skipString(t, i);
+          const name = t.slice(i + 1, keyEnd - 1);
+          const key = name.includes('\\') ? JSON.parse(t.slice(i, keyEnd)) : name;
+          i = skipWs(t, skipWs(t, keyEnd) + 1); // past the colon
+          const end = skipValue(t, i);
+          members[key] = t.slice(i, end);
+          i = skipWs(t, end);
+          if (t.charCodeAt(i) !== 44) break;
+          i = skipWs(t, i + 1);
+        }
+        if (t.charCodeAt(i) !== 125) throw new SyntaxError('expected , or }');
+        i++;
+      }
+    } else {
+      i = skipValue(t, i);
+    }
+    out.push(members);
+    i = skipWs(t, i);
+    if (t.charCodeAt(i) === 44) i = skipWs(t, i + 1);
+    else if (t.charCodeAt(i) === 93) return out;
+    else throw new SyntaxError('expected , or ]');
+  }
+}
+
 /** The raw text of each member of a JSON object text, by name. */
 export function rawMembers(t) {
   const out = {};

@@ -2,11 +2,11 @@
 // "The driver"). The twin of host/src/runtime/run.rs and driver.rs.
 
 import { PolicyRuntimeError } from './errors.js';
-import { elementSpans, parseLossless, rawMembers, stringify } from './json.js';
+import { elementMembers, elementSpans, parseLossless, rawMembers, stringify } from './json.js';
 import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
-import { checkMs, checkName, invalidArg, prepareStep, specText } from './step.js';
+import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
@@ -58,6 +58,8 @@ export class Run {
   #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
   #undo = new Map();
   #cancel = new AbortController();
+  /** Whether #cancel was aborted (read without making its signal). */
+  #aborted = false;
   #cancelAtMs;
   #finished;
   #busy = null;
@@ -89,8 +91,8 @@ export class Run {
     }
     if (signal !== undefined && signal !== null) {
       if (typeof signal.aborted !== 'boolean') throw invalidArg(`signal must be an AbortSignal, got ${describe(signal)}`);
-      if (signal.aborted) this.#cancel.abort();
-      else signal.addEventListener('abort', () => this.#cancel.abort(), { once: true });
+      if (signal.aborted) this.#abort();
+      else signal.addEventListener('abort', () => this.#abort(), { once: true });
     }
     if (resumed !== undefined) {
       this.#holder.state = resumed;
@@ -116,8 +118,13 @@ export class Run {
     this.#cancelAtMs = nowMs;
   }
 
+  #abort() {
+    this.#aborted = true;
+    this.#cancel.abort();
+  }
+
   #cancelled() {
-    return this.#cancel.signal.aborted || (this.#cancelAtMs !== undefined && this.#rt.clock.nowMs() >= this.#cancelAtMs);
+    return this.#aborted || (this.#cancelAtMs !== undefined && this.#rt.clock.nowMs() >= this.#cancelAtMs);
   }
 
   /**
@@ -132,7 +139,7 @@ export class Run {
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
       const ctx = { step: prepared.step, last: undefined, tel };
-      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${specText(prepared.spec)}}`;
+      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
       const report = await this.#drive(this.#holder, input, ctx);
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
       return this.#end(report);
@@ -172,7 +179,7 @@ export class Run {
    * the compensations run now.
    */
   async cancel() {
-    this.#cancel.abort();
+    this.#abort();
     if (this.#busy !== null) {
       try {
         return await this.#busy;
@@ -262,19 +269,19 @@ export class Run {
       holder.state = adv.state;
       const text = adv.effects;
       let effects;
-      let spans;
+      let members;
       try {
         effects = JSON.parse(text);
-        spans = elementSpans(text);
+        members = elementMembers(text);
       } catch {
         throw badEffect('not JSON');
       }
-      if (!Array.isArray(effects) || spans.length !== effects.length) throw badEffect('not an array');
+      if (!Array.isArray(effects) || members.length !== effects.length) throw badEffect('not an array');
       let next;
       for (let i = 0; i < effects.length; i++) {
         const fx = effects[i];
         if (fx === null || typeof fx !== 'object') throw badEffect('not an object');
-        fx[RAW_TEXT] = text.slice(spans[i][0], spans[i][1]);
+        fx[RAW] = members[i];
         const answer = await this.#effect(fx, ctx, holder);
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
@@ -288,7 +295,7 @@ export class Run {
   /** Carry out one effect: NO_REPORT, the input that answers it, or the step's report. */
   async #effect(fx, ctx, holder) {
     const rt = this.#rt;
-    const raw = fx.effect === 'emit' ? emitted(fx[RAW_TEXT]) : RAW_EFFECTS.has(fx.effect) ? rawMembers(fx[RAW_TEXT]) : {};
+    const raw = fx[RAW];
     switch (fx.effect) {
       case 'emit': {
         if (raw.event === undefined) throw badEffect('emit without event');
@@ -407,7 +414,7 @@ export class Run {
           return this.#cancelInput();
         }
         await rt.clock.sleepMs(ms, cancellable ? this.#cancel.signal : undefined);
-        if (cancellable && this.#cancel.signal.aborted) return this.#cancelInput();
+        if (cancellable && this.#aborted) return this.#cancelInput();
         return `{"input":"slept","now_ms":${rt.clock.nowMs()}}`;
       }
       case 'restore': {
@@ -436,7 +443,7 @@ export class Run {
         return {
           outcome: String(fx.outcome ?? ''),
           runFinished: fx.run_finished ?? true,
-          result: fx.result === undefined || fx.result === null ? null : resultValue(fx[RAW_TEXT], fx.result),
+          result: fx.result === undefined || fx.result === null ? null : resultValue(raw.result, fx.result),
           envelope: fx.envelope ?? null,
           rendered: fx.rendered ?? null,
           token: fx.token ?? null,
@@ -477,7 +484,14 @@ export class Run {
     const compensation = kind === 'compensation';
     if (!compensation && this.#cancelled()) return this.#cancelInput();
     const timeoutMs = fx.timeout_ms ?? null;
-    const attemptCtl = new AbortController();
+    // The attempt's AbortSignal, made when the operation first reads it (most
+    // never do); aborted at once when the attempt was abandoned before that.
+    let attemptCtl;
+    let abandoned;
+    const abandon = (reason) => {
+      if (attemptCtl === undefined) abandoned = reason;
+      else attemptCtl.abort(reason);
+    };
     const call = {
       kind,
       step: String(fx.step ?? ''),
@@ -485,7 +499,13 @@ export class Run {
       key: String(fx.key ?? ''),
       attempt: fx.attempt ?? 1,
       timeoutMs,
-      signal: attemptCtl.signal,
+      get signal() {
+        if (attemptCtl === undefined) {
+          attemptCtl = new AbortController();
+          if (abandoned !== undefined) attemptCtl.abort(abandoned);
+        }
+        return attemptCtl.signal;
+      },
     };
     ctx.tel.callStart(call, rt.clock.nowMs());
     let fn;
@@ -508,41 +528,61 @@ export class Run {
     }
     const started = rt.clock.nowMs();
     const virtual = rt.clock.virtual === true;
-    // The operation, settled into {value} or {error}.
-    const settled = (async () => fn(call))().then(
-      (value) => ({ value }),
-      (error) => ({ error }),
-    );
-    const racers = [settled];
-    let timer;
-    let onCancel;
-    if (timeoutMs !== null && !virtual) {
-      racers.push(
-        new Promise((resolve) => {
-          timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
-        }),
-      );
+    // The operation, settled into {value} or {error}: at once when it returned
+    // something that is not a promise (nothing to race), else raced against
+    // the attempt's timeout and the run's cancellation.
+    let first;
+    let pending;
+    try {
+      const value = fn(call);
+      if ((typeof value === 'object' && value !== null) || typeof value === 'function') {
+        if (typeof value.then === 'function') pending = value;
+        else first = { value };
+      } else {
+        first = { value };
+      }
+    } catch (error) {
+      first = { error };
     }
-    if (!compensation) {
-      racers.push(
-        new Promise((resolve) => {
-          if (this.#cancel.signal.aborted) return resolve({ cancelled: true });
-          onCancel = () => resolve({ cancelled: true });
-          this.#cancel.signal.addEventListener('abort', onCancel, { once: true });
-        }),
+    if (first !== undefined) {
+      // Cancelled while it ran (the operation cancelled its own run): as a race would have it.
+      if (!compensation && this.#aborted) first = { cancelled: true };
+    } else {
+      const settled = (async () => pending)().then(
+        (value) => ({ value }),
+        (error) => ({ error }),
       );
+      const racers = [settled];
+      let timer;
+      let onCancel;
+      if (timeoutMs !== null && !virtual) {
+        racers.push(
+          new Promise((resolve) => {
+            timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+          }),
+        );
+      }
+      if (!compensation) {
+        racers.push(
+          new Promise((resolve) => {
+            if (this.#aborted) return resolve({ cancelled: true });
+            onCancel = () => resolve({ cancelled: true });
+            this.#cancel.signal.addEventListener('abort', onCancel, { once: true });
+          }),
+        );
+      }
+      first = await Promise.race(racers);
+      clearTimeout(timer);
+      if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
     }
-    const first = await Promise.race(racers);
     ctx.tel.callEnd(rt.clock.nowMs());
-    clearTimeout(timer);
-    if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
     if (first.cancelled) {
-      attemptCtl.abort(new DOMException('the run was cancelled', 'AbortError'));
+      abandon(new DOMException('the run was cancelled', 'AbortError'));
       return this.#cancelInput();
     }
     const took = Math.max(0, rt.clock.nowMs() - started);
     if (first.timedOut || (timeoutMs !== null && took > timeoutMs)) {
-      if (first.timedOut) attemptCtl.abort(new DOMException(`the attempt timed out after ${timeoutMs} ms`, 'TimeoutError'));
+      if (first.timedOut) abandon(new DOMException(`the attempt timed out after ${timeoutMs} ms`, 'TimeoutError'));
       return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":{"source":"timeout","phase":"total","after_ms":${took}}}}`;
     }
     let result;
@@ -567,8 +607,8 @@ export class Run {
     if (holder.branch || ctx.branches === undefined) throw badEffect('fork outside a fan-out');
     if (fx.branches.length !== ctx.branches.size) throw badEffect('fork with a different number of branches');
     const forkAt = rt.clock.nowMs();
-    const rawBranches = elementSpans(rawMembers(fx[RAW_TEXT]).branches ?? '[]');
-    const branchesText = rawMembers(fx[RAW_TEXT]).branches ?? '[]';
+    const branchesText = fx[RAW].branches ?? '[]';
+    const rawBranches = elementSpans(branchesText);
     const branchRaw = fx.branches.map((b, i) => {
       const span = rawBranches[i];
       const r = span ? rawMembers(branchesText.slice(span[0], span[1])) : {};
@@ -618,22 +658,11 @@ export class Run {
 
 // ------------------------------------------------------------------ raw JSON text
 
-/** Where each effect's own text is kept (the component's bytes, passed on unchanged). */
-const RAW_TEXT = Symbol('raw effect text');
-/** Effects with a member whose bytes are passed on unchanged (event, value, record, branches). */
-const RAW_EFFECTS = new Set(['emit', 'write', 'claim', 'swap', 'append', 'fork']);
-
-const EMIT_HEAD = '{"effect":"emit","event":';
-
-/** The members of an `emit` effect: its event's bytes (serde writes `effect` first, then `event`). */
-function emitted(t) {
-  if (t.startsWith(EMIT_HEAD) && t.endsWith('}')) return { event: t.slice(EMIT_HEAD.length, -1) };
-  return rawMembers(t);
-}
+/** Where each effect's members are kept as the component's text, by name (passed on unchanged). */
+const RAW = Symbol('raw effect members');
 
 /** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
-function resultValue(text, parsed) {
-  const raw = rawMembers(text).result;
+function resultValue(raw, parsed) {
   return raw !== undefined && /\d{16}/.test(raw) ? parseLossless(raw) : parsed;
 }
 

@@ -210,6 +210,7 @@ export function prepareStep(step, what = 'step') {
       throw invalidArg(`${what}.replayOf must be {key, n, id} (the original key, the replay number from 1, the record id), got ${describe(replayOf)}`);
     }
   }
+  let argsText = 'null';
   if (step.args !== undefined) {
     let text;
     try {
@@ -218,6 +219,7 @@ export function prepareStep(step, what = 'step') {
       throw invalidArg(`${what} ${JSON.stringify(step.id)} cannot be sent to the loop: ${e.message}`);
     }
     if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
+    argsText = text;
   }
   const spec = {
     id: step.id,
@@ -233,7 +235,38 @@ export function prepareStep(step, what = 'step') {
   };
   // Only when given: a loop without durability refuses the member.
   if (replayOf !== undefined && replayOf !== null) spec.replay_of = { key: replayOf.key, n: replayOf.n, id: replayOf.id };
-  return { step, spec };
+  return { step, spec, text: plainSpecText(spec, argsText) };
+}
+
+const isBool = (v) => v === true || v === false;
+const isText = (v) => typeof v === 'string';
+
+/**
+ * `specText(spec)` written directly, with the args' text already made, when
+ * every other member has its plain type (the same bytes); undefined otherwise.
+ */
+function plainSpecText(spec, argsText) {
+  const { call, target, side_effect: sideEffect, idempotent } = spec;
+  if (
+    !(call === null || isText(call)) ||
+    !(target === null || isText(target)) ||
+    !isBool(sideEffect) ||
+    !(idempotent === null || isBool(idempotent)) ||
+    spec.replay_of !== undefined
+  ) {
+    return undefined;
+  }
+  const q = JSON.stringify;
+  return (
+    `{"id":${q(spec.id)},"tool":${q(spec.tool)},"call":${q(call)},"args":${argsText},"target":${q(target)},` +
+    `"fallbacks":${q(spec.fallbacks)},"side_effect":${sideEffect},"compensation":${spec.compensation},` +
+    `"checkpoint":${spec.checkpoint},"idempotent":${idempotent}}`
+  );
+}
+
+/** A prepared step's spec as the loop's JSON text. */
+export function preparedText(prepared) {
+  return prepared.text ?? specText(prepared.spec);
 }
 
 export function specText(spec) {

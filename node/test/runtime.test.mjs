@@ -304,6 +304,45 @@ test('attempt timeout on the system clock really cancels the call (its signal ab
   assert.equal(events.find((e) => e.event === 'decision').code, 'tool.timeout.total');
 });
 
+test('call.signal read only after the attempt timed out is already aborted (TimeoutError)', async () => {
+  const runtime = await Runtime.create({ seed: 7, attemptTimeoutMs: 30 });
+  const calls = [];
+  const report = await runtime.run('r-late-signal').step({
+    id: 's',
+    tool: 'search',
+    call: 'tool',
+    idempotent: true,
+    operation: (call) => {
+      calls.push(call);
+      return call.attempt === 1 ? new Promise(() => {}) : 'second try';
+    },
+  });
+  assert.equal(report.outcome, 'ok');
+  assert.equal(calls[0].signal.aborted, true);
+  assert.equal(calls[0].signal.reason.name, 'TimeoutError');
+  assert.equal(calls[1].signal.aborted, false);
+});
+
+test('an operation that cancels its own run and returns a plain value ends the step cancelled', async () => {
+  const { runtime } = await virtualRuntime();
+  const controller = new AbortController();
+  const run = runtime.run('r-self-cancel', { signal: controller.signal });
+  let call;
+  const report = await run.step({
+    id: 's',
+    tool: 'search',
+    call: 'tool',
+    operation: (c) => {
+      call = c;
+      controller.abort();
+      return { hits: 1 };
+    },
+  });
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal(call.signal.aborted, true);
+  assert.equal(call.signal.reason.name, 'AbortError');
+});
+
 test('a thrown error becomes an observation with fromError; Failed is a failure as given', async () => {
   const { runtime, events } = await virtualRuntime();
   const cause = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });

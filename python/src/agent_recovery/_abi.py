@@ -142,15 +142,23 @@ def call(
         _val_delete(byref(result))
 
 
-def call_with(
+def call_strings(
     func: "ctypes._CArgObject",
     ctx: "ctypes._Pointer[ffi.wasmtime_context_t]",
-    args: Sequence[Arg],
+    args: Tuple[bytes, ...],
     read: Callable[[_Val], Any],
 ) -> Any:
-    """Like `call`, with the result read by `read` (before it is freed)."""
+    """Call `func`, whose parameters are all strings (the loop's exports), with
+    `args`, the result read by `read` (before it is freed). The parameters are
+    written into one array in place, without an `_Arg` object and a list per call."""
     n = len(args)
-    params = _ARRAYS[n](*[_Arg(kind, len(data), data) for kind, data in args]) if n else None
+    params = _ARRAYS[n]()
+    for i in range(n):
+        param = params[i]
+        data = args[i]
+        param.kind = KIND_STRING
+        param.size = len(data)
+        param.data = data
     result = _Val()
     err = _func_call(func, ctx, params, n, byref(result), 1)
     if err:
@@ -195,16 +203,16 @@ def read_advance(result: _Val) -> Tuple[bool, Any, str]:
         return _policy_error(payload)
     if payload.kind != KIND_RECORD:
         raise BadOutput(f"expected ok(record), got value kind {payload.kind}")
-    fields = {}
+    # The export's type was checked against `record{state: string, effects:
+    # string}` (names and order) when the instance was made, so the fields are
+    # read by position, without reading their names back on every call.
     record = payload.of.record
-    for i in range(record.size):
-        entry = record.data[i]
-        if entry.val.kind != KIND_STRING:
-            raise BadOutput(f"record field {_text(entry.name)!r} is not a string")
-        fields[_text(entry.name)] = _text(entry.val.of.string)
-    if "state" not in fields or "effects" not in fields:
-        raise BadOutput("the advance-result has no state or no effects")
-    return True, (fields["state"], fields["effects"]), ""
+    if record.size != 2:
+        raise BadOutput(f"the advance-result has {record.size} fields, not 2 (state, effects)")
+    state, effects = record.data[0].val, record.data[1].val
+    if state.kind != KIND_STRING or effects.kind != KIND_STRING:
+        raise BadOutput("the advance-result's state or effects is not a string")
+    return True, (_text(state.of.string), _text(effects.of.string)), ""
 
 
 def read_option_text(result: _Val) -> Tuple[bool, Any, str]:

@@ -13,6 +13,7 @@ import json
 from typing import Any, Optional
 
 from .errors import PolicyError
+from .limits import MAX_ID_BYTES
 
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
@@ -92,8 +93,6 @@ def json_text(value: Any, what: str, empty: Optional[bytes] = None) -> bytes:
 
 def check_name(what: str, name: Any) -> None:
     """Refuse a name (run id, step id, tool, target) over `MAX_ID_BYTES`."""
-    from .limits import MAX_ID_BYTES
-
     if isinstance(name, str):
         size = len(name.encode("utf-8", "surrogatepass"))
         if size > MAX_ID_BYTES:

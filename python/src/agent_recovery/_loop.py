@@ -125,9 +125,7 @@ class LoopComponent:
             inst = _Instance(self._compiled, self._indices, self._limits)
         try:
             _abi.set_fuel(inst.ctx, self._limits.fuel_for(size))
-            ok, value, message = _abi.call_with(
-                inst.refs[name], inst.ctx, [(_abi.KIND_STRING, a) for a in args], read
-            )
+            ok, value, message = _abi.call_strings(inst.refs[name], inst.ctx, args, read)
         except _abi.Trapped as e:  # the instance is dropped: the next call gets a fresh one
             err = runtime_error(str(e))
             raise PolicyRuntimeError(

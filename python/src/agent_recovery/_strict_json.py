@@ -42,7 +42,12 @@ def dumps(
     U+FFFD instead of being refused, and an integer of any size is written as
     it is (an API's large id in a response body is no reason to refuse it)."""
     plain = _plain(value, root, [], 0, default, scrub)
-    return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODE(plain)
+
+
+#: `json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`,
+#: with the encoder built once instead of on every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def _refuse(path: str, what: str) -> JsonValueError:

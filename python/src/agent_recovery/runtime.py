@@ -344,6 +344,39 @@ class Step:
             raise _bad(f"a step needs {', '.join(missing)}; see Step")
         return cls(**options)
 
+    def spec_text(self) -> str:
+        """`spec()` as the JSON text the loop reads: `_dumps(spec(), "step")`,
+        written directly when every field has its plain type (the same bytes;
+        anything else, or a lone surrogate in a name, takes `_dumps`, which
+        names what it cannot carry)."""
+        call, target, fallbacks, idempotent = self.call, self.target, self.fallbacks, self.idempotent
+        if (
+            type(self.id) is str
+            and type(self.tool) is str
+            and (call is None or type(call) is str)
+            and (target is None or type(target) is str)
+            and type(self.side_effect) is bool
+            and (idempotent is None or type(idempotent) is bool)
+            and type(fallbacks) is list
+            and all(type(f) is str for f in fallbacks)
+        ):
+            try:
+                "".join((self.id, self.tool, call or "", target or "", *fallbacks)).encode("utf-8")
+            except UnicodeEncodeError:
+                return _dumps(self.spec(), "step")
+            args = "null" if self.args is None else _dumps(self.args, "step.args")
+            return (
+                f'{{"id":{_jstr(self.id)},"tool":{_jstr(self.tool)},'
+                f'"call":{"null" if call is None else _jstr(call)},"args":{args},'
+                f'"target":{"null" if target is None else _jstr(target)},'
+                f'"fallbacks":[{",".join(map(_jstr, fallbacks))}],'
+                f'"side_effect":{_jbool(self.side_effect)},'
+                f'"compensation":{_jbool(self.compensate is not None)},'
+                f'"checkpoint":{_jbool(self.checkpoint is not None)},'
+                f'"idempotent":{"null" if idempotent is None else _jbool(idempotent)}}}'
+            )
+        return _dumps(self.spec(), "step")
+
     def spec(self) -> Dict[str, Any]:
         """The `step` member of the loop's `step` input."""
         return {
@@ -401,8 +434,13 @@ def _dumps(value: Any, root: str = "value") -> str:
     return _strict_json.dumps(value, root)
 
 
-def _jstr(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+#: A str as JSON text, as `json.dumps(s, ensure_ascii=False)` writes it (the
+#: encoder's own C function, without building an encoder per call).
+_jstr: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _jbool(b: bool) -> str:
+    return "true" if b else "false"
 
 
 def _malformed(what: str) -> PolicyRuntimeError:
@@ -928,7 +966,7 @@ class Run:
         or the store failed (`PolicyError`, `PolicyRuntimeError`, `StoreError`)."""
         s = Step.of(step, options)
         self._claim_ids([s.id])
-        return self._sync(self._step_input(s.spec()), s)
+        return self._sync(self._step_text_input(s), s)
 
     async def step_async(self, step: Any = None, /, **options: Any) -> StepReport:
         """`step` for asyncio: operations, compensations and checkpoint hooks may
@@ -937,7 +975,7 @@ class Run:
         (the report says `cancelled`, after the compensations)."""
         s = Step.of(step, options)
         self._claim_ids([s.id])
-        return await self._async(self._step_input(s.spec()), s)
+        return await self._async(self._step_text_input(s), s)
 
     def fanout(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
         """Run `branches` (steps) concurrently (threads; one after another on a
@@ -1062,6 +1100,12 @@ class Run:
             return f'{{"input":"step","now_ms":{self._now()},"step":{_dumps(spec, "step")}}}'
         except (TypeError, ValueError) as e:
             raise _bad(f"step {spec.get('id')!r} cannot be sent to the loop: {e}") from None
+
+    def _step_text_input(self, step: Step) -> str:
+        try:
+            return f'{{"input":"step","now_ms":{self._now()},"step":{step.spec_text()}}}'
+        except (TypeError, ValueError) as e:
+            raise _bad(f"step {step.id!r} cannot be sent to the loop: {e}") from None
 
     def _fanout_input(self, f: _Fanout) -> str:
         try:

@@ -224,6 +224,10 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: `json.loads(text, parse_constant=_no_constant)` with the decoder built once.
+_STRICT_DECODE = json.JSONDecoder(parse_constant=_no_constant).decode
+
+
 def _check_json(what: str, key: str, text: object) -> str:
     if not isinstance(text, str):
         raise _invalid(
@@ -241,7 +245,9 @@ def _check_json(what: str, key: str, text: object) -> str:
             "store large payloads elsewhere and keep a reference"
         )
     try:
-        json.loads(text, parse_constant=_no_constant)
+        if text.startswith("\ufeff"):  # json.loads' own message for a BOM
+            json.loads(text, parse_constant=_no_constant)
+        _STRICT_DECODE(text)
     except (ValueError, RecursionError) as e:
         raise _invalid(f"the {what} for {key!r} is not JSON ({e}); pass JSON text, e.g. json.dumps(value)") from None
     return text
