@@ -117,13 +117,13 @@ const FRAMEWORKS = [
   ['openai-agents-js', agentsJs],
 ];
 
-/** Run every scenario; calls `emit(row)` for each row. */
-export async function table(emit) {
+/** Run every scenario (or only `scenarios`); calls `emit(row)` for each row. */
+export async function table(emit, { scenarios } = {}) {
   setTracingDisabled(true);
   const server = await scriptedServer();
   try {
     for (const [framework, drive] of FRAMEWORKS) {
-      for (const scenario of SCENARIOS.filter((sc) => sc.only === undefined || sc.only === framework)) {
+      for (const scenario of SCENARIOS.filter((sc) => (sc.only === undefined || sc.only === framework) && (scenarios === undefined || scenarios.includes(sc.name)))) {
         for (const mode of scenario.with === 'only' ? ['with'] : ['without', 'with']) {
           await server.script(scenario.queues, SPEC.tool_args);
           let raised;
