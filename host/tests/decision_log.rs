@@ -173,7 +173,9 @@ fn a_file_sink_appends_the_same_lines_and_rotates() {
 }
 
 /// Runs the vector's first case with `log`; returns each step's report and the run's events.
-fn run_first_case_with(log: DecisionLog) -> (Vec<agent_recovery::runtime::StepReport>, Vec<String>) {
+fn run_first_case_with(
+    log: DecisionLog,
+) -> (Vec<agent_recovery::runtime::StepReport>, Vec<String>) {
     let v = vector();
     let case = &v["cases"][0];
     let runtime = Runtime::builder()
