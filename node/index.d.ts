@@ -1019,6 +1019,12 @@ export type DecisionLogOptions = ({ path: string; write?: never } | { write: (li
   maxRecordBytes?: number;
 };
 
+/** A Runtime's decision log, as `runtime.decisionLog`. */
+export interface DecisionLog {
+  /** Lines the file could not take (the runs went on without them; the first one is a process warning); 0 for `write(line)`. */
+  readonly failedWrites: number;
+}
+
 /**
  * Where a Runtime sends its OpenTelemetry spans and metrics (docs/telemetry.md).
  * `new Telemetry({tracerProvider, meterProvider})`: these providers (a missing
@@ -1055,6 +1061,8 @@ export declare class Runtime {
   static create(options?: RuntimeOptions): Promise<Runtime>;
   readonly store: Store;
   readonly clock: Clock;
+  /** The decision log (docs/decision-logs.md), or null when off. */
+  readonly decisionLog: DecisionLog | null;
   run(runId: string, options?: { signal?: AbortSignal; cancelAtMs?: number }): Run;
   /** Run `fn(run)`, then end the run; when `fn` throws, the run is left in the journal for `recover`. */
   withRun<T>(runId: string, fn: (run: Run) => Promise<T> | T, options?: { signal?: AbortSignal; cancelAtMs?: number }): Promise<T>;

@@ -8,8 +8,10 @@
 
 Each row: framework, scenario, mode ("without" | "with"), model_requests and
 tool_requests (what the scripted server received), side_effects (charges it
-applied) and the run's outcome. The runs: tests/frameworks/scenarios.py;
-the server: tests/frameworks/scripted_server.py (127.0.0.1). Runs the
+applied) and the run's outcome. The runs: tests/frameworks/scenarios.py, on
+the scripts of tests/frameworks/scenarios.json (the Node rows' script,
+node/bench/frameworks-table.mjs, runs the same ones); the server:
+tests/frameworks/scripted_server.py (127.0.0.1). Runs the
 frameworks that are installed (`pip install -e './python[test]'` has all but
 Google ADK, which needs a venv of its own: `pip install -e
 './python[google-adk]'`, then `--framework google-adk --rows others.json`).

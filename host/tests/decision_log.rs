@@ -172,6 +172,45 @@ fn a_file_sink_appends_the_same_lines_and_rotates() {
     );
 }
 
+/// Runs the vector's first case with `log`; returns each step's report and the run's events.
+fn run_first_case_with(
+    log: DecisionLog,
+) -> (Vec<agent_recovery::runtime::StepReport>, Vec<String>) {
+    let v = vector();
+    let case = &v["cases"][0];
+    let runtime = Runtime::builder()
+        .clock(Arc::new(VirtualClock::new(
+            case["now_ms"].as_u64().unwrap(),
+        )))
+        .seed(case["seed"].as_u64().unwrap())
+        .decision_log(log)
+        .build()
+        .unwrap();
+    let mut run = runtime.run(case["run_id"].as_str().unwrap()).unwrap();
+    let reports = case["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|spec| run.step(scripted(spec)).expect("the step runs"))
+        .collect();
+    (reports, run.events().to_vec())
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_counted_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = vector();
+    let lines = v["cases"][0]["lines"].as_array().unwrap().len() as u64;
+    let without = run_first_case_with(DecisionLog::callback(|_| {}));
+    // Real files the log cannot write: a directory (opening it fails), /dev/full (each write fails).
+    for path in [dir.path(), Path::new("/dev/full")] {
+        let log = DecisionLog::file(path);
+        let got = run_first_case_with(log.clone());
+        assert_eq!(got, without, "{}", path.display());
+        assert_eq!(log.failed_writes(), lines, "{}", path.display());
+    }
+}
+
 #[test]
 fn an_observation_over_the_bound_is_replaced_by_its_digest() {
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -1,23 +1,29 @@
 #!/usr/bin/env node
-// The frameworks table: the Vercel AI SDK (`ai` 7) and OpenAI Agents JS
-// (`@openai/agents`), each alone (its defaults) and with the adapter
-// (agent-recovery/ai-sdk, agent-recovery/openai-agents), on scripted failures
-// from tests/frameworks/scripted_server.py (spawned on 127.0.0.1).
+// The frameworks table, Node rows: the Vercel AI SDK (`ai` 7) and OpenAI Agents
+// JS (`@openai/agents`), each alone (its defaults) and with the adapter
+// (agent-recovery/ai-sdk, agent-recovery/openai-agents), on the five scripted
+// failures of the Python rows (tests/frameworks/scenarios.json, served by
+// tests/frameworks/scripted_server.py, spawned on 127.0.0.1): the same task
+// (the model calls `charge(5)`, then answers), the same scripts, the same
+// outcomes, so each row compares with the Python frameworks' rows.
 //
 //   node bench/frameworks-table.mjs            (needs gen/: `npm run build`)
 //
 // With the adapter: the AI SDK's model is wrapped by recoveryMiddleware and the
-// Agents JS model is recoveringModel (both with the fallback model gpt-b), tools
-// use recoverTool (and toolErrorFunction), framework retries off; the last rows
-// leave the framework's retries on, and try the Agents JS runner's own hook.
+// Agents JS model is recoveringModel (both with the fallback model), tools use
+// recoverTool (and toolErrorFunction), framework retries off. Three more rows,
+// Node's own: a persistent 429 with and without the adapter, and with the
+// framework's retries left on (and, for Agents JS, its runner's own hook).
 //
 // One JSON row per line: {"framework", "scenario", "mode": "without"|"with",
-// "model_requests", "tool_requests", "side_effects", "outcome"}. Counts are
-// what the server saw; side_effects is charges applied. outcome: "ok" (the
-// model answered, every tool call succeeded), "tool_error_to_model" (the model
-// answered after a tool failure was handed to it), "error" (the run threw).
-// Delays are real (system clock), so a run takes about a minute.
+// "model_requests", "tool_requests", "side_effects", "outcome"}, as
+// scripts/frameworks_table.py prints them: counts are what the server saw,
+// side_effects the charges applied; outcome "completed, charged", "completed,
+// model told the charge failed" (the last charge failed), "completed" (no
+// charge) or "raised <error name>". Delays are real (system clock): a run
+// takes about a minute.
 
+import { readFileSync } from 'node:fs';
 import { createOpenAI } from '@ai-sdk/openai';
 import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled, tool as agentsTool } from '@openai/agents';
 import { generateText, stepCountIs, tool as aiTool, wrapLanguageModel } from 'ai';
@@ -27,21 +33,21 @@ import { recoverTool as aiRecoverTool, recoveryMiddleware } from '../src/ai-sdk.
 import { recoverTool as agentsRecoverTool, recoveringModel, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
 import { BODIES, scriptedServer } from '../test/scripted_server.mjs';
 
-const times = (n, answer) => Array(n).fill(answer);
+const SPEC = JSON.parse(readFileSync(new URL('../../tests/frameworks/scenarios.json', import.meta.url), 'utf8'));
+const { primary: PRIMARY, fallback: FALLBACK } = SPEC;
+/** A queue with each `{times: n, ...}` answer as n copies of it. */
+const expand = (queue) => queue.flatMap(({ times = 1, ...answer }) => Array(times).fill(answer));
+const persistent429 = { [`model:${PRIMARY}`]: [{ times: 30, status: 429, body: BODIES.rateLimit }] };
 
-/** The scenarios: the script, whether the model is offered the payment tool, and the adapter's configuration. */
+/** The scenarios: the script and the adapter's configuration. */
 export const SCENARIOS = [
-  { name: 'rate_limit_retry_after', queues: { 'model:gpt-a': [{ status: 429, headers: { 'retry-after': '2' }, body: BODIES.rateLimit }] } },
-  { name: 'overloaded_503', queues: { 'model:gpt-a': [{ status: 503, body: BODIES.overloaded }] } },
-  { name: 'lost_charge_503', tools: true, queues: { charge: [{ status: 503, apply: true }] } },
-  { name: 'quota_with_fallback', queues: { 'model:gpt-a': times(20, { status: 429, body: BODIES.quota }) } },
-  { name: 'card_declined_402', tools: true, queues: { charge: times(5, { status: 402, body: BODIES.declined }) } },
-  { name: 'persistent_429', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) } },
+  ...Object.entries(SPEC.scenarios).map(([name, { queues }]) => ({ name, queues })),
+  { name: 'persistent_429', queues: persistent429 },
   // The adapter with the framework's own retries left at their defaults: the layers multiply only where the framework's retry reaches the provider.
-  { name: 'persistent_429_framework_retries_on', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) }, with: 'only', frameworkRetries: true },
+  { name: 'persistent_429_framework_retries_on', queues: persistent429, with: 'only', frameworkRetries: true },
   // OpenAI Agents JS's own hook (modelSettings.retry = retrySettings()) instead of recoveringModel.
-  { name: 'persistent_429_retry_hook', queues: { 'model:gpt-a': times(30, { status: 429, body: BODIES.rateLimit }) }, with: 'only', retryHook: true, only: 'openai-agents-js' },
-];
+  { name: 'persistent_429_retry_hook', queues: persistent429, with: 'only', retryHook: true, only: 'openai-agents-js' },
+].map((sc) => ({ ...sc, queues: Object.fromEntries(Object.entries(sc.queues).map(([route, q]) => [route, expand(q)])) }));
 
 const chargeBody = (amount) => ({ method: 'POST', body: JSON.stringify({ amount }) });
 
@@ -58,57 +64,52 @@ const keyedCharge = (server) => async (call, { amount }) => {
   return r.ok ? r.json() : r;
 };
 
-const isToolError = (output) => {
-  if (typeof output === 'string') {
-    try {
-      return isToolError(JSON.parse(output));
-    } catch {
-      return /error/i.test(output);
-    }
-  }
-  return output !== null && typeof output === 'object' && output.error !== undefined;
-};
-
 async function aiSdk(server, scenario, withAdapter) {
   const openai = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sk-test' });
   const model = withAdapter
-    ? wrapLanguageModel({ model: openai.chat('gpt-a'), middleware: recoveryMiddleware({ fallbacks: [openai.chat('gpt-b')] }) })
-    : openai.chat('gpt-a');
+    ? wrapLanguageModel({ model: openai.chat(PRIMARY), middleware: recoveryMiddleware({ fallbacks: [openai.chat(FALLBACK)] }) })
+    : openai.chat(PRIMARY);
   const execute = withAdapter ? aiRecoverTool(keyedCharge(server), { tool: 'charge', sideEffect: true }) : plainCharge(server);
-  const tools = scenario.tools ? { charge: aiTool({ description: 'Charge the card', inputSchema: z.object({ amount: z.number() }), execute }) } : undefined;
-  const r = await generateText({
+  await generateText({
     model,
-    prompt: 'Charge 10 EUR',
-    tools,
+    prompt: 'pay 5',
+    tools: { charge: aiTool({ description: "Charge the customer's card.", inputSchema: z.object({ amount: z.number() }), execute }) },
     stopWhen: stepCountIs(3),
     ...(withAdapter && !scenario.frameworkRetries ? { maxRetries: 0 } : {}),
   });
-  const failed = r.steps.some((s) => s.content.some((p) => p.type === 'tool-error' || (p.type === 'tool-result' && isToolError(p.output))));
-  return failed ? 'tool_error_to_model' : 'ok';
 }
 
 async function agentsJs(server, scenario, withAdapter) {
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sk-test', ...(withAdapter && !scenario.frameworkRetries ? { maxRetries: 0 } : {}) });
   const charge = agentsTool({
     name: 'charge',
-    description: 'Charge the card',
+    description: "Charge the customer's card.",
     parameters: z.object({ amount: z.number() }),
     execute: withAdapter ? agentsRecoverTool(keyedCharge(server), { tool: 'charge', sideEffect: true }) : plainCharge(server),
     ...(withAdapter ? { errorFunction: toolErrorFunction() } : {}),
   });
-  const primary = new OpenAIChatCompletionsModel(client, 'gpt-a');
+  const primary = new OpenAIChatCompletionsModel(client, PRIMARY);
   let model = primary;
-  if (withAdapter && !scenario.retryHook) model = recoveringModel({ 'gpt-a': primary, 'gpt-b': new OpenAIChatCompletionsModel(client, 'gpt-b') });
+  if (withAdapter && !scenario.retryHook) model = recoveringModel({ [PRIMARY]: primary, [FALLBACK]: new OpenAIChatCompletionsModel(client, FALLBACK) });
   const agent = new Agent({
     name: 'payments',
     instructions: 'Pay.',
     model,
     ...(scenario.retryHook ? { modelSettings: { retry: retrySettings() } } : {}),
-    tools: scenario.tools ? [charge] : [],
+    tools: [charge],
   });
-  const result = await run(agent, 'Charge 10 EUR');
-  const outputs = result.newItems.filter((i) => i.type === 'tool_call_output_item').map((i) => i.output);
-  return outputs.some(isToolError) ? 'tool_error_to_model' : 'ok';
+  await run(agent, 'pay 5');
+}
+
+/** How the run ended, as scripts/frameworks_table.py words it: what it raised, else what the last charge did. */
+function outcomeOf(raised, stats) {
+  if (raised !== undefined) {
+    const code = typeof raised?.code === 'string' && raised.code.includes('.') ? ` (${raised.code})` : '';
+    return `raised ${raised?.constructor?.name ?? typeof raised}${code}`;
+  }
+  const charges = stats.log.filter((l) => l.route === 'charge');
+  if (charges.length > 0 && charges.at(-1).status >= 400) return 'completed, model told the charge failed';
+  return charges.length > 0 ? 'completed, charged' : 'completed';
 }
 
 const FRAMEWORKS = [
@@ -116,20 +117,20 @@ const FRAMEWORKS = [
   ['openai-agents-js', agentsJs],
 ];
 
-/** Run every scenario; calls `emit(row)` for each row. */
-export async function table(emit) {
+/** Run every scenario (or only `scenarios`); calls `emit(row)` for each row. */
+export async function table(emit, { scenarios } = {}) {
   setTracingDisabled(true);
   const server = await scriptedServer();
   try {
     for (const [framework, drive] of FRAMEWORKS) {
-      for (const scenario of SCENARIOS.filter((sc) => sc.only === undefined || sc.only === framework)) {
+      for (const scenario of SCENARIOS.filter((sc) => (sc.only === undefined || sc.only === framework) && (scenarios === undefined || scenarios.includes(sc.name)))) {
         for (const mode of scenario.with === 'only' ? ['with'] : ['without', 'with']) {
-          await server.script(scenario.queues, { amount: 10 });
-          let outcome;
+          await server.script(scenario.queues, SPEC.tool_args);
+          let raised;
           try {
-            outcome = await drive(server, scenario, mode === 'with');
-          } catch {
-            outcome = 'error';
+            await drive(server, scenario, mode === 'with');
+          } catch (e) {
+            raised = e;
           }
           const s = await server.stats();
           const modelRequests = Object.entries(s.requests).filter(([k]) => k.startsWith('model:')).reduce((n, [, v]) => n + v, 0);
@@ -140,7 +141,7 @@ export async function table(emit) {
             model_requests: modelRequests,
             tool_requests: s.requests.charge ?? 0,
             side_effects: s.charges,
-            outcome,
+            outcome: outcomeOf(raised, s),
           });
         }
       }

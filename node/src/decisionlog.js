@@ -3,6 +3,8 @@
 // `log` effect; this module only appends the bytes and a newline to a file,
 // or passes the line to `write(line)`. The twin of
 // host/src/runtime/decision_log.rs and python/src/agent_recovery/_decision_log.py.
+// A line the file cannot take is counted (`failedWrites`), never thrown out
+// of the step: the audit log does not stop the run it records.
 
 import { open, rename } from 'node:fs/promises';
 import { describe } from './json.js';
@@ -11,12 +13,17 @@ import { invalidConfig, unknownKeys } from './step.js';
 /** A file is renamed to `PATH.1` before a line would take it past this size (64 MiB). */
 export const ROTATE_BYTES = 64 * 1024 * 1024;
 
-/** Appends lines to a file, one write after another, rotating it at ROTATE_BYTES. */
+/**
+ * Appends lines to a file, one write after another, rotating it at
+ * ROTATE_BYTES. A line that cannot be written is counted in `failedWrites`
+ * (the first one reported with process.emitWarning), and the run goes on.
+ */
 class FileSink {
   #path;
   #handle = null;
   #size = 0;
   #queue = Promise.resolve();
+  failedWrites = 0;
 
   constructor(path) {
     this.#path = path;
@@ -24,9 +31,24 @@ class FileSink {
 
   write(line) {
     const data = Buffer.from(`${line}\n`, 'utf8');
-    const next = this.#queue.then(() => this.#append(data));
-    this.#queue = next.catch(() => {});
+    const next = this.#queue.then(() => this.#append(data)).catch((e) => this.#failed(e));
+    this.#queue = next;
     return next;
+  }
+
+  async #failed(e) {
+    // The handle is dropped (closed quietly): the next line opens the file again.
+    const handle = this.#handle;
+    this.#handle = null;
+    if (handle !== null) await handle.close().catch(() => {});
+    this.failedWrites += 1;
+    if (this.failedWrites === 1) {
+      process.emitWarning(
+        `the decision log ${this.#path} cannot be written (${e?.message ?? e}); the runs go on and the lines it misses ` +
+          'are counted in runtime.decisionLog.failedWrites; check the path and its permissions',
+        { type: 'DecisionLogWarning', code: 'AGENT_RECOVERY_DECISION_LOG_WRITE' },
+      );
+    }
   }
 
   async #append(data) {
@@ -68,7 +90,7 @@ function identityOf(decider) {
 /**
  * The `decisionLog` option: `{ path }` (a file) or `{ write(line) }` (your
  * logger), with `observation: 'full' | 'digest'` and `maxRecordBytes`.
- * Returns `{ write, config, policy }` or null when the option is not given.
+ * Returns `{ write, failedWrites, config, policy }` or null when the option is not given.
  */
 export function decisionLog(option, decider) {
   if (option === undefined || option === null) return null;
@@ -76,9 +98,11 @@ export function decisionLog(option, decider) {
   const bad = unknownKeys(option, OPTIONS, 'decisionLog');
   if (bad) throw invalidConfig(bad);
   let write;
+  let sink = null;
   if (typeof option.path === 'string' && option.path !== '' && option.write === undefined) {
-    const sink = new FileSink(option.path);
-    write = (line) => sink.write(line);
+    sink = new FileSink(option.path);
+    const file = sink;
+    write = (line) => file.write(line);
   } else if (typeof option.write === 'function' && option.path === undefined) {
     write = async (line) => {
       await option.write(line);
@@ -100,6 +124,10 @@ export function decisionLog(option, decider) {
   const identity = identityOf(decider);
   return {
     write,
+    /** Lines a file could not take (the runs went on without them); 0 for `write(line)`. */
+    get failedWrites() {
+      return sink === null ? 0 : sink.failedWrites;
+    },
     config: JSON.stringify(config),
     /** The `policy` member of a `decision` input (with its comma), or ''. */
     policy: () => {

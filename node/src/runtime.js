@@ -69,7 +69,7 @@ export class Runtime {
   /** @internal Spans and metrics (docs/telemetry.md), or null when off. */ telemetry;
   /** @internal the run configuration's in_flight_ttl_ms (the recovery lease's TTL) */ inFlightTtlMs;
   /** @internal the run configuration's dead_letter.depth_threshold, or null */ depthThreshold;
-  /** @internal where the decision log's lines go, or null (docs/decision-logs.md) */ decisionLog;
+  /** The decision log (docs/decision-logs.md), or null when off: `failedWrites` counts the lines a file could not take. */ decisionLog;
   #deadLetters;
 
   /** Use `await Runtime.create(options)`. */

@@ -13,11 +13,11 @@ import { after, before, test } from 'node:test';
 import express from 'express';
 import { TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { Policy, failureOf } from '../src/index.js';
 import { A2ATasks, RecoveringExecutor } from '../src/a2a.js';
+import { Unavailable, Working, cardFor, hello } from './a2a_agent.mjs';
 
 let policy;
 before(async () => {
@@ -42,14 +42,7 @@ async function serveAgent(executor) {
   });
   servers.push(server);
   const url = `http://127.0.0.1:${server.address().port}`;
-  card = {
-    name: 'sub-agent', description: 'a test agent', version: '1.0.0',
-    supportedInterfaces: [{ url: `${url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' }],
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'work', name: 'work', description: 'works', tags: ['test'], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
-    securitySchemes: {}, securityRequirements: [], signatures: [],
-  };
+  card = cardFor(url);
   const requestHandler = handler();
   app.use('/rpc', express.json(), (req, _res, next) => {
     bodies.push(req.body);
@@ -58,38 +51,6 @@ async function serveAgent(executor) {
   app.use('/rpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
   return { url, bodies };
-}
-
-const hello = () => ({ message: { messageId: 'm-1', role: 1, parts: [{ content: { $case: 'text', value: 'hi' } }] } });
-
-class Unavailable {
-  async execute() {
-    const res = new Response('busy', { status: 503, headers: { 'retry-after': '3' } });
-    throw Object.assign(new Error(`backend answered ${res.status}`), { status: res.status, headers: res.headers });
-  }
-  async cancelTask() {}
-}
-
-class Working {
-  constructor(cancelable) {
-    this.cancelable = cancelable;
-    this.cancelled = [];
-    this.working = new Promise((r) => (this.started = r));
-  }
-  async execute(ctx, bus) {
-    const { taskId, contextId } = ctx;
-    bus.publish({ kind: 'task', data: { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED }, artifacts: [], history: [] } });
-    bus.publish({ kind: 'statusUpdate', data: { taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING } } });
-    this.started();
-    await new Promise((resolve) => (this.stop = resolve));
-  }
-  async cancelTask(taskId, bus) {
-    this.cancelled.push(taskId);
-    if (!this.cancelable) throw new TaskNotCancelableError(`task ${taskId} cannot be cancelled`);
-    bus.publish({ kind: 'statusUpdate', data: { taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED } } });
-    bus.finished();
-    this.stop();
-  }
 }
 
 test('a failed task says whether and when to retry', async () => {

@@ -21,7 +21,7 @@ before(async () => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Runs one case of the vector with `decisionLog` (its observation option added). */
+/** Runs one case of the vector with `decisionLog` (its observation option added): the runtime, each step's report, the run's events. */
 async function runCase(c, decisionLog) {
   const runtime = await Runtime.create({
     policy,
@@ -30,8 +30,9 @@ async function runCase(c, decisionLog) {
     decisionLog: { observation: c.observation, ...decisionLog },
   });
   const run = runtime.run(c.run_id);
+  const reports = [];
   for (const s of c.steps) {
-    await run.step({
+    const report = await run.step({
       id: s.id,
       tool: s.tool,
       call: s.call,
@@ -41,7 +42,9 @@ async function runCase(c, decisionLog) {
         throw new Failed(o);
       },
     });
+    reports.push(report);
   }
+  return { runtime, reports, events: run.events };
 }
 
 const expected = (c) => c.lines.map((l) => l.replaceAll('$REFERENCE', `sha256:${policy.describe().sha256}`));
@@ -59,6 +62,36 @@ test('a file sink appends the same lines', async () => {
   const path = join(dir, 'decisions.jsonl');
   await runCase(c, { path });
   assert.equal(readFileSync(path, 'utf8'), `${expected(c).join('\n')}\n`);
+});
+
+for (const kind of ['a directory', '/dev/full']) {
+  test(`a file that cannot be written (${kind}) is counted, warned about once, and the run goes on`, async () => {
+    // Real files the log cannot write: a directory (opening it fails), /dev/full (each write fails).
+    const path = kind === 'a directory' ? dir : '/dev/full';
+    const c = VECTOR.cases[0];
+    const without = await runCase(c, { write: () => {} });
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const got = await runCase(c, { path });
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      assert.deepEqual(got.reports, without.reports);
+      assert.deepEqual(got.events, without.events);
+      assert.equal(got.runtime.decisionLog.failedWrites, expected(c).length);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    const ours = warnings.filter((w) => w.code === 'AGENT_RECOVERY_DECISION_LOG_WRITE');
+    assert.equal(ours.length, 1, ours.map((w) => w.message).join('\n'));
+    assert.match(ours[0].message, new RegExp(path.replaceAll('/', '\\/')));
+  });
+}
+
+test('a write(line) log counts no failed writes; no log is null', async () => {
+  const { runtime } = await runCase(VECTOR.cases[0], { write: () => {} });
+  assert.equal(runtime.decisionLog.failedWrites, 0);
+  assert.equal((await Runtime.create({ policy })).decisionLog, null);
 });
 
 test('bad options are refused with a hint', async () => {

@@ -34,17 +34,25 @@ def operation(outcomes: List[Any]) -> Callable[[Any], Any]:
     return op
 
 
-def run_case(case: Dict[str, Any], log: Any) -> None:
-    runtime = Runtime(
+def runtime_for(case: Dict[str, Any], log: Any) -> Runtime:
+    return Runtime(
         policy=POLICY,
         clock=VirtualClock(case["now_ms"]),
         seed=case["seed"],
         decision_log=log,
         decision_log_observation=case["observation"],
     )
+
+
+def run_case(case: Dict[str, Any], log: Any) -> tuple[Runtime, List[Any]]:
+    """Runs the case's steps; returns the runtime, then each step's report and the run's events."""
+    runtime = runtime_for(case, log)
     run = runtime.run(case["run_id"])
+    reports = []
     for s in case["steps"]:
-        run.step(id=s["id"], tool=s["tool"], call=s["call"], operation=operation(s["outcomes"]))
+        r = run.step(id=s["id"], tool=s["tool"], call=s["call"], operation=operation(s["outcomes"]))
+        reports.append(r)
+    return runtime, [reports, run.events]
 
 
 @pytest.mark.parametrize("case", VECTOR["cases"], ids=lambda c: c["name"])
@@ -97,6 +105,56 @@ def test_a_logger_gets_each_line_at_info(caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(logging.INFO, logger="agent_recovery.decisions"):
         run_case(case, logging.getLogger("agent_recovery.decisions"))
     assert [r.getMessage() for r in caplog.records] == expected(case)
+
+
+def unwritable(tmp_path: Path, kind: str) -> str:
+    """A real file the log cannot write: a directory (open fails) or /dev/full (each write fails)."""
+    return str(tmp_path) if kind == "directory" else "/dev/full"
+
+
+@pytest.mark.parametrize("kind", ["directory", "/dev/full"])
+def test_a_file_that_cannot_be_written_is_counted_and_the_run_goes_on(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    case = VECTOR["cases"][0]
+    path = unwritable(tmp_path, kind)
+    _, reports_without_log = run_case(case, lambda line: None)
+    with caplog.at_level(logging.WARNING, logger="agent_recovery"):
+        runtime, reports = run_case(case, path)
+    assert reports == reports_without_log
+    assert runtime.decision_log is not None
+    assert runtime.decision_log.failed_writes == len(expected(case))
+    warnings = [r for r in caplog.records if r.name == "agent_recovery" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert path in warnings[0].getMessage()
+
+
+def test_step_async_counts_a_failed_write_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    case = VECTOR["cases"][0]
+    _, reports_without_log = run_case(case, lambda line: None)
+
+    async def main() -> tuple[Runtime, List[Any]]:
+        runtime = runtime_for(case, str(tmp_path))
+        run = runtime.run(case["run_id"])
+        reports = []
+        for s in case["steps"]:
+            r = await run.step_async(id=s["id"], tool=s["tool"], call=s["call"], operation=operation(s["outcomes"]))
+            reports.append(r)
+        return runtime, [reports, run.events]
+
+    with caplog.at_level(logging.WARNING, logger="agent_recovery"):
+        runtime, reports = asyncio.run(main())
+    assert reports == reports_without_log
+    assert runtime.decision_log is not None
+    assert runtime.decision_log.failed_writes == len(expected(case))
+    assert len([r for r in caplog.records if r.name == "agent_recovery"]) == 1
+
+
+def test_a_callable_log_counts_no_failed_writes() -> None:
+    lines: List[str] = []
+    runtime, _ = run_case(VECTOR["cases"][0], lines.append)
+    assert runtime.decision_log is not None and runtime.decision_log.failed_writes == 0
+    assert Runtime().decision_log is None
 
 
 def test_bad_options_are_refused_with_a_hint() -> None:

@@ -13,25 +13,28 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
+from pathlib import Path
 from typing import Annotated, Any, Callable, Dict, List, Optional, TypedDict
 
 import httpx
-from scripted_server import ScriptedServer, error_body
+from scripted_server import ScriptedServer
 
 from agent_recovery import recover
 
+#: The scenarios, shared with node/bench/frameworks-table.mjs (its Node rows).
+SPEC: Dict[str, Any] = json.loads((Path(__file__).with_name("scenarios.json")).read_text(encoding="utf-8"))
+
+
+def _expand(queue: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """A queue with each `{"times": n, ...}` answer as n copies of it."""
+    return [{k: v for k, v in a.items() if k != "times"} for a in queue for _ in range(a.get("times", 1))]
+
+
 #: name -> (what it is, the script).
 SCENARIOS: Dict[str, Any] = {
-    "rate_limit": ("a 429 with Retry-After: 1 on the model", {
-        "model:gpt-4o": [{"status": 429, "headers": {"retry-after": "1"}, "body": error_body("rate_limit")}]}),
-    "overloaded": ("a 503 on the model", {"model:gpt-4o": [{"status": 503, "body": error_body("overloaded")}]}),
-    "lost_response": ("the charge applied, its response a 503", {"charge": [{"status": 503, "apply": True}]}),
-    "quota": ("quota exhausted on gpt-4o (gpt-4o-mini available)", {
-        "model:gpt-4o": [{"status": 429, "body": error_body("quota")}] * 20}),
-    "declined": ("a 402 card_declined on the charge", {"charge": [{"status": 402, "body": {"error": {
-        "type": "card_error", "code": "card_declined", "message": "Your card was declined."}}}]}),
+    name: (s["what"], {route: _expand(q) for route, q in s["queues"].items()}) for name, s in SPEC["scenarios"].items()
 }
-PRIMARY, FALLBACK = "gpt-4o", "gpt-4o-mini"
+PRIMARY, FALLBACK = SPEC["primary"], SPEC["fallback"]
 
 
 def _charge(url: str, keyed: bool) -> Callable[..., Any]:
@@ -212,7 +215,7 @@ FRAMEWORKS: Dict[str, Callable[[str, bool], Optional[str]]] = {
 
 def run(server: ScriptedServer, framework: str, scenario: str, mode: str) -> Dict[str, Any]:
     """One run; its row: what the server saw and how the run ended."""
-    server.script(SCENARIOS[scenario][1], tool_args={"amount": 5})
+    server.script(SCENARIOS[scenario][1], tool_args=SPEC["tool_args"])
     try:
         ended = FRAMEWORKS[framework](server.url, mode == "with")
         raised: Optional[BaseException] = None

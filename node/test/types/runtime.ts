@@ -90,6 +90,9 @@ export async function runtimeApi(): Promise<void> {
   await Runtime.create({ policy: { decideJson: (observation: string, context: string) => policy.decideJson(observation, context) } });
   // @ts-expect-error: not a runtime option's type
   await Runtime.create({ attemptBudget: 'ten' });
+  const logged = await Runtime.create({ decisionLog: { path: 'decisions.jsonl' } });
+  const failedWrites: number | undefined = logged.decisionLog?.failedWrites;
+  void failedWrites;
 
   const run: Run = runtime.run('order-42', { signal: AbortSignal.timeout(60_000) });
   const charged: StepReport<{ id: string }> = await run.step({

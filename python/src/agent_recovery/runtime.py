@@ -832,6 +832,12 @@ class Runtime:
         """The clock the runtime reads and sleeps on."""
         return self._clock
 
+    @property
+    def decision_log(self) -> Optional["_decision_log.DecisionLog"]:
+        """The decision log (docs/decision-logs.md), or None when off; its
+        `failed_writes` counts the lines a file could not take."""
+        return self._decision_log
+
     def _run_input(self, run_id: str) -> str:
         seed = "null" if self._seed is None else str(self._seed)
         return (
