@@ -288,3 +288,11 @@ def test_retry_and_recover_run_the_same_loop(policy: Policy) -> None:
     slept = sum(d["delay_ms"] for d in r_decisions if d["action"] == "retry")
     assert [round(s * 1000) for s in sleep.delays] == [d["delay_ms"] for d in r_decisions if d["action"] == "retry"]
     assert clock.now_ms() - T0 == slept
+
+
+def test_a_returned_failure_is_the_errors_cause_as_a_failure(policy: Policy) -> None:
+    response = FakeResponse(400, text='{"error":"bad q"}')
+    for result, _calls, _delays, _decisions in run_both(policy, lambda: script(response)):
+        assert isinstance(result, RecoveryError) and result.action == "fail"
+        assert isinstance(result.cause, Failure) and result.cause.observation["status"] == 400
+        assert result.cause.value is response
