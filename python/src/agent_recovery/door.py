@@ -307,12 +307,7 @@ class _Outcome:
                 "action": report.outcome, "attempt": 0, "reason": report.outcome,
                 "envelope": report.envelope or {"code": "runtime." + report.outcome},
             }
-        cause = self.cause
-        if not isinstance(cause, BaseException):  # a returned failure: as a `Failure` (RecoveryError.cause)
-            from .observe import as_failure
-
-            cause = as_failure(cause) or cause
-        error = RecoveryError(decision, cause)
+        error = RecoveryError(decision, self.cause)
         if isinstance(self.cause, BaseException):
             raise error from self.cause
         raise error

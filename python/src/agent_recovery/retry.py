@@ -47,6 +47,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
 from .door import NULL_ARGS, _bad, _wrap
 from .errors import PolicyError
+from .observe import as_failure
 from .runtime import Clock, SystemClock
 from .types import Context, Decision, Envelope
 
@@ -150,6 +151,12 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
     }, asynchronous=asynchronous)
 
 
+def _as_failure(error: RecoveryError) -> None:
+    """retry's `cause` of a returned failure is a `Failure` (the door's is the value itself)."""
+    if not isinstance(error.cause, BaseException):
+        error.cause = as_failure(error.cause) or error.cause
+
+
 def _run_id(run_id: Optional[str]) -> Any:
     if run_id is not None:
         return run_id
@@ -189,7 +196,12 @@ async def retry(
     """
     o = dict(locals())
     o["run_id"] = _run_id(run_id)
-    return await _door(o.pop("operation"), True, o)()
+    door = _door(o.pop("operation"), True, o)
+    try:
+        return await door()
+    except RecoveryError as e:
+        _as_failure(e)
+        raise
 
 
 def retry_sync(
@@ -215,4 +227,9 @@ def retry_sync(
     """The blocking twin of `retry` (same arguments, `sleep=time.sleep`)."""
     o = dict(locals())
     o["run_id"] = _run_id(run_id)
-    return _door(o.pop("operation"), False, o)()
+    door = _door(o.pop("operation"), False, o)
+    try:
+        return door()
+    except RecoveryError as e:
+        _as_failure(e)
+        raise
