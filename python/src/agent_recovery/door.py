@@ -93,7 +93,7 @@ class _Decider:
     """The policy, noting each decision's text for the call that asked (one
     runtime serves every call of a door, concurrently)."""
 
-    def __init__(self, policy: Any, on_decision: Optional[Callable[[Any], Any]]) -> None:
+    def __init__(self, policy: Any, on_decision: Optional[Callable[[Any], Any]] = None) -> None:
         self.policy = policy
         self.on_decision = on_decision
 
