@@ -462,6 +462,8 @@ export interface AttemptInfo {
   idempotencyKey?: string;
   /** The caller's signal, combined with the per-attempt timeout. */
   signal?: AbortSignal;
+  /** The target to call: `target`, or one of `fallbacks`. */
+  target: string;
 }
 
 export interface DecisionEvent<T> {
@@ -493,10 +495,11 @@ export interface RetryOptions<T> {
   /** The retry budget: total delay ms (sent as config.retry_budget_ms). */
   maxElapsedMs?: number;
   /**
-   * Members of the policy's context (call, attempt, elapsed_ms, seed, now_ms, idempotent, checkpoint_available,
-   * fallback_available, compensations_pending, config); any other member is refused (PolicyError `invalid_context`).
-   * `elapsed_ms` here is the retry delay earlier steps of the run already spent: this step's sleeps add to it.
-   * retry() has no fallbacks: for a fallback chain use recover(fn, { target, fallbacks }).
+   * `config` (the policy configuration, as recover's policyConfig), `idempotent`, and the members recover's
+   * `context` adds: `elapsed_ms` (the retry delay earlier steps of the run already spent: this step's sleeps
+   * add to it), `checkpoint_available`, `compensations_pending`. A member the loop sets (attempt, seed, now_ms,
+   * call, fallback_available) or any other is refused (PolicyError `invalid_context`): for a fallback chain
+   * pass `fallbacks`.
    */
   context?: Context;
   /**
@@ -505,15 +508,17 @@ export interface RetryOptions<T> {
    */
   timeoutMs?: number;
   signal?: AbortSignal;
-  /** DEPRECATED: use onEvent. Still called after each decision, with the same payload as before. */
+  /** Called (and awaited) after each decision, with what it was about. */
   onDecision?: (event: DecisionEvent<T>) => void | Promise<void>;
   /** Each runtime event (docs/runtime.md, "Events"), parsed, and its JSON text. */
   onEvent?: (event: RuntimeEvent, text: string) => void;
   /** Share breakers and the idempotency cache with other runs (default: a fresh MemoryStore per call). */
   store?: Store;
-  /** The breaker key (default: the tool name, or 'operation'). */
+  /** The first target, a breaker's key (default: the tool name, or 'operation'); the operation gets it as `target`. */
   target?: string;
-  /** The breaker (default: off, i.e. failureThreshold 2^32-1). */
+  /** The targets to fall back to, in order (a `fallback` decision calls the next); the operation gets the one to call as `target`. */
+  fallbacks?: string[];
+  /** The breaker (default: off, i.e. failureThreshold 100). */
   breaker?: { failureThreshold?: number; openMs?: number };
   /** Injectable sleep (tests): resolves after `ms`, rejects if `signal` aborts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -576,6 +581,32 @@ export interface RecoverOptions {
   /** Default: the policy's thresholds. */
   breaker?: { failureThreshold?: number; openMs?: number };
   onEvent?: (event: RuntimeEvent, text: string) => void;
+  /** Called (and awaited) after each decision, with the decision (its `policy` field set) and what it was about. */
+  onDecision?: (event: RecoverDecision) => void | Promise<void>;
+  /**
+   * Members added to the policy's context of every decision: `elapsed_ms` (retry delay earlier steps already
+   * spent, added to the call's), `checkpoint_available`, `compensations_pending`. Any other is refused
+   * (PolicyError `invalid_context`).
+   */
+  context?: { elapsed_ms?: number; checkpoint_available?: boolean; compensations_pending?: number };
+  /** The step's args (part of the key). Default: the call's arguments. */
+  args?: Json;
+  /** Cancels every call of the door: a call in progress rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** More Runtime options (attemptBudget, deadlineMs, retryQuota, ...); the ones recover() sets itself are refused. */
+  runtimeOptions?: Omit<RuntimeOptions, 'policy' | 'store' | 'clock' | 'seed' | 'attemptTimeoutMs' | 'policyConfig' | 'breaker' | 'onEvent'>;
+}
+
+/** What recover()'s `onDecision` gets. */
+export interface RecoverDecision {
+  decision: Decision;
+  observation: Observation;
+  /** The attempt the decision is about, from 1. */
+  attempt: number;
+  /** The call's idempotency key. */
+  key?: string;
+  /** Retry delay spent before this decision (ms), `context.elapsed_ms` included. */
+  elapsedMs: number;
 }
 
 /** The defaults of recover()'s options (every option it accepts is a key). */

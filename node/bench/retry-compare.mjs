@@ -3,7 +3,10 @@
 // store is unreachable.
 //
 //   node bench/retry-compare.mjs        (p-retry and cockatiel are devDependencies)
+//   node bench/retry-compare.mjs door   (only recover and retry)
 //
+// - retry(): the door with the older call shape (a door, so a runtime, per call; it sleeps
+//   through a no-op sleep), on the same operations;
 // - success: the operation succeeds at once;
 // - one failure: it throws once (a 503), then succeeds. recover runs on a VirtualClock
 //   (its sleep returns at once); p-retry waits 0 ms (it skips the timer), cockatiel's
@@ -21,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConstantBackoff, handleAll, retry } from 'cockatiel';
 import pRetry from 'p-retry';
-import { Runtime, VirtualClock, openStore, recover } from '../src/index.js';
+import { Policy, Runtime, VirtualClock, openStore, recover, retry as ourRetry } from '../src/index.js';
 
 const ROUNDS = 5;
 
@@ -55,6 +58,13 @@ async function ours() {
   const a = recover(ok, { call: 'tool', tool: 'noop', clock, seed: 7 });
   const b = recover(() => once(), { call: 'tool', tool: 'noop', clock, seed: 7 });
   return { ok: await medianUs(300, a), retry: await medianUs(300, b) };
+}
+
+async function retryFigures() {
+  const policy = await Policy.load();
+  const once = failsOnce();
+  const options = { policy, call: 'tool', tool: 'noop', seed: 7, sleep: async () => {} };
+  return { ok: await medianUs(300, () => ourRetry(ok, options)), retry: await medianUs(300, () => ourRetry(once, options)) };
 }
 
 async function pRetryFigures() {
@@ -96,16 +106,20 @@ async function degradedStepMs() {
 }
 
 const a = await ours();
+const o = await retryFigures();
+console.log(`recover,   success / one failure then success  ${a.ok.toFixed(1)} / ${a.retry.toFixed(1)} µs`);
+console.log(`retry,     success / one failure then success  ${o.ok.toFixed(1)} / ${o.retry.toFixed(1)} µs`);
+if (process.argv[2] === 'door') process.exit(0);
 const p = await pRetryFigures();
 const c = await cockatielFigures();
 const d = await degradedStepMs();
-console.log(`recover,   success / one failure then success  ${a.ok.toFixed(1)} / ${a.retry.toFixed(1)} µs`);
 console.log(`p-retry,   success / one failure then success  ${p.ok.toFixed(2)} / ${p.retry.toFixed(1)} µs`);
 console.log(`cockatiel, success / one failure then success  ${c.ok.toFixed(2)} / ${c.retry.toFixed(1)} µs`);
 console.log(`step on the Redis store, Redis down            ${d.toFixed(3)} ms`);
 const r = (x, k) => Number(x.toFixed(k));
 console.log(JSON.stringify({
   recover_ok_us: r(a.ok, 2), recover_retry_us: r(a.retry, 2),
+  retry_ok_us: r(o.ok, 2), retry_retry_us: r(o.retry, 2),
   p_retry_ok_us: r(p.ok, 3), p_retry_retry_us: r(p.retry, 2),
   cockatiel_ok_us: r(c.ok, 3), cockatiel_retry_us: r(c.retry, 2),
   degraded_step_ms: r(d, 3),

@@ -10,7 +10,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { PolicyError, RecoveryError } from './errors.js';
-import { describe } from './json.js';
+import { describe, parseLossless, stringify } from './json.js';
 import { Policy } from './policy.js';
 import { Runtime } from './runtime.js';
 import { MemoryStore } from './store.js';
@@ -34,7 +34,55 @@ export const RECOVER_DEFAULTS = Object.freeze({
   policyConfig: undefined,
   breaker: undefined, // the policy's thresholds
   onEvent: undefined,
+  onDecision: undefined, // called (and awaited) with each decision: { decision, observation, attempt, key, elapsedMs }
+  context: undefined, // members added to the policy's context of every decision (CONTEXT_MEMBERS)
+  args: undefined, // the call's arguments: the step's args (part of the key)
+  signal: undefined, // an AbortSignal that cancels every call of the door
+  runtimeOptions: undefined, // more Runtime options (attemptBudget, deadlineMs, retryQuota, ...)
 });
+
+/**
+ * The members `context` may add to the policy's context. `elapsed_ms` is the
+ * retry delay earlier steps already spent (the call's sleeps add to it); the
+ * loop sets the others (attempt, seed, now_ms, call, idempotent, config,
+ * fallback_available) from the options.
+ */
+export const CONTEXT_MEMBERS = Object.freeze(['elapsed_ms', 'checkpoint_available', 'compensations_pending']);
+/** Where a context member the loop sets comes from. */
+const SET_BY = Object.freeze({
+  attempt: 'the loop counts attempts',
+  now_ms: 'the loop reads the clock (pass `clock`)',
+  seed: 'pass `seed`',
+  call: 'pass `call`',
+  idempotent: 'pass `idempotent`',
+  config: 'pass `policyConfig`',
+  fallback_available: 'the loop sets it from `fallbacks`: pass `fallbacks: [...]` (the targets to fall back to, in order) and call `call.target`',
+});
+/** The Runtime options recover() sets itself (refused in `runtimeOptions`). */
+const OWN_RUNTIME = Object.freeze(['policy', 'store', 'clock', 'seed', 'attemptTimeoutMs', 'policyConfig', 'breaker', 'onEvent']);
+
+/** `context` checked: the members to add, and the elapsed time to add to the loop's. */
+export function contextOf(context, who = 'recover()') {
+  if (context === undefined) return undefined;
+  if (context === null || typeof context !== 'object' || Array.isArray(context)) {
+    throw new PolicyError('invalid_context', `${who} context must be an object, got ${describe(context)}`);
+  }
+  for (const k of Object.keys(context)) {
+    if (k in SET_BY) throw new PolicyError('invalid_context', `${who} context may not set ${k}: ${SET_BY[k]}`);
+    if (!CONTEXT_MEMBERS.includes(k)) {
+      throw new PolicyError(
+        'invalid_context',
+        `${who} context has unknown member ${JSON.stringify(k)}; the members it may add are ${CONTEXT_MEMBERS.join(', ')}. ` +
+          'For a fallback chain pass fallbacks: [...]',
+      );
+    }
+  }
+  const { elapsed_ms: elapsed = 0, ...extra } = context;
+  if (!(Number.isSafeInteger(elapsed) && elapsed >= 0)) {
+    throw new PolicyError('invalid_context', `context.elapsed_ms must be a non-negative integer of milliseconds, got ${describe(elapsed)}`);
+  }
+  return { extra, elapsed };
+}
 
 const bad = (m) => new PolicyError('invalid_argument', m);
 /** The call in progress: where the door's decider notes its decisions (one runtime serves every call). */
@@ -62,6 +110,13 @@ export function recover(fn, options = {}) {
     throw bad(`fallbacks is an array of target names, got ${describe(o.fallbacks)}`);
   }
   if (o.policy !== undefined && !(o.policy instanceof Policy)) throw bad('policy must be a Policy (`await Policy.load()`)');
+  if (o.onDecision !== undefined && typeof o.onDecision !== 'function') throw bad(`onDecision must be a function, got ${describe(o.onDecision)}`);
+  const added = contextOf(o.context);
+  if (o.runtimeOptions !== undefined) {
+    if (o.runtimeOptions === null || typeof o.runtimeOptions !== 'object') throw bad(`runtimeOptions must be an object of Runtime options, got ${describe(o.runtimeOptions)}`);
+    const own = Object.keys(o.runtimeOptions).filter((k) => OWN_RUNTIME.includes(k));
+    if (own.length > 0) throw bad(`runtimeOptions ${own.join(', ')}: options of recover() itself, pass them directly`);
+  }
   const tool = o.tool ?? (fn.name || 'operation');
   const store = o.store ?? new MemoryStore();
   let runtime; // a promise of the door's runtime, made at its first call
@@ -70,10 +125,34 @@ export function recover(fn, options = {}) {
     runtime ??= (async () => {
       const policy = o.policy ?? (await Policy.load());
       const decider = {
-        decideJson(observation, ctx) {
-          const text = policy.decideJson(observation, ctx);
+        async decideJson(observation, ctx) {
+          let context = ctx;
+          if (added !== undefined) {
+            // Lossless: a u64 seed keeps its digits.
+            const c = { ...parseLossless(ctx), ...added.extra };
+            c.elapsed_ms = (c.elapsed_ms ?? 0) + added.elapsed;
+            context = stringify(c);
+          }
+          const text = policy.decideJson(observation, context);
           const call = current.getStore();
-          if (call !== undefined) call.last = text;
+          if (call !== undefined) {
+            call.last = text;
+            call.observation = observation;
+            call.context = context;
+          }
+          if (o.onDecision !== undefined) {
+            const c = parseLossless(context);
+            const decision = JSON.parse(text);
+            decision.policy = stamp(policy);
+            if (call !== undefined) call.decision = decision;
+            await o.onDecision({
+              decision,
+              observation: JSON.parse(observation),
+              attempt: Number(c.attempt),
+              key: call?.key,
+              elapsedMs: Number(c.elapsed_ms ?? 0),
+            });
+          }
           return text;
         },
       };
@@ -86,6 +165,7 @@ export function recover(fn, options = {}) {
         ...(o.policyConfig === undefined ? {} : { policyConfig: o.policyConfig }),
         ...(o.breaker === undefined ? {} : { breaker: o.breaker }),
         ...(o.onEvent === undefined ? {} : { onEvent: o.onEvent }),
+        ...o.runtimeOptions,
       });
       return { rt, policy };
     })().catch((e) => {
@@ -97,22 +177,24 @@ export function recover(fn, options = {}) {
 
   const recovered = async (...args) => {
     const { rt, policy } = await runtimeOf();
-    const state = { last: undefined }; // this call's last decision (JSON text)
+    // This call's last decision (JSON text), what it was about, and its key.
+    const state = { last: undefined, decision: undefined, observation: undefined, context: undefined, key: undefined };
     let cause; // what the last attempt threw
     let returned; // what the last attempt returned (a response the component judged a failure)
     let keyRead = false;
     const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
-    const run = rt.run(runId);
+    const run = rt.run(runId, o.signal === undefined ? {} : { signal: o.signal });
     const report = await current.run(state, () => run.step({
       id: o.stepId ?? tool,
       tool,
-      args: argsOf(args),
+      args: o.args === undefined ? argsOf(args) : o.args,
       ...(o.call === undefined ? {} : { call: o.call }),
       ...(o.target === undefined ? {} : { target: o.target }),
       fallbacks: o.fallbacks,
       sideEffect: o.sideEffect,
       ...(o.idempotent === undefined ? {} : { idempotent: o.idempotent }),
       operation: async (c) => {
+        state.key = c.key;
         const call = {
           get key() {
             keyRead = true;
@@ -146,22 +228,35 @@ export function recover(fn, options = {}) {
       await run.end();
       return report.value !== undefined ? report.value : report.result;
     }
+    if (report.outcome === 'cancelled' && o.signal?.aborted) throw o.signal.reason;
     if (o.errors === 'model') {
       return report.rendered ?? policy.render(report.envelope ?? { code: `runtime.${report.outcome}` }, 'model-tool-result');
     }
-    const last = state.last === undefined ? undefined : JSON.parse(state.last);
-    if (last !== undefined) {
-      const d = policy.describe();
-      last.policy = { name: d.name, version: d.version, sha256: d.sha256 };
+    let last = state.decision;
+    if (last === undefined && state.last !== undefined) {
+      last = JSON.parse(state.last);
+      last.policy = stamp(policy);
     }
-    const decision =
-      last !== undefined && last.action !== 'retry'
-        ? last
-        : { action: report.outcome, attempt: 0, reason: report.outcome, envelope: report.envelope ?? { code: `runtime.${report.outcome}` } };
-    throw new RecoveryError({ decision, attempts: decision.attempt, cause, result: cause === undefined ? returned : undefined });
+    const decided = last !== undefined && last.action !== 'retry';
+    const decision = decided
+      ? last
+      : { action: report.outcome, attempt: 0, reason: report.outcome, envelope: report.envelope ?? { code: `runtime.${report.outcome}` } };
+    throw new RecoveryError({
+      decision,
+      attempts: decision.attempt,
+      cause,
+      result: cause === undefined ? returned : undefined,
+      ...(decided ? { observation: JSON.parse(state.observation), elapsedMs: Number(parseLossless(state.context).elapsed_ms ?? 0) } : {}),
+    });
   };
   Object.defineProperty(recovered, 'name', { value: tool });
   return recovered;
+}
+
+/** The policy's identity, for a decision's `policy` field. */
+function stamp(policy) {
+  const d = policy.describe();
+  return { name: d.name, version: d.version, sha256: d.sha256 };
 }
 
 /** The call's arguments as JSON (part of the key and of a dead-letter record); what JSON cannot carry is left out. */

@@ -222,14 +222,78 @@ test('concurrent calls of one door each get their own decision', async (t) => {
   assert.equal(ok.value.choices[0].message.content, 'hi from gpt-4o-mini');
 });
 
-test('retry() refuses a context member the policy does not read; fallback_available reaches the policy', async () => {
+test('retry() refuses a context member the policy does not read, and fallback_available: it takes fallbacks', async () => {
   const policy = await Policy.load();
   await assert.rejects(
     retry(async () => 1, { policy, context: { fallbackAvailable: true } }),
-    (e) => e instanceof PolicyError && /fallbackAvailable/.test(e.message) && /recover/.test(e.message),
+    (e) => e instanceof PolicyError && /fallbackAvailable/.test(e.message) && /fallbacks/.test(e.message),
   );
-  const quota = Object.assign(new Error('quota'), { status: 429, error: QUOTA.error });
-  const e = await retry(async () => { throw quota; }, { policy, call: 'llm', context: { fallback_available: true } }).catch((err) => err);
-  assert.ok(e instanceof RecoveryError);
-  assert.equal(e.action, 'fallback');
+  // The loop sets fallback_available from `fallbacks`: a hand-set one is refused, not passed to the policy.
+  await assert.rejects(
+    retry(async () => 1, { policy, call: 'llm', context: { fallback_available: true } }),
+    (e) => e instanceof PolicyError && e.kind === 'invalid_context' && /fallback_available/.test(e.message) && /fallbacks: \[/.test(e.message),
+  );
+});
+
+/** The same chat as chatDoor, through retry(): its operation gets `target` and `idempotencyKey`. */
+function chatRetry(url, clock, options = {}) {
+  const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  return async (prompt, policy) =>
+    retry(
+      async ({ target, idempotencyKey, signal }) => {
+        const r = await openai.chat.completions.create(
+          { model: target, messages: [{ role: 'user', content: prompt }] },
+          { headers: { 'Idempotency-Key': idempotencyKey }, signal },
+        );
+        return r.choices[0].message.content;
+      },
+      {
+        policy, call: 'llm', runId: 'run-9', stepId: 'chat', tool: 'chat', args: { prompt }, target: 'gpt-4o', seed: 7,
+        now: () => clock.nowMs(), sleep: async (ms) => clock.advance(ms), ...options,
+      },
+    );
+}
+
+test('a quota error through retry() falls back to the next model, with one key', async (t) => {
+  const p = await provider();
+  t.after(p.close);
+  p.state.script = { 'gpt-4o': ['quota'] };
+  const decisions = [];
+  const chat = chatRetry(p.url, new VirtualClock(T0), { fallbacks: ['gpt-4o-mini'], onDecision: (d) => decisions.push(d) });
+  assert.equal(await chat('hello', await Policy.load()), 'hi from gpt-4o-mini');
+  assert.deepEqual(p.state.hits.map((h) => h.model), ['gpt-4o', 'gpt-4o-mini']);
+  assert.equal(new Set(p.state.hits.map((h) => h.key)).size, 1);
+  assert.deepEqual(decisions.map((d) => [d.decision.action, d.decision.envelope.code]), [['fallback', 'llm.quota.exhausted']]);
+  assert.ok(decisions[0].error instanceof OpenAI.RateLimitError);
+});
+
+test('retry() and recover() run the same loop: attempts, keys, decisions, events and sleeps', async (t) => {
+  const policy = await Policy.load();
+  const script = () => ({ 'gpt-4o': ['rate', 'quota'], 'gpt-4o-mini': ['ok'] });
+  const runs = [];
+  for (const through of ['retry', 'recover']) {
+    const p = await provider();
+    t.after(p.close);
+    p.state.script = script();
+    const clock = new VirtualClock(T0);
+    const decisions = [];
+    const events = [];
+    const options = { fallbacks: ['gpt-4o-mini'], onDecision: (d) => decisions.push(d.decision), onEvent: (e) => events.push(e) };
+    const out =
+      through === 'retry'
+        ? await chatRetry(p.url, clock, options)('hello', policy)
+        : await chatDoor(p.url, clock, { policy, runId: 'run-9', stepId: 'chat', args: { prompt: 'hello' }, ...options })('hello');
+    runs.push({ out, hits: p.state.hits, decisions, events, slept: clock.nowMs() - T0 });
+  }
+  const [viaRetry, viaDoor] = runs;
+  assert.equal(viaRetry.out, 'hi from gpt-4o-mini');
+  assert.deepEqual(viaRetry.hits, viaDoor.hits);
+  assert.deepEqual(viaRetry.hits.map((h) => h.model), ['gpt-4o', 'gpt-4o', 'gpt-4o-mini']);
+  assert.deepEqual(new Set(viaRetry.hits.map((h) => h.key)), new Set([policy.key({ runId: 'run-9', stepId: 'chat', tool: 'chat', args: { prompt: 'hello' } })]));
+  assert.deepEqual(viaRetry.decisions, viaDoor.decisions);
+  assert.deepEqual(viaRetry.decisions.map((d) => d.action), ['retry', 'fallback']);
+  assert.deepEqual(viaRetry.events, viaDoor.events);
+  assert.ok(viaRetry.slept >= 2000, `the server's retry-after: 2 (seconds), slept ${viaRetry.slept}`);
+  assert.equal(viaRetry.slept, viaDoor.slept);
+  assert.equal(viaRetry.slept, viaRetry.decisions[0].delay_ms);
 });

@@ -3,7 +3,10 @@
 what a step costs while the Redis store is unreachable.
 
     python python/bench/retry_compare.py      (needs the `bench` extra: pip install './python[bench]')
+    python python/bench/retry_compare.py door (only `@recover` and `retry_sync`)
 
+- `retry_sync`: the door with the older call shape (a door, so a runtime, per
+  call; it sleeps through a no-op `sleep`), on the same operations;
 - success: the operation succeeds at once;
 - one failure: it raises ConnectionResetError once, then succeeds. Nothing
   really sleeps: `@recover` runs on a `VirtualClock`, tenacity and stamina
@@ -21,12 +24,13 @@ from __future__ import annotations
 import json
 import socket
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict
 
-from agent_recovery import recover
+from agent_recovery import Policy, recover, retry_sync
 from agent_recovery.runtime import Runtime, VirtualClock
 from agent_recovery.store import open_store
 
@@ -62,6 +66,19 @@ def ours() -> Dict[str, float]:
     clock = VirtualClock(0)
     ok = recover(lambda: 1, call="tool", tool="noop", clock=clock, seed=7)
     once = recover(fails_once(), call="tool", tool="noop", clock=clock, seed=7)
+    return {"ok": median_us(300, ok), "retry": median_us(300, once)}
+
+
+def retry_figures() -> Dict[str, float]:
+    policy = Policy.load()
+    op = fails_once()
+
+    def ok() -> int:
+        return int(retry_sync(lambda **_: 1, policy=policy, call="tool", tool="noop", seed=7, sleep=lambda s: None))
+
+    def once() -> int:
+        return int(retry_sync(op, policy=policy, call="tool", tool="noop", seed=7, sleep=lambda s: None))
+
     return {"ok": median_us(300, ok), "retry": median_us(300, once)}
 
 
@@ -106,14 +123,19 @@ def degraded_step_ms() -> float:
 
 
 def main() -> None:
-    a, t, s = ours(), tenacity_figures(), stamina_figures()
-    d = degraded_step_ms()
+    a, r = ours(), retry_figures()
     print(f"@recover, success / one failure then success  {a['ok']:8.1f} / {a['retry']:8.1f} µs")
+    print(f"retry_sync, success / one failure then success  {r['ok']:8.1f} / {r['retry']:8.1f} µs")
+    if sys.argv[1:] == ["door"]:
+        return
+    t, s = tenacity_figures(), stamina_figures()
+    d = degraded_step_ms()
     print(f"tenacity, success / one failure then success  {t['ok']:8.2f} / {t['retry']:8.2f} µs")
     print(f"stamina,  success / one failure then success  {s['ok']:8.2f} / {s['retry']:8.2f} µs")
     print(f"step on the Redis store, Redis down           {d:8.3f} ms")
     print(json.dumps({
         "recover_ok_us": round(a["ok"], 2), "recover_retry_us": round(a["retry"], 2),
+        "retry_ok_us": round(r["ok"], 2), "retry_retry_us": round(r["retry"], 2),
         "tenacity_ok_us": round(t["ok"], 3), "tenacity_retry_us": round(t["retry"], 3),
         "stamina_ok_us": round(s["ok"], 3), "stamina_retry_us": round(s["retry"], 3),
         "degraded_step_ms": round(d, 3),

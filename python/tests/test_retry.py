@@ -8,10 +8,21 @@ from typing import Any, Dict, List
 
 import pytest
 
-from agent_recovery import Failure, Policy, PolicyHandle, RecoveryError, retry, retry_sync
+from agent_recovery import (
+    Failure,
+    Policy,
+    PolicyError,
+    PolicyHandle,
+    RecoveryError,
+    VirtualClock,
+    recover,
+    retry,
+    retry_sync,
+)
 
 from .fakes import FakeResponse, HTTPStatusError, ReadTimeout, Recorder, script
 
+T0 = 1_767_225_600_000
 STEP: Dict[str, Any] = dict(call="tool", run_id="run-1", step_id="step-1", tool="search",
                             args={"q": "weather"})
 
@@ -181,3 +192,107 @@ def test_events_replace_the_ad_hoc_callbacks(policy: Policy) -> None:
     assert [e["event"] for e in events] == [
         "attempt", "decision", "sleep", "attempt", "ok", "outcome"]
     assert events[1]["delay_ms"] == 53  # tests/vectors/tools/jitter.py, seed 7, tool attempt 1
+
+
+# -- retry is the door: fallbacks, and the same run as recover ---------------------
+
+QUOTA = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota",
+                   "param": None, "code": "insufficient_quota"}}
+
+
+def quota() -> Failure:
+    """OpenAI's 429 `insufficient_quota` (its error object, as the SDK receives it)."""
+    return Failure.response(429, {"content-type": "application/json"}, json.dumps(QUOTA), call="llm",
+                            provider="openai")
+
+
+def scripted(per_target: Dict[str, List[Any]]) -> Any:
+    """An operation that plays, per target, its steps in order (the last one repeats)."""
+    calls: List[Dict[str, Any]] = []
+
+    def operation(*, attempt: int, idempotency_key: str, target: str) -> Any:
+        calls.append({"attempt": attempt, "key": idempotency_key, "target": target})
+        steps = per_target[target]
+        step = steps.pop(0) if len(steps) > 1 else steps[0]
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    operation.calls = calls  # type: ignore[attr-defined]
+    return operation
+
+
+def test_a_quota_error_falls_back_through_retry(policy: Policy) -> None:
+    for run in (run_sync, run_async):
+        op = scripted({"gpt-4o": [quota()], "gpt-4o-mini": ["hi from gpt-4o-mini"]})
+        result, calls, delays, decisions = run(policy, op, call="llm", target="gpt-4o",
+                                               fallbacks=["gpt-4o-mini"], seed=3)
+        assert result == "hi from gpt-4o-mini"
+        assert [(c["target"], c["attempt"]) for c in calls] == [("gpt-4o", 1), ("gpt-4o-mini", 2)]
+        assert len({c["key"] for c in calls}) == 1  # one key on every target
+        assert [(d["action"], d["envelope"]["code"]) for d in decisions] == [("fallback", "llm.quota.exhausted")]
+        assert delays == []
+
+
+def test_without_fallbacks_a_quota_error_escalates_and_context_fallback_is_refused(policy: Policy) -> None:
+    result, calls, _, _ = run_sync(policy, scripted({"search": [quota()]}), call="llm")
+    assert isinstance(result, RecoveryError)
+    assert (result.action, result.decision["reason"], len(calls)) == ("escalate", "no_fallback", 1)
+    with pytest.raises(PolicyError, match=r"fallback_available.*fallbacks=\[") as info:
+        retry_sync(lambda **_: 1, policy=policy, context={"fallback_available": True})
+    assert info.value.kind == "invalid_context"
+    with pytest.raises(PolicyError, match="no `target` parameter"):
+        retry_sync(lambda **_: 1, policy=policy, fallbacks=["b"])
+
+
+def test_retry_and_recover_run_the_same_loop(policy: Policy) -> None:
+    """The same scripted failures through `retry_sync` (a recording sleep) and
+    `recover` (a VirtualClock): the same attempts, keys, decisions, events and sleeps."""
+
+    def script_() -> Any:
+        return scripted({
+            "gpt-4o": [Failure.response(503, {"retry-after": "1"}), quota()],
+            "gpt-4o-mini": ["hi"],
+        })
+
+    ids = dict(call="llm", run_id="run-9", step_id="chat", tool="chat", args={"q": "hi"},
+               target="gpt-4o", fallbacks=["gpt-4o-mini"], seed=11)
+
+    def strip(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        return [{k: v for k, v in e.items() if k != "t_ms"} for e in events]
+
+    op = script_()
+    sleep = Recorder()
+    r_decisions: List[Any] = []
+    r_events: List[Dict[str, Any]] = []
+    r_out = retry_sync(op, policy=policy, sleep=sleep, on_decision=r_decisions.append,
+                       on_event=r_events.append, **ids)  # type: ignore[arg-type]
+
+    door_op = script_()
+    clock = VirtualClock(T0)
+    d_decisions: List[Any] = []
+    d_events: List[Dict[str, Any]] = []
+
+    @recover(policy=policy, clock=clock, on_decision=d_decisions.append, on_event=d_events.append, **ids)
+    def chat(*, key: str, attempt: int, target: str) -> Any:
+        return door_op(attempt=attempt, idempotency_key=key, target=target)
+
+    assert r_out == chat() == "hi"
+    assert op.calls == door_op.calls
+    assert [(c["target"], c["attempt"]) for c in op.calls] == [
+        ("gpt-4o", 1), ("gpt-4o", 2), ("gpt-4o-mini", 3)]
+    assert {c["key"] for c in op.calls} == {policy.key("run-9", "chat", "chat", {"q": "hi"})}
+    assert r_decisions == d_decisions
+    assert [d["action"] for d in r_decisions] == ["retry", "fallback"]
+    assert strip(r_events) == strip(d_events)
+    slept = sum(d["delay_ms"] for d in r_decisions if d["action"] == "retry")
+    assert [round(s * 1000) for s in sleep.delays] == [d["delay_ms"] for d in r_decisions if d["action"] == "retry"]
+    assert clock.now_ms() - T0 == slept
+
+
+def test_a_returned_failure_is_the_errors_cause_as_a_failure(policy: Policy) -> None:
+    response = FakeResponse(400, text='{"error":"bad q"}')
+    for result, _calls, _delays, _decisions in run_both(policy, lambda: script(response)):
+        assert isinstance(result, RecoveryError) and result.action == "fail"
+        assert isinstance(result.cause, Failure) and result.cause.observation["status"] == 400
+        assert result.cause.value is response

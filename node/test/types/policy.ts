@@ -138,6 +138,9 @@ export async function retryAndObserve(): Promise<void> {
   );
   // @ts-expect-error: retry needs a policy
   await retry(async () => 1, {});
+  // A fallback chain: the operation calls the target it gets.
+  const model: string = await retry(async ({ target }) => target, { policy, call: 'llm', target: 'gpt-4o', fallbacks: ['gpt-4o-mini'] });
+  void model;
   await sleep(5, AbortSignal.timeout(100));
 
   const res: Response = new Response('busy', { status: 503 });

@@ -24,5 +24,16 @@ recover(async () => 1, { fallback: ['b'] });
 // @ts-expect-error errors is 'throw' or 'model'
 recover(async () => 1, { errors: 'data' });
 
+// What retry() needed, as options of the door.
+recover(async () => 1, {
+  onDecision: async (d) => void [d.decision.action, d.observation, d.attempt, d.key, d.elapsedMs],
+  context: { elapsed_ms: 1_000, compensations_pending: 1 },
+  args: { q: 'x' },
+  signal: AbortSignal.timeout(1_000),
+  runtimeOptions: { attemptBudget: 10 },
+});
+// @ts-expect-error the breaker is an option of recover() itself, not of runtimeOptions
+recover(async () => 1, { runtimeOptions: { breaker: { failureThreshold: 3 } } });
+
 const keys: string[] = Object.keys(RECOVER_DEFAULTS);
 void keys;

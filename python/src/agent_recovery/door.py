@@ -50,11 +50,10 @@ from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import PolicyError
-from .retry import RecoveryError
 from .runtime import Call, Clock, Runtime, StepReport, SystemClock
 from .store import MemoryStore
 
-__all__ = ["KeyNotUsedWarning", "OPTIONS", "recover"]
+__all__ = ["KeyNotUsedWarning", "NULL_ARGS", "OPTIONS", "recover"]
 
 #: The options of `recover`, with their defaults.
 OPTIONS: Dict[str, Any] = {
@@ -75,9 +74,14 @@ OPTIONS: Dict[str, Any] = {
     "policy_config": None,
     "breaker": None,  # the policy's thresholds
     "on_event": None,
+    "on_decision": None,  # called with each decision (a dict, with the `policy` that decided)
+    "args": None,  # the call's arguments: the step's args (part of the key)
+    "runtime_options": None,  # more Runtime options (attempt_budget, deadline_ms, ...)
 }
 
 _INJECTED = ("key", "target", "attempt")
+#: `args=None` means the call's arguments; `args=NULL_ARGS` the JSON null.
+NULL_ARGS: Any = type("NullArgs", (), {"__repr__": lambda self: "NULL_ARGS"})()
 _ERRORS = ("raise", "model")
 
 
@@ -89,14 +93,26 @@ class _Decider:
     """The policy, noting each decision's text for the call that asked (one
     runtime serves every call of a door, concurrently)."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Any, on_decision: Optional[Callable[[Any], Any]] = None) -> None:
         self.policy = policy
+        self.on_decision = on_decision
 
     def decide_json(self, observation: str, context: str) -> str:
         text: str = self.policy.decide_json(observation, context)
         box = _CALL.get()
+        ref = getattr(getattr(self.policy, "policy", self.policy), "_ref", None)
+        on_decision = self.on_decision
+        decision = None
+        if on_decision is not None:
+            decision = json.loads(text)
+            if ref is not None:
+                decision["policy"] = dict(ref)
         if box is not None:
-            box[:] = [text, getattr(getattr(self.policy, "policy", self.policy), "_ref", None)]
+            box[:3] = [text, ref, decision]
+        if on_decision is not None:
+            note = on_decision(decision)
+            if inspect.isawaitable(note):
+                _pending(note, box)
         return text
 
     def render(self, envelope: Any, format: str, options: Any = None) -> Any:
@@ -106,6 +122,19 @@ class _Decider:
 
     def __getattr__(self, name: str) -> Any:  # the policy's identity, for telemetry
         return getattr(self.policy, name)
+
+
+def _pending(note: Any, box: Optional[List[Any]]) -> None:
+    """An async `on_decision`: a task on the caller's loop (it runs at the next
+    sleep, and the call awaits it before answering), or run here when the
+    caller blocks on no loop."""
+    try:
+        task = asyncio.get_running_loop().create_task(note)
+    except RuntimeError:
+        asyncio.run(note)
+        return
+    if box is not None:
+        box.append(task)
 
 
 class KeyNotUsedWarning(UserWarning):
@@ -167,6 +196,14 @@ class _Door:
                 KeyNotUsedWarning,
                 stacklevel=4,
             )
+        if o["on_decision"] is not None and not callable(o["on_decision"]):
+            raise _bad(f"on_decision must be callable, got {type(o['on_decision']).__name__}")
+        if o["runtime_options"] is not None and not isinstance(o["runtime_options"], dict):
+            raise _bad(f"runtime_options is a dict of Runtime options, got {type(o['runtime_options']).__name__}")
+        clash_rt = sorted(set(o["runtime_options"] or {}) & {"policy", "store", "clock", "seed", "attempt_timeout_ms",
+                                                              "policy_config", "breaker", "on_event"})
+        if clash_rt:
+            raise _bad(f"runtime_options {', '.join(clash_rt)} are options of recover() itself: pass them directly")
         self.store = o["store"] if o["store"] is not None else MemoryStore()
         self.clock: Clock = o["clock"] if o["clock"] is not None else SystemClock()
         self._runtime: Optional[Runtime] = None
@@ -180,9 +217,10 @@ class _Door:
 
                 o = self.o
                 self._runtime = Runtime(
-                    policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy()),
+                    policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy(), o["on_decision"]),
                     store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
                     policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
+                    **(o["runtime_options"] or {}),
                 )
             return self._runtime
 
@@ -202,8 +240,10 @@ class _Door:
         o = self.o
         runtime = self.runtime()
         outcome = _Outcome(self, runtime)
+        given = o["args"]
+        step_args = _args_json(args, kwargs) if given is None else None if given is NULL_ARGS else given
         step: Dict[str, Any] = dict(
-            id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=_args_json(args, kwargs),
+            id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=step_args,
             target=o["target"], fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"],
             idempotent=o["idempotent"], operation=outcome.operation(args, kwargs),
         )
@@ -216,7 +256,8 @@ class _Outcome:
     def __init__(self, door: _Door, runtime: Runtime) -> None:
         self.door = door
         self.runtime = runtime
-        #: The last decision's text and the policy's identity, noted by `_Decider`.
+        #: The last decision's text, the policy's identity and the decision given
+        #: to `on_decision`, then the tasks of an async `on_decision`; noted by `_Decider`.
         self.decision: List[Any] = []
         self.value: Any = None
         self.cause: Any = None
@@ -248,14 +289,18 @@ class _Outcome:
         return self.value
 
     def result(self, report: StepReport) -> Any:
+        from .retry import RecoveryError
+
         if report.outcome == "ok":
             return self.value if self.value is not None else report.result
         if self.door.o["errors"] == "model":
             if report.rendered is not None:
                 return report.rendered
             return self.runtime.render(report.envelope or {"code": "runtime." + report.outcome})
-        decision: Any = json.loads(self.decision[0]) if self.decision else None
-        if decision is not None and self.decision[1] is not None:
+        decision: Any = None
+        if self.decision:
+            decision = self.decision[2] if self.decision[2] is not None else json.loads(self.decision[0])
+        if decision is not None and self.decision[2] is None and self.decision[1] is not None:
             decision["policy"] = dict(self.decision[1])
         if decision is None or decision.get("envelope") is None or decision.get("action") == "retry":
             decision = {
@@ -286,9 +331,10 @@ def _public_signature(fn: Callable[..., Any], wrapper: Callable[..., Any]) -> No
     wrapper.__annotations__ = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in _INJECTED}
 
 
-def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]:
+def _wrap(fn: Callable[..., Any], options: Dict[str, Any], asynchronous: Optional[bool] = None) -> Callable[..., Any]:
+    """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one."""
     door = _Door(fn, options)
-    if _is_async(fn):
+    if _is_async(fn) if asynchronous is None else asynchronous:
 
         @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
@@ -298,6 +344,8 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any]) -> Callable[..., Any]
                 report = await run.step_async(**step)
             finally:
                 _CALL.reset(token)
+            for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
+                await task
             if report.outcome == "ok":
                 await run.end_async()
             if report.outcome == "cancelled":
@@ -346,6 +394,9 @@ def recover(fn: Optional[Callable[..., Any]] = None, /, **options: Any) -> Any:
     | `policy_config` | None: the policy's defaults |
     | `breaker` | None: the policy's thresholds; `(failure_threshold, open_ms)` |
     | `on_event` | None: the runtime's events |
+    | `on_decision` | None: called with each decision (a dict with the `policy` that decided); may be async |
+    | `args` | None: the call's arguments are the step's args (part of the key); `NULL_ARGS`: JSON null; or a JSON value |
+    | `runtime_options` | None: more `Runtime` options (`attempt_budget`, `deadline_ms`, `retry_quota`, ...) |
     """
     if fn is None:
         return lambda f: _wrap(f, options)

@@ -23,6 +23,7 @@ imported when a runtime with telemetry on is built, not with this package.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, Optional
 
 from ._lanes import _ns, _RunTel, key_hash
@@ -112,7 +113,9 @@ def _bad(message: str) -> Exception:
     return PolicyError("invalid_argument", message)
 
 
+@functools.lru_cache(maxsize=None)
 def _version() -> str:
+    """The package's version (read once: parsing its metadata takes milliseconds)."""
     try:
         from importlib.metadata import version
 
