@@ -16,13 +16,22 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
     (
         "agent-recovery@0.1.0",
         &[
-            ("policy.wit", "c75b681682103d20f8b803fb18a5488d34f27390704faf7d5676c179ae3f4c31"),
-            ("types.wit", "0f08fec36e84cb055d5ad1828d42ee58edef636c59c9655a99e2587cb5a7eb7b"),
+            (
+                "policy.wit",
+                "c75b681682103d20f8b803fb18a5488d34f27390704faf7d5676c179ae3f4c31",
+            ),
+            (
+                "types.wit",
+                "0f08fec36e84cb055d5ad1828d42ee58edef636c59c9655a99e2587cb5a7eb7b",
+            ),
         ],
     ),
     (
         "agent-recovery@0.2.0",
-        &[("runtime.wit", "84d1b88c4518a6962ea7277782e51f4056f2b74ca9c845e519c5ef813adf8f38")],
+        &[(
+            "runtime.wit",
+            "84d1b88c4518a6962ea7277782e51f4056f2b74ca9c845e519c5ef813adf8f38",
+        )],
     ),
 ];
 
@@ -44,7 +53,10 @@ fn wit_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[test]
@@ -80,9 +92,9 @@ fn each_folder_declares_its_version() {
     folders.sort();
     assert!(!folders.is_empty(), "wit/ holds no version folder");
     for folder in &folders {
-        let version = folder
-            .strip_prefix("agent-recovery@")
-            .unwrap_or_else(|| panic!("wit/{folder}/: a version folder is named agent-recovery@X.Y.Z"));
+        let version = folder.strip_prefix("agent-recovery@").unwrap_or_else(|| {
+            panic!("wit/{folder}/: a version folder is named agent-recovery@X.Y.Z")
+        });
         let package = format!("package agent:recovery@{version};");
         let files = wit_files(&wit_root().join(folder));
         assert!(!files.is_empty(), "wit/{folder}/ holds no .wit file");
@@ -97,7 +109,10 @@ fn each_folder_declares_its_version() {
                 declared += 1;
             }
         }
-        assert!(declared > 0, "no file of wit/{folder}/ declares `{package}`");
+        assert!(
+            declared > 0,
+            "no file of wit/{folder}/ declares `{package}`"
+        );
     }
     let runtime = std::fs::read_to_string(wit_root().join("agent-recovery@0.2.0/runtime.wit"))
         .unwrap_or_default();
