@@ -16,6 +16,8 @@ const AFTER_HELP: &str = "\
 environment:
   AGENT_RECOVERY_CACHE_DIR   where compiled components are cached (empty: no cache);
                              default $XDG_CACHE_HOME/agent-recovery or ~/.cache/agent-recovery
+  AGENT_RECOVERY_PRECOMPILED 0 (or false, no, off): compile the reference instead of loading
+                             the one `precompile` installed next to this program
   NO_COLOR                   when set and not empty, --color auto prints no colour
 
 output: on a terminal, classify, decide and walkthrough print a short human summary;
@@ -128,6 +130,9 @@ pub enum Command {
     Policy(PolicyCommand),
     /// Run a directory of policy tests (YAML/JSON) against --policy; exit 1 on a failure.
     Test(Test),
+    /// Compile the embedded reference policy for this machine into the
+    /// installation, where later starts load it instead of compiling it.
+    Precompile(Precompile),
     /// Print the version of this program.
     Version,
 }
@@ -368,6 +373,16 @@ pub struct Check {
     /// The component to check.
     #[arg(value_name = "WASM")]
     pub wasm: String,
+}
+
+/// `precompile`.
+#[derive(Debug, Args)]
+pub struct Precompile {
+    /// Where to write <sha256>.cwasm [default: lib/agent-recovery beside the
+    /// directory of this program, e.g. /usr/local/lib/agent-recovery for
+    /// /usr/local/bin/agent-recovery].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<String>,
 }
 
 /// `serve`.

@@ -10,8 +10,8 @@ use serde_json::json;
 use crate::args::{self, Cli, Command, Global};
 use crate::style::Output;
 use crate::{
-    Usage, context, dlq, document, human, input, policy_test, render, replay, serve, signing,
-    simulate,
+    Usage, context, dlq, document, human, input, policy_test, precompiled, render, replay, serve,
+    signing, simulate,
 };
 
 /// Runs the parsed command line.
@@ -49,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Policy(args::PolicyCommand::Sign(a)) => signing::sign(a),
         Command::Policy(args::PolicyCommand::Verify(a)) => signing::verify(g, a),
         Command::Test(a) => policy_test::run(g, a, load(g)?),
+        Command::Precompile(a) => precompiled::run(a),
         Command::Version => print(args::VERSION),
     }
 }
@@ -217,9 +218,12 @@ fn check(g: &Global, a: args::Check) -> anyhow::Result<()> {
     )
 }
 
-/// The loader of every command: one pooled instance, the on-disk cache.
+/// The loader of every command: one pooled instance, the reference
+/// precompiled into the installation, the on-disk cache.
 fn loader() -> Loader {
-    let loader = Policy::loader().pool_size(1);
+    let loader = precompiled::dirs()
+        .into_iter()
+        .fold(Policy::loader().pool_size(1), Loader::precompiled_dir);
     match cache_dir() {
         Some(dir) => loader.cache_dir(dir),
         None => loader,

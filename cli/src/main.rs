@@ -20,6 +20,7 @@ mod document;
 mod human;
 mod input;
 mod policy_test;
+mod precompiled;
 mod render;
 mod replay;
 mod serve;

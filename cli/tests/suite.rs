@@ -23,6 +23,8 @@ mod cli_fleet;
 mod cli_human;
 #[path = "cli_policy_test.rs"]
 mod cli_policy_test;
+#[path = "cli_precompiled.rs"]
+mod cli_precompiled;
 #[path = "cli_render.rs"]
 mod cli_render;
 #[path = "cli_replay.rs"]

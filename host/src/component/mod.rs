@@ -8,6 +8,8 @@
 //!   fuel and input-size [`Limits`] of each call.
 //! - `pool.rs`: the idle instances a call takes and gives back.
 //! - `cache.rs`: the optional on-disk cache of compiled components.
+//! - `precompiled.rs`: the reference compiled ahead of time, shipped next to
+//!   a program ([`precompile_reference`]).
 //! - `identity.rs` and `verify.rs`: which policy answered ([`PolicyId`]), and
 //!   the checks a host runs before it trusts one ([`Verified`]).
 //! - `document.rs`: a policy document packed into the reference component.
@@ -22,6 +24,7 @@ mod limits;
 pub(crate) mod output;
 pub(crate) mod policy;
 pub(crate) mod pool;
+mod precompiled;
 pub(crate) mod sandbox;
 mod verify;
 
@@ -30,4 +33,5 @@ pub use identity::PolicyId;
 pub use limits::Limits;
 pub use output::{check_decision_json, check_envelope_json};
 pub use policy::{Loader, Policy, WORLD};
+pub use precompiled::precompile_reference;
 pub use verify::Verified;

@@ -17,14 +17,14 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use crate::Limits;
-use crate::component::cache;
 use crate::component::gen_::RecoveryPolicyPre;
 use crate::component::pool::Pool;
 use crate::component::sandbox::Sandbox;
+use crate::component::{cache, precompiled};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The reference policy built from `guest/`, embedded at build time.
-static REFERENCE: &[u8] = include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"));
+pub(crate) static REFERENCE: &[u8] = include_bytes!(env!("AGENT_RECOVERY_REFERENCE_WASM"));
 
 /// The WIT world every policy component must implement.
 pub const WORLD: &str = "agent:recovery/recovery-policy@0.1.0";
@@ -65,11 +65,13 @@ pub struct Policy {
 /// | [`limits`](Self::limits) | [`Limits::default()`] |
 /// | [`pool_size`](Self::pool_size) | the number of CPUs (at least 2) |
 /// | [`cache_dir`](Self::cache_dir) | none: compile on every load |
+/// | [`precompiled_dir`](Self::precompiled_dir) | none: compile the reference |
 #[derive(Clone, Debug)]
 pub struct Loader {
     limits: Limits,
     pool_size: usize,
     cache_dir: Option<PathBuf>,
+    precompiled: Vec<PathBuf>,
 }
 
 impl Default for Loader {
@@ -79,6 +81,7 @@ impl Default for Loader {
             limits: Limits::default(),
             pool_size: cpus.max(2),
             cache_dir: None,
+            precompiled: Vec::new(),
         }
     }
 }
@@ -112,8 +115,26 @@ impl Loader {
         self
     }
 
-    /// Loads the embedded reference policy. It is compiled once per process;
-    /// later loads only link it.
+    /// Look for the embedded reference precompiled into `dir`
+    /// (`<dir>/<sha256 of the reference>.cwasm`, written by
+    /// [`precompile_reference`](crate::precompile_reference)) before compiling
+    /// it; repeat to look in several directories, in order.
+    ///
+    /// Only for the reference: other components are compiled (or taken from
+    /// the [`cache_dir`](Self::cache_dir)) as without it. A missing artifact,
+    /// or one wasmtime refuses (another wasmtime version, engine
+    /// configuration or CPU), is skipped: the reference is then compiled and
+    /// cached as usual. The artifact is loaded as trusted machine code, so
+    /// `dir` must be as trusted as the program itself, such as its
+    /// installation directory; never a directory other users can write to.
+    pub fn precompiled_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.precompiled.push(dir.into());
+        self
+    }
+
+    /// Loads the embedded reference policy. It is compiled (or loaded from
+    /// a [`precompiled_dir`](Self::precompiled_dir)) once per process; later
+    /// loads only link it.
     pub fn reference(self) -> Result<Policy> {
         let component = self.reference_component()?;
         self.link(&component, REFERENCE)
@@ -126,7 +147,11 @@ impl Loader {
         Ok(match COMPILED.get() {
             Some(component) => component.clone(),
             None => {
-                let component = self.compile(REFERENCE)?;
+                let precompiled = precompiled::load(engine()?, &self.precompiled);
+                let component = match precompiled {
+                    Some(component) => component,
+                    None => self.compile(REFERENCE)?,
+                };
                 COMPILED.get_or_init(|| component).clone()
             }
         })
