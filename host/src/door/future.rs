@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// Recovery for an async closure `FnMut(Call) -> impl Future<Output =
 /// Result<T, E>>`: `op.recover(&door).await`. Needs a tokio runtime (any
-/// flavor) when the door's clock is real or its store may block; with a
+/// flavor, its timer enabled) when the door's clock is real or its store may block; with a
 /// virtual clock and the memory store it runs on any executor.
 pub trait Recoverable<Fut, T, E>: FnMut(Call) -> Fut + Sized
 where

@@ -5,7 +5,7 @@
 //! use agent_recovery::runtime::Call;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! # rt.block_on(async {
 //! let door = Door::builder().tool("payments.charge").call("tool").build()?;
 //! let charge = |call: Call| async move {
