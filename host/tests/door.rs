@@ -69,8 +69,8 @@ fn async_closure_is_retried_with_one_key_against_a_real_server() {
     );
 }
 
-/// The step runs on its own thread: the caller's single-threaded event loop
-/// keeps serving other tasks (here the server) while the step waits.
+/// The step is driven in the caller's task: the single-threaded event loop
+/// keeps serving other tasks while the operation awaits.
 #[test]
 fn the_operation_runs_in_the_callers_task_and_gets_key_target_attempt() {
     let clock = Arc::new(VirtualClock::new(T0));

@@ -25,6 +25,9 @@ mod documents;
 #[cfg(feature = "door")]
 #[path = "door.rs"]
 mod door;
+#[cfg(all(feature = "door", feature = "sqlite"))]
+#[path = "door_async.rs"]
+mod door_async;
 #[cfg(feature = "tower")]
 #[path = "door_tower.rs"]
 mod door_tower;

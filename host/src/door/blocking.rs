@@ -51,7 +51,7 @@ where
 /// | option | default |
 /// | --- | --- |
 /// | [`args`](Self::args) | `null` (part of the idempotency key and of a dead-letter record) |
-/// | [`observe`](Self::observe) | `{"source":"exception","type":<the error's type name>,"message":<its Display>}` |
+/// | [`observe`](Self::observe) | an [`io::Error`](std::io::Error) of a network kind, or a boxed error whose source chain holds one: `{"source":"network","code":"ECONNREFUSED",...}` (the kind's libc name); any other error: `{"source":"exception","type":<the error's type name>,"message":<its Display>}` |
 /// | [`check`](Self::check) | none: every `Ok` is a success |
 pub struct BlockingRecover<'d, F, T, E> {
     door: &'d Door,

@@ -1,27 +1,31 @@
 //! The async door: `op.recover(&door).await`.
 //!
-//! The step runs on a thread of its own (the runtime is blocking: its retry
-//! sleeps and store calls block that thread, never the caller's event
-//! loop). Each attempt is handed to the caller's task over a channel, the
-//! operation's future runs there, and its outcome goes back to the step.
+//! The step is driven by the runtime's async driver inside the caller's
+//! task: no thread of its own. Its retry sleeps are tokio's timer (instant
+//! on a virtual clock), the calls of a store that may block (SQLite, Redis)
+//! run on tokio's blocking pool, the component's calls inline. The step
+//! asks for each attempt over a channel; [`RecoverFuture`] polls the
+//! operation's future it makes and hands the outcome back.
 
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, mpsc};
 use std::task::{Context, Poll, ready};
 
 use futures_channel::mpsc::{UnboundedReceiver, unbounded};
+use futures_channel::oneshot;
 use futures_core::Stream;
 use serde_json::Value;
 
 use super::outcome::{Finished, Reading, abandoned, outcome_of};
 use super::{Door, DoorError};
 use crate::runtime::{Call, Outcome, RuntimeError};
+use std::sync::Arc;
 
 /// Recovery for an async closure `FnMut(Call) -> impl Future<Output =
-/// Result<T, E>>`: `op.recover(&door).await`. Works on any executor (the
-/// step's thread needs none).
+/// Result<T, E>>`: `op.recover(&door).await`. Needs a tokio runtime (any
+/// flavor, its timer enabled) when the door's clock is real or its store may block; with a
+/// virtual clock and the memory store it runs on any executor.
 pub trait Recoverable<Fut, T, E>: FnMut(Call) -> Fut + Sized
 where
     Fut: Future<Output = Result<T, E>>,
@@ -54,7 +58,7 @@ where
 /// | option | default |
 /// | --- | --- |
 /// | [`args`](Self::args) | `null` (part of the idempotency key and of a dead-letter record) |
-/// | [`observe`](Self::observe) | `{"source":"exception","type":<the error's type name>,"message":<its Display>}` |
+/// | [`observe`](Self::observe) | an [`io::Error`](std::io::Error) of a network kind, or a boxed error whose source chain holds one: `{"source":"network","code":"ECONNREFUSED",...}` (the kind's libc name); any other error: `{"source":"exception","type":<the error's type name>,"message":<its Display>}` |
 /// | [`check`](Self::check) | none: every `Ok` is a success |
 pub struct Recover<F, Fut, T, E> {
     door: Door,
@@ -93,53 +97,63 @@ where
     fn into_future(self) -> Self::IntoFuture {
         RecoverFuture {
             recover: self,
-            rx: None,
+            driver: None,
+            calls: None,
             current: None,
             last: None,
         }
     }
 }
 
-/// What the step's thread sends the caller's task.
-enum Msg {
-    /// Make this attempt and answer its outcome.
-    Call(Call, mpsc::Sender<Outcome>),
-    /// The step ended.
-    Done(Result<Finished, RuntimeError>),
-}
+/// The step, driven by the runtime's async driver: `'static` and `Send`
+/// whatever the operation is (the operation's future stays in the caller's
+/// [`RecoverFuture`]).
+type Driver = Pin<Box<dyn Future<Output = Result<Finished, RuntimeError>> + Send>>;
+
+/// An attempt the step asks for, and where its outcome goes.
+type Ask = (Call, oneshot::Sender<Outcome>);
 
 /// The future of [`Recover`]. Dropping it cancels the run: the attempt in
-/// progress is answered as abandoned and nothing is retried.
+/// progress is answered as abandoned and nothing is retried (the run's end
+/// is driven at once, or on the tokio runtime when it has to wait).
 pub struct RecoverFuture<F, Fut, T, E> {
     recover: Recover<F, Fut, T, E>,
-    rx: Option<UnboundedReceiver<Msg>>,
-    current: Option<(Pin<Box<Fut>>, mpsc::Sender<Outcome>)>,
+    driver: Option<Driver>,
+    calls: Option<UnboundedReceiver<Ask>>,
+    current: Option<(Pin<Box<Fut>>, oneshot::Sender<Outcome>)>,
     last: Option<Result<T, E>>,
 }
 
-// Nothing is pinned in place: the operation's future is boxed.
+// Nothing is pinned in place: the operation's future and the step are boxed.
 impl<F, Fut, T, E> Unpin for RecoverFuture<F, Fut, T, E> {}
 
 impl<F, Fut, T, E> RecoverFuture<F, Fut, T, E> {
-    /// Starts the step's thread.
-    fn start(&mut self) -> Result<UnboundedReceiver<Msg>, DoorError<E>> {
-        let (tx, rx) = unbounded();
+    /// Starts the step; `Err` when it needs a tokio runtime and none is current.
+    fn start(&mut self) -> Result<(), DoorError<E>> {
         let door = self.recover.door.clone();
+        if door.runtime.needs_tokio() && tokio::runtime::Handle::try_current().is_err() {
+            return Err(DoorError::Driver(
+                "the async door needs a tokio runtime (its retry sleeps are tokio's, a store \
+                 that may block is called on tokio's blocking pool); await it inside one, use a \
+                 VirtualClock and the memory store, or the blocking twin (`.call()`)"
+                    .into(),
+            ));
+        }
+        let (tx, rx) = unbounded::<Ask>();
         let args = self.recover.reading.args.clone();
-        std::thread::Builder::new()
-            .name("agent-recovery-door".into())
-            .spawn(move || {
-                let finished = door.run_step(&args, |call, cancel| {
-                    let (reply, answer) = mpsc::channel();
-                    if tx.unbounded_send(Msg::Call(call.clone(), reply)).is_err() {
-                        return abandoned(cancel);
-                    }
-                    answer.recv().unwrap_or_else(|_| abandoned(cancel))
-                });
-                let _ = tx.unbounded_send(Msg::Done(finished));
-            })
-            .map_err(|e| DoorError::Driver(format!("cannot start the step's thread: {e}")))?;
-        Ok(rx)
+        let attempt = move |call: Call, cancel: Arc<std::sync::atomic::AtomicBool>| {
+            let (reply, answer) = oneshot::channel();
+            let asked = tx.unbounded_send((call, reply)).is_ok();
+            async move {
+                match asked {
+                    true => answer.await.unwrap_or_else(|_| abandoned(&cancel)),
+                    false => abandoned(&cancel),
+                }
+            }
+        };
+        self.driver = Some(Box::pin(door.run_step_async(args, attempt)));
+        self.calls = Some(rx);
+        Ok(())
     }
 }
 
@@ -152,41 +166,63 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if this.rx.is_none() {
-            match this.start() {
-                Ok(rx) => this.rx = Some(rx),
-                Err(e) => return Poll::Ready(Err(e)),
+        if this.driver.is_none() {
+            if this.calls.is_some() {
+                return Poll::Ready(Err(DoorError::Driver(
+                    "the call was polled after it completed".into(),
+                )));
+            }
+            if let Err(e) = this.start() {
+                return Poll::Ready(Err(e));
             }
         }
         loop {
-            if let Some((attempt, reply)) = &mut this.current {
+            if let Some((attempt, _)) = &mut this.current {
                 let result = ready!(attempt.as_mut().poll(cx));
                 let r = &this.recover.reading;
-                let _ = reply.send(outcome_of(&result, &*r.check, &*r.observe));
+                let outcome = outcome_of(&result, &*r.check, &*r.observe);
+                if let Some((_, reply)) = this.current.take() {
+                    let _ = reply.send(outcome);
+                }
                 this.last = Some(result);
-                this.current = None;
             }
-            let Some(rx) = this.rx.as_mut() else {
-                return Poll::Ready(Err(DoorError::Driver(
-                    "the step's thread never started".into(),
-                )));
-            };
-            match ready!(Pin::new(rx).poll_next(cx)) {
-                Some(Msg::Call(call, reply)) => {
+            if let Some(driver) = &mut this.driver
+                && let Poll::Ready(finished) = driver.as_mut().poll(cx)
+            {
+                this.driver = None;
+                return Poll::Ready(match finished {
+                    Ok(finished) => this.recover.door.finish(finished, this.last.take()),
+                    Err(e) => Err(DoorError::Runtime(e)),
+                });
+            }
+            // The step waits: for an attempt it asked for, or on its own
+            // (a sleep, the store); it wakes this task either way.
+            match this.calls.as_mut().map(|rx| Pin::new(rx).poll_next(cx)) {
+                Some(Poll::Ready(Some((call, reply)))) => {
                     this.current = Some((Box::pin((this.recover.op)(call)), reply));
                 }
-                Some(Msg::Done(Ok(finished))) => {
-                    return Poll::Ready(this.recover.door.finish(finished, this.last.take()));
-                }
-                Some(Msg::Done(Err(e))) => return Poll::Ready(Err(DoorError::Runtime(e))),
-                None => {
-                    return Poll::Ready(Err(DoorError::Driver(
-                        "the step's thread stopped without an answer (a panic in the runtime); \
-                         see its message on stderr"
-                            .into(),
-                    )));
-                }
+                _ => return Poll::Pending,
             }
+        }
+    }
+}
+
+impl<F, Fut, T, E> Drop for RecoverFuture<F, Fut, T, E> {
+    /// A step still running is cancelled: the attempt in progress and every
+    /// later one are answered as abandoned, and the run ends (compensations,
+    /// the journal). That is driven here when it need not wait, else on the
+    /// current tokio runtime.
+    fn drop(&mut self) {
+        let Some(mut driver) = self.driver.take() else {
+            return;
+        };
+        self.current = None;
+        self.calls = None;
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        if driver.as_mut().poll(&mut cx).is_pending()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(driver);
         }
     }
 }

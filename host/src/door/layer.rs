@@ -18,7 +18,8 @@ use serde_json::Value;
 use tower::{Layer, Service};
 
 use super::future::Recoverable;
-use super::outcome::{CheckFn, ObserveFn, exception};
+use super::observe::default_observation;
+use super::outcome::{CheckFn, ObserveFn};
 use super::{Door, DoorError};
 use crate::runtime::Call;
 
@@ -35,7 +36,7 @@ type PrepareFn<Req> = Arc<dyn Fn(&mut Req, &Call) + Send + Sync>;
 /// | [`args`](Self::args) | `null` |
 /// | [`prepare`](Self::prepare) | none: the request is sent as it came |
 /// | [`check`](Self::check) | none: every response is a success |
-/// | [`observe`](Self::observe) | an `exception` observation of the error's type and message |
+/// | [`observe`](Self::observe) | an I/O error (or one a boxed error wraps) as the `network` failure it names, else an `exception` of the error's type and message |
 pub struct RecoverLayer<Req, Res, Err> {
     door: Door,
     args: Option<ArgsFn<Req>>,
@@ -72,7 +73,7 @@ impl<Req, Res, Err: fmt::Display + 'static> RecoverLayer<Req, Res, Err> {
             args: None,
             prepare: None,
             check: None,
-            observe: Arc::new(exception::<Err>),
+            observe: Arc::new(default_observation::<Err>),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! use agent_recovery::runtime::Call;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! # rt.block_on(async {
 //! let door = Door::builder().tool("payments.charge").call("tool").build()?;
 //! let charge = |call: Call| async move {
@@ -34,10 +34,12 @@
 //! and a failure comes back as a [`DoorError`] that also carries the envelope
 //! rendered for the model ([`DoorError::for_model`]).
 //!
-//! [`Recoverable`] is for closures returning a future of a `Result`; the
-//! step runs on a thread of its own (the retry sleeps block there, never the
-//! caller's event loop) and the operation's future runs in the caller's task.
-//! [`BlockingRecoverable`] is its blocking twin. With the `tower` feature,
+//! [`Recoverable`] is for closures returning a future of a `Result`: the
+//! runtime's async driver runs the step in the caller's task (no thread of
+//! its own; retry sleeps on tokio's timer, a blocking store's calls on
+//! tokio's blocking pool). [`BlockingRecoverable`] is its blocking twin. An
+//! error with no `observe` is read as the network failure it names when it
+//! is or wraps a [`std::io::Error`], else as an exception of its type. With the `tower` feature,
 //! [`RecoverLayer`] runs each request of a `tower::Service` as a step.
 
 mod blocking;
@@ -45,6 +47,7 @@ mod error;
 mod future;
 #[cfg(feature = "tower")]
 mod layer;
+mod observe;
 mod options;
 mod outcome;
 

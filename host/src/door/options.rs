@@ -1,14 +1,12 @@
 //! The door's options: a builder, and the same options as JSON (the names of
 //! the Python door), where an unknown name is refused.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::Door;
 use crate::error::{Error, ErrorKind};
-use crate::retry::Decide;
 use crate::runtime::{Clock, DecisionLog, Runtime, RuntimeError};
 use crate::store::Store;
 use crate::{Policy, Result};
@@ -241,9 +239,7 @@ impl DoorBuilder {
             Some(p) => p,
             None => Arc::new(Policy::reference()?),
         };
-        let mut b = Runtime::builder()
-            .policy(Arc::clone(&policy))
-            .decider(Arc::new(Noting(Arc::clone(&policy))));
+        let mut b = Runtime::builder().policy(Arc::clone(&policy));
         if let Some(store) = self.store {
             b = b.store(store);
         }
@@ -273,35 +269,5 @@ impl DoorBuilder {
             policy,
             options: Arc::new(self.step),
         })
-    }
-}
-
-thread_local! {
-    /// The last decision (JSON text) made on this thread: a door's step runs
-    /// on one thread, so this is its call's own.
-    static LAST_DECISION: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Forgets the last decision of this thread (a step starts).
-pub(super) fn forget_decision() {
-    LAST_DECISION.with(|d| d.borrow_mut().take());
-}
-
-/// The last decision made on this thread since [`forget_decision`].
-pub(super) fn last_decision() -> Option<String> {
-    LAST_DECISION.with(|d| d.borrow_mut().take())
-}
-
-/// The policy, noting each decision's text for the call that asked.
-struct Noting(Arc<Policy>);
-
-impl Decide for Noting {
-    fn decide_json(&self, observation: &str, context: &str) -> Result<String> {
-        let text = self.0.decide_json(observation, context)?;
-        LAST_DECISION.with(|d| *d.borrow_mut() = Some(text.clone()));
-        Ok(text)
-    }
-    fn key(&self, run_id: &str, step_id: &str, tool: &str, args_json: &str) -> Result<String> {
-        Decide::key(&*self.0, run_id, step_id, tool, args_json)
     }
 }

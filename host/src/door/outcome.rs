@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use super::options::{forget_decision, last_decision};
+use super::observe::default_observation;
 use super::{Door, DoorError};
 use crate::runtime::{Call, Outcome, RuntimeError, Step, StepReport};
 use crate::types::RenderFormat;
@@ -39,17 +39,6 @@ fn new_run_id(tool: &str) -> String {
     format!("{tool}-{:016x}{:016x}", half(1), half(2))
 }
 
-/// The observation of an error the operation returned: an exception of the
-/// error's type, with its message (`docs/observation.md`).
-pub(super) fn exception<E: std::fmt::Display>(e: &E) -> String {
-    json!({
-        "source": "exception",
-        "type": std::any::type_name::<E>(),
-        "message": e.to_string(),
-    })
-    .to_string()
-}
-
 /// What an attempt's result is for the runtime: `Ok` with no check is a
 /// success (its value stays with the caller; the runtime records `null`),
 /// `Ok` with a response observation is judged by the component, `Err` is the
@@ -77,27 +66,25 @@ pub(super) fn abandoned(cancel: &AtomicBool) -> Outcome {
 }
 
 impl Door {
-    /// Runs one call as a run of one step on this thread; `attempt` makes
-    /// each attempt (it gets the run's cancel flag).
-    pub(super) fn run_step(
+    /// The run id of one call.
+    fn run_id(&self) -> String {
+        let o = &self.options;
+        o.run_id.clone().unwrap_or_else(|| new_run_id(o.tool()))
+    }
+
+    /// The step of one call; `operation` makes its attempts (the blocking
+    /// twin's; the awaited step's is never called).
+    fn step<'a>(
         &self,
         args: &Value,
-        mut attempt: impl FnMut(&Call, &AtomicBool) -> Outcome + Send,
-    ) -> Result<Finished, RuntimeError> {
+        operation: impl FnMut(&Call) -> Outcome + Send + 'a,
+    ) -> Step<'a> {
         let o = &self.options;
         let tool = o.tool();
-        let run_id = o.run_id.clone().unwrap_or_else(|| new_run_id(tool));
-        forget_decision();
-        let mut run = self.runtime.run(&run_id)?;
-        let cancel = run.cancel_flag();
-        let mut step = Step::new(
-            o.step_id.as_deref().unwrap_or(tool),
-            tool,
-            move |call: &Call| attempt(call, &cancel),
-        )
-        .args(args.clone())
-        .fallbacks(&o.fallbacks)
-        .side_effect(o.side_effect);
+        let mut step = Step::new(o.step_id.as_deref().unwrap_or(tool), tool, operation)
+            .args(args.clone())
+            .fallbacks(&o.fallbacks)
+            .side_effect(o.side_effect);
         if let Some(kind) = &o.call {
             step = step.call(kind);
         }
@@ -107,10 +94,52 @@ impl Door {
         if let Some(yes) = o.idempotent {
             step = step.idempotent(yes);
         }
-        let report = run.step(step)?;
-        let decision = last_decision();
+        step
+    }
+
+    /// Runs one call as a run of one step on this thread; `attempt` makes
+    /// each attempt (it gets the run's cancel flag).
+    pub(super) fn run_step(
+        &self,
+        args: &Value,
+        mut attempt: impl FnMut(&Call, &AtomicBool) -> Outcome + Send,
+    ) -> Result<Finished, RuntimeError> {
+        let mut run = self.runtime.run(&self.run_id())?;
+        let cancel = run.cancel_flag();
+        let report = run.step(self.step(args, move |call: &Call| attempt(call, &cancel)))?;
+        let decision = run.last_decision().map(str::to_owned);
         if report.outcome == "ok" {
             run.end()?;
+        }
+        Ok(Finished { report, decision })
+    }
+
+    /// The same, awaited on the runtime's async driver (no thread of its
+    /// own); `attempt` makes each attempt (it gets the run's cancel flag).
+    #[cfg(feature = "tokio")]
+    pub(super) async fn run_step_async<A, Fut>(
+        self,
+        args: Value,
+        mut attempt: A,
+    ) -> Result<Finished, RuntimeError>
+    where
+        A: FnMut(Call, Arc<AtomicBool>) -> Fut + Send,
+        Fut: std::future::Future<Output = Outcome> + Send,
+    {
+        let step = self.step(&args, |_: &Call| Outcome::Ok(Value::Null));
+        let mut run = self.runtime.run(&self.run_id())?;
+        let cancel = run.cancel_flag();
+        let mut op = move |call: Call| attempt(call, Arc::clone(&cancel));
+        let report = match run.step_async(step, &mut op).await {
+            Ok(report) => report,
+            Err(e) => {
+                let _ = run.end_async().await;
+                return Err(e);
+            }
+        };
+        let decision = run.last_decision().map(str::to_owned);
+        if report.outcome == "ok" {
+            run.end_async().await?;
         }
         Ok(Finished { report, decision })
     }
@@ -180,7 +209,7 @@ impl<T: 'static, E: std::fmt::Display + 'static> Default for Reading<T, E> {
         Reading {
             args: Value::Null,
             check: Arc::new(|_| None),
-            observe: Arc::new(exception::<E>),
+            observe: Arc::new(default_observation::<E>),
         }
     }
 }

@@ -344,32 +344,32 @@ fn stream_count(store: &dyn Store) -> Result<u64, StoreError> {
     }
 }
 
-/// The runtime's `dead_letter_depth` event after it appended record `seq`,
-/// when the depth crossed the threshold: the append effect's (the loop's
-/// choice: the run configuration's, else the policy document's), else the
-/// run configuration's.
+/// The dead-letter queue's depth as [`DeadLetters::depth`] reads it.
+pub(super) fn depth_of(store: &dyn Store, now: u64) -> Result<u64, StoreError> {
+    Ok(stream_count(store)?.saturating_sub(closed_count(store, now)?))
+}
+
+/// The runtime's `dead_letter_depth` event after it appended record `seq`
+/// and the queue is `depth` deep, when the depth crossed `threshold` (the
+/// append effect's: the loop's choice, the run configuration's, else the
+/// policy document's; else the runtime's).
 pub(super) fn depth_event(
-    rt: &Runtime,
-    threshold: Option<u64>,
+    threshold: u64,
+    depth: u64,
     t_ms: u64,
     seq: u64,
     record: &str,
-) -> Result<Option<String>, StoreError> {
-    let Some(threshold) = threshold.or(rt.depth_threshold) else {
-        return Ok(None);
-    };
-    let now = rt.clock.now_ms();
-    let depth = stream_count(&*rt.store)?.saturating_sub(closed_count(&*rt.store, now)?);
+) -> Option<String> {
     if depth < threshold || depth.saturating_sub(1) >= threshold {
-        return Ok(None);
+        return None;
     }
     let step = serde_json::from_str::<Value>(record)
         .ok()
         .and_then(|r| r.get("step_id").and_then(Value::as_str).map(json_str))
         .unwrap_or_else(|| "null".to_owned());
-    Ok(Some(format!(
+    Some(format!(
         r#"{{"t_ms":{t_ms},"event":"dead_letter_depth","step":{step},"target":null,"depth":{depth},"threshold":{threshold},"id":"{seq}"}}"#
-    )))
+    ))
 }
 
 /// The dead-letter queue of a runtime's store; see the [module docs](self).

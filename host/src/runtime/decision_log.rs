@@ -171,6 +171,11 @@ impl DecisionLog {
     }
 
     /// Appends one line the component made.
+    /// Whether lines go to a file (a write that may block on the disk).
+    pub(super) fn is_file(&self) -> bool {
+        matches!(&*self.sink, Sink::File(_))
+    }
+
     pub(super) fn write(&self, line: &str) {
         match &*self.sink {
             Sink::Callback(f) => f(line),

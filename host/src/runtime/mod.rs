@@ -39,7 +39,10 @@ mod component;
 pub mod deadletters;
 mod decision_log;
 mod driver;
+#[cfg(feature = "tokio")]
+mod driver_async;
 mod durable;
+mod effects;
 mod interrupt;
 mod names;
 mod run;
@@ -131,6 +134,13 @@ impl Runtime {
         options: &str,
     ) -> Result<String, RuntimeError> {
         Ok(self.looper.render_named(envelope, format, options)?)
+    }
+
+    /// Whether an awaited step needs a tokio runtime: a real clock's sleeps
+    /// are tokio's, a store that may block is called on its blocking pool.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn needs_tokio(&self) -> bool {
+        !self.clock.is_virtual() || self.store.may_block()
     }
 
     /// The dead-letter queue of this runtime's store (`docs/durability.md` §3):

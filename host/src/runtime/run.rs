@@ -92,6 +92,8 @@ pub struct Run<'r, 'a> {
     tel: RunTel,
     started_ms: u64,
     dead_letter: Option<u64>,
+    /// The policy's last decision in the run's own lane (JSON text).
+    decision: Option<String>,
     calls: AtomicU64,
     kill_after_calls: Option<u64>,
 }
@@ -130,6 +132,7 @@ impl<'r, 'a> Run<'r, 'a> {
             tel: RunTel::new(&rt.telemetry, run_id),
             started_ms,
             dead_letter: None,
+            decision: None,
             calls: AtomicU64::new(0),
             kill_after_calls: None,
         }
@@ -144,6 +147,12 @@ impl<'r, 'a> Run<'r, 'a> {
     /// The sequence number of the last dead-letter record this run appended.
     pub(crate) fn dead_letter_seq(&self) -> Option<u64> {
         self.dead_letter
+    }
+
+    /// The policy's last decision in the run's own steps (JSON text, as the
+    /// policy printed it).
+    pub(crate) fn last_decision(&self) -> Option<&str> {
+        self.decision.as_deref()
     }
 
     /// Feeds the `recover` input to a run carried on from a journal entry
@@ -285,10 +294,26 @@ impl<'r, 'a> Run<'r, 'a> {
             undo: Some(&mut self.undo),
             tel: &mut tel,
             dead_letter: None,
+            decision: None,
         };
         let report = drive(ctx, &mut lane, input, work);
-        if let Some(seq) = lane.dead_letter {
+        let (dead_letter, decision) = (lane.dead_letter, lane.decision);
+        self.lane_ended(dead_letter, decision, report)
+    }
+
+    /// What a driven lane leaves the run: its last dead-letter record and
+    /// decision, and whether the run finished.
+    fn lane_ended(
+        &mut self,
+        dead_letter: Option<u64>,
+        decision: Option<String>,
+        report: Result<StepReport, RuntimeError>,
+    ) -> Result<StepReport, RuntimeError> {
+        if let Some(seq) = dead_letter {
             self.dead_letter = Some(seq);
+        }
+        if decision.is_some() {
+            self.decision = decision;
         }
         let report = report?;
         if report.run_finished {
@@ -308,6 +333,79 @@ impl<'r, 'a> Run<'r, 'a> {
         let input = self.ctx().cancel_input();
         let tel = self.tel.lane(None, self.rt.clock.now_ms());
         self.drive(input, Work::Step(&mut noop), tel)
+    }
+}
+
+/// The async twins of [`Run::step`] and [`Run::end`] (the async driver:
+/// the operation is awaited, sleeps and blocking store work too).
+#[cfg(feature = "tokio")]
+impl<'a> Run<'_, 'a> {
+    /// Runs `step` to its end with `op` making its operation calls (the
+    /// step's own operation is not called; a step with a checkpoint hook or
+    /// a compensation is for [`Run::step`]).
+    pub(crate) async fn step_async<F, Fut>(
+        &mut self,
+        step: Step<'a>,
+        op: &mut F,
+    ) -> Result<StepReport, RuntimeError>
+    where
+        F: FnMut(Call) -> Fut + Send,
+        Fut: std::future::Future<Output = Outcome> + Send,
+    {
+        if let Some(outcome) = &self.finished {
+            return Ok(StepReport::after_the_end(outcome));
+        }
+        step.check_names("step")?;
+        let input = format!(
+            r#"{{"input":"step","now_ms":{},"step":{}}}"#,
+            self.rt.clock.now_ms(),
+            step.spec()
+        );
+        let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
+        let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
+        self.drive_async(input, op, tel).await
+    }
+
+    /// [`Run::end`], awaited.
+    pub(crate) async fn end_async(mut self) -> Result<(), RuntimeError> {
+        if self.finished.is_some() {
+            return Ok(());
+        }
+        self.finished = Some("completed".to_owned());
+        let input = format!(r#"{{"input":"end","now_ms":{}}}"#, self.rt.clock.now_ms());
+        let tel = self.tel.lane(None, self.rt.clock.now_ms());
+        let mut noop = |_: Call| std::future::ready(Outcome::Ok(Value::Null));
+        self.drive_async(input, &mut noop, tel).await.map(|_| ())
+    }
+
+    async fn drive_async<F, Fut>(
+        &mut self,
+        input: String,
+        op: &mut F,
+        mut tel: super::telemetry::LaneTel,
+    ) -> Result<StepReport, RuntimeError>
+    where
+        F: FnMut(Call) -> Fut + Send,
+        Fut: std::future::Future<Output = Outcome> + Send,
+    {
+        let ctx = Ctx {
+            rt: self.rt,
+            cancel: &self.cancel,
+            cancel_at_ms: self.cancel_at_ms,
+            started_ms: self.started_ms,
+            kill: self.kill_after_calls.map(|n| (&self.calls, n)),
+        };
+        let mut lane = Lane {
+            state: &mut self.state,
+            events: &mut self.events,
+            undo: Some(&mut self.undo),
+            tel: &mut tel,
+            dead_letter: None,
+            decision: None,
+        };
+        let report = super::driver_async::drive(ctx, &mut lane, input, op).await;
+        let (dead_letter, decision) = (lane.dead_letter, lane.decision);
+        self.lane_ended(dead_letter, decision, report)
     }
 }
 

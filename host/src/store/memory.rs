@@ -90,6 +90,11 @@ impl Inner {
 }
 
 impl Store for MemoryStore {
+    /// Never: its lock is held only for a map operation.
+    fn may_block(&self) -> bool {
+        false
+    }
+
     fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
         check::name("key", key)?;
         check::integer("now_ms", now_ms)?;

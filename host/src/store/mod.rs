@@ -153,6 +153,13 @@ pub trait Store: Send + Sync {
 
     /// Live keys starting with `prefix`, sorted (by UTF-8 bytes).
     fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
+
+    /// Whether a call may block its thread (on I/O, or a lock held across
+    /// I/O): the runtime's async driver then makes it on tokio's blocking
+    /// pool, never on an event loop. Default: true; the memory store: false.
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 /// A store opened from a spec by [`open_with`].
