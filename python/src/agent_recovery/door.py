@@ -331,14 +331,22 @@ def _public_signature(fn: Callable[..., Any], wrapper: Callable[..., Any]) -> No
     wrapper.__annotations__ = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in _INJECTED}
 
 
-def _wrap(fn: Callable[..., Any], options: Dict[str, Any], asynchronous: Optional[bool] = None) -> Callable[..., Any]:
-    """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one."""
+def _wrap(
+    fn: Callable[..., Any],
+    options: Dict[str, Any],
+    asynchronous: Optional[bool] = None,
+    start: Optional[Callable[["_Door", Any, Any], Any]] = None,
+) -> Callable[..., Any]:
+    """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one.
+    `start(door, args, kwargs)` (default: `door.start`) names the run and the step of a call,
+    for adapters that take them from their framework."""
     door = _Door(fn, options)
+    begin = door.start if start is None else functools.partial(start, door)
     if _is_async(fn) if asynchronous is None else asynchronous:
 
         @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
-            run, step, outcome = door.start(args, kwargs)
+            run, step, outcome = begin(args, kwargs)
             token = _CALL.set(outcome.decision)
             try:
                 report = await run.step_async(**step)
@@ -357,7 +365,7 @@ def _wrap(fn: Callable[..., Any], options: Dict[str, Any], asynchronous: Optiona
 
     @functools.wraps(fn)
     def recovered_sync(*args: Any, **kwargs: Any) -> Any:
-        run, step, outcome = door.start(args, kwargs)
+        run, step, outcome = begin(args, kwargs)
         token = _CALL.set(outcome.decision)
         try:
             report = run.step(**step)

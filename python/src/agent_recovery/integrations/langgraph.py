@@ -60,13 +60,12 @@ own interval (it does not read `Retry-After`): prefer `recover_node`.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from langgraph.errors import NodeError
 
 from ..adapters import observation_from
-from ..door import _CALL, _Door, _is_async, _Outcome, _public_signature
+from ..door import _Door, _Outcome, _wrap
 from ._langgraph_runs import GraphRecovery, name_of, node_task, rendered_error, step_of
 
 __all__ = ["GraphRecovery", "envelope_handler", "recover_node", "retry_on"]
@@ -98,38 +97,7 @@ def recover_node(fn: Callable[..., Any], /, **options: Any) -> Callable[..., Any
     step and tool are named after the node function; under a checkpointer
     the run id is the thread's and the task's, so a resumed node gets the
     key it had)."""
-    door = _Door(fn, options)
-    if _is_async(fn):
-
-        @functools.wraps(fn)
-        async def node(*args: Any, **kwargs: Any) -> Any:
-            run, step, outcome = _node_run(door, args, kwargs)
-            token = _CALL.set(outcome.decision)
-            try:
-                report = await run.step_async(**step)
-            finally:
-                _CALL.reset(token)
-            if report.outcome == "ok":
-                await run.end_async()
-            return outcome.result(report)
-
-        _public_signature(fn, node)
-        return node
-
-    @functools.wraps(fn)
-    def node_sync(*args: Any, **kwargs: Any) -> Any:
-        run, step, outcome = _node_run(door, args, kwargs)
-        token = _CALL.set(outcome.decision)
-        try:
-            report = run.step(**step)
-        finally:
-            _CALL.reset(token)
-        if report.outcome == "ok":
-            run.end()
-        return outcome.result(report)
-
-    _public_signature(fn, node_sync)
-    return node_sync
+    return _wrap(fn, options, start=_node_run)
 
 
 def retry_on(policy: Any = None, *, call: Optional[str] = None) -> Callable[[Exception], bool]:
