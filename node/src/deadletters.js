@@ -21,13 +21,11 @@ import { StoreError, asyncFace } from './store.js';
 import { Failed } from './outcome.js';
 import { DEAD_LETTERS } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
+import { CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX } from './keys.js';
 
-/** The dead-letter stream (docs/runtime.md, "Store keys"). */
-export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
-/** The item key prefix: `agent-recovery/dead-letter/item/<id>`. */
-export const ITEM_PREFIX = 'agent-recovery/dead-letter/item/';
-/** `{"count": N}`: records replayed successfully or purged. */
-export const CLOSED_KEY = 'agent-recovery/dead-letter/closed';
+// The dead-letter stream, the item key prefix and the count of records
+// replayed successfully or purged (docs/runtime.md, "Store keys").
+export { CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX };
 /** The recovery lease of a run (and of a replay run): `agent-recovery/recovering/<run_id>`. */
 export const LEASE_PREFIX = 'agent-recovery/recovering/';
 

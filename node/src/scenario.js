@@ -14,9 +14,10 @@ import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
 import { streamLast } from './deadletters.js';
+import { DEAD_LETTER_STREAM } from './keys.js';
 
-/** The dead-letter stream (docs/runtime.md, "Store keys"). */
-export const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
+// The dead-letter stream (docs/runtime.md, "Store keys").
+export { DEAD_LETTER_STREAM };
 
 /** The kinds of ScenarioError, as Rust's ScenarioError variants (lowercase). */
 export const SCENARIO_ERROR_KINDS = Object.freeze(['invalid', 'runtime']);

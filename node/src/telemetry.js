@@ -13,13 +13,13 @@ import { createRequire } from 'node:module';
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, ValueType, context, createNoopMeter, metrics, trace } from '@opentelemetry/api';
 import { describe } from './json.js';
 import { invalidConfig, unknownKeys } from './step.js';
+// The dead-letter stream's appends become `agent_recovery.dead_letter` span events.
+import { DEAD_LETTER_STREAM } from './keys.js';
 
 /** The instrumentation scope (tracer and meter name) of every span and instrument. */
 export const SCOPE_NAME = 'agent-recovery';
 const SCOPE_VERSION = createRequire(import.meta.url)('../package.json').version;
 
-/** The dead-letter stream, whose appends become `agent_recovery.dead_letter` span events. */
-const DEAD_LETTER_STREAM = 'agent-recovery/dead-letter';
 
 const OFF = Symbol('Telemetry.off');
 

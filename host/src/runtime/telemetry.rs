@@ -28,8 +28,8 @@ use crate::{PolicyHandle, PolicyId};
 /// The instrumentation scope of every span and instrument.
 pub const SCOPE_NAME: &str = "agent-recovery";
 
-/// The dead-letter stream, whose appends become `agent_recovery.dead_letter` span events.
-const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
+// The dead-letter stream's appends become `agent_recovery.dead_letter` span events.
+use super::scenario::DEAD_LETTER_STREAM;
 
 /// Where a [`Runtime`](super::Runtime) sends its spans and metrics.
 ///

@@ -10,8 +10,8 @@ import hashlib
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
-#: The dead-letter stream, whose appends become `agent_recovery.dead_letter` span events.
-_DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
+# The dead-letter stream, whose appends become `agent_recovery.dead_letter` span events.
+from ._keys import DEAD_LETTER_STREAM as _DEAD_LETTER_STREAM
 
 _I64_MAX = 2**63 - 1
 

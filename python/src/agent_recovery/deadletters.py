@@ -45,6 +45,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
+# The dead-letter stream, the item status keys (`ITEM_PREFIX + id`) and the
+# count of records replayed ok or purged (docs/runtime.md, "Store keys").
+from ._keys import CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX
 from .store import StoreError, Written
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,12 +65,6 @@ __all__ = [
     "replay_key",
 ]
 
-#: The dead-letter stream (docs/runtime.md, "Store keys").
-DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
-#: Item status keys: `ITEM_PREFIX + id`.
-ITEM_PREFIX = "agent-recovery/dead-letter/item/"
-#: `{"count": N}`: records replayed ok or purged.
-CLOSED_KEY = "agent-recovery/dead-letter/closed"
 #: The recovery lease of a run (`LEASE_PREFIX + run_id`); a replay's run takes one too.
 LEASE_PREFIX = "agent-recovery/recovering/"
 #: An item's statuses.

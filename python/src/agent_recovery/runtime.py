@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional
 
 from . import _decision_log, _offloop, _quota, _strict_json
 from ._inputs import check_name, json_text
+from ._keys import DEAD_LETTER_STREAM as _DEAD_LETTER_STREAM
 from ._loop import LoopComponent
 from .adapters import _is_a2a_proto, _names, _root, observation_from
 from .errors import PolicyError, PolicyRuntimeError
@@ -1688,8 +1689,6 @@ def _joined_input(now: int, states: List[str]) -> str:
     return f'{{"input":"joined","now_ms":{now},"states":{json.dumps(states, ensure_ascii=False)}}}'
 
 
-#: The dead-letter stream (docs/runtime.md, "Store keys").
-_DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
 
 
 class _Killed(BaseException):

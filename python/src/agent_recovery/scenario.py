@@ -38,14 +38,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ._keys import DEAD_LETTER_STREAM
 from .errors import PolicyError, PolicyRuntimeError
 from .runtime import Call, Failed, RawOutcome, Runtime, Step, VirtualClock, _Killed
 from .store import MemoryStore, StoreError
 
 __all__ = ["DEAD_LETTER_STREAM", "ScenarioError", "ScenarioOutput", "main", "run_scenario"]
 
-#: The dead-letter stream (docs/runtime.md, "Store keys").
-DEAD_LETTER_STREAM = "agent-recovery/dead-letter"
 
 _U64 = 2**64 - 1
 _HINT = 'see docs/runtime.md, "Scenarios", for the format'
