@@ -30,7 +30,7 @@ from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frameworks"))
 
-from scenarios import FRAMEWORKS, MODULES, SCENARIOS, run  # noqa: E402
+from scenarios import FRAMEWORKS, MODES, MODULES, SCENARIOS, run  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
 COLUMNS = ["framework", "scenario", "mode", "model_requests", "tool_requests", "side_effects", "outcome"]
@@ -79,7 +79,7 @@ def main() -> int:
     with ScriptedServer() as server, contextlib.redirect_stdout(sys.stderr):
         for framework in args.framework or installed:
             for scenario in args.scenario or list(SCENARIOS):
-                for mode in ("without", "with"):
+                for mode in MODES[scenario]:
                     rows.append(run(server, framework, scenario, mode))
     rows.extend(extra)
     print(json.dumps(rows, indent=1) if args.json else table(rows))

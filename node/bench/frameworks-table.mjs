@@ -2,7 +2,7 @@
 // The frameworks table, Node rows: the Vercel AI SDK (`ai` 7) and OpenAI Agents
 // JS (`@openai/agents`), each alone (its defaults) and with the adapter
 // (agent-recovery/ai-sdk, agent-recovery/openai-agents), on the five scripted
-// failures of the Python rows (tests/frameworks/scenarios.json, served by
+// failures and the persistent 429 of the Python rows (tests/frameworks/scenarios.json, served by
 // tests/frameworks/scripted_server.py, spawned on 127.0.0.1): the same task
 // (the model calls `charge(5)`, then answers), the same scripts, the same
 // outcomes, so each row compares with the Python frameworks' rows.
@@ -11,9 +11,9 @@
 //
 // With the adapter: the AI SDK's model is wrapped by recoveryMiddleware and the
 // Agents JS model is recoveringModel (both with the fallback model), tools use
-// recoverTool (and toolErrorFunction), framework retries off. Three more rows,
-// Node's own: a persistent 429 with and without the adapter, and with the
-// framework's retries left on (and, for Agents JS, its runner's own hook).
+// recoverTool (and toolErrorFunction), framework retries off. Two more rows
+// under the persistent 429: the adapter with the framework's retries left on
+// (as the Python rows), and, for Agents JS, its runner's own hook.
 //
 // One JSON row per line: {"framework", "scenario", "mode": "without"|"with",
 // "model_requests", "tool_requests", "side_effects", "outcome"}, as
@@ -31,18 +31,17 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { recoverTool as aiRecoverTool, recoveryMiddleware } from '../src/ai-sdk.js';
 import { recoverTool as agentsRecoverTool, recoveringModel, retrySettings, toolErrorFunction } from '../src/openai-agents.js';
-import { BODIES, scriptedServer } from '../test/scripted_server.mjs';
+import { scriptedServer } from '../test/scripted_server.mjs';
 
 const SPEC = JSON.parse(readFileSync(new URL('../../tests/frameworks/scenarios.json', import.meta.url), 'utf8'));
 const { primary: PRIMARY, fallback: FALLBACK } = SPEC;
 /** A queue with each `{times: n, ...}` answer as n copies of it. */
 const expand = (queue) => queue.flatMap(({ times = 1, ...answer }) => Array(times).fill(answer));
-const persistent429 = { [`model:${PRIMARY}`]: [{ times: 30, status: 429, body: BODIES.rateLimit }] };
+const persistent429 = SPEC.scenarios.persistent_429.queues;
 
 /** The scenarios: the script and the adapter's configuration. */
 export const SCENARIOS = [
   ...Object.entries(SPEC.scenarios).map(([name, { queues }]) => ({ name, queues })),
-  { name: 'persistent_429', queues: persistent429 },
   // The adapter with the framework's own retries left at their defaults: the layers multiply only where the framework's retry reaches the provider.
   { name: 'persistent_429_framework_retries_on', queues: persistent429, with: 'only', frameworkRetries: true },
   // OpenAI Agents JS's own hook (modelSettings.retry = retrySettings()) instead of recoveringModel.

@@ -5,7 +5,11 @@ Every run is the same task: the model calls the `charge` tool (5), the tool
 posts to `/charge`, the model answers `done`. "without" is the framework
 alone with its defaults (its SDK client's retries, no idempotency key, no
 fallback); "with" adds the framework's adapter from
-`agent_recovery.integrations` (fallback model `gpt-4o-mini`).
+`agent_recovery.integrations` (fallback model `gpt-4o-mini`), the SDK's
+retries off as its docs say. `persistent_429_framework_retries_on` is the
+persistent 429 run "with" only, the adapter on but the SDK client's (or
+LiteLLM's) retries left at their defaults: the product of the two layers
+where the framework lets it happen (the Node rows' scenario of that name).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import json
 import operator
 from pathlib import Path
-from typing import Annotated, Any, Callable, Dict, List, Optional, TypedDict
+from typing import Annotated, Any, Callable, Dict, List, Optional, Tuple, TypedDict
 
 import httpx
 from scripted_server import ScriptedServer
@@ -34,6 +38,11 @@ def _expand(queue: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 SCENARIOS: Dict[str, Any] = {
     name: (s["what"], {route: _expand(q) for route, q in s["queues"].items()}) for name, s in SPEC["scenarios"].items()
 }
+#: The adapter with the SDK's own retries left on, under the persistent 429 (run "with" only).
+RETRIES_ON = "persistent_429_framework_retries_on"
+SCENARIOS[RETRIES_ON] = (SCENARIOS["persistent_429"][0] + ", the SDK's retries left on", SCENARIOS["persistent_429"][1])
+#: The modes each scenario runs in.
+MODES: Dict[str, Tuple[str, ...]] = {name: ("with",) if name == RETRIES_ON else ("without", "with") for name in SCENARIOS}
 PRIMARY, FALLBACK = SPEC["primary"], SPEC["fallback"]
 
 
@@ -55,8 +64,8 @@ def _charge(url: str, keyed: bool) -> Callable[..., Any]:
     return charge_plain
 
 
-def pydantic_ai(url: str, adapted: bool) -> None:
-    from pydantic_ai import Agent
+def pydantic_ai(url: str, adapted: bool, sdk_retries: bool = False) -> None:
+    from pydantic_ai import Agent, ModelSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -66,10 +75,12 @@ def pydantic_ai(url: str, adapted: bool) -> None:
         return OpenAIChatModel(name, provider=OpenAIProvider(base_url=url + "/v1", api_key="test"))
 
     chosen: Any = RecoveringModel(model(PRIMARY), fallbacks=[model(FALLBACK)]) if adapted else model(PRIMARY)
-    Agent(chosen, tools=[_charge(url, adapted)]).run_sync("pay 5")
+    # The client's retries asked for explicitly: the adapter still sends each attempt with max_retries=0.
+    settings = ModelSettings(max_retries=2) if sdk_retries else None
+    Agent(chosen, tools=[_charge(url, adapted)], model_settings=settings).run_sync("pay 5")
 
 
-def openai_agents(url: str, adapted: bool) -> None:
+def openai_agents(url: str, adapted: bool, sdk_retries: bool = False) -> None:
     from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
 
@@ -79,7 +90,8 @@ def openai_agents(url: str, adapted: bool) -> None:
 
     async def go() -> None:
         if adapted:  # the door owns the model's retries and fallbacks: no client retries, no runner retries
-            client = AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+            retries: Dict[str, Any] = {} if sdk_retries else {"max_retries": 0}
+            client = AsyncOpenAI(base_url=url + "/v1", api_key="test", **retries)
             model: Any = RecoveringModel(OpenAIChatCompletionsModel(PRIMARY, client),
                                          fallbacks=[OpenAIChatCompletionsModel(FALLBACK, client)])
             tool = function_tool(_charge(url, True), failure_error_function=failure_error_function())
@@ -96,7 +108,7 @@ class _State(TypedDict):
     messages: Annotated[List[Any], operator.add]
 
 
-def langgraph(url: str, adapted: bool) -> None:
+def langgraph(url: str, adapted: bool, sdk_retries: bool = False) -> None:
     from langchain_core.messages import HumanMessage, ToolMessage
     from langchain_openai import ChatOpenAI
     from langgraph.graph import END, START, StateGraph
@@ -105,7 +117,7 @@ def langgraph(url: str, adapted: bool) -> None:
     from agent_recovery.integrations.langgraph import envelope_handler, recover_node
 
     def call_model(state: _State, *, target: str = PRIMARY) -> Dict[str, Any]:
-        retries: Dict[str, Any] = {"max_retries": 0} if adapted else {}
+        retries: Dict[str, Any] = {"max_retries": 0} if adapted and not sdk_retries else {}
         llm = ChatOpenAI(model=target, base_url=url + "/v1", api_key="test", **retries)  # type: ignore[arg-type]
         return {"messages": [llm.bind_tools([_charge(url, False)]).invoke(state["messages"])]}
 
@@ -134,7 +146,7 @@ def langgraph(url: str, adapted: bool) -> None:
     g.compile().invoke({"messages": [HumanMessage("pay 5")]})
 
 
-def llama_index(url: str, adapted: bool) -> None:
+def llama_index(url: str, adapted: bool, sdk_retries: bool = False) -> None:
     from openai import AsyncOpenAI
     from workflows import Workflow, step
     from workflows.events import Event, StartEvent, StopEvent
@@ -149,7 +161,7 @@ def llama_index(url: str, adapted: bool) -> None:
 
     schema = {"type": "function", "function": {"name": "charge", "parameters": {
         "type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}}}
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="test", **({"max_retries": 0} if adapted else {}))
+    client = AsyncOpenAI(base_url=url + "/v1", api_key="test", **({"max_retries": 0} if adapted and not sdk_retries else {}))
     charge = _charge(url, adapted)
     messages: List[Dict[str, Any]] = [{"role": "user", "content": "pay 5"}]
 
@@ -177,7 +189,7 @@ def llama_index(url: str, adapted: bool) -> None:
     asyncio.run(go())
 
 
-def google_adk(url: str, adapted: bool) -> Optional[str]:
+def google_adk(url: str, adapted: bool, sdk_retries: bool = False) -> Optional[str]:
     import os
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM offline
@@ -189,7 +201,7 @@ def google_adk(url: str, adapted: bool) -> Optional[str]:
     from agent_recovery.integrations.google_adk import RecoveringLlm, RecoveryPlugin
 
     def llm(name: str) -> Any:
-        retries: Dict[str, Any] = {"num_retries": 0} if adapted else {}
+        retries: Dict[str, Any] = {"num_retries": 0} if adapted and not sdk_retries else {}
         return LiteLlm(model="openai/" + name, api_base=url + "/v1", api_key="test", **retries)
 
     model = RecoveringLlm(llm(PRIMARY), fallbacks=[llm(FALLBACK)]) if adapted else llm(PRIMARY)
@@ -204,7 +216,8 @@ def google_adk(url: str, adapted: bool) -> Optional[str]:
 MODULES = {"pydantic-ai": "pydantic_ai", "openai-agents": "agents", "langgraph": "langgraph",
            "llama-index": "workflows", "google-adk": "google.adk"}
 
-FRAMEWORKS: Dict[str, Callable[[str, bool], Optional[str]]] = {
+#: Each run: (server url, with the adapter, with the SDK's retries left on under it).
+FRAMEWORKS: Dict[str, Callable[[str, bool, bool], Optional[str]]] = {
     "pydantic-ai": pydantic_ai,
     "openai-agents": openai_agents,
     "langgraph": langgraph,
@@ -217,7 +230,7 @@ def run(server: ScriptedServer, framework: str, scenario: str, mode: str) -> Dic
     """One run; its row: what the server saw and how the run ended."""
     server.script(SCENARIOS[scenario][1], tool_args=SPEC["tool_args"])
     try:
-        ended = FRAMEWORKS[framework](server.url, mode == "with")
+        ended = FRAMEWORKS[framework](server.url, mode == "with", scenario == RETRIES_ON)
         raised: Optional[BaseException] = None
     except Exception as exc:  # the run's outcome, reported in the row
         raised, ended = exc, None
