@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The same five scripted failures, per agent framework, without and with its adapter.
+"""The same scripted failures, per agent framework, without and with its adapter.
 
     python scripts/frameworks_table.py                  # the markdown table
     python scripts/frameworks_table.py --json           # the rows, one JSON array
     python scripts/frameworks_table.py --rows node.json # add rows measured elsewhere (same format)
     python scripts/frameworks_table.py --framework langgraph --scenario quota
 
-Each row: framework, scenario, mode ("without" | "with"), model_requests and
+Each row: framework, scenario, mode ("without" | "with"; the persistent 429
+with the SDK's retries left on under the adapter runs "with" only), model_requests and
 tool_requests (what the scripted server received), side_effects (charges it
 applied) and the run's outcome. The runs: tests/frameworks/scenarios.py, on
 the scripts of tests/frameworks/scenarios.json (the Node rows' script,

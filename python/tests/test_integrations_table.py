@@ -2,7 +2,8 @@
 and rows measured elsewhere (`--rows`) are added to the table.
 
 Expected values: the scenario's script (a 402 decline, never retried, charges
-nothing) and the row format the Node script shares.
+nothing), the row format the Node script shares, the policy's attempt limit
+for an LLM call and the OpenAI client's own retry count.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from openai import DEFAULT_MAX_RETRIES
+
+from agent_recovery import Policy
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "frameworks_table.py"
@@ -42,6 +47,19 @@ def test_the_markdown_table_has_the_shared_columns(tmp_path: Path) -> None:
     assert lines[0] == "| framework | scenario | mode | model_requests | tool_requests | side_effects | outcome |"
     assert lines[-1] == "| vercel-ai | declined | with | 2 | 1 | 0 | completed, model told the charge failed |"
     assert len(lines) == 5
+
+
+def test_under_a_persistent_429_one_layer_owns_retries() -> None:
+    max_attempts = Policy.load().decide({"source": "http", "status": 429, "call": "llm"}, {"attempt": 1})["max_attempts"]
+    rows = json.loads(table("--framework", "langgraph", "--scenario", "persistent_429",
+                            "--scenario", "persistent_429_framework_retries_on", "--json"))
+    counts = {(r["scenario"], r["mode"]): r["model_requests"] for r in rows}
+    assert counts == {
+        ("persistent_429", "without"): 1 + DEFAULT_MAX_RETRIES,  # the client's retries alone
+        ("persistent_429", "with"): max_attempts,  # the policy's, and only the policy's
+        ("persistent_429_framework_retries_on", "with"): max_attempts * (1 + DEFAULT_MAX_RETRIES),  # the product
+    }
+    assert {r["outcome"] for r in rows if r["mode"] == "with"} == {"raised RecoveryError (llm.http.429_rate_limited)"}
 
 
 def test_a_bad_rows_file_is_refused_with_a_hint(tmp_path: Path) -> None:

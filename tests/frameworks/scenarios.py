@@ -1,5 +1,5 @@
-"""Five scripted failures, and one agent run per framework with and without
-the adapter (scripts/frameworks_table.py prints the table).
+"""Five scripted failures and a persistent 429, and one agent run per
+framework with and without the adapter (scripts/frameworks_table.py prints the table).
 
 Every run is the same task: the model calls the `charge` tool (5), the tool
 posts to `/charge`, the model answers `done`. "without" is the framework
