@@ -136,9 +136,16 @@ def account(files: Files, runs: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
         nothing_to_undo = "fanout" in first and all(b.get("fail_always") for b in first["fanout"]["branches"])
         if completed:
             assert not own, f"{run_id} completed but has a dead-letter record: {own}"
-        elif nothing_to_undo:
+        elif nothing_to_undo and printed is not None:
             assert not own, f"{run_id} had nothing to compensate but has a dead-letter record: {own}"
-            assert printed is None or printed.get("outcome") == "failed", f"{run_id} printed {printed}, not failed"
+            assert printed.get("outcome") == "failed", f"{run_id} printed {printed}, not failed"
+        elif nothing_to_undo:
+            # Killed: a run recovered from its journal never ends in silence
+            # (docs/durability.md, "Fan-outs"): its record says `interrupted`.
+            # Killed before its first journal entry, it has nothing to recover.
+            assert all(x["outcome"] == "interrupted" and x["recovered"] for x in own), (
+                f"{run_id} was killed with nothing to compensate; its record is not a recovery's: {own}"
+            )
         else:
             assert len(own) >= 1, f"{run_id} did not complete (printed {printed}) and has no dead-letter record"
         rec = own[-1] if own else None
