@@ -281,6 +281,16 @@ impl<'r, 'a> Run<'r, 'a> {
         work: Work<'_, 'a>,
         mut tel: super::telemetry::LaneTel,
     ) -> Result<StepReport, RuntimeError> {
+        let (ctx, mut lane) = self.lane(&mut tel);
+        let report = drive(ctx, &mut lane, input, work);
+        let (dead_letter, decision) = (lane.dead_letter, lane.decision);
+        self.lane_ended(dead_letter, decision, report)
+    }
+
+    /// The run's own lane, for a driver: what it reads (the runtime, the
+    /// cancellation, the clock's origin) and what it writes (the state, the
+    /// events, the compensations, the lane's spans).
+    fn lane<'s>(&'s mut self, tel: &'s mut super::telemetry::LaneTel) -> (Ctx<'s>, Lane<'s, 'a>) {
         let ctx = Ctx {
             rt: self.rt,
             cancel: &self.cancel,
@@ -288,17 +298,15 @@ impl<'r, 'a> Run<'r, 'a> {
             started_ms: self.started_ms,
             kill: self.kill_after_calls.map(|n| (&self.calls, n)),
         };
-        let mut lane = Lane {
+        let lane = Lane {
             state: &mut self.state,
             events: &mut self.events,
             undo: Some(&mut self.undo),
-            tel: &mut tel,
+            tel,
             dead_letter: None,
             decision: None,
         };
-        let report = drive(ctx, &mut lane, input, work);
-        let (dead_letter, decision) = (lane.dead_letter, lane.decision);
-        self.lane_ended(dead_letter, decision, report)
+        (ctx, lane)
     }
 
     /// What a driven lane leaves the run: its last dead-letter record and
@@ -388,21 +396,7 @@ impl<'a> Run<'_, 'a> {
         F: FnMut(Call) -> Fut + Send,
         Fut: std::future::Future<Output = Outcome> + Send,
     {
-        let ctx = Ctx {
-            rt: self.rt,
-            cancel: &self.cancel,
-            cancel_at_ms: self.cancel_at_ms,
-            started_ms: self.started_ms,
-            kill: self.kill_after_calls.map(|n| (&self.calls, n)),
-        };
-        let mut lane = Lane {
-            state: &mut self.state,
-            events: &mut self.events,
-            undo: Some(&mut self.undo),
-            tel: &mut tel,
-            dead_letter: None,
-            decision: None,
-        };
+        let (ctx, mut lane) = self.lane(&mut tel);
         let report = super::driver_async::drive(ctx, &mut lane, input, op).await;
         let (dead_letter, decision) = (lane.dead_letter, lane.decision);
         self.lane_ended(dead_letter, decision, report)
