@@ -176,14 +176,37 @@ impl<'r, 'a> Run<'r, 'a> {
     }
 
     fn end_now(&mut self) -> Result<(), RuntimeError> {
-        if self.finished.is_some() {
+        let Some((input, tel)) = self.end_input() else {
             return Ok(());
+        };
+        let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
+        self.drive(input, Work::Step(&mut noop), tel).map(|_| ())
+    }
+
+    /// The `end` input and its lane's spans, or `None` when the run already
+    /// ended (then it is marked ended).
+    fn end_input(&mut self) -> Option<(String, super::telemetry::LaneTel)> {
+        if self.finished.is_some() {
+            return None;
         }
         self.finished = Some("completed".to_owned());
         let input = format!(r#"{{"input":"end","now_ms":{}}}"#, self.rt.clock.now_ms());
-        let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
-        let tel = self.tel.lane(None, self.rt.clock.now_ms());
-        self.drive(input, Work::Step(&mut noop), tel).map(|_| ())
+        Some((input, self.tel.lane(None, self.rt.clock.now_ms())))
+    }
+
+    /// The `step` input for `step` and its lane's spans.
+    fn step_input(
+        &mut self,
+        step: &Step<'a>,
+    ) -> Result<(String, super::telemetry::LaneTel), RuntimeError> {
+        step.check_names("step")?;
+        let input = format!(
+            r#"{{"input":"step","now_ms":{},"step":{}}}"#,
+            self.rt.clock.now_ms(),
+            step.spec()
+        );
+        let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
+        Ok((input, self.tel.lane(Some(span), self.rt.clock.now_ms())))
     }
 
     /// Every event so far, as the component's JSON text (docs/runtime.md, "Events").
@@ -224,14 +247,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
-        step.check_names("step")?;
-        let input = format!(
-            r#"{{"input":"step","now_ms":{},"step":{}}}"#,
-            self.rt.clock.now_ms(),
-            step.spec()
-        );
-        let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
-        let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
+        let (input, tel) = self.step_input(&step)?;
         let report = self.drive(input, Work::Step(&mut step), tel)?;
         if report.outcome == "ok"
             && let Some(undo) = step.compensate.take()
@@ -363,25 +379,15 @@ impl<'a> Run<'_, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
-        step.check_names("step")?;
-        let input = format!(
-            r#"{{"input":"step","now_ms":{},"step":{}}}"#,
-            self.rt.clock.now_ms(),
-            step.spec()
-        );
-        let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
-        let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
+        let (input, tel) = self.step_input(&step)?;
         self.drive_async(input, op, tel).await
     }
 
     /// [`Run::end`], awaited.
     pub(crate) async fn end_async(mut self) -> Result<(), RuntimeError> {
-        if self.finished.is_some() {
+        let Some((input, tel)) = self.end_input() else {
             return Ok(());
-        }
-        self.finished = Some("completed".to_owned());
-        let input = format!(r#"{{"input":"end","now_ms":{}}}"#, self.rt.clock.now_ms());
-        let tel = self.tel.lane(None, self.rt.clock.now_ms());
+        };
         let mut noop = |_: Call| std::future::ready(Outcome::Ok(Value::Null));
         self.drive_async(input, &mut noop, tel).await.map(|_| ())
     }
