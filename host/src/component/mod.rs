@@ -3,7 +3,8 @@
 //! - `policy.rs`: [`Policy`] and its [`Loader`]: compile, check the imports,
 //!   link WASI, resolve the exports of the world.
 //! - `calls.rs`: the exports of the world as methods on [`Policy`], and
-//!   `output.rs`, the cheap shape check of what they return.
+//!   `output.rs`, the cheap shape check of what they return (with
+//!   `output_scan.rs`, its fast path).
 //! - `sandbox.rs` and `limits.rs`: what a component sees, and the memory,
 //!   fuel and input-size [`Limits`] of each call.
 //! - `pool.rs`: the idle instances a call takes and gives back.
@@ -22,6 +23,7 @@ pub(crate) mod gen_;
 mod identity;
 mod limits;
 pub(crate) mod output;
+mod output_scan;
 pub(crate) mod policy;
 pub(crate) mod pool;
 mod precompiled;

@@ -11,14 +11,15 @@
 //! (`docs/schema/*.schema.json`), and the members a caller branches on have
 //! the right type (`action`, `code`, `class`: strings; `retryable`: a bool).
 //! Values are not checked against their enums: the contract may add cases.
-//! `examples/measure.rs` measures the cost (about one extra parse, which is
-//! small next to the call itself).
+//! A byte scan (`output_scan.rs`) accepts the common, plainly written text
+//! first; serde decides (and words the error) whenever the scan is unsure.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use crate::component::output_scan;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The members of an envelope: all required, a few typed.
@@ -91,6 +92,9 @@ pub fn check_envelope_json(text: &str) -> Result<()> {
 }
 
 fn check_str(what: &str, shape: Shape, text: &str) -> Result<()> {
+    if output_scan::accepts(matches!(shape, Shape::Decision), text) {
+        return Ok(());
+    }
     let parsed = match shape {
         Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(text).map(drop),
         Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(text).map(drop),
@@ -131,6 +135,101 @@ mod tests {
             check("decide-json", Shape::Decision, d.clone()).as_deref(),
             Ok(d.as_str())
         );
+    }
+
+    /// What serde alone says of `text`.
+    fn serde_accepts(shape: Shape, text: &str) -> bool {
+        match shape {
+            Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(text).is_ok(),
+            Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(text).is_ok(),
+        }
+    }
+
+    fn scan_accepts(shape: Shape, text: &str) -> bool {
+        output_scan::accepts(matches!(shape, Shape::Decision), text)
+    }
+
+    /// Valid outputs in the forms a policy writes them: the scan must take
+    /// these itself (else it saves nothing).
+    fn plain_outputs() -> Vec<(Shape, String)> {
+        let spaced = " {\n \"code\" : \"c\", \"class\":\"t\\n\\\"x\\/\", \"retryable\" : false , \"message\":\"\",\"severity\":-0.5e+3,\"category\":[1,[],{},{\"a\":[true,false,null]}],\"retry_after_ms\":120,\"field\":0,\"allowed_values\":[\"a\",\"b\"],\"suggested_value\":1E9,\"hint\":null,\"request_id\":\"r\",\"related_codes\":[],\"docs_url\":null,\"upstream\":{\"status\":503,\"headers\":{\"x\":\"y\"}}}\r\n"
+            .to_string();
+        vec![
+            (Shape::Envelope, ENVELOPE.to_string()),
+            (Shape::Decision, decision(ENVELOPE)),
+            (Shape::Envelope, spaced.clone()),
+            (Shape::Decision, decision(&spaced)),
+        ]
+    }
+
+    #[test]
+    fn the_scan_takes_plainly_written_outputs() {
+        for (shape, text) in plain_outputs() {
+            assert!(serde_accepts(shape, &text), "{text}");
+            assert!(scan_accepts(shape, &text), "{text}");
+        }
+    }
+
+    /// Every one-byte deletion, replacement and insertion of the plain
+    /// outputs: whatever the scan accepts, serde accepts too, so the scan
+    /// never lets through a text the serde check refuses.
+    #[test]
+    fn the_scan_accepts_nothing_serde_refuses() {
+        const BYTES: &[u8] = b"\"\\{}[],: \t0129-+.eEutfnlrsx\x01/";
+        let mut cases = 0;
+        let mut refused = 0;
+        for (shape, text) in plain_outputs() {
+            let bytes = text.as_bytes();
+            for at in 0..=bytes.len() {
+                let mut variants = Vec::new();
+                if at < bytes.len() {
+                    let mut v = bytes.to_vec();
+                    v.remove(at);
+                    variants.push(v);
+                }
+                for &b in BYTES {
+                    let mut v = bytes.to_vec();
+                    v.insert(at, b);
+                    variants.push(v);
+                    if at < bytes.len() {
+                        let mut v = bytes.to_vec();
+                        v[at] = b;
+                        variants.push(v);
+                    }
+                }
+                for v in variants {
+                    let Ok(v) = String::from_utf8(v) else {
+                        continue;
+                    };
+                    cases += 1;
+                    let serde = serde_accepts(shape, &v);
+                    refused += usize::from(!serde);
+                    assert!(!scan_accepts(shape, &v) || serde, "scan took {v:?}");
+                }
+            }
+        }
+        assert!(
+            cases > 10_000 && refused > cases / 4,
+            "{cases} cases, {refused} refused"
+        );
+    }
+
+    /// Texts serde takes that the scan leaves to it: still accepted.
+    #[test]
+    fn what_the_scan_leaves_to_serde_is_still_accepted() {
+        let escaped_name = ENVELOPE.replace(r#""hint":"h""#, r#""h\u0069nt":"h""#);
+        let unicode = ENVELOPE.replace(r#""hint":"h""#, r#""hint":"\u00e9""#);
+        for (shape, text) in [
+            (Shape::Envelope, escaped_name),
+            (Shape::Envelope, unicode.clone()),
+            (Shape::Decision, decision(&unicode)),
+        ] {
+            assert!(!scan_accepts(shape, &text), "{text}");
+            assert_eq!(
+                check("x", shape, text.clone()).as_deref(),
+                Ok(text.as_str())
+            );
+        }
     }
 
     #[test]
