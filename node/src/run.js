@@ -57,9 +57,12 @@ export class Run {
   #rt;
   #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
   #undo = new Map();
-  #cancel = new AbortController();
-  /** Whether #cancel was aborted (read without making its signal). */
+  /** The run's cancellation as an AbortSignal, made when a sleep first needs one (most runs never sleep). */
+  #cancel = null;
+  /** Whether the run was cancelled. */
   #aborted = false;
+  /** Who waits for the cancellation: the race of an operation in progress. */
+  #onAbort = new Set();
   #cancelAtMs;
   #finished;
   #busy = null;
@@ -119,8 +122,20 @@ export class Run {
   }
 
   #abort() {
+    if (this.#aborted) return;
     this.#aborted = true;
-    this.#cancel.abort();
+    this.#cancel?.abort();
+    for (const f of this.#onAbort) f();
+    this.#onAbort.clear();
+  }
+
+  /** The run's cancellation signal (aborted at once when the run already was). */
+  #signal() {
+    if (this.#cancel === null) {
+      this.#cancel = new AbortController();
+      if (this.#aborted) this.#cancel.abort();
+    }
+    return this.#cancel.signal;
   }
 
   #cancelled() {
@@ -410,10 +425,10 @@ export class Run {
         if (cancellable && this.#cancelled()) return this.#cancelInput();
         const at = this.#cancelAtMs;
         if (cancellable && at !== undefined && rt.clock.nowMs() + ms > at) {
-          await rt.clock.sleepMs(Math.max(0, at - rt.clock.nowMs()), this.#cancel.signal);
+          await rt.clock.sleepMs(Math.max(0, at - rt.clock.nowMs()), this.#signal());
           return this.#cancelInput();
         }
-        await rt.clock.sleepMs(ms, cancellable ? this.#cancel.signal : undefined);
+        await rt.clock.sleepMs(ms, cancellable ? this.#signal() : undefined);
         if (cancellable && this.#aborted) return this.#cancelInput();
         return `{"input":"slept","now_ms":${rt.clock.nowMs()}}`;
       }
@@ -567,13 +582,13 @@ export class Run {
           new Promise((resolve) => {
             if (this.#aborted) return resolve({ cancelled: true });
             onCancel = () => resolve({ cancelled: true });
-            this.#cancel.signal.addEventListener('abort', onCancel, { once: true });
+            this.#onAbort.add(onCancel);
           }),
         );
       }
       first = await Promise.race(racers);
       clearTimeout(timer);
-      if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
+      if (onCancel) this.#onAbort.delete(onCancel);
     }
     ctx.tel.callEnd(rt.clock.nowMs());
     if (first.cancelled) {
