@@ -224,23 +224,21 @@ export class RawJson {
 function skipValue(t, i) {
   const c = t.charCodeAt(i);
   if (c === 34) return skipString(t, i);
+  const n = t.length;
   if (c === 123 || c === 91) {
+    // Count brackets, jumping over strings (which may hold brackets).
     let depth = 0;
-    const re = /["{}[\]]/g;
-    re.lastIndex = i;
-    for (;;) {
-      const m = re.exec(t);
-      if (m === null) throw new SyntaxError('unterminated container');
-      const d = t.charCodeAt(m.index);
-      if (d === 34) re.lastIndex = skipString(t, m.index);
+    for (; i < n; i++) {
+      const d = t.charCodeAt(i);
+      if (d === 34) i = skipString(t, i) - 1;
       else if (d === 123 || d === 91) depth++;
-      else if (--depth === 0) return m.index + 1;
+      else if ((d === 125 || d === 93) && --depth === 0) return i + 1;
     }
+    throw new SyntaxError('unterminated container');
   }
-  while (i < t.length) {
+  for (; i < n; i++) {
     const d = t.charCodeAt(i);
     if (d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) break;
-    i++;
   }
   return i;
 }
@@ -250,7 +248,8 @@ function skipString(t, i) {
   for (;;) {
     const j = t.indexOf('"', i + 1);
     if (j < 0) throw new SyntaxError('unterminated string');
-    let k = j - 1;
+    if (t.charCodeAt(j - 1) !== 92) return j + 1;
+    let k = j - 2;
     while (t.charCodeAt(k) === 92) k--;
     if ((j - 1 - k) % 2 === 0) return j + 1;
     i = j;

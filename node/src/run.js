@@ -7,7 +7,7 @@ import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
-import { StoreError, asyncFace } from './store.js';
+import { StoreError, asyncFace, compareAndSetParsed } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
 
@@ -341,7 +341,7 @@ export class Run {
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        const cas = await asyncFace(rt.store).compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
+        const cas = await compareAndSetParsed(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
         return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
       }
@@ -349,7 +349,7 @@ export class Run {
         // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
         const now = rt.clock.nowMs();
-        const cas = await asyncFace(rt.store).compareAndSet(fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
+        const cas = await compareAndSetParsed(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
         if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
         return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
@@ -685,7 +685,6 @@ function afterTheEnd(outcome) {
   return { outcome, runFinished: true, result: null, envelope: null, rendered: null, token: null, value: undefined };
 }
 
-/** Last-writer-wins put on top of compare-and-set. */
 /**
  * A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
  * `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), clamped to
@@ -716,10 +715,11 @@ async function quota(store, key, capacity, now, change) {
   );
 }
 
+/** Last-writer-wins put on top of compare-and-set (of a value from an effect). */
 async function put(store, key, value, ttlMs, now) {
   for (let i = 0; i < 16; i++) {
     const current = await store.get(key, now);
-    const cas = await store.compareAndSet(key, current ? current.version : null, value, ttlMs, now);
+    const cas = await compareAndSetParsed(store, key, current ? current.version : null, value, ttlMs, now);
     if (cas.written) return;
   }
   throw new StoreError(
