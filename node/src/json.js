@@ -285,28 +285,37 @@ export function elementSpans(t) {
 
 /**
  * The raw text of each member of each element of a JSON array text, by name
- * (an element that is not an object: no members), in one pass over the text.
- * The text must be valid JSON (parse it first): a batch of effects, whose
- * large members (a journal entry's state) are then scanned once, not twice.
+ * (an element that is not an object: null), in one pass over the text: a
+ * batch of effects, whose large members (a journal entry's state) are
+ * scanned once. The structure is checked (a SyntaxError), the members' texts
+ * are not: parse those you read.
  */
 export function elementMembers(t) {
   const out = [];
   let i = skipWs(t, 0);
   if (t.charCodeAt(i) !== 91) throw new SyntaxError('not an array');
   i = skipWs(t, i + 1);
-  if (t.charCodeAt(i) === 93) return out;
+  if (t.charCodeAt(i) === 93) {
+    if (skipWs(t, i + 1) !== t.length) throw new SyntaxError('unexpected text after the array');
+    return out;
+  }
   for (;;) {
-    const members = {};
+    let members = null;
     if (t.charCodeAt(i) === 123) {
+      members = {};
       i = skipWs(t, i + 1);
       if (t.charCodeAt(i) === 125) i++;
       else {
         for (;;) {
+          if (t.charCodeAt(i) !== 34) throw new SyntaxError('expected a member name');
           const keyEnd = skipString(t, i);
           const name = t.slice(i + 1, keyEnd - 1);
           const key = name.includes('\\') ? JSON.parse(t.slice(i, keyEnd)) : name;
-          i = skipWs(t, skipWs(t, keyEnd) + 1); // past the colon
+          i = skipWs(t, keyEnd);
+          if (t.charCodeAt(i) !== 58) throw new SyntaxError('expected :');
+          i = skipWs(t, i + 1);
           const end = skipValue(t, i);
+          if (end === i) throw new SyntaxError('expected a value');
           members[key] = t.slice(i, end);
           i = skipWs(t, end);
           if (t.charCodeAt(i) !== 44) break;
@@ -321,8 +330,9 @@ export function elementMembers(t) {
     out.push(members);
     i = skipWs(t, i);
     if (t.charCodeAt(i) === 44) i = skipWs(t, i + 1);
-    else if (t.charCodeAt(i) === 93) return out;
-    else throw new SyntaxError('expected , or ]');
+    else if (t.charCodeAt(i) !== 93) throw new SyntaxError('expected , or ]');
+    else if (skipWs(t, i + 1) !== t.length) throw new SyntaxError('unexpected text after the array');
+    else return out;
   }
 }
 

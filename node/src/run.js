@@ -7,7 +7,7 @@ import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
-import { StoreError, asyncFace, compareAndSetParsed } from './store.js';
+import { StoreError, asyncFace, compareAndSetFromLoop } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
 
@@ -282,22 +282,10 @@ export class Run {
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
       holder.state = adv.state;
-      const text = adv.effects;
-      let effects;
-      let members;
-      try {
-        effects = JSON.parse(text);
-        members = elementMembers(text);
-      } catch {
-        throw badEffect('not JSON');
-      }
-      if (!Array.isArray(effects) || members.length !== effects.length) throw badEffect('not an array');
+      const effects = effectsOf(adv.effects);
       let next;
       for (let i = 0; i < effects.length; i++) {
-        const fx = effects[i];
-        if (fx === null || typeof fx !== 'object') throw badEffect('not an object');
-        fx[RAW] = members[i];
-        const answer = await this.#effect(fx, ctx, holder);
+        const answer = await this.#effect(effects[i], ctx, holder);
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
         else return answer;
@@ -341,7 +329,7 @@ export class Run {
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        const cas = await compareAndSetParsed(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now);
+        const cas = await compareAndSetFromLoop(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
         return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
       }
@@ -349,7 +337,7 @@ export class Run {
         // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
         const now = rt.clock.nowMs();
-        const cas = await compareAndSetParsed(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
+        const cas = await compareAndSetFromLoop(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
         if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
         if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
         return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
@@ -676,6 +664,46 @@ export class Run {
 /** Where each effect's members are kept as the component's text, by name (passed on unchanged). */
 const RAW = Symbol('raw effect members');
 
+/**
+ * @internal A batch of effects (the loop's JSON text): each effect's members parsed,
+ * and kept as text under RAW. The text is read once: its members are found in
+ * one pass and parsed one by one, except a value to store, only handed on as
+ * text (the store checks it; a MemoryStore its size only, see
+ * compareAndSetFromLoop).
+ */
+export function effectsOf(text) {
+  let members;
+  try {
+    members = elementMembers(text);
+  } catch (e) {
+    throw badEffect(e instanceof SyntaxError && e.message === 'not an array' ? 'not an array' : 'not JSON');
+  }
+  const effects = new Array(members.length);
+  for (let i = 0; i < members.length; i++) {
+    const raw = members[i];
+    if (raw === null) throw badEffect('not an object');
+    const fx = {};
+    try {
+      for (const name of Object.keys(raw)) if (name !== 'value') fx[name] = member(raw[name]);
+    } catch {
+      throw badEffect('not JSON');
+    }
+    fx[RAW] = raw;
+    effects[i] = fx;
+  }
+  return effects;
+}
+
+/** One member's value: most are plain strings, null or small numbers, read without the JSON parser. */
+function member(text) {
+  if (text.charCodeAt(0) === 34 && text.indexOf('\\') === -1) {
+    if (text.length < 2 || text.charCodeAt(text.length - 1) !== 34) throw new SyntaxError('unterminated string');
+    return text.slice(1, -1);
+  }
+  if (text === 'null') return null;
+  return JSON.parse(text);
+}
+
 /** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
 function resultValue(raw, parsed) {
   return raw !== undefined && /\d{16}/.test(raw) ? parseLossless(raw) : parsed;
@@ -719,7 +747,7 @@ async function quota(store, key, capacity, now, change) {
 async function put(store, key, value, ttlMs, now) {
   for (let i = 0; i < 16; i++) {
     const current = await store.get(key, now);
-    const cas = await compareAndSetParsed(store, key, current ? current.version : null, value, ttlMs, now);
+    const cas = await compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now);
     if (cas.written) return;
   }
   throw new StoreError(

@@ -125,12 +125,12 @@ export function checkName(what, name, emptyOk = false) {
 }
 
 /**
- * Check that `text` is JSON a store may hold. `parsed`: the text is a member of
- * a JSON text the caller parsed whole (the recovery loop's effects), so it is
- * JSON and well formed: only its size is checked.
+ * Check that `text` is JSON a store may hold. `fromLoop`: the text is a value
+ * the recovery loop wrote in an effect (the shipped reference, whose output is
+ * serde_json's, decoded from UTF-8): only its size is checked.
  */
-export function checkJson(what, key, text, parsed = false) {
-  if (parsed && typeof text === 'string') {
+export function checkJson(what, key, text, fromLoop = false) {
+  if (fromLoop && typeof text === 'string') {
     // Every character takes at most 3 UTF-8 bytes: the exact size only when it may be too large.
     if (text.length * 3 > MAX_VALUE_BYTES) tooLarge(what, key, Buffer.byteLength(text, 'utf8'));
     return text;
@@ -168,8 +168,8 @@ export function checkInt(what, n) {
   return n;
 }
 
-/** Check a compare-and-set's arguments; returns the expiry time (null = never). `parsed`: see checkJson. */
-export function checkCas(key, expected, value, ttlMs, nowMs, parsed = false) {
+/** Check a compare-and-set's arguments; returns the expiry time (null = never). `fromLoop`: see checkJson. */
+export function checkCas(key, expected, value, ttlMs, nowMs, fromLoop = false) {
   checkName('key', key);
   checkInt('nowMs', nowMs);
   if (expected !== null && expected !== undefined) {
@@ -178,7 +178,7 @@ export function checkCas(key, expected, value, ttlMs, nowMs, parsed = false) {
       throw invalid(`expected version 0 for ${show(key)} never exists (versions start at 1); pass null to create the entry`);
     }
   }
-  checkJson('value', key, value, parsed);
+  checkJson('value', key, value, fromLoop);
   if (ttlMs === null || ttlMs === undefined) return null;
   checkInt('ttlMs', ttlMs);
   if (ttlMs === 0) {
@@ -192,16 +192,17 @@ const byUtf8 = (a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, '
 
 // ------------------------------------------------------------------ MemoryStore
 
-const PARSED_CAS = Symbol('MemoryStore: compareAndSet of a parsed value');
+const LOOP_CAS = Symbol('MemoryStore: compareAndSet of a value from the loop');
 
 /**
- * @internal The driver's compare-and-set of a value it took from the loop's
- * effect text, which it parsed whole: a MemoryStore (whose compareAndSet is
- * its own, not a subclass's) does not parse the value again.
+ * @internal The driver's compare-and-set of a value the loop wrote in an
+ * effect: a MemoryStore (whose compareAndSet is its own, not a subclass's)
+ * checks only its size (checkJson's `fromLoop`); any other store checks it
+ * as ever.
  */
-export function compareAndSetParsed(store, key, expected, value, ttlMs, nowMs) {
+export function compareAndSetFromLoop(store, key, expected, value, ttlMs, nowMs) {
   return store.compareAndSet === MemoryStore.prototype.compareAndSet
-    ? store[PARSED_CAS](key, expected, value, ttlMs, nowMs)
+    ? store[LOOP_CAS](key, expected, value, ttlMs, nowMs)
     : store.compareAndSet(key, expected, value, ttlMs, nowMs);
 }
 
@@ -252,8 +253,8 @@ export class MemoryStore {
     return this.#compareAndSet(checkCas(key, expected, value, ttlMs, nowMs), key, expected, value, nowMs);
   }
 
-  /** @internal compareAndSet of a value that is a member of the recovery loop's effects (checkJson's `parsed`). */
-  [PARSED_CAS](key, expected, value, ttlMs, nowMs) {
+  /** @internal compareAndSet of a value the recovery loop wrote in an effect (checkJson's `fromLoop`). */
+  [LOOP_CAS](key, expected, value, ttlMs, nowMs) {
     return this.#compareAndSet(checkCas(key, expected, value, ttlMs, nowMs, true), key, expected, value, nowMs);
   }
 

@@ -355,11 +355,11 @@ test('connections racing to create the schema all open the store', async () => {
   }
 });
 
-test("the driver's compare-and-set of a value from the loop: a MemoryStore checks its size, not its JSON again; a subclass's compareAndSet is still called", async () => {
-  const { compareAndSetParsed } = await import('../src/store.js');
+test("the driver's compare-and-set of a value from the loop: a MemoryStore checks its size, not its JSON; a subclass's compareAndSet is still called", async () => {
+  const { compareAndSetFromLoop } = await import('../src/store.js');
   const store = new MemoryStore();
-  assert.deepEqual(compareAndSetParsed(store, 'k', null, '{"a":1}', null, T), { written: true, version: 1 });
-  assert.deepEqual(compareAndSetParsed(store, 'k', null, '{"a":2}', null, T), { written: false, current: { value: '{"a":1}', version: 1 } });
+  assert.deepEqual(compareAndSetFromLoop(store, 'k', null, '{"a":1}', null, T), { written: true, version: 1 });
+  assert.deepEqual(compareAndSetFromLoop(store, 'k', null, '{"a":2}', null, T), { written: false, current: { value: '{"a":1}', version: 1 } });
   assert.deepEqual(store.get('k', T), { value: '{"a":1}', version: 1 });
   // The same refusal as compareAndSet for a value over the limit (multi-byte characters counted as UTF-8).
   const big = `"${'é'.repeat(MAX_VALUE_BYTES / 2)}"`;
@@ -373,10 +373,10 @@ test("the driver's compare-and-set of a value from the loop: a MemoryStore check
   };
   const expected = refusal(() => store.compareAndSet('big', null, big, null, T));
   assert.equal(expected?.kind, 'invalid_argument');
-  assert.deepEqual(refusal(() => compareAndSetParsed(store, 'big', null, big, null, T)), expected);
+  assert.deepEqual(refusal(() => compareAndSetFromLoop(store, 'big', null, big, null, T)), expected);
   // The key, the version and the TTL are checked as ever.
-  assert.throws(() => compareAndSetParsed(store, '', null, '1', null, T), /empty/);
-  assert.throws(() => compareAndSetParsed(store, 'k2', 0, '1', null, T), /version 0/);
+  assert.throws(() => compareAndSetFromLoop(store, '', null, '1', null, T), /empty/);
+  assert.throws(() => compareAndSetFromLoop(store, 'k2', 0, '1', null, T), /version 0/);
   class Counting extends MemoryStore {
     calls = 0;
     compareAndSet(...args) {
@@ -385,6 +385,6 @@ test("the driver's compare-and-set of a value from the loop: a MemoryStore check
     }
   }
   const counting = new Counting();
-  compareAndSetParsed(counting, 'k', null, '1', null, T);
+  compareAndSetFromLoop(counting, 'k', null, '1', null, T);
   assert.equal(counting.calls, 1);
 });
