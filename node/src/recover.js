@@ -110,16 +110,23 @@ export function recover(fn, options = {}) {
   return recovered;
 }
 
-/** @internal recover()'s options checked: `{o (with the defaults), tool, added}`. */
-export function doorOptions(fn, options) {
+/**
+ * @internal recover()'s options checked: `{o (with the defaults), tool, added}`.
+ * `complete`: `options` names every option (as retry() makes them), so it is
+ * taken as it is, without looking for unknown ones or adding the defaults.
+ */
+export function doorOptions(fn, options, complete = false) {
   if (typeof fn !== 'function') throw bad(`recover() wraps a function, got ${describe(fn)}; pass an (async) function`);
   if (options === null || typeof options !== 'object') throw bad(`recover() options must be an object, got ${describe(options)}`);
-  for (const k of Object.keys(options)) {
-    if (!(k in RECOVER_DEFAULTS)) {
-      throw bad(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
+  let o = options;
+  if (!complete) {
+    for (const k of Object.keys(options)) {
+      if (!(k in RECOVER_DEFAULTS)) {
+        throw bad(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
+      }
     }
+    o = { ...RECOVER_DEFAULTS, ...options };
   }
-  const o = { ...RECOVER_DEFAULTS, ...options };
   if (o.errors !== 'throw' && o.errors !== 'model') throw bad(`errors is 'throw' or 'model', got ${JSON.stringify(o.errors)}`);
   if (!Array.isArray(o.fallbacks) || !o.fallbacks.every((t) => typeof t === 'string')) {
     throw bad(`fallbacks is an array of target names, got ${describe(o.fallbacks)}`);
@@ -196,30 +203,28 @@ function callDecider(policy, { o, added }, state) {
 }
 
 /**
- * @internal One call of a door: a run of one step on `shared.rt` (with this
- * call's decider, and `parts` replaced, see Runtime[WITH]), ended when it
- * succeeds. `warnKey` is who warns once when a side effect ignores its key.
+ * @internal One call of a door: a run of one step on `shared.rt` with this
+ * call's decider (and `store`, a fresh MemoryStore, when given: see
+ * Runtime[WITH]), ended when it succeeds. `warnKey` is who warns once when a
+ * side effect ignores its key.
  */
-export async function callDoor(door, shared, fn, args, warnKey, parts = undefined) {
+export async function callDoor(door, shared, fn, args, warnKey, store = undefined) {
   const { o, tool } = door;
   const { policy } = shared;
   // This call's last decision (JSON text), what it was about, and its key.
   const state = { last: undefined, decision: undefined, observation: undefined, context: undefined, key: undefined };
-  const rt = shared.rt[WITH]({ ...parts, decider: callDecider(policy, door, state) });
+  const rt = shared.rt[WITH](callDecider(policy, door, state), store);
   let cause; // what the last attempt threw
   let returned; // what the last attempt returned (a response the component judged a failure)
   let keyRead = false;
   const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
   const run = rt.run(runId, o.signal === undefined ? {} : { signal: o.signal });
-  const report = await run.step({
+  const step = {
     id: o.stepId ?? tool,
     tool,
     args: o.args === undefined ? argsOf(args) : o.args,
-    ...(o.call === undefined ? {} : { call: o.call }),
-    ...(o.target === undefined ? {} : { target: o.target }),
     fallbacks: o.fallbacks,
     sideEffect: o.sideEffect,
-    ...(o.idempotent === undefined ? {} : { idempotent: o.idempotent }),
     operation: async (c) => {
       state.key = c.key;
       const call = {
@@ -253,7 +258,11 @@ export async function callDoor(door, shared, fn, args, warnKey, parts = undefine
         }
       }
     },
-  });
+  };
+  if (o.call !== undefined) step.call = o.call;
+  if (o.target !== undefined) step.target = o.target;
+  if (o.idempotent !== undefined) step.idempotent = o.idempotent;
+  const report = await run.step(step);
   if (report.outcome === 'ok') {
     await run.end();
     return report.value !== undefined ? report.value : report.result;

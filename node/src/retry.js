@@ -10,7 +10,7 @@ import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { fromError } from './observe.js';
 import { Policy } from './policy.js';
 import { Failed } from './outcome.js';
-import { callDoor, contextOf, doorOptions, doorRuntime } from './recover.js';
+import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime } from './recover.js';
 import { stringify } from './json.js';
 import { MemoryStore } from './store.js';
 
@@ -109,45 +109,42 @@ export async function retry(operation, options = {}) {
       deadline.clear();
     }
   };
+  // Every option of the door, as doorOptions(…, complete) takes them.
   const door = doorOptions(
     attempt,
     {
       policy,
       store,
-      clock: {
-        nowMs: () => now(),
-        async sleepMs(ms, sig) {
-          try {
-            await sleepFor(ms, sig);
-          } catch {
-            // cancelled: the runtime sees the run's signal
-          }
-        },
-      },
-      ...(seed === undefined ? {} : { seed }),
-      ...(call === undefined ? {} : { call }),
+      clock: undefined, // made with the runtime (sharedRuntime)
+      seed,
+      call,
       tool: tool ?? 'operation',
-      ...(target === undefined ? {} : { target }),
-      ...(fallbacks === undefined ? {} : { fallbacks }),
-      ...(idempotent === undefined ? {} : { idempotent }),
+      target,
+      fallbacks: fallbacks ?? RECOVER_DEFAULTS.fallbacks,
+      sideEffect: false,
+      idempotent,
       runId: runId ?? (explicitKey !== undefined ? `key:${explicitKey}` : `retry-${randomUUID()}`),
       stepId: stepId ?? 'retry',
-      args,
-      ...(config === undefined ? {} : { policyConfig: config }),
+      errors: 'throw',
+      timeoutMs: undefined, // the attempt's deadline is retry()'s own (attemptDeadline)
+      policyConfig: config,
       breaker: breaker ?? NO_BREAKER,
       onEvent,
-      ...(onDecision === undefined
-        ? {}
-        : { onDecision: (d) => onDecision({ attempt: d.attempt, decision: d.decision, observation: d.observation,
-          idempotencyKey: keyOf(d.key), error: attemptError, result: attemptResult, elapsedMs: d.elapsedMs }) }),
-      ...(Object.keys(rest).length === 0 ? {} : { context: rest }),
-      ...(signal === undefined ? {} : { signal }),
+      onDecision:
+        onDecision === undefined
+          ? undefined
+          : (d) => onDecision({ attempt: d.attempt, decision: d.decision, observation: d.observation,
+            idempotencyKey: keyOf(d.key), error: attemptError, result: attemptResult, elapsedMs: d.elapsedMs }),
+      context: Object.keys(rest).length === 0 ? undefined : rest,
+      args,
+      signal,
       runtimeOptions: NO_ATTEMPT_BUDGET,
     },
+    true,
   );
   const shared = await sharedRuntime(door, { now, sleepFor, store });
   try {
-    return await callDoor(door, shared, attempt, [], door, store === undefined ? { store: new MemoryStore() } : undefined);
+    return await callDoor(door, shared, attempt, [], door, store === undefined ? new MemoryStore() : undefined);
   } catch (e) {
     // The door's error, with what the operation itself threw or returned.
     if (!(e instanceof RecoveryError) || e === passed || e.observation === undefined) throw e;
@@ -159,7 +156,7 @@ export async function retry(operation, options = {}) {
 /**
  * The runtimes under retry()'s doors, by what they are built from (the
  * policy, store, clock and onEvent by identity; the seed, policy
- * configuration and breaker by value); the most recently used 16 are kept.
+ * configuration and breaker by value); the last 16 made are kept.
  */
 const runtimes = new Map();
 const RUNTIMES_LIMIT = 16;
@@ -175,24 +172,40 @@ const valueKey = (v) => (v === undefined ? '-' : v === NO_BREAKER ? 'no breaker'
 
 function sharedRuntime(door, { now, sleepFor, store }) {
   const { o } = door;
+  // The clock of retry(): `now`, and `sleep` (a cancelled sleep ends early, as a SystemClock's).
+  const build = () =>
+    doorRuntime(
+      {
+        o: {
+          ...o,
+          clock: {
+            nowMs: () => now(),
+            async sleepMs(ms, sig) {
+              try {
+                await sleepFor(ms, sig);
+              } catch {
+                // cancelled: the runtime sees the run's signal
+              }
+            },
+          },
+        },
+      },
+      o.store ?? new MemoryStore(),
+    );
   let key;
   try {
     key = `${idOf(o.policy)} ${idOf(store)} ${idOf(now)} ${idOf(sleepFor)} ${idOf(o.onEvent)} ${typeof o.seed} ${String(o.seed)} ${valueKey(o.policyConfig)} ${valueKey(o.breaker)}`;
   } catch {
-    return doorRuntime(door, o.store); // not JSON: the runtime says what is wrong with it
+    return build(); // not a key: the runtime says what is wrong
   }
   let shared = runtimes.get(key);
   if (shared === undefined) {
-    shared = doorRuntime(door, o.store ?? new MemoryStore()).catch((e) => {
+    shared = build().catch((e) => {
       if (runtimes.get(key) === shared) runtimes.delete(key);
       throw e;
     });
     runtimes.set(key, shared);
     if (runtimes.size > RUNTIMES_LIMIT) runtimes.delete(runtimes.keys().next().value);
-  } else {
-    // Most recently used last.
-    runtimes.delete(key);
-    runtimes.set(key, shared);
   }
   return shared;
 }

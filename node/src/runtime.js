@@ -143,13 +143,26 @@ export class Runtime {
 
   /**
    * @internal The same runtime (loop, configuration, clock, telemetry, ...)
-   * with `parts` replaced: a door's decider for one call, a fresh MemoryStore.
-   * Nothing is checked again: pass only a decider with decideJson and no
-   * describe() (the telemetry and decision log were bound for one such), or a
-   * MemoryStore (no server clock, no events of its own).
+   * with another decider (a door's, for one call), and another store when
+   * given (a fresh MemoryStore). Nothing is checked again: pass only a
+   * decider with decideJson and no describe() (the telemetry and decision log
+   * were bound for one such), and a MemoryStore (no server clock, no events
+   * of its own).
    */
-  [WITH](parts) {
-    return new Runtime(token, { ...this, ...parts });
+  [WITH](decider, store = this.store) {
+    return new Runtime(token, {
+      loop: this.loop,
+      decider,
+      store,
+      clock: this.clock,
+      seed: this.seed,
+      config: this.config,
+      onEvent: this.onEvent,
+      telemetry: this.telemetry,
+      inFlightTtlMs: this.inFlightTtlMs,
+      depthThreshold: this.depthThreshold,
+      decisionLog: this.decisionLog,
+    });
   }
 
   /**
