@@ -285,7 +285,8 @@ export class Run {
       const effects = effectsOf(adv.effects);
       let next;
       for (let i = 0; i < effects.length; i++) {
-        const answer = await this.#effect(effects[i], ctx, holder);
+        let answer = this.#effect(effects[i], ctx, holder);
+        if (isThenable(answer)) answer = await answer;
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
         else return answer;
@@ -295,8 +296,14 @@ export class Run {
     }
   }
 
-  /** Carry out one effect: NO_REPORT, the input that answers it, or the step's report. */
-  async #effect(fx, ctx, holder) {
+  /**
+   * Carry out one effect: NO_REPORT, the input that answers it, or the step's
+   * report; or a promise of one. The effects most steps are made of (events,
+   * store reads and writes, the finish) are carried out without a promise
+   * when the store answers at once (a MemoryStore, a SqliteStore), the
+   * others by #effectAsync.
+   */
+  #effect(fx, ctx, holder) {
     const rt = this.#rt;
     const raw = fx[RAW];
     switch (fx.effect) {
@@ -310,38 +317,58 @@ export class Run {
       }
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
-        const now = rt.clock.nowMs();
-        const store = asyncFace(rt.store);
-        const parts = [];
-        const versions = [];
-        for (const k of fx.keys) {
-          const got = await store.get(k, now);
-          parts.push(`${q(k)}:${got?.value ?? 'null'}`);
-          if (got) versions.push(`${q(k)}:${got.version}`);
-        }
-        return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
+        return read(asyncFace(rt.store), fx.keys, rt.clock.nowMs());
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
-        await put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs());
-        return NO_REPORT;
+        return then(put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs(), 0), () => NO_REPORT);
       }
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        const cas = await compareAndSetFromLoop(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now);
-        if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
-        return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
+        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now), (cas) =>
+          cas.written
+            ? `{"input":"claimed","now_ms":${now},"ok":true}`
+            : `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`,
+        );
       }
       case 'swap': {
         // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
         const now = rt.clock.nowMs();
-        const cas = await compareAndSetFromLoop(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
-        if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
-        if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
-        return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
+        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now), (cas) => {
+          if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
+          if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
+          return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
+        });
       }
+      case 'delete': {
+        if (typeof fx.key !== 'string') throw badEffect('delete without key');
+        return then(asyncFace(rt.store).delete(fx.key), () => NO_REPORT);
+      }
+      case 'finish': {
+        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
+        return {
+          outcome: String(fx.outcome ?? ''),
+          runFinished: fx.run_finished ?? true,
+          result: fx.result === undefined || fx.result === null ? null : resultValue(raw.result, fx.result),
+          envelope: fx.envelope ?? null,
+          rendered: fx.rendered ?? null,
+          token: fx.token ?? null,
+          /** The operation's own JS value for an `ok` from a call in this run (e.g. a fetch Response); undefined when cached. */
+          value: fx.outcome === 'ok' ? ctx.last : undefined,
+        };
+      }
+      default:
+        return this.#effectAsync(fx, ctx, holder);
+    }
+  }
+
+  /** The other effects (#effect). */
+  async #effectAsync(fx, ctx, holder) {
+    const rt = this.#rt;
+    const raw = fx[RAW];
+    switch (fx.effect) {
       case 'take': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.cost)) {
           throw badEffect('take without key, cost or capacity');
@@ -355,11 +382,6 @@ export class Run {
           throw badEffect('refund without key, amount or capacity');
         }
         await quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
-        return NO_REPORT;
-      }
-      case 'delete': {
-        if (typeof fx.key !== 'string') throw badEffect('delete without key');
-        await asyncFace(rt.store).delete(fx.key);
         return NO_REPORT;
       }
       case 'append': {
@@ -441,19 +463,6 @@ export class Run {
       }
       case 'fork':
         return this.#fork(fx, ctx, holder);
-      case 'finish': {
-        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
-        return {
-          outcome: String(fx.outcome ?? ''),
-          runFinished: fx.run_finished ?? true,
-          result: fx.result === undefined || fx.result === null ? null : resultValue(raw.result, fx.result),
-          envelope: fx.envelope ?? null,
-          rendered: fx.rendered ?? null,
-          token: fx.token ?? null,
-          /** The operation's own JS value for an `ok` from a call in this run (e.g. a fetch Response); undefined when cached. */
-          value: fx.outcome === 'ok' ? ctx.last : undefined,
-        };
-      }
       default:
         throw badEffect(String(fx.effect));
     }
@@ -744,14 +753,47 @@ async function quota(store, key, capacity, now, change) {
 }
 
 /** Last-writer-wins put on top of compare-and-set (of a value from an effect). */
-async function put(store, key, value, ttlMs, now) {
-  for (let i = 0; i < 16; i++) {
-    const current = await store.get(key, now);
-    const cas = await compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now);
-    if (cas.written) return;
+function put(store, key, value, ttlMs, now, tries) {
+  if (tries === 16) {
+    throw new StoreError(
+      'unavailable',
+      `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+    );
   }
-  throw new StoreError(
-    'unavailable',
-    `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+  return then(store.get(key, now), (current) =>
+    then(compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now), (cas) =>
+      cas.written ? undefined : put(store, key, value, ttlMs, now, tries + 1),
+    ),
   );
+}
+
+/** The `read` effect's answer: the keys read one after another (as `then` goes). */
+function read(store, keys, now, i = 0, parts = [], versions = []) {
+  for (; i < keys.length; i++) {
+    const k = keys[i];
+    const got = store.get(k, now);
+    if (isThenable(got)) {
+      return got.then((g) => {
+        parts.push(`${q(k)}:${g?.value ?? 'null'}`);
+        if (g) versions.push(`${q(k)}:${g.version}`);
+        return read(store, keys, now, i + 1, parts, versions);
+      });
+    }
+    parts.push(`${q(k)}:${got?.value ?? 'null'}`);
+    if (got) versions.push(`${q(k)}:${got.version}`);
+  }
+  return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
+}
+
+function isThenable(v) {
+  return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
+}
+
+/**
+ * `f(v)`, at once when `v` is a value, or when the promise `v` resolves: a
+ * store that answers at once (a MemoryStore) is read and written without a
+ * promise; a store that answers later is awaited as ever.
+ */
+function then(v, f) {
+  return isThenable(v) ? Promise.resolve(v).then(f) : f(v);
 }
