@@ -560,30 +560,21 @@ export class Run {
       // Cancelled while it ran (the operation cancelled its own run): as a race would have it.
       if (!compensation && this.#aborted) first = { cancelled: true };
     } else {
-      const settled = (async () => pending)().then(
-        (value) => ({ value }),
-        (error) => ({ error }),
-      );
-      const racers = [settled];
+      // One promise settled by the first of: the operation, the attempt's
+      // timeout (real clocks only), the run's cancellation.
       let timer;
       let onCancel;
-      if (timeoutMs !== null && !virtual) {
-        racers.push(
-          new Promise((resolve) => {
-            timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
-          }),
+      first = await new Promise((resolve) => {
+        Promise.resolve(pending).then(
+          (value) => resolve({ value }),
+          (error) => resolve({ error }),
         );
-      }
-      if (!compensation) {
-        racers.push(
-          new Promise((resolve) => {
-            if (this.#aborted) return resolve({ cancelled: true });
-            onCancel = () => resolve({ cancelled: true });
-            this.#onAbort.add(onCancel);
-          }),
-        );
-      }
-      first = await Promise.race(racers);
+        if (timeoutMs !== null && !virtual) timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+        if (compensation) return;
+        if (this.#aborted) return resolve({ cancelled: true });
+        onCancel = () => resolve({ cancelled: true });
+        this.#onAbort.add(onCancel);
+      });
       clearTimeout(timer);
       if (onCancel) this.#onAbort.delete(onCancel);
     }
@@ -703,15 +694,22 @@ export function effectsOf(text) {
   return effects;
 }
 
-/** One member's value: most are plain strings, null or small numbers, read without the JSON parser. */
+/** One member's value: most are plain strings, null, booleans or small integers, read without the JSON parser. */
 function member(text) {
-  if (text.charCodeAt(0) === 34 && text.indexOf('\\') === -1) {
+  const c = text.charCodeAt(0);
+  if (c === 34 && text.indexOf('\\') === -1) {
     if (text.length < 2 || text.charCodeAt(text.length - 1) !== 34) throw new SyntaxError('unterminated string');
     return text.slice(1, -1);
   }
   if (text === 'null') return null;
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  if (c >= 49 && c <= 57 && text.length < 16 && DIGITS.test(text)) return Number(text);
   return JSON.parse(text);
 }
+
+/** A positive integer as JSON writes it (no leading zero: the first digit is checked first). */
+const DIGITS = /^\d+$/;
 
 /** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
 function resultValue(raw, parsed) {

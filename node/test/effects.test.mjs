@@ -55,7 +55,7 @@ test('every batch of every loop vector reads as JSON.parse reads it, with each m
 });
 
 test('escaped strings and names, numbers and nesting read as JSON.parse reads them', () => {
-  const text = '[ {"effect":"emit","event":{"t_ms":0,"s":"a\\"]}b","n":[1,{"x":"}"}]},"k\\u0065y":"q\\\\","n":-1.5e3,"t":true} , {"effect":"finish","result":"\\u00e9"} ]';
+  const text = '[ {"effect":"emit","event":{"t_ms":0,"s":"a\\"]}b","n":[1,{"x":"}"}]},"k\\u0065y":"q\\\\","n":-1.5e3,"t":true} , {"effect":"finish","result":"\\u00e9","a":10,"z":0,"f":false,"i":900719925474099,"b":12345678901234567,"e":1e2} ]';
   const read = effectsOf(text);
   const parsed = JSON.parse(text);
   assert.deepEqual(read.map((fx) => Object.fromEntries(Object.entries(fx))), parsed);
