@@ -5,12 +5,17 @@
 // same process (blocks of runs alternating, so both see the same load).
 //
 //   node bench/ab.mjs [--blocks 30] [--size 200] [OTHER/node]   (after `npm run build` in each)
+//   node bench/ab.mjs --crossing [--blocks 30] [--size 200]
 //
 // Virtual clocks for the Runtime and the door (nothing sleeps), seed 7, the
 // reference policy, a MemoryStore per Runtime and per door (retry(): a store
 // per call, its default). The figure is CPU time (process.cpuUsage, user +
 // system) per call of a block of --size calls; the median and the quartiles
 // of the --blocks blocks are printed.
+//
+// --crossing: the loop calls of one successful run of one step (`advance`,
+// recorded once), replayed through the loop's direct bindings and through
+// jco's generated ones (src/loop.js), alternating: CPU µs per call.
 
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -24,6 +29,8 @@ const option = (name, fallback) => {
   args.splice(i, 2);
   return v;
 };
+const crossing = args.includes('--crossing');
+if (crossing) args.splice(args.indexOf('--crossing'), 1);
 const BLOCKS = option('--blocks', 30);
 const SIZE = option('--size', 200);
 const checkouts = [['this', new URL('..', import.meta.url).pathname], ...args.map((p) => [p, resolve(p)])];
@@ -52,6 +59,39 @@ async function cases(dir) {
   };
 }
 
+const at = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const row = (xs) => `${at(xs, 0.5).toFixed(2)} (${at(xs, 0.25).toFixed(2)}–${at(xs, 0.75).toFixed(2)})`;
+
+if (crossing) {
+  const { LoopComponent } = await import('../src/loop.js');
+  const m = await import('../src/index.js');
+  const runtime = await m.Runtime.create({ clock: new m.VirtualClock(1_767_225_600_000), store: new m.MemoryStore(), seed: 7 });
+  const calls = [];
+  const advance = runtime.loop.advance;
+  runtime.loop.advance = function (state, input) {
+    calls.push([state, input]);
+    return advance.call(this, state, input);
+  };
+  const run = runtime.run('r');
+  await run.step({ id: 's', tool: 'noop', call: 'tool', operation: () => 1 });
+  await run.end();
+  const loops = { direct: await LoopComponent.load(), jco: await LoopComponent.load({ bindings: 'jco' }) };
+  const cpu = { direct: [], jco: [] };
+  for (let b = 0; b < BLOCKS; b++) {
+    for (const k of b % 2 === 0 ? ['direct', 'jco'] : ['jco', 'direct']) {
+      const loop = loops[k];
+      const c = process.cpuUsage();
+      for (let i = 0; i < SIZE; i++) for (const [state, input] of calls) loop.advance(state, input);
+      const u = process.cpuUsage(c);
+      cpu[k].push((u.user + u.system) / SIZE / calls.length);
+    }
+  }
+  console.log(`node ${process.version}, the ${calls.length} advance calls of a run of one step, ${BLOCKS} blocks x ${SIZE}; load average ${load}`);
+  console.log(`CPU µs per call: median (quartiles)   direct: ${row(cpu.direct)}   jco: ${row(cpu.jco)}`);
+  process.exit(0);
+}
+
 const sides = [];
 for (const [label, dir] of checkouts) sides.push({ label, cases: await cases(dir) });
 const names = Object.keys(sides[0].cases);
@@ -69,8 +109,6 @@ for (let b = 0; b < BLOCKS; b++) {
     }
   }
 }
-const at = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
-const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`node ${process.version}, ${BLOCKS} blocks x ${SIZE} calls, alternating; load average ${load}`);
 console.log(`CPU µs per call: median (quartiles)`);
 for (const name of names) {
