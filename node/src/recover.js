@@ -97,15 +97,19 @@ export function recover(fn, options = {}) {
   const door = doorOptions(fn, options);
   const store = door.o.store ?? new MemoryStore();
   let shared; // a promise of the door's runtime, made at its first call
+  let ready; // the runtime, once made
 
   const runtimeOf = () => {
-    shared ??= doorRuntime(door, store).catch((e) => {
-      shared = undefined;
-      throw e;
-    });
+    shared ??= doorRuntime(door, store).then(
+      (r) => (ready = r),
+      (e) => {
+        shared = undefined;
+        throw e;
+      },
+    );
     return shared;
   };
-  const recovered = async (...args) => callDoor(door, await runtimeOf(), fn, args, recovered);
+  const recovered = async (...args) => callDoor(door, ready ?? (await runtimeOf()), fn, args, recovered);
   Object.defineProperty(recovered, 'name', { value: door.tool });
   return recovered;
 }
@@ -297,6 +301,7 @@ function stamp(policy) {
 
 /** The call's arguments as JSON (part of the key and of a dead-letter record); what JSON cannot carry is left out. */
 function argsOf(args) {
+  if (args.length === 0) return [];
   try {
     return JSON.parse(JSON.stringify(args)) ?? null;
   } catch {
