@@ -120,7 +120,7 @@ export async function retry(operation, options = {}) {
       call,
       tool: tool ?? 'operation',
       target,
-      fallbacks: fallbacks ?? RECOVER_DEFAULTS.fallbacks,
+      fallbacks: fallbacks === undefined ? RECOVER_DEFAULTS.fallbacks : fallbacks,
       sideEffect: false,
       idempotent,
       runId: runId ?? (explicitKey !== undefined ? `key:${explicitKey}` : `retry-${randomUUID()}`),
