@@ -5,8 +5,9 @@
 //   node bench/retry-compare.mjs        (p-retry and cockatiel are devDependencies)
 //   node bench/retry-compare.mjs door   (only recover and retry)
 //
-// - retry(): the door with the older call shape (a door, so a runtime, per call; it sleeps
-//   through a no-op sleep), on the same operations;
+// - retry(): the door with the older call shape (a door per call, on a runtime kept per
+//   configuration, with a MemoryStore per call; it sleeps through a no-op sleep), on the
+//   same operations;
 // - success: the operation succeeds at once;
 // - one failure: it throws once (a 503), then succeeds. recover runs on a VirtualClock
 //   (its sleep returns at once); p-retry waits 0 ms (it skips the timer), cockatiel's

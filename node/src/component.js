@@ -258,8 +258,11 @@ export function checkImports(compiled) {
   }
 }
 
-/** Instantiate synchronously (also used to replace an instance after a trap). */
-export function instantiate(compiled) {
+/**
+ * Instantiate synchronously (also used to replace an instance after a trap).
+ * `onCore(instance)`, when given, sees each core WebAssembly.Instance made.
+ */
+export function instantiate(compiled, onCore) {
   const getCoreModule = (name) => {
     const m = compiled.modules.get(name);
     if (!m) throw new Error(`core module ${name} is missing`);
@@ -269,7 +272,11 @@ export function instantiate(compiled) {
   for (const name of compiled.imports) imports[name] = GRANTED[name];
   let root;
   try {
-    root = compiled.instantiate(getCoreModule, imports, (module, imp) => new WebAssembly.Instance(module, imp));
+    root = compiled.instantiate(getCoreModule, imports, (module, imp) => {
+      const instance = new WebAssembly.Instance(module, imp);
+      onCore?.(instance);
+      return instance;
+    });
   } catch (e) {
     throw new PolicyLoadError('instantiate', `the component did not instantiate (${firstLine(e)})`, { cause: e });
   }

@@ -224,23 +224,21 @@ export class RawJson {
 function skipValue(t, i) {
   const c = t.charCodeAt(i);
   if (c === 34) return skipString(t, i);
+  const n = t.length;
   if (c === 123 || c === 91) {
+    // Count brackets, jumping over strings (which may hold brackets).
     let depth = 0;
-    const re = /["{}[\]]/g;
-    re.lastIndex = i;
-    for (;;) {
-      const m = re.exec(t);
-      if (m === null) throw new SyntaxError('unterminated container');
-      const d = t.charCodeAt(m.index);
-      if (d === 34) re.lastIndex = skipString(t, m.index);
+    for (; i < n; i++) {
+      const d = t.charCodeAt(i);
+      if (d === 34) i = skipString(t, i) - 1;
       else if (d === 123 || d === 91) depth++;
-      else if (--depth === 0) return m.index + 1;
+      else if ((d === 125 || d === 93) && --depth === 0) return i + 1;
     }
+    throw new SyntaxError('unterminated container');
   }
-  while (i < t.length) {
+  for (; i < n; i++) {
     const d = t.charCodeAt(i);
     if (d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) break;
-    i++;
   }
   return i;
 }
@@ -250,7 +248,8 @@ function skipString(t, i) {
   for (;;) {
     const j = t.indexOf('"', i + 1);
     if (j < 0) throw new SyntaxError('unterminated string');
-    let k = j - 1;
+    if (t.charCodeAt(j - 1) !== 92) return j + 1;
+    let k = j - 2;
     while (t.charCodeAt(k) === 92) k--;
     if ((j - 1 - k) % 2 === 0) return j + 1;
     i = j;
@@ -286,28 +285,37 @@ export function elementSpans(t) {
 
 /**
  * The raw text of each member of each element of a JSON array text, by name
- * (an element that is not an object: no members), in one pass over the text.
- * The text must be valid JSON (parse it first): a batch of effects, whose
- * large members (a journal entry's state) are then scanned once, not twice.
+ * (an element that is not an object: null), in one pass over the text: a
+ * batch of effects, whose large members (a journal entry's state) are
+ * scanned once. The structure is checked (a SyntaxError), the members' texts
+ * are not: parse those you read.
  */
 export function elementMembers(t) {
   const out = [];
   let i = skipWs(t, 0);
   if (t.charCodeAt(i) !== 91) throw new SyntaxError('not an array');
   i = skipWs(t, i + 1);
-  if (t.charCodeAt(i) === 93) return out;
+  if (t.charCodeAt(i) === 93) {
+    if (skipWs(t, i + 1) !== t.length) throw new SyntaxError('unexpected text after the array');
+    return out;
+  }
   for (;;) {
-    const members = {};
+    let members = null;
     if (t.charCodeAt(i) === 123) {
+      members = {};
       i = skipWs(t, i + 1);
       if (t.charCodeAt(i) === 125) i++;
       else {
         for (;;) {
+          if (t.charCodeAt(i) !== 34) throw new SyntaxError('expected a member name');
           const keyEnd = skipString(t, i);
           const name = t.slice(i + 1, keyEnd - 1);
           const key = name.includes('\\') ? JSON.parse(t.slice(i, keyEnd)) : name;
-          i = skipWs(t, skipWs(t, keyEnd) + 1); // past the colon
+          i = skipWs(t, keyEnd);
+          if (t.charCodeAt(i) !== 58) throw new SyntaxError('expected :');
+          i = skipWs(t, i + 1);
           const end = skipValue(t, i);
+          if (end === i) throw new SyntaxError('expected a value');
           members[key] = t.slice(i, end);
           i = skipWs(t, end);
           if (t.charCodeAt(i) !== 44) break;
@@ -322,8 +330,9 @@ export function elementMembers(t) {
     out.push(members);
     i = skipWs(t, i);
     if (t.charCodeAt(i) === 44) i = skipWs(t, i + 1);
-    else if (t.charCodeAt(i) === 93) return out;
-    else throw new SyntaxError('expected , or ]');
+    else if (t.charCodeAt(i) !== 93) throw new SyntaxError('expected , or ]');
+    else if (skipWs(t, i + 1) !== t.length) throw new SyntaxError('unexpected text after the array');
+    else return out;
   }
 }
 

@@ -7,12 +7,11 @@
 //     { call: 'llm', target: 'gpt-4o', fallbacks: ['gpt-4o-mini'] });
 //   const answer = await chat(messages);
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { PolicyError, RecoveryError } from './errors.js';
 import { describe, parseLossless, stringify } from './json.js';
 import { Policy } from './policy.js';
-import { Runtime } from './runtime.js';
+import { Runtime, WITH } from './runtime.js';
 import { MemoryStore } from './store.js';
 
 /** The options of recover(), with their defaults (see index.d.ts, RecoverOptions). */
@@ -85,8 +84,6 @@ export function contextOf(context, who = 'recover()') {
 }
 
 const bad = (m) => new PolicyError('invalid_argument', m);
-/** The call in progress: where the door's decider notes its decisions (one runtime serves every call). */
-const current = new AsyncLocalStorage();
 const warned = new WeakSet();
 
 /**
@@ -97,14 +94,43 @@ const warned = new WeakSet();
  * @param {object} [options] see index.d.ts (RecoverOptions)
  */
 export function recover(fn, options = {}) {
+  const door = doorOptions(fn, options);
+  const store = door.o.store ?? new MemoryStore();
+  let shared; // a promise of the door's runtime, made at its first call
+  let ready; // the runtime, once made
+
+  const runtimeOf = () => {
+    shared ??= doorRuntime(door, store).then(
+      (r) => (ready = r),
+      (e) => {
+        shared = undefined;
+        throw e;
+      },
+    );
+    return shared;
+  };
+  const recovered = async (...args) => callDoor(door, ready ?? (await runtimeOf()), fn, args, recovered);
+  Object.defineProperty(recovered, 'name', { value: door.tool });
+  return recovered;
+}
+
+/**
+ * @internal recover()'s options checked: `{o (with the defaults), tool, added}`.
+ * `complete`: `options` names every option (as retry() makes them), so it is
+ * taken as it is, without looking for unknown ones or adding the defaults.
+ */
+export function doorOptions(fn, options, complete = false) {
   if (typeof fn !== 'function') throw bad(`recover() wraps a function, got ${describe(fn)}; pass an (async) function`);
   if (options === null || typeof options !== 'object') throw bad(`recover() options must be an object, got ${describe(options)}`);
-  for (const k of Object.keys(options)) {
-    if (!(k in RECOVER_DEFAULTS)) {
-      throw bad(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
+  let o = options;
+  if (!complete) {
+    for (const k of Object.keys(options)) {
+      if (!(k in RECOVER_DEFAULTS)) {
+        throw bad(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
+      }
     }
+    o = { ...RECOVER_DEFAULTS, ...options };
   }
-  const o = { ...RECOVER_DEFAULTS, ...options };
   if (o.errors !== 'throw' && o.errors !== 'model') throw bad(`errors is 'throw' or 'model', got ${JSON.stringify(o.errors)}`);
   if (!Array.isArray(o.fallbacks) || !o.fallbacks.every((t) => typeof t === 'string')) {
     throw bad(`fallbacks is an array of target names, got ${describe(o.fallbacks)}`);
@@ -117,140 +143,154 @@ export function recover(fn, options = {}) {
     const own = Object.keys(o.runtimeOptions).filter((k) => OWN_RUNTIME.includes(k));
     if (own.length > 0) throw bad(`runtimeOptions ${own.join(', ')}: options of recover() itself, pass them directly`);
   }
-  const tool = o.tool ?? (fn.name || 'operation');
-  const store = o.store ?? new MemoryStore();
-  let runtime; // a promise of the door's runtime, made at its first call
+  return { o, tool: o.tool ?? (fn.name || 'operation'), added };
+}
 
-  const runtimeOf = () => {
-    runtime ??= (async () => {
-      const policy = o.policy ?? (await Policy.load());
-      const decider = {
-        async decideJson(observation, ctx) {
-          let context = ctx;
-          if (added !== undefined) {
-            // Lossless: a u64 seed keeps its digits.
-            const c = { ...parseLossless(ctx), ...added.extra };
-            c.elapsed_ms = (c.elapsed_ms ?? 0) + added.elapsed;
-            context = stringify(c);
-          }
-          const text = policy.decideJson(observation, context);
-          const call = current.getStore();
-          if (call !== undefined) {
-            call.last = text;
-            call.observation = observation;
-            call.context = context;
-          }
-          if (o.onDecision !== undefined) {
-            const c = parseLossless(context);
-            const decision = JSON.parse(text);
-            decision.policy = stamp(policy);
-            if (call !== undefined) call.decision = decision;
-            await o.onDecision({
-              decision,
-              observation: JSON.parse(observation),
-              attempt: Number(c.attempt),
-              key: call?.key,
-              elapsedMs: Number(c.elapsed_ms ?? 0),
-            });
-          }
-          return text;
+/** The decider of the runtime a door builds: never asked, each call brings its own (callDecider). */
+const NO_DECIDER = Object.freeze({
+  decideJson() {
+    throw new Error('a door runs each call with its own decider');
+  },
+});
+
+/**
+ * @internal The runtime a door's calls share (`{rt, policy}`): built once,
+ * each call runs on it with its own decider (`rt[WITH]`).
+ */
+export async function doorRuntime({ o }, store) {
+  const policy = o.policy ?? (await Policy.load());
+  const rt = await Runtime.create({
+    policy: NO_DECIDER,
+    store,
+    ...(o.clock === undefined ? {} : { clock: o.clock }),
+    ...(o.seed === undefined ? {} : { seed: o.seed }),
+    ...(o.timeoutMs === undefined ? {} : { attemptTimeoutMs: o.timeoutMs }),
+    ...(o.policyConfig === undefined ? {} : { policyConfig: o.policyConfig }),
+    ...(o.breaker === undefined ? {} : { breaker: o.breaker }),
+    ...(o.onEvent === undefined ? {} : { onEvent: o.onEvent }),
+    ...o.runtimeOptions,
+  });
+  return { rt, policy };
+}
+
+/** The decider of one call: the policy's decision, noted in `state` (what the call's error reports). */
+function callDecider(policy, { o, added }, state) {
+  return {
+    async decideJson(observation, ctx) {
+      let context = ctx;
+      if (added !== undefined) {
+        // Lossless: a u64 seed keeps its digits.
+        const c = { ...parseLossless(ctx), ...added.extra };
+        c.elapsed_ms = (c.elapsed_ms ?? 0) + added.elapsed;
+        context = stringify(c);
+      }
+      const text = policy.decideJson(observation, context);
+      state.last = text;
+      state.observation = observation;
+      state.context = context;
+      if (o.onDecision !== undefined) {
+        const c = parseLossless(context);
+        const decision = JSON.parse(text);
+        decision.policy = stamp(policy);
+        state.decision = decision;
+        await o.onDecision({
+          decision,
+          observation: JSON.parse(observation),
+          attempt: Number(c.attempt),
+          key: state.key,
+          elapsedMs: Number(c.elapsed_ms ?? 0),
+        });
+      }
+      return text;
+    },
+  };
+}
+
+/**
+ * @internal One call of a door: a run of one step on `shared.rt` with this
+ * call's decider (and `store`, a fresh MemoryStore, when given: see
+ * Runtime[WITH]), ended when it succeeds. `warnKey` is who warns once when a
+ * side effect ignores its key.
+ */
+export async function callDoor(door, shared, fn, args, warnKey, store = undefined) {
+  const { o, tool } = door;
+  const { policy } = shared;
+  // This call's last decision (JSON text), what it was about, and its key.
+  const state = { last: undefined, decision: undefined, observation: undefined, context: undefined, key: undefined };
+  const rt = shared.rt[WITH](callDecider(policy, door, state), store);
+  let cause; // what the last attempt threw
+  let returned; // what the last attempt returned (a response the component judged a failure)
+  let keyRead = false;
+  const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
+  const run = rt.run(runId, o.signal === undefined ? {} : { signal: o.signal });
+  const step = {
+    id: o.stepId ?? tool,
+    tool,
+    args: o.args === undefined ? argsOf(args) : o.args,
+    fallbacks: o.fallbacks,
+    sideEffect: o.sideEffect,
+    operation: async (c) => {
+      state.key = c.key;
+      const call = {
+        get key() {
+          keyRead = true;
+          return c.key;
         },
+        target: c.target,
+        attempt: c.attempt,
+        // Read through: the runtime makes the attempt's AbortSignal only when it is read.
+        get signal() {
+          return c.signal;
+        },
+        timeoutMs: c.timeoutMs,
       };
-      const rt = await Runtime.create({
-        policy: decider,
-        store,
-        ...(o.clock === undefined ? {} : { clock: o.clock }),
-        ...(o.seed === undefined ? {} : { seed: o.seed }),
-        ...(o.timeoutMs === undefined ? {} : { attemptTimeoutMs: o.timeoutMs }),
-        ...(o.policyConfig === undefined ? {} : { policyConfig: o.policyConfig }),
-        ...(o.breaker === undefined ? {} : { breaker: o.breaker }),
-        ...(o.onEvent === undefined ? {} : { onEvent: o.onEvent }),
-        ...o.runtimeOptions,
-      });
-      return { rt, policy };
-    })().catch((e) => {
-      runtime = undefined;
-      throw e;
-    });
-    return runtime;
-  };
-
-  const recovered = async (...args) => {
-    const { rt, policy } = await runtimeOf();
-    // This call's last decision (JSON text), what it was about, and its key.
-    const state = { last: undefined, decision: undefined, observation: undefined, context: undefined, key: undefined };
-    let cause; // what the last attempt threw
-    let returned; // what the last attempt returned (a response the component judged a failure)
-    let keyRead = false;
-    const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
-    const run = rt.run(runId, o.signal === undefined ? {} : { signal: o.signal });
-    const report = await current.run(state, () => run.step({
-      id: o.stepId ?? tool,
-      tool,
-      args: o.args === undefined ? argsOf(args) : o.args,
-      ...(o.call === undefined ? {} : { call: o.call }),
-      ...(o.target === undefined ? {} : { target: o.target }),
-      fallbacks: o.fallbacks,
-      sideEffect: o.sideEffect,
-      ...(o.idempotent === undefined ? {} : { idempotent: o.idempotent }),
-      operation: async (c) => {
-        state.key = c.key;
-        const call = {
-          get key() {
-            keyRead = true;
-            return c.key;
-          },
-          target: c.target,
-          attempt: c.attempt,
-          signal: c.signal,
-          timeoutMs: c.timeoutMs,
-        };
-        try {
-          returned = await fn(call, ...args);
-          cause = undefined;
-          return returned;
-        } catch (e) {
-          cause = e;
-          throw e;
-        } finally {
-          if (o.sideEffect && !keyRead && o.idempotent !== true && !warned.has(recovered)) {
-            warned.add(recovered);
-            process.emitWarning(
-              `recover(${tool}): a step with side effects did not read call.key, so a retried attempt may be applied twice; ` +
-                'send call.key to the service as its idempotency key, or pass idempotent: true when repeating it is harmless',
-              { type: 'KeyNotUsedWarning', code: 'AGENT_RECOVERY_KEY_NOT_USED' },
-            );
-          }
+      try {
+        returned = await fn(call, ...args);
+        cause = undefined;
+        return returned;
+      } catch (e) {
+        cause = e;
+        throw e;
+      } finally {
+        if (o.sideEffect && !keyRead && o.idempotent !== true && !warned.has(warnKey)) {
+          warned.add(warnKey);
+          process.emitWarning(
+            `recover(${tool}): a step with side effects did not read call.key, so a retried attempt may be applied twice; ` +
+              'send call.key to the service as its idempotency key, or pass idempotent: true when repeating it is harmless',
+            { type: 'KeyNotUsedWarning', code: 'AGENT_RECOVERY_KEY_NOT_USED' },
+          );
         }
-      },
-    }));
-    if (report.outcome === 'ok') {
-      await run.end();
-      return report.value !== undefined ? report.value : report.result;
-    }
-    if (report.outcome === 'cancelled' && o.signal?.aborted) throw o.signal.reason;
-    if (o.errors === 'model') {
-      return report.rendered ?? policy.render(report.envelope ?? { code: `runtime.${report.outcome}` }, 'model-tool-result');
-    }
-    let last = state.decision;
-    if (last === undefined && state.last !== undefined) {
-      last = JSON.parse(state.last);
-      last.policy = stamp(policy);
-    }
-    const decided = last !== undefined && last.action !== 'retry';
-    const decision = decided
-      ? last
-      : { action: report.outcome, attempt: 0, reason: report.outcome, envelope: report.envelope ?? { code: `runtime.${report.outcome}` } };
-    throw new RecoveryError({
-      decision,
-      attempts: decision.attempt,
-      cause,
-      result: cause === undefined ? returned : undefined,
-      ...(decided ? { observation: JSON.parse(state.observation), elapsedMs: Number(parseLossless(state.context).elapsed_ms ?? 0) } : {}),
-    });
+      }
+    },
   };
-  Object.defineProperty(recovered, 'name', { value: tool });
-  return recovered;
+  if (o.call !== undefined) step.call = o.call;
+  if (o.target !== undefined) step.target = o.target;
+  if (o.idempotent !== undefined) step.idempotent = o.idempotent;
+  const report = await run.step(step);
+  if (report.outcome === 'ok') {
+    await run.end();
+    return report.value !== undefined ? report.value : report.result;
+  }
+  if (report.outcome === 'cancelled' && o.signal?.aborted) throw o.signal.reason;
+  if (o.errors === 'model') {
+    return report.rendered ?? policy.render(report.envelope ?? { code: `runtime.${report.outcome}` }, 'model-tool-result');
+  }
+  let last = state.decision;
+  if (last === undefined && state.last !== undefined) {
+    last = JSON.parse(state.last);
+    last.policy = stamp(policy);
+  }
+  const decided = last !== undefined && last.action !== 'retry';
+  const decision = decided
+    ? last
+    : { action: report.outcome, attempt: 0, reason: report.outcome, envelope: report.envelope ?? { code: `runtime.${report.outcome}` } };
+  throw new RecoveryError({
+    decision,
+    attempts: decision.attempt,
+    cause,
+    result: cause === undefined ? returned : undefined,
+    ...(decided ? { observation: JSON.parse(state.observation), elapsedMs: Number(parseLossless(state.context).elapsed_ms ?? 0) } : {}),
+  });
 }
 
 /** The policy's identity, for a decision's `policy` field. */
@@ -261,6 +301,7 @@ function stamp(policy) {
 
 /** The call's arguments as JSON (part of the key and of a dead-letter record); what JSON cannot carry is left out. */
 function argsOf(args) {
+  if (args.length === 0) return [];
   try {
     return JSON.parse(JSON.stringify(args)) ?? null;
   } catch {

@@ -1,13 +1,18 @@
 // retry(): the small door, recover(), with the older call shape: one call of a
 // door made for it, so there is one loop. What maps to what is in
-// docs/runtime.md ("retry(): the door with the older call shape").
+// docs/runtime.md ("retry(): the door with the older call shape"). The
+// runtime under those doors is built once per configuration (policy, seed,
+// policy configuration, breaker, clock, store, onEvent) and kept; each call
+// gets a fresh MemoryStore when it names no store, as a door of its own would.
 
 import { randomUUID } from 'node:crypto';
 import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { fromError } from './observe.js';
 import { Policy } from './policy.js';
 import { Failed } from './outcome.js';
-import { contextOf, recover } from './recover.js';
+import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime } from './recover.js';
+import { stringify } from './json.js';
+import { MemoryStore } from './store.js';
 
 /** Sleep `ms` milliseconds; rejects with the signal's reason if it aborts. */
 export function sleep(ms, signal) {
@@ -71,68 +76,75 @@ export async function retry(operation, options = {}) {
   let attemptError; // what the last attempt threw
   let attemptResult; // what it returned
   let passed; // an error the operation threw that is not retried (it ends the call as it is)
-  const door = recover(
-    async (c) => {
-      attemptError = undefined;
-      attemptResult = undefined;
-      const deadline = attemptDeadline(c.signal, timeoutMs);
-      try {
-        const value = await operation({ attempt: c.attempt, idempotencyKey: keyOf(c.key), signal: deadline.signal, target: c.target });
-        attemptResult = value;
-        if (failureOf !== undefined) {
-          const obs = await failureOf(value, { call, provider });
-          if (obs !== undefined && obs !== null) return new Failed(obs);
-        }
-        return value;
-      } catch (e) {
-        if (signal?.aborted) throw signal.reason;
-        // An inner retry() already decided, and a policy failure is not the
-        // operation's: neither is retried again (the Runtime passes them through).
-        if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw (passed = e);
-        attemptError = e;
-        // Our own deadline aborted the attempt: whatever abort error the
-        // operation (or the SDK it called) threw for it, that is a timeout.
-        return new Failed(fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() }));
-      } finally {
-        deadline.clear();
+  const attempt = async (c) => {
+    attemptError = undefined;
+    attemptResult = undefined;
+    const deadline = attemptDeadline(c, timeoutMs);
+    try {
+      const value = await operation({
+        attempt: c.attempt,
+        idempotencyKey: keyOf(c.key),
+        // Read through: the attempt's AbortSignal is made only when the operation reads it.
+        get signal() {
+          return deadline.signal;
+        },
+        target: c.target,
+      });
+      attemptResult = value;
+      if (failureOf !== undefined) {
+        const obs = await failureOf(value, { call, provider });
+        if (obs !== undefined && obs !== null) return new Failed(obs);
       }
-    },
+      return value;
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      // An inner retry() already decided, and a policy failure is not the
+      // operation's: neither is retried again (the Runtime passes them through).
+      if (e instanceof RecoveryError || e instanceof PolicyError || e instanceof PolicyRuntimeError) throw (passed = e);
+      attemptError = e;
+      // Our own deadline aborted the attempt: whatever abort error the
+      // operation (or the SDK it called) threw for it, that is a timeout.
+      return new Failed(fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() }));
+    } finally {
+      deadline.clear();
+    }
+  };
+  // Every option of the door, as doorOptions(…, complete) takes them.
+  const door = doorOptions(
+    attempt,
     {
       policy,
       store,
-      clock: {
-        nowMs: () => now(),
-        async sleepMs(ms, sig) {
-          try {
-            await sleepFor(ms, sig);
-          } catch {
-            // cancelled: the runtime sees the run's signal
-          }
-        },
-      },
-      ...(seed === undefined ? {} : { seed }),
-      ...(call === undefined ? {} : { call }),
+      clock: undefined, // made with the runtime (sharedRuntime)
+      seed,
+      call,
       tool: tool ?? 'operation',
-      ...(target === undefined ? {} : { target }),
-      ...(fallbacks === undefined ? {} : { fallbacks }),
-      ...(idempotent === undefined ? {} : { idempotent }),
+      target,
+      fallbacks: fallbacks === undefined ? RECOVER_DEFAULTS.fallbacks : fallbacks,
+      sideEffect: false,
+      idempotent,
       runId: runId ?? (explicitKey !== undefined ? `key:${explicitKey}` : `retry-${randomUUID()}`),
       stepId: stepId ?? 'retry',
-      args,
-      ...(config === undefined ? {} : { policyConfig: config }),
+      errors: 'throw',
+      timeoutMs: undefined, // the attempt's deadline is retry()'s own (attemptDeadline)
+      policyConfig: config,
       breaker: breaker ?? NO_BREAKER,
       onEvent,
-      ...(onDecision === undefined
-        ? {}
-        : { onDecision: (d) => onDecision({ attempt: d.attempt, decision: d.decision, observation: d.observation,
-          idempotencyKey: keyOf(d.key), error: attemptError, result: attemptResult, elapsedMs: d.elapsedMs }) }),
-      ...(Object.keys(rest).length === 0 ? {} : { context: rest }),
-      ...(signal === undefined ? {} : { signal }),
+      onDecision:
+        onDecision === undefined
+          ? undefined
+          : (d) => onDecision({ attempt: d.attempt, decision: d.decision, observation: d.observation,
+            idempotencyKey: keyOf(d.key), error: attemptError, result: attemptResult, elapsedMs: d.elapsedMs }),
+      context: Object.keys(rest).length === 0 ? undefined : rest,
+      args,
+      signal,
       runtimeOptions: NO_ATTEMPT_BUDGET,
     },
+    true,
   );
+  const shared = await sharedRuntime(door, { now, sleepFor, store });
   try {
-    return await door();
+    return await callDoor(door, shared, attempt, [], door, store === undefined ? new MemoryStore() : undefined);
   } catch (e) {
     // The door's error, with what the operation itself threw or returned.
     if (!(e instanceof RecoveryError) || e === passed || e.observation === undefined) throw e;
@@ -141,9 +153,75 @@ export async function retry(operation, options = {}) {
   }
 }
 
+/**
+ * The runtimes under retry()'s doors, by what they are built from (the
+ * policy, store, clock and onEvent by identity; the seed, policy
+ * configuration and breaker by value); the last 16 made are kept.
+ */
+const runtimes = new Map();
+const RUNTIMES_LIMIT = 16;
+const identities = new WeakMap();
+let nextId = 0;
+const idOf = (x) => {
+  if (x === undefined) return '-';
+  if (!identities.has(x)) identities.set(x, ++nextId);
+  return identities.get(x);
+};
+
+const valueKey = (v) => (v === undefined ? '-' : v === NO_BREAKER ? 'no breaker' : stringify(v));
+
+function sharedRuntime(door, { now, sleepFor, store }) {
+  const { o } = door;
+  // The clock of retry(): `now`, and `sleep` (a cancelled sleep ends early, as a SystemClock's).
+  const build = () =>
+    doorRuntime(
+      {
+        o: {
+          ...o,
+          clock: {
+            nowMs: () => now(),
+            async sleepMs(ms, sig) {
+              try {
+                await sleepFor(ms, sig);
+              } catch {
+                // cancelled: the runtime sees the run's signal
+              }
+            },
+          },
+        },
+      },
+      o.store ?? new MemoryStore(),
+    );
+  let key;
+  try {
+    key = `${idOf(o.policy)} ${idOf(store)} ${idOf(now)} ${idOf(sleepFor)} ${idOf(o.onEvent)} ${typeof o.seed} ${String(o.seed)} ${valueKey(o.policyConfig)} ${valueKey(o.breaker)}`;
+  } catch {
+    return build(); // not a key: the runtime says what is wrong
+  }
+  let shared = runtimes.get(key);
+  if (shared === undefined) {
+    shared = build().catch((e) => {
+      if (runtimes.get(key) === shared) runtimes.delete(key);
+      throw e;
+    });
+    runtimes.set(key, shared);
+    if (runtimes.size > RUNTIMES_LIMIT) runtimes.delete(runtimes.keys().next().value);
+  }
+  return shared;
+}
+
 /** The signal of one attempt: the run's, plus `timeoutMs` when given. */
-function attemptDeadline(signal, timeoutMs) {
-  if (timeoutMs === undefined) return { signal, clear() {}, fired: () => false };
+function attemptDeadline(call, timeoutMs) {
+  if (timeoutMs === undefined) {
+    return {
+      get signal() {
+        return call.signal;
+      },
+      clear() {},
+      fired: () => false,
+    };
+  }
+  const signal = call.signal;
   const ctl = new AbortController();
   // A timer of our own (not AbortSignal.timeout, which is unref'd): the attempt
   // is work in progress, and the timer is cleared as soon as it settles.

@@ -7,7 +7,7 @@ import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
-import { StoreError, asyncFace } from './store.js';
+import { StoreError, asyncFace, compareAndSetFromLoop } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
 import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
 
@@ -57,9 +57,12 @@ export class Run {
   #rt;
   #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
   #undo = new Map();
-  #cancel = new AbortController();
-  /** Whether #cancel was aborted (read without making its signal). */
+  /** The run's cancellation as an AbortSignal, made when a sleep first needs one (most runs never sleep). */
+  #cancel = null;
+  /** Whether the run was cancelled. */
   #aborted = false;
+  /** Who waits for the cancellation: the race of an operation in progress. */
+  #onAbort = new Set();
   #cancelAtMs;
   #finished;
   #busy = null;
@@ -119,8 +122,20 @@ export class Run {
   }
 
   #abort() {
+    if (this.#aborted) return;
     this.#aborted = true;
-    this.#cancel.abort();
+    this.#cancel?.abort();
+    for (const f of this.#onAbort) f();
+    this.#onAbort.clear();
+  }
+
+  /** The run's cancellation signal (aborted at once when the run already was). */
+  #signal() {
+    if (this.#cancel === null) {
+      this.#cancel = new AbortController();
+      if (this.#aborted) this.#cancel.abort();
+    }
+    return this.#cancel.signal;
   }
 
   #cancelled() {
@@ -267,22 +282,11 @@ export class Run {
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
       holder.state = adv.state;
-      const text = adv.effects;
-      let effects;
-      let members;
-      try {
-        effects = JSON.parse(text);
-        members = elementMembers(text);
-      } catch {
-        throw badEffect('not JSON');
-      }
-      if (!Array.isArray(effects) || members.length !== effects.length) throw badEffect('not an array');
+      const effects = effectsOf(adv.effects);
       let next;
       for (let i = 0; i < effects.length; i++) {
-        const fx = effects[i];
-        if (fx === null || typeof fx !== 'object') throw badEffect('not an object');
-        fx[RAW] = members[i];
-        const answer = await this.#effect(fx, ctx, holder);
+        let answer = this.#effect(effects[i], ctx, holder);
+        if (isThenable(answer)) answer = await answer;
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
         else return answer;
@@ -292,8 +296,14 @@ export class Run {
     }
   }
 
-  /** Carry out one effect: NO_REPORT, the input that answers it, or the step's report. */
-  async #effect(fx, ctx, holder) {
+  /**
+   * Carry out one effect: NO_REPORT, the input that answers it, or the step's
+   * report; or a promise of one. The effects most steps are made of (events,
+   * store reads and writes, the finish) are carried out without a promise
+   * when the store answers at once (a MemoryStore, a SqliteStore), the
+   * others by #effectAsync.
+   */
+  #effect(fx, ctx, holder) {
     const rt = this.#rt;
     const raw = fx[RAW];
     switch (fx.effect) {
@@ -307,38 +317,58 @@ export class Run {
       }
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
-        const now = rt.clock.nowMs();
-        const store = asyncFace(rt.store);
-        const parts = [];
-        const versions = [];
-        for (const k of fx.keys) {
-          const got = await store.get(k, now);
-          parts.push(`${q(k)}:${got?.value ?? 'null'}`);
-          if (got) versions.push(`${q(k)}:${got.version}`);
-        }
-        return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
+        return read(asyncFace(rt.store), fx.keys, rt.clock.nowMs());
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
-        await put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs());
-        return NO_REPORT;
+        return then(put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs(), 0), () => NO_REPORT);
       }
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        const cas = await asyncFace(rt.store).compareAndSet(fx.key, null, raw.value, fx.ttl_ms ?? null, now);
-        if (cas.written) return `{"input":"claimed","now_ms":${now},"ok":true}`;
-        return `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`;
+        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now), (cas) =>
+          cas.written
+            ? `{"input":"claimed","now_ms":${now},"ok":true}`
+            : `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`,
+        );
       }
       case 'swap': {
         // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
         const now = rt.clock.nowMs();
-        const cas = await asyncFace(rt.store).compareAndSet(fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now);
-        if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
-        if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
-        return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
+        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now), (cas) => {
+          if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
+          if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
+          return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
+        });
       }
+      case 'delete': {
+        if (typeof fx.key !== 'string') throw badEffect('delete without key');
+        return then(asyncFace(rt.store).delete(fx.key), () => NO_REPORT);
+      }
+      case 'finish': {
+        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
+        return {
+          outcome: String(fx.outcome ?? ''),
+          runFinished: fx.run_finished ?? true,
+          result: fx.result === undefined || fx.result === null ? null : resultValue(raw.result, fx.result),
+          envelope: fx.envelope ?? null,
+          rendered: fx.rendered ?? null,
+          token: fx.token ?? null,
+          /** The operation's own JS value for an `ok` from a call in this run (e.g. a fetch Response); undefined when cached. */
+          value: fx.outcome === 'ok' ? ctx.last : undefined,
+        };
+      }
+      default:
+        return this.#effectAsync(fx, ctx, holder);
+    }
+  }
+
+  /** The other effects (#effect). */
+  async #effectAsync(fx, ctx, holder) {
+    const rt = this.#rt;
+    const raw = fx[RAW];
+    switch (fx.effect) {
       case 'take': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.cost)) {
           throw badEffect('take without key, cost or capacity');
@@ -352,11 +382,6 @@ export class Run {
           throw badEffect('refund without key, amount or capacity');
         }
         await quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
-        return NO_REPORT;
-      }
-      case 'delete': {
-        if (typeof fx.key !== 'string') throw badEffect('delete without key');
-        await asyncFace(rt.store).delete(fx.key);
         return NO_REPORT;
       }
       case 'append': {
@@ -410,10 +435,10 @@ export class Run {
         if (cancellable && this.#cancelled()) return this.#cancelInput();
         const at = this.#cancelAtMs;
         if (cancellable && at !== undefined && rt.clock.nowMs() + ms > at) {
-          await rt.clock.sleepMs(Math.max(0, at - rt.clock.nowMs()), this.#cancel.signal);
+          await rt.clock.sleepMs(Math.max(0, at - rt.clock.nowMs()), this.#signal());
           return this.#cancelInput();
         }
-        await rt.clock.sleepMs(ms, cancellable ? this.#cancel.signal : undefined);
+        await rt.clock.sleepMs(ms, cancellable ? this.#signal() : undefined);
         if (cancellable && this.#aborted) return this.#cancelInput();
         return `{"input":"slept","now_ms":${rt.clock.nowMs()}}`;
       }
@@ -438,19 +463,6 @@ export class Run {
       }
       case 'fork':
         return this.#fork(fx, ctx, holder);
-      case 'finish': {
-        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
-        return {
-          outcome: String(fx.outcome ?? ''),
-          runFinished: fx.run_finished ?? true,
-          result: fx.result === undefined || fx.result === null ? null : resultValue(raw.result, fx.result),
-          envelope: fx.envelope ?? null,
-          rendered: fx.rendered ?? null,
-          token: fx.token ?? null,
-          /** The operation's own JS value for an `ok` from a call in this run (e.g. a fetch Response); undefined when cached. */
-          value: fx.outcome === 'ok' ? ctx.last : undefined,
-        };
-      }
       default:
         throw badEffect(String(fx.effect));
     }
@@ -548,32 +560,23 @@ export class Run {
       // Cancelled while it ran (the operation cancelled its own run): as a race would have it.
       if (!compensation && this.#aborted) first = { cancelled: true };
     } else {
-      const settled = (async () => pending)().then(
-        (value) => ({ value }),
-        (error) => ({ error }),
-      );
-      const racers = [settled];
+      // One promise settled by the first of: the operation, the attempt's
+      // timeout (real clocks only), the run's cancellation.
       let timer;
       let onCancel;
-      if (timeoutMs !== null && !virtual) {
-        racers.push(
-          new Promise((resolve) => {
-            timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
-          }),
+      first = await new Promise((resolve) => {
+        Promise.resolve(pending).then(
+          (value) => resolve({ value }),
+          (error) => resolve({ error }),
         );
-      }
-      if (!compensation) {
-        racers.push(
-          new Promise((resolve) => {
-            if (this.#aborted) return resolve({ cancelled: true });
-            onCancel = () => resolve({ cancelled: true });
-            this.#cancel.signal.addEventListener('abort', onCancel, { once: true });
-          }),
-        );
-      }
-      first = await Promise.race(racers);
+        if (timeoutMs !== null && !virtual) timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+        if (compensation) return;
+        if (this.#aborted) return resolve({ cancelled: true });
+        onCancel = () => resolve({ cancelled: true });
+        this.#onAbort.add(onCancel);
+      });
       clearTimeout(timer);
-      if (onCancel) this.#cancel.signal.removeEventListener('abort', onCancel);
+      if (onCancel) this.#onAbort.delete(onCancel);
     }
     ctx.tel.callEnd(rt.clock.nowMs());
     if (first.cancelled) {
@@ -661,6 +664,53 @@ export class Run {
 /** Where each effect's members are kept as the component's text, by name (passed on unchanged). */
 const RAW = Symbol('raw effect members');
 
+/**
+ * @internal A batch of effects (the loop's JSON text): each effect's members parsed,
+ * and kept as text under RAW. The text is read once: its members are found in
+ * one pass and parsed one by one, except a value to store, only handed on as
+ * text (the store checks it; a MemoryStore its size only, see
+ * compareAndSetFromLoop).
+ */
+export function effectsOf(text) {
+  let members;
+  try {
+    members = elementMembers(text);
+  } catch (e) {
+    throw badEffect(e instanceof SyntaxError && e.message === 'not an array' ? 'not an array' : 'not JSON');
+  }
+  const effects = new Array(members.length);
+  for (let i = 0; i < members.length; i++) {
+    const raw = members[i];
+    if (raw === null) throw badEffect('not an object');
+    const fx = {};
+    try {
+      for (const name of Object.keys(raw)) if (name !== 'value') fx[name] = member(raw[name]);
+    } catch {
+      throw badEffect('not JSON');
+    }
+    fx[RAW] = raw;
+    effects[i] = fx;
+  }
+  return effects;
+}
+
+/** One member's value: most are plain strings, null, booleans or small integers, read without the JSON parser. */
+function member(text) {
+  const c = text.charCodeAt(0);
+  if (c === 34 && text.indexOf('\\') === -1) {
+    if (text.length < 2 || text.charCodeAt(text.length - 1) !== 34) throw new SyntaxError('unterminated string');
+    return text.slice(1, -1);
+  }
+  if (text === 'null') return null;
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  if (c >= 49 && c <= 57 && text.length < 16 && DIGITS.test(text)) return Number(text);
+  return JSON.parse(text);
+}
+
+/** A positive integer as JSON writes it (no leading zero: the first digit is checked first). */
+const DIGITS = /^\d+$/;
+
 /** A finish's result; integers beyond 2^53 are kept exact (as BigInt). */
 function resultValue(raw, parsed) {
   return raw !== undefined && /\d{16}/.test(raw) ? parseLossless(raw) : parsed;
@@ -670,7 +720,6 @@ function afterTheEnd(outcome) {
   return { outcome, runFinished: true, result: null, envelope: null, rendered: null, token: null, value: undefined };
 }
 
-/** Last-writer-wins put on top of compare-and-set. */
 /**
  * A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
  * `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), clamped to
@@ -701,14 +750,48 @@ async function quota(store, key, capacity, now, change) {
   );
 }
 
-async function put(store, key, value, ttlMs, now) {
-  for (let i = 0; i < 16; i++) {
-    const current = await store.get(key, now);
-    const cas = await store.compareAndSet(key, current ? current.version : null, value, ttlMs, now);
-    if (cas.written) return;
+/** Last-writer-wins put on top of compare-and-set (of a value from an effect). */
+function put(store, key, value, ttlMs, now, tries) {
+  if (tries === 16) {
+    throw new StoreError(
+      'unavailable',
+      `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+    );
   }
-  throw new StoreError(
-    'unavailable',
-    `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
+  return then(store.get(key, now), (current) =>
+    then(compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now), (cas) =>
+      cas.written ? undefined : put(store, key, value, ttlMs, now, tries + 1),
+    ),
   );
+}
+
+/** The `read` effect's answer: the keys read one after another (as `then` goes). */
+function read(store, keys, now, i = 0, parts = [], versions = []) {
+  for (; i < keys.length; i++) {
+    const k = keys[i];
+    const got = store.get(k, now);
+    if (isThenable(got)) {
+      return got.then((g) => {
+        parts.push(`${q(k)}:${g?.value ?? 'null'}`);
+        if (g) versions.push(`${q(k)}:${g.version}`);
+        return read(store, keys, now, i + 1, parts, versions);
+      });
+    }
+    parts.push(`${q(k)}:${got?.value ?? 'null'}`);
+    if (got) versions.push(`${q(k)}:${got.version}`);
+  }
+  return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
+}
+
+function isThenable(v) {
+  return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
+}
+
+/**
+ * `f(v)`, at once when `v` is a value, or when the promise `v` resolves: a
+ * store that answers at once (a MemoryStore) is read and written without a
+ * promise; a store that answers later is awaited as ever.
+ */
+function then(v, f) {
+  return isThenable(v) ? Promise.resolve(v).then(f) : f(v);
 }

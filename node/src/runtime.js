@@ -55,6 +55,18 @@ function sharedLoop() {
 
 const token = Symbol('Runtime.create');
 
+/** @internal `runtime[WITH](parts)`: the same runtime with some of its parts replaced (see below). */
+export const WITH = Symbol('Runtime.with');
+
+/**
+ * The run configurations (with their seed) the loop has accepted, as their
+ * input text: the loop is the shipped reference and deterministic, so a
+ * configuration it accepted once it accepts again (a helper that creates a
+ * runtime per call checks its configuration once). Bounded.
+ */
+const accepted = new Set();
+const ACCEPTED_LIMIT = 64;
+
 /** Runs steps under the recovery loop. Create it once (`await Runtime.create(options)`), share it. */
 export class Runtime {
   /** @internal */ loop;
@@ -120,8 +132,37 @@ export class Runtime {
     }
     const loop = await sharedLoop();
     // The configuration is checked by the loop now, not at the first run.
-    loop.advance('', `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`);
+    const check = `{"input":"run","now_ms":0,"run_id":"check","seed":${seed},"config":${config}}`;
+    if (!accepted.has(check)) {
+      loop.advance('', check);
+      if (accepted.size >= ACCEPTED_LIMIT) accepted.delete(accepted.values().next().value);
+      accepted.add(check);
+    }
     return new Runtime(token, { loop, decider, store, clock, seed, config, onEvent: options.onEvent, telemetry, decisionLog: log, ...configFacts(config) });
+  }
+
+  /**
+   * @internal The same runtime (loop, configuration, clock, telemetry, ...)
+   * with another decider (a door's, for one call), and another store when
+   * given (a fresh MemoryStore). Nothing is checked again: pass only a
+   * decider with decideJson and no describe() (the telemetry and decision log
+   * were bound for one such), and a MemoryStore (no server clock, no events
+   * of its own).
+   */
+  [WITH](decider, store = this.store) {
+    return new Runtime(token, {
+      loop: this.loop,
+      decider,
+      store,
+      clock: this.clock,
+      seed: this.seed,
+      config: this.config,
+      onEvent: this.onEvent,
+      telemetry: this.telemetry,
+      inFlightTtlMs: this.inFlightTtlMs,
+      depthThreshold: this.depthThreshold,
+      decisionLog: this.decisionLog,
+    });
   }
 
   /**

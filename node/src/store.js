@@ -124,25 +124,38 @@ export function checkName(what, name, emptyOk = false) {
   return name;
 }
 
-export function checkJson(what, key, text) {
+/**
+ * Check that `text` is JSON a store may hold. `fromLoop`: the text is a value
+ * the recovery loop wrote in an effect (the shipped reference, whose output is
+ * serde_json's, decoded from UTF-8): only its size is checked.
+ */
+export function checkJson(what, key, text, fromLoop = false) {
+  if (fromLoop && typeof text === 'string') {
+    // Every character takes at most 3 UTF-8 bytes: the exact size only when it may be too large.
+    if (text.length * 3 > MAX_VALUE_BYTES) tooLarge(what, key, Buffer.byteLength(text, 'utf8'));
+    return text;
+  }
   if (typeof text !== 'string') {
     throw invalid(`the ${what} for ${show(key)} is a ${typeof text}, not JSON text; pass JSON.stringify(value)`);
   }
   if (!text.isWellFormed()) {
     throw invalid(`the ${what} for ${show(key)} has a lone surrogate; escape it as \\uXXXX in the JSON text`);
   }
-  const size = Buffer.byteLength(text, 'utf8');
-  if (size > MAX_VALUE_BYTES) {
-    throw invalid(
-      `the ${what} for ${show(key)} is ${size} bytes, more than ${MAX_VALUE_BYTES}; store large payloads elsewhere and keep a reference`,
-    );
-  }
+  tooLarge(what, key, Buffer.byteLength(text, 'utf8'));
   try {
     JSON.parse(text);
   } catch (e) {
     throw invalid(`the ${what} for ${show(key)} is not JSON (${e.message}); pass JSON text, e.g. JSON.stringify(value)`);
   }
   return text;
+}
+
+function tooLarge(what, key, size) {
+  if (size > MAX_VALUE_BYTES) {
+    throw invalid(
+      `the ${what} for ${show(key)} is ${size} bytes, more than ${MAX_VALUE_BYTES}; store large payloads elsewhere and keep a reference`,
+    );
+  }
 }
 
 export function checkInt(what, n) {
@@ -155,8 +168,8 @@ export function checkInt(what, n) {
   return n;
 }
 
-/** Check a compare-and-set's arguments; returns the expiry time (null = never). */
-export function checkCas(key, expected, value, ttlMs, nowMs) {
+/** Check a compare-and-set's arguments; returns the expiry time (null = never). `fromLoop`: see checkJson. */
+export function checkCas(key, expected, value, ttlMs, nowMs, fromLoop = false) {
   checkName('key', key);
   checkInt('nowMs', nowMs);
   if (expected !== null && expected !== undefined) {
@@ -165,7 +178,7 @@ export function checkCas(key, expected, value, ttlMs, nowMs) {
       throw invalid(`expected version 0 for ${show(key)} never exists (versions start at 1); pass null to create the entry`);
     }
   }
-  checkJson('value', key, value);
+  checkJson('value', key, value, fromLoop);
   if (ttlMs === null || ttlMs === undefined) return null;
   checkInt('ttlMs', ttlMs);
   if (ttlMs === 0) {
@@ -178,6 +191,20 @@ const isLive = (expiresAtMs, nowMs) => expiresAtMs === null || nowMs < expiresAt
 const byUtf8 = (a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 
 // ------------------------------------------------------------------ MemoryStore
+
+const LOOP_CAS = Symbol('MemoryStore: compareAndSet of a value from the loop');
+
+/**
+ * @internal The driver's compare-and-set of a value the loop wrote in an
+ * effect: a MemoryStore (whose compareAndSet is its own, not a subclass's)
+ * checks only its size (checkJson's `fromLoop`); any other store checks it
+ * as ever.
+ */
+export function compareAndSetFromLoop(store, key, expected, value, ttlMs, nowMs) {
+  return store.compareAndSet === MemoryStore.prototype.compareAndSet
+    ? store[LOOP_CAS](key, expected, value, ttlMs, nowMs)
+    : store.compareAndSet(key, expected, value, ttlMs, nowMs);
+}
 
 /**
  * A store in process memory: the same semantics as SqliteStore, nothing persists.
@@ -223,7 +250,15 @@ export class MemoryStore {
   }
 
   compareAndSet(key, expected, value, ttlMs, nowMs) {
-    const expiresAtMs = checkCas(key, expected, value, ttlMs, nowMs);
+    return this.#compareAndSet(checkCas(key, expected, value, ttlMs, nowMs), key, expected, value, nowMs);
+  }
+
+  /** @internal compareAndSet of a value the recovery loop wrote in an effect (checkJson's `fromLoop`). */
+  [LOOP_CAS](key, expected, value, ttlMs, nowMs) {
+    return this.#compareAndSet(checkCas(key, expected, value, ttlMs, nowMs, true), key, expected, value, nowMs);
+  }
+
+  #compareAndSet(expiresAtMs, key, expected, value, nowMs) {
     const current = this.#live(key, nowMs);
     if ((current ? current.version : null) !== (expected ?? null)) {
       return { written: false, current };

@@ -366,3 +366,38 @@ test('retry() keeps a u64 seed exact: the first delay is the one decide() draws'
   const r = spawnSync('python3', [join(REPO, 'tests/vectors/tools/jitter.py'), seed.toString(), '1', '250', '30000'], { encoding: 'utf8' });
   assert.deepEqual(delays, [Number(r.stdout.trim())]);
 });
+
+test('each retry() without a store has a store of its own; calls given one store share it (the runtime under them is kept)', async () => {
+  const { MemoryStore } = await import('../src/index.js');
+  let calls = 0;
+  const op = async () => ({ n: ++calls });
+  // The same explicit key twice: no shared idempotency cache without a store, so both calls run.
+  assert.deepEqual(await retry(op, { policy, idempotencyKey: 'order-7' }), { n: 1 });
+  assert.deepEqual(await retry(op, { policy, idempotencyKey: 'order-7' }), { n: 2 });
+  // Given one store, the second call with the key is answered from its cache.
+  const store = new MemoryStore();
+  assert.deepEqual(await retry(op, { policy, store, idempotencyKey: 'order-8' }), { n: 3 });
+  assert.deepEqual(await retry(op, { policy, store, idempotencyKey: 'order-8' }), { n: 3 });
+  assert.equal(calls, 3);
+  // A breaker opened in one store stays in that store: a call with no store is not short-circuited.
+  const failing = async () => Promise.reject(Object.assign(new Error('down'), { status: 503 }));
+  const opts = { policy, store, target: 'api', breaker: { failureThreshold: 1, openMs: 60_000 }, sleep: fakeSleep().sleep };
+  await assert.rejects(retry(failing, opts), RecoveryError);
+  let reached = 0;
+  await assert.rejects(retry(async () => ++reached, opts), (e) => e instanceof RecoveryError && e.decision.envelope.code === 'runtime.circuit.open');
+  assert.equal(reached, 0);
+  assert.equal(await retry(async () => ++reached, { ...opts, store: undefined }), 1);
+});
+
+test('a runtime with another decider keeps every other part', async () => {
+  const { Runtime } = await import('../src/index.js');
+  const { WITH } = await import('../src/runtime.js');
+  const rt = await Runtime.create({ seed: 7, policyConfig: { max_attempts: 2 } });
+  const decider = { decideJson: () => '{}' };
+  const derived = rt[WITH](decider);
+  assert.equal(derived.decider, decider);
+  for (const k of Object.keys(rt)) if (k !== 'decider') assert.equal(derived[k], rt[k], k);
+  const { MemoryStore } = await import('../src/index.js');
+  const store = new MemoryStore();
+  assert.equal(rt[WITH](decider, store).store, store);
+});

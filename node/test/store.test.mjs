@@ -354,3 +354,37 @@ test('connections racing to create the schema all open the store', async () => {
     s.close();
   }
 });
+
+test("the driver's compare-and-set of a value from the loop: a MemoryStore checks its size, not its JSON; a subclass's compareAndSet is still called", async () => {
+  const { compareAndSetFromLoop } = await import('../src/store.js');
+  const store = new MemoryStore();
+  assert.deepEqual(compareAndSetFromLoop(store, 'k', null, '{"a":1}', null, T), { written: true, version: 1 });
+  assert.deepEqual(compareAndSetFromLoop(store, 'k', null, '{"a":2}', null, T), { written: false, current: { value: '{"a":1}', version: 1 } });
+  assert.deepEqual(store.get('k', T), { value: '{"a":1}', version: 1 });
+  // The same refusal as compareAndSet for a value over the limit (multi-byte characters counted as UTF-8).
+  const big = `"${'é'.repeat(MAX_VALUE_BYTES / 2)}"`;
+  const refusal = (f) => {
+    try {
+      f();
+    } catch (e) {
+      return { kind: e.kind, message: e.message };
+    }
+    return undefined;
+  };
+  const expected = refusal(() => store.compareAndSet('big', null, big, null, T));
+  assert.equal(expected?.kind, 'invalid_argument');
+  assert.deepEqual(refusal(() => compareAndSetFromLoop(store, 'big', null, big, null, T)), expected);
+  // The key, the version and the TTL are checked as ever.
+  assert.throws(() => compareAndSetFromLoop(store, '', null, '1', null, T), /empty/);
+  assert.throws(() => compareAndSetFromLoop(store, 'k2', 0, '1', null, T), /version 0/);
+  class Counting extends MemoryStore {
+    calls = 0;
+    compareAndSet(...args) {
+      this.calls += 1;
+      return super.compareAndSet(...args);
+    }
+  }
+  const counting = new Counting();
+  compareAndSetFromLoop(counting, 'k', null, '1', null, T);
+  assert.equal(counting.calls, 1);
+});
