@@ -163,7 +163,9 @@ def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
 class _Door:
     """The state of one wrapped function: its options, its store and clock."""
 
-    def __init__(self, fn: Callable[..., Any], options: Dict[str, Any]) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], options: Dict[str, Any], params: Optional[Tuple[str, ...]] = None
+    ) -> None:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise _bad(
@@ -182,7 +184,7 @@ class _Door:
         self.o = o
         self.name = getattr(fn, "__name__", "operation")
         self.tool: str = o["tool"] or getattr(fn, "__qualname__", self.name)
-        self.params = _named_parameters(fn)
+        self.params = _named_parameters(fn) if params is None else params
         if fallbacks and "target" not in self.params:
             raise _bad(
                 f"{self.name}() has fallbacks {list(fallbacks)} but no `target` parameter, so it cannot call them; "
@@ -336,15 +338,19 @@ def _wrap(
     options: Dict[str, Any],
     asynchronous: Optional[bool] = None,
     start: Optional[Callable[["_Door", Any, Any], Any]] = None,
+    params: Optional[Tuple[str, ...]] = None,
 ) -> Callable[..., Any]:
     """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one.
     `start(door, args, kwargs)` (default: `door.start`) names the run and the step of a call,
-    for adapters that take them from their framework."""
-    door = _Door(fn, options)
+    for adapters that take them from their framework. `params` (the injected parameters
+    `fn` declares) is given by a caller that knows them (`retry`'s own function): then
+    `fn`'s signature is not read, and the wrapper, called once and dropped, is not
+    dressed as `fn`."""
+    door = _Door(fn, options, params)
+    public = params is None
     begin = door.start if start is None else functools.partial(start, door)
     if _is_async(fn) if asynchronous is None else asynchronous:
 
-        @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
             run, step, outcome = begin(args, kwargs)
             token = _CALL.set(outcome.decision)
@@ -360,10 +366,11 @@ def _wrap(
                 raise asyncio.CancelledError()
             return outcome.result(report)
 
-        _public_signature(fn, recovered)
+        if public:
+            functools.update_wrapper(recovered, fn)
+            _public_signature(fn, recovered)
         return recovered
 
-    @functools.wraps(fn)
     def recovered_sync(*args: Any, **kwargs: Any) -> Any:
         run, step, outcome = begin(args, kwargs)
         token = _CALL.set(outcome.decision)
@@ -375,7 +382,9 @@ def _wrap(
             run.end()
         return outcome.result(report)
 
-    _public_signature(fn, recovered_sync)
+    if public:
+        functools.update_wrapper(recovered_sync, fn)
+        _public_signature(fn, recovered_sync)
     return recovered_sync
 
 

@@ -107,6 +107,10 @@ class _SleepClock(Clock):
             await note
 
 
+#: The parameters the door passes to `attempt` below (all it declares).
+_ATTEMPT_PARAMS = ("key", "attempt", "target")
+
+
 def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) -> Callable[[], Any]:
     """The door of one `retry` call: `o` holds retry's arguments."""
     ctx: Dict[str, Any] = dict(o.pop("context") or {})
@@ -148,7 +152,7 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
         "idempotent": ctx.get("idempotent"),
         "breaker": runtime_options.pop("breaker"),
         "runtime_options": runtime_options,
-    }, asynchronous=asynchronous)
+    }, asynchronous=asynchronous, params=_ATTEMPT_PARAMS)
 
 
 def _as_failure(error: RecoveryError) -> None:
