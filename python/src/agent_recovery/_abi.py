@@ -142,6 +142,16 @@ _func_call.argtypes = [
     c_size_t,
 ]
 
+# The same two functions without `argtypes`, for `Caller`: every argument it
+# passes is already a ctypes object of the parameter's exact C type (pointers,
+# `c_size_t`, `c_uint64`), so ctypes passes them as they are instead of
+# converting each through its `from_param` on every call.
+_func_call_exact = ffi.dll["wasmtime_component_func_call"]
+_func_call_exact.restype = POINTER(ffi.wasmtime_error_t)
+_set_fuel_exact = ffi.dll["wasmtime_context_set_fuel"]
+_set_fuel_exact.restype = POINTER(ffi.wasmtime_error_t)
+_ONE = c_size_t(1)
+
 _val_delete = ffi.dll["wasmtime_component_val_delete"]
 _val_delete.restype = None
 _val_delete.argtypes = [POINTER(_Val)]
@@ -181,7 +191,7 @@ class Caller:
     are made once and reused (not thread-safe: an instance serves one caller
     at a time). `read(address)` reads the result before the next call."""
 
-    __slots__ = ("_func", "_ctx", "_n", "_params", "_slots", "_result", "_ref", "_at", "__weakref__")
+    __slots__ = ("_func", "_ctx", "_n", "_count", "_params", "_slots", "_result", "_ref", "_at", "__weakref__")
 
     def __init__(
         self,
@@ -192,6 +202,7 @@ class Caller:
         self._func = func
         self._ctx = ctx
         self._n = n = len(kinds)
+        self._count = c_size_t(n)
         self._params = _ARRAYS[n]() if n else None
         self._slots = [self._params[i] for i in range(n)] if n else []  # type: ignore[index]
         for slot, kind in zip(self._slots, kinds, strict=True):
@@ -211,10 +222,10 @@ class Caller:
             data = args[i]
             slot.size = len(data)
             slot.data = data
-        err = _set_fuel(self._ctx, fuel)
+        err = _set_fuel_exact(self._ctx, ctypes.c_uint64(fuel))
         if err:
             raise _error(err)
-        err = _func_call(self._func, self._ctx, self._params, self._n, self._ref, 1)
+        err = _func_call_exact(self._func, self._ctx, self._params, self._count, self._ref, _ONE)
         if err:
             raise _error(err)
         return self._at

@@ -157,6 +157,8 @@ def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
 def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """The call's arguments as JSON (part of the key and of a dead-letter record);
     a value with no JSON form is written as its repr."""
+    if not args and not kwargs:  # what the round trip below gives for a call with no arguments
+        return {"args": [], "kwargs": {}}
     return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}, default=repr, sort_keys=True))
 
 
@@ -291,10 +293,10 @@ class _Outcome:
         return self.value
 
     def result(self, report: StepReport) -> Any:
-        from .retry import RecoveryError
-
         if report.outcome == "ok":
             return self.value if self.value is not None else report.result
+        from .retry import RecoveryError
+
         if self.door.o["errors"] == "model":
             if report.rendered is not None:
                 return report.rendered
