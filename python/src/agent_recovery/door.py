@@ -166,7 +166,11 @@ class _Door:
     """The state of one wrapped function: its options, its store and clock."""
 
     def __init__(
-        self, fn: Callable[..., Any], options: Dict[str, Any], params: Optional[Tuple[str, ...]] = None
+        self,
+        fn: Callable[..., Any],
+        options: Dict[str, Any],
+        params: Optional[Tuple[str, ...]] = None,
+        make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
     ) -> None:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
@@ -211,22 +215,27 @@ class _Door:
         self.store = o["store"] if o["store"] is not None else MemoryStore()
         self.clock: Clock = o["clock"] if o["clock"] is not None else SystemClock()
         self._runtime: Optional[Runtime] = None
+        self._make = make_runtime
         self._lock = threading.Lock()
 
     def runtime(self) -> Runtime:
         """The door's runtime, made at its first call and shared by every call."""
         with self._lock:
             if self._runtime is None:
-                from .runtime import _default_policy
-
-                o = self.o
-                self._runtime = Runtime(
-                    policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy(), o["on_decision"]),
-                    store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
-                    policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
-                    **(o["runtime_options"] or {}),
-                )
+                self._runtime = self.build_runtime() if self._make is None else self._make(self)
             return self._runtime
+
+    def build_runtime(self) -> Runtime:
+        """A runtime of the door's options, on its store and clock."""
+        from .runtime import _default_policy
+
+        o = self.o
+        return Runtime(
+            policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy(), o["on_decision"]),
+            store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
+            policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
+            **(o["runtime_options"] or {}),
+        )
 
     def run_id(self) -> str:
         given = self.o["run_id"]
@@ -341,14 +350,16 @@ def _wrap(
     asynchronous: Optional[bool] = None,
     start: Optional[Callable[["_Door", Any, Any], Any]] = None,
     params: Optional[Tuple[str, ...]] = None,
+    make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
 ) -> Callable[..., Any]:
     """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one.
     `start(door, args, kwargs)` (default: `door.start`) names the run and the step of a call,
     for adapters that take them from their framework. `params` (the injected parameters
     `fn` declares) is given by a caller that knows them (`retry`'s own function): then
     `fn`'s signature is not read, and the wrapper, called once and dropped, is not
-    dressed as `fn`."""
-    door = _Door(fn, options, params)
+    dressed as `fn`. `make_runtime(door)` (default: `door.build_runtime()`) makes
+    the door's runtime at its first call."""
+    door = _Door(fn, options, params, make_runtime)
     public = params is None
     begin = door.start if start is None else functools.partial(start, door)
     if _is_async(fn) if asynchronous is None else asynchronous:

@@ -876,6 +876,18 @@ class Runtime:
         # Check the configuration now, not at the first step (once per configuration).
         self._looper.check_config(self._config, lambda: self._run_input("config-check"))
 
+    def _sibling(self, store: Any, clock: Clock) -> "Runtime":
+        """This runtime on `store` and `clock`, sharing everything else (the
+        checked configuration, the decider, the loop, telemetry), none of which
+        a run changes: for a caller that would build the same runtime for every
+        call on a fresh store (`retry`). `store` must bring no clock and no
+        events of its own (a `MemoryStore`): those are wired only in `__init__`."""
+        sibling = object.__new__(Runtime)
+        sibling.__dict__.update(self.__dict__)
+        sibling._store = store
+        sibling._clock = clock
+        return sibling
+
     def _store_event(self, text: str) -> None:
         """Forward one of the store's events (JSON text) to `on_event`."""
         if self._on_event is None:
