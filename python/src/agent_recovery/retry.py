@@ -30,7 +30,9 @@ same runtime, loop, observation of exceptions and returned responses, and
 | `runtime_options` | `runtime_options` |
 
 Its defaults differ from the door's in three ways: a fresh `MemoryStore` per
-call (pass `store` to share breakers), the runtime's attempt budget out of the
+call (pass `store` to share breakers; a call without one runs on a runtime kept
+for its configuration, so building it is not paid per call), the runtime's
+attempt budget out of the
 way (the policy's `max_attempts` decides) and no breaker (threshold 100; pass
 `runtime_options={"breaker": (3, 30_000)}` to have one). Any other member of
 `context` is refused (`PolicyError`, kind `invalid_context`); in particular
