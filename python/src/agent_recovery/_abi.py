@@ -46,7 +46,7 @@ import struct
 import sys
 import weakref
 from ctypes import POINTER, byref, c_char_p, c_size_t
-from typing import Any, Callable, Sequence, Tuple
+from typing import Any, Sequence, Tuple
 
 from wasmtime import WasmtimeError, _ffi as ffi
 
@@ -326,9 +326,3 @@ def read_text_at(at: int) -> Outcome:
     if kind != KIND_STRING:
         raise BadOutput(f"expected a string, got value kind {kind}")
     return True, _str_at(size, data), ""
-
-
-def call_strings(caller: Caller, fuel: int, args: Sequence[bytes], read: Callable[[int], Any]) -> Any:
-    """Call through `caller`, whose parameters are all strings (the loop's
-    exports), with `args`, the result read by `read` (before the next call)."""
-    return read(caller(fuel, args))
