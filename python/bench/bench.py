@@ -181,7 +181,7 @@ def main() -> None:
     def floor(name: str, *texts: str) -> Callable[[], Any]:
         data = [t.encode() for t in texts]
         params = _abi._ARRAYS[len(data)](*[_abi._Arg(_abi.KIND_STRING, len(d), d) for d in data])
-        ref, ctx = sandbox._refs[name], sandbox._ctx
+        ref, ctx = ctypes.byref(sandbox._funcs[name]._func), sandbox._ctx
 
         def run() -> None:
             result = _abi._Val()

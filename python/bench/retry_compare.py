@@ -5,8 +5,9 @@ what a step costs while the Redis store is unreachable.
     python python/bench/retry_compare.py      (needs the `bench` extra: pip install './python[bench]')
     python python/bench/retry_compare.py door (only `@recover` and `retry_sync`)
 
-- `retry_sync`: the door with the older call shape (a door, so a runtime, per
-  call; it sleeps through a no-op `sleep`), on the same operations;
+- `retry_sync`: the door with the older call shape (a door per call, on a
+  fresh store and a runtime kept per configuration; it sleeps through a no-op
+  `sleep`), on the same operations;
 - success: the operation succeeds at once;
 - one failure: it raises ConnectionResetError once, then succeeds. Nothing
   really sleeps: `@recover` runs on a `VirtualClock`, tenacity and stamina

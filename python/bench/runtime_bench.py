@@ -8,6 +8,10 @@ The twin of `cargo run --release -p agent-recovery --example runtime_overhead`:
   (3 calls into the loop component + store reads and writes);
 - one failed attempt: the same step failing once with a 503 first
   (+1 policy decision, +2 loop calls, the breaker write);
+- success, end: the same, and the run ended (`run.end()`: one more loop call,
+  which deletes the run's journal entry);
+- door, retry_sync: the same success through `@recover` (its runtime kept)
+  and `retry_sync` (a door per call); both end the run;
 - cached: the step's key is already recorded as done (nothing is called);
 - telemetry: the failed-attempt step on two runtimes with `Telemetry.off()`
   and one with the default (`Telemetry.global_()`, no SDK installed: the
@@ -35,7 +39,7 @@ from typing import Any, Callable, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from agent_recovery import Call, Failed, Runtime, VirtualClock  # noqa: E402
+from agent_recovery import Call, Failed, Runtime, VirtualClock, recover, retry_sync  # noqa: E402
 from agent_recovery.store import MemoryStore  # noqa: E402
 from agent_recovery.telemetry import Telemetry  # noqa: E402
 
@@ -95,6 +99,23 @@ def main() -> int:
     per_iteration("success, one step", n, success)
     if args.success_only:
         return 0
+
+    def success_end(i: int) -> None:
+        run = runtime.run(f"end-{i}")
+        r = run.step(id="search", tool="search", call="tool", operation=lambda c: {"hits": 1})
+        assert r.outcome == "ok"
+        run.end()
+
+    per_iteration("success, one step, end", n, success_end)
+
+    # The door and the retry helper on the same success (each call a run of
+    # one step, ended): `@recover` keeps one runtime per wrapped function,
+    # `retry_sync` makes a door (so a runtime) per call.
+    door = recover(lambda: {"hits": 1}, call="tool", tool="search",
+                   clock=VirtualClock(1_767_225_600_000), seed=7)
+    per_iteration("door (@recover), success", n, lambda _: door())
+    per_iteration("retry_sync, success", n, lambda _: retry_sync(
+        lambda **_: {"hits": 1}, call="tool", tool="search", seed=7, sleep=lambda s: None))
 
     def fail_step(rt: Runtime, tag: str, i: int) -> None:
         run = rt.run(f"{tag}-{i}")

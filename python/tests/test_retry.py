@@ -296,3 +296,34 @@ def test_a_returned_failure_is_the_errors_cause_as_a_failure(policy: Policy) -> 
         assert isinstance(result, RecoveryError) and result.action == "fail"
         assert isinstance(result.cause, Failure) and result.cause.observation["status"] == 400
         assert result.cause.value is response
+
+
+def test_each_call_has_its_own_store_and_its_own_configuration(policy: Policy) -> None:
+    """Calls with the same configuration run on one kept runtime, each on a fresh
+    store: the idempotency cache and the persisted attempt count of one call do
+    not reach the next (they do when the calls share a `store`), and a call with
+    another configuration runs under its own."""
+    from agent_recovery.store import MemoryStore
+
+    def op(value: int) -> Any:
+        return lambda **_: {"n": value}
+
+    def failing(calls: List[int]) -> Any:
+        def fail(**kw: Any) -> Any:
+            calls.append(kw["attempt"])
+            return Failure.response(503, {})
+
+        return fail
+
+    assert retry_sync(op(1), policy=policy, sleep=lambda s: None, **STEP) == {"n": 1}
+    assert retry_sync(op(2), policy=policy, sleep=lambda s: None, **STEP) == {"n": 2}
+    shared = MemoryStore()
+    assert retry_sync(op(1), policy=policy, sleep=lambda s: None, store=shared, **STEP) == {"n": 1}
+    assert retry_sync(op(2), policy=policy, sleep=lambda s: None, store=shared, **STEP) == {"n": 1}  # cached
+
+    for budget in (2, 3, 2):
+        calls: List[int] = []
+        with pytest.raises(RecoveryError):
+            retry_sync(failing(calls), policy=policy, sleep=lambda s: None,
+                       runtime_options={"attempt_budget": budget}, **{**STEP, "step_id": "budget"})
+        assert calls == list(range(1, budget + 1))

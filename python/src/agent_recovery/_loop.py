@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from wasmtime import WasmtimeError
 
@@ -29,6 +29,9 @@ from .policy import read_source
 
 #: Idle instances kept for reuse.
 _POOL = 4
+
+#: Accepted run configurations remembered (`LoopComponent.check_config`).
+_CONFIGS = 256
 
 #: The runtime interface and its version.
 RUNTIME_INTERFACE = f"{PACKAGE}/runtime@0.2.0"
@@ -74,8 +77,11 @@ class _Instance:
                 )
             self.funcs[name] = func
         self.store = store
-        self.ctx = store._context()
-        self.refs = {n: ctypes.byref(f._func) for n, f in self.funcs.items()}
+        ctx = store._context()
+        self.callers = {
+            n: _abi.Caller(ctypes.byref(f._func), ctx, (_abi.KIND_STRING,) * len(_TYPES[n][0]))
+            for n, f in self.funcs.items()
+        }
 
 
 class LoopComponent:
@@ -104,28 +110,33 @@ class LoopComponent:
         # (fan-out branches on threads) each take one; ctypes releases the GIL
         # during the call, so they really run side by side.
         self._idle: List[_Instance] = [_Instance(self._compiled, indices, self._limits)]
+        #: Run configurations the loop accepted (`check_config`), a bounded set.
+        self._configs: Set[str] = set()
 
     @property
     def sha256(self) -> str:
         """The loop component's digest."""
         return self._compiled.sha256
 
-    def _call(self, name: str, args: Tuple[bytes, ...], read: Callable[[Any], Any]) -> Any:
-        size = sum(len(a) for a in args)
-        if size > self._limits.max_input_bytes:
+    def _call(self, name: str, args: Tuple[bytes, ...], read: Callable[[int], Any]) -> Any:
+        size = 0
+        for a in args:
+            size += len(a)
+        limits = self._limits
+        if size > limits.max_input_bytes:
             raise PolicyError(
                 "too_large",
-                f"`{name}` input is {size} bytes, over the {self._limits.max_input_bytes}-byte "
+                f"`{name}` input is {size} bytes, over the {limits.max_input_bytes}-byte "
                 "limit; keep step args and results smaller",
                 code="input-too-large",
             )
+        idle = self._idle
         with self._lock:
-            inst = self._idle.pop() if self._idle else None
+            inst = idle.pop() if idle else None
         if inst is None:
-            inst = _Instance(self._compiled, self._indices, self._limits)
+            inst = _Instance(self._compiled, self._indices, limits)
         try:
-            _abi.set_fuel(inst.ctx, self._limits.fuel_for(size))
-            ok, value, message = _abi.call_strings(inst.refs[name], inst.ctx, args, read)
+            ok, value, message = read(inst.callers[name](limits.fuel_for(size), args))
         except _abi.Trapped as e:  # the instance is dropped: the next call gets a fresh one
             err = runtime_error(str(e))
             raise PolicyRuntimeError(
@@ -136,11 +147,23 @@ class LoopComponent:
                 "invalid_output", f"`{name}` of the recovery loop returned an unusable value ({e})"
             ) from None
         with self._lock:
-            if len(self._idle) < _POOL:
-                self._idle.append(inst)
+            if len(idle) < _POOL:
+                idle.append(inst)
         if ok:
             return value
         raise PolicyError(value, f"the recovery loop refused an input: {message}")
+
+    def check_config(self, config: str, run_input: Callable[[], str]) -> None:
+        """Have the loop check the run configuration `config` (JSON text) by
+        starting a run with `run_input()`; a configuration it accepted once is
+        not sent again (the loop's answer depends on the text alone)."""
+        if config in self._configs:
+            return
+        self.advance("", run_input())
+        with self._lock:
+            if len(self._configs) >= _CONFIGS:
+                self._configs.clear()
+            self._configs.add(config)
 
     def advance(self, state: str, input: str) -> Tuple[str, str]:
         """`advance(state, input)` -> (new state, effects), both JSON text."""

@@ -91,8 +91,12 @@ class Sandbox:
         self.limits = limits
         self._ctx = store._context()
         self._funcs = funcs
-        # `byref` objects are reusable; they keep the Func structs alive.
-        self._refs: Dict[str, Any] = {n: ctypes.byref(f._func) for n, f in funcs.items()}
+        # The JSON entry points' callers (`byref` objects keep the Func structs alive).
+        self._callers: Dict[str, _abi.Caller] = {
+            n: _abi.Caller(ctypes.byref(f._func), self._ctx, [_abi.KIND_STRING] * len(EXPORTS[n][2]))
+            for n, f in funcs.items()
+            if all(t in ("string", "enum") for t in EXPORTS[n][2])
+        }
         self._plain = {n: EXPORTS[n][3] == "string" for n in funcs}
         #: Set when a call trapped: the instance must not be used again.
         self.poisoned = False
@@ -101,8 +105,9 @@ class Sandbox:
         """Call a JSON entry point (`size` bytes of input); return its text or
         raise `PolicyError`."""
         try:
-            _abi.set_fuel(self._ctx, self.limits.fuel_for(size))
-            ok, value, message = _abi.call(self._refs[name], self._ctx, args, self._plain[name])
+            ok, value, message = _abi.call(
+                self._callers[name], self.limits.fuel_for(size), args, self._plain[name]
+            )
         except _abi.Trapped as e:
             self.poisoned = True
             raise runtime_error(str(e)) from None

@@ -41,8 +41,45 @@ def dumps(
     component reads and never returns), a lone surrogate in a string becomes
     U+FFFD instead of being refused, and an integer of any size is written as
     it is (an API's large id in a response body is no reason to refuse it)."""
+    if _is_plain(value, 0):
+        # Only exact plain types: the text `_plain` would have written, unless
+        # a string holds a lone surrogate (then the walk below names it).
+        text = _ENCODE(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return text
     plain = _plain(value, root, [], 0, default, scrub)
     return _ENCODE(plain)
+
+
+def _is_plain(v: Any, depth: int) -> bool:
+    """Is `v` made only of `dict` (with `str` keys), `list`, `str`, `int` in
+    [-2^63, 2^64), finite `float`, `bool` and None, exactly those types and
+    nested at most as deep as `_plain` allows? Then `_plain` would copy it
+    unchanged (a cycle ends here as too deep, and `_plain` names it)."""
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return True
+    if t is int:
+        return bool(_I64_MIN <= v < _U64_END)
+    if t is float:
+        return math.isfinite(v)
+    if depth >= _MAX_DEPTH:
+        return False
+    if t is dict:
+        for k, item in v.items():
+            if type(k) is not str or not _is_plain(item, depth + 1):
+                return False
+        return True
+    if t is list:
+        for item in v:
+            if not _is_plain(item, depth + 1):
+                return False
+        return True
+    return False
 
 
 #: `json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`,

@@ -157,13 +157,21 @@ def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
 def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """The call's arguments as JSON (part of the key and of a dead-letter record);
     a value with no JSON form is written as its repr."""
+    if not args and not kwargs:  # what the round trip below gives for a call with no arguments
+        return {"args": [], "kwargs": {}}
     return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}, default=repr, sort_keys=True))
 
 
 class _Door:
     """The state of one wrapped function: its options, its store and clock."""
 
-    def __init__(self, fn: Callable[..., Any], options: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        options: Dict[str, Any],
+        params: Optional[Tuple[str, ...]] = None,
+        make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
+    ) -> None:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise _bad(
@@ -182,7 +190,7 @@ class _Door:
         self.o = o
         self.name = getattr(fn, "__name__", "operation")
         self.tool: str = o["tool"] or getattr(fn, "__qualname__", self.name)
-        self.params = _named_parameters(fn)
+        self.params = _named_parameters(fn) if params is None else params
         if fallbacks and "target" not in self.params:
             raise _bad(
                 f"{self.name}() has fallbacks {list(fallbacks)} but no `target` parameter, so it cannot call them; "
@@ -207,22 +215,27 @@ class _Door:
         self.store = o["store"] if o["store"] is not None else MemoryStore()
         self.clock: Clock = o["clock"] if o["clock"] is not None else SystemClock()
         self._runtime: Optional[Runtime] = None
+        self._make = make_runtime
         self._lock = threading.Lock()
 
     def runtime(self) -> Runtime:
         """The door's runtime, made at its first call and shared by every call."""
         with self._lock:
             if self._runtime is None:
-                from .runtime import _default_policy
-
-                o = self.o
-                self._runtime = Runtime(
-                    policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy(), o["on_decision"]),
-                    store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
-                    policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
-                    **(o["runtime_options"] or {}),
-                )
+                self._runtime = self.build_runtime() if self._make is None else self._make(self)
             return self._runtime
+
+    def build_runtime(self) -> Runtime:
+        """A runtime of the door's options, on its store and clock."""
+        from .runtime import _default_policy
+
+        o = self.o
+        return Runtime(
+            policy=_Decider(o["policy"] if o["policy"] is not None else _default_policy(), o["on_decision"]),
+            store=self.store, clock=self.clock, seed=o["seed"], attempt_timeout_ms=o["timeout_ms"],
+            policy_config=o["policy_config"], breaker=o["breaker"], on_event=o["on_event"],
+            **(o["runtime_options"] or {}),
+        )
 
     def run_id(self) -> str:
         given = self.o["run_id"]
@@ -289,10 +302,10 @@ class _Outcome:
         return self.value
 
     def result(self, report: StepReport) -> Any:
-        from .retry import RecoveryError
-
         if report.outcome == "ok":
             return self.value if self.value is not None else report.result
+        from .retry import RecoveryError
+
         if self.door.o["errors"] == "model":
             if report.rendered is not None:
                 return report.rendered
@@ -336,15 +349,21 @@ def _wrap(
     options: Dict[str, Any],
     asynchronous: Optional[bool] = None,
     start: Optional[Callable[["_Door", Any, Any], Any]] = None,
+    params: Optional[Tuple[str, ...]] = None,
+    make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
 ) -> Callable[..., Any]:
     """The wrapper; `asynchronous` (default: as `fn` is) picks the async or the blocking one.
     `start(door, args, kwargs)` (default: `door.start`) names the run and the step of a call,
-    for adapters that take them from their framework."""
-    door = _Door(fn, options)
+    for adapters that take them from their framework. `params` (the injected parameters
+    `fn` declares) is given by a caller that knows them (`retry`'s own function): then
+    `fn`'s signature is not read, and the wrapper, called once and dropped, is not
+    dressed as `fn`. `make_runtime(door)` (default: `door.build_runtime()`) makes
+    the door's runtime at its first call."""
+    door = _Door(fn, options, params, make_runtime)
+    public = params is None
     begin = door.start if start is None else functools.partial(start, door)
     if _is_async(fn) if asynchronous is None else asynchronous:
 
-        @functools.wraps(fn)
         async def recovered(*args: Any, **kwargs: Any) -> Any:
             run, step, outcome = begin(args, kwargs)
             token = _CALL.set(outcome.decision)
@@ -360,10 +379,11 @@ def _wrap(
                 raise asyncio.CancelledError()
             return outcome.result(report)
 
-        _public_signature(fn, recovered)
+        if public:
+            functools.update_wrapper(recovered, fn)
+            _public_signature(fn, recovered)
         return recovered
 
-    @functools.wraps(fn)
     def recovered_sync(*args: Any, **kwargs: Any) -> Any:
         run, step, outcome = begin(args, kwargs)
         token = _CALL.set(outcome.decision)
@@ -375,7 +395,9 @@ def _wrap(
             run.end()
         return outcome.result(report)
 
-    _public_signature(fn, recovered_sync)
+    if public:
+        functools.update_wrapper(recovered_sync, fn)
+        _public_signature(fn, recovered_sync)
     return recovered_sync
 
 

@@ -30,7 +30,9 @@ same runtime, loop, observation of exceptions and returned responses, and
 | `runtime_options` | `runtime_options` |
 
 Its defaults differ from the door's in three ways: a fresh `MemoryStore` per
-call (pass `store` to share breakers), the runtime's attempt budget out of the
+call (pass `store` to share breakers; a call without one runs on a runtime kept
+for its configuration, so building it is not paid per call), the runtime's
+attempt budget out of the
 way (the policy's `max_attempts` decides) and no breaker (threshold 100; pass
 `runtime_options={"breaker": (3, 30_000)}` to have one). Any other member of
 `context` is refused (`PolicyError`, kind `invalid_context`); in particular
@@ -41,14 +43,19 @@ an operation with a `target` parameter) to fall back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import json
+import threading
 import time
+import types
+from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
 from .door import NULL_ARGS, _bad, _wrap
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import Clock, SystemClock
+from .runtime import Clock, Runtime, SystemClock
 from .types import Context, Decision, Envelope
 
 
@@ -107,6 +114,31 @@ class _SleepClock(Clock):
             await note
 
 
+def _parameter_names(fn: Callable[..., Any]) -> Sequence[str]:
+    """The names of `fn`'s parameters (none when it has no signature). A plain
+    function's are read from its code object, as `inspect.signature` reads them
+    (the positional, keyword-only, `*args` and `**kwargs` names, in that order
+    in `co_varnames`), without building a `Signature` on every call."""
+    if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        code = fn.__code__
+        flags = code.co_flags
+        count = (
+            code.co_argcount
+            + code.co_kwonlyargcount
+            + bool(flags & inspect.CO_VARARGS)
+            + bool(flags & inspect.CO_VARKEYWORDS)
+        )
+        return code.co_varnames[:count]
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+#: The parameters the door passes to `attempt` below (all it declares).
+_ATTEMPT_PARAMS = ("key", "attempt", "target")
+
+
 def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) -> Callable[[], Any]:
     """The door of one `retry` call: `o` holds retry's arguments."""
     ctx: Dict[str, Any] = dict(o.pop("context") or {})
@@ -120,10 +152,7 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
         )
     if not callable(operation):
         raise _bad(f"retry() runs a function, got {type(operation).__name__}; pass a function or a coroutine function")
-    try:
-        takes_target = "target" in inspect.signature(operation).parameters
-    except (TypeError, ValueError):
-        takes_target = False
+    takes_target = "target" in _parameter_names(operation)
     if o["fallbacks"] and not takes_target:
         raise _bad(
             f"retry() has fallbacks {list(o['fallbacks'])} but the operation has no `target` parameter, so it "
@@ -138,6 +167,7 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
     attempt.__name__ = getattr(operation, "__name__", "operation")
     args, sleep = o.pop("args"), o.pop("sleep")
     runtime_options = {**_DEFAULTS, **(o.pop("runtime_options") or {})}
+    key = _runtime_key(o, ctx, runtime_options)
     return _wrap(attempt, {
         **o,
         "step_id": o["step_id"] if o["step_id"] is not None else "retry",
@@ -148,7 +178,54 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
         "idempotent": ctx.get("idempotent"),
         "breaker": runtime_options.pop("breaker"),
         "runtime_options": runtime_options,
-    }, asynchronous=asynchronous)
+    }, asynchronous=asynchronous, params=_ATTEMPT_PARAMS,
+        make_runtime=None if key is None else functools.partial(_kept_runtime, key))
+
+
+#: Runtimes kept for `retry` calls that give no store, by their configuration
+#: (the most recently used few): a call runs on a sibling of its configuration's
+#: runtime with the call's own fresh `MemoryStore` and clock (`Runtime._sibling`),
+#: instead of building a runtime (options checked, the configuration sent to the
+#: loop, telemetry bound) for every call.
+_KEPT: "OrderedDict[Any, Runtime]" = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+_KEPT_MAX = 32
+
+
+def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[str, Any]) -> Any:
+    """What a `retry` call's runtime is made of, besides its store and clock, as
+    a key; None when the call's runtime cannot be shared: it gives a store, or a
+    decision log, or an option that is not plain JSON (then it is built per call)."""
+    if o["store"] is not None or "decision_log" in runtime_options:
+        return None
+    try:
+        plain = json.dumps(
+            [o["seed"], o["timeout_ms"], ctx.get("config"), runtime_options],
+            sort_keys=True,
+            allow_nan=False,
+        )
+        key = (plain, o["policy"], o["on_decision"], o["on_event"])
+        hash(key)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return key
+
+
+def _kept_runtime(key: Any, door: Any) -> Runtime:
+    """The door's runtime: a sibling of the kept one for `key` (built by this
+    door's first call when there is none) on the door's store and clock."""
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+    if kept is None:
+        kept = door.build_runtime()
+        with _KEPT_LOCK:
+            _KEPT[key] = kept
+            if len(_KEPT) > _KEPT_MAX:
+                _KEPT.popitem(last=False)
+    sibling: Runtime = kept._sibling(door.store, door.clock)
+    return sibling
 
 
 def _as_failure(error: RecoveryError) -> None:

@@ -455,6 +455,19 @@ _WS = re.compile(r"[ \t\n\r]*")
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 #: Effect members whose exact bytes the runtime passes on (events, records, values).
 _RAW = ("event", "value", "record")
+#: The effects that carry one of them (the others are parsed in one scan).
+_WITH_RAW = frozenset(("emit", "write", "claim", "swap", "append"))
+_SPACE = " \t\n\r"
+#: Where an effect's kind starts in `{"effect":"<kind>"`.
+_KIND_AT = len('{"effect":"')
+#: The raw members of an effect that has none (never written to).
+_NO_RAW: Dict[str, str] = {}
+
+
+def _skip(text: str, i: int) -> int:
+    """`i` past any JSON whitespace (the component writes none: the callers
+    look at the next character first and call this only for a space)."""
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
 
 
 def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
@@ -462,31 +475,80 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
     `event`, `value` and `record` (the component's bytes, passed on unchanged)."""
     out: List[Tuple[Dict[str, Any], Dict[str, str]]] = []
     try:
-        i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+        i = _skip(text, 0)
         if text[i] != "[":
             raise _malformed("not an array")
-        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        i = _skip(text, i + 1)
         if text[i] == "]":
             return out
         while True:
-            start = i
-            fx, i = _scan(text, i)
-            if not isinstance(fx, dict):
-                raise _malformed(text[start:i])
-            raw: Dict[str, str] = {}
-            for name in _RAW:
-                if name in fx:
-                    raw[name] = _raw_member(text, start, i, name, fx)
+            if text[i] != "{":
+                raise _malformed(text[i : i + 200])
+            # `{"effect":"<kind>"` of a kind without a raw member: one scan.
+            if text.startswith('{"effect":"', i) and text[i + _KIND_AT : text.index('"', i + _KIND_AT)] not in _WITH_RAW:
+                fx, end = _scan(text, i)
+                if "event" in fx or "value" in fx or "record" in fx:  # after all: read again
+                    fx, raw, i = _members(text, i)
+                else:
+                    raw, i = _NO_RAW, end
+            else:
+                fx, raw, i = _members(text, i)
             out.append((fx, raw))
-            i = _WS.match(text, i).end()  # type: ignore[union-attr]
-            if text[i] == ",":
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            c = text[i]
+            if c in _SPACE:
+                i = _skip(text, i)
+                c = text[i]
+            if c == ",":
+                i += 1
+                if text[i] in _SPACE:
+                    i = _skip(text, i)
                 continue
-            if text[i] == "]":
+            if c == "]":
                 return out
             raise _malformed(text[i:])
     except (IndexError, StopIteration, ValueError):
         raise _malformed(text) from None
+
+
+def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int]:
+    """The effect object at `text[start]` (a `{`) read member by member, so
+    each value is scanned once and the text of a raw member is the slice it
+    was scanned from; its raw members; its end. It reads what `json.loads`
+    reads (a repeated member: the last one)."""
+    fx: Dict[str, Any] = {}
+    raw: Dict[str, str] = {}
+    i = start + 1
+    if text[i] in _SPACE:
+        i = _skip(text, i)
+    if text[i] == "}":
+        return fx, raw, i + 1
+    while True:
+        if text[i] != '"':
+            raise _malformed(text[start : start + 200])
+        key, i = _scan(text, i)
+        if text[i] != ":":
+            i = _skip(text, i)
+            if text[i] != ":":
+                raise _malformed(text[start : start + 200])
+        v = i + 1
+        if text[v] in _SPACE:
+            v = _skip(text, v)
+        value, i = _scan(text, v)
+        fx[key] = value
+        if key in _RAW:
+            raw[key] = text[v:i]
+        c = text[i]
+        if c in _SPACE:
+            i = _skip(text, i)
+            c = text[i]
+        if c == ",":
+            i += 1
+            if text[i] in _SPACE:
+                i = _skip(text, i)
+            continue
+        if c == "}":
+            return fx, raw, i + 1
+        raise _malformed(text[start : start + 200])
 
 
 def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) -> str:
@@ -811,8 +873,20 @@ class Runtime:
             from .redis_store import _weak_listener
 
             subscribe(_weak_listener(self, "_store_event"))
-        # Check the configuration now, not at the first step.
-        self._looper.advance("", self._run_input("config-check"))
+        # Check the configuration now, not at the first step (once per configuration).
+        self._looper.check_config(self._config, lambda: self._run_input("config-check"))
+
+    def _sibling(self, store: Any, clock: Clock) -> "Runtime":
+        """This runtime on `store` and `clock`, sharing everything else (the
+        checked configuration, the decider, the loop, telemetry), none of which
+        a run changes: for a caller that would build the same runtime for every
+        call on a fresh store (`retry`). `store` must bring no clock and no
+        events of its own (a `MemoryStore`): those are wired only in `__init__`."""
+        sibling = object.__new__(Runtime)
+        sibling.__dict__.update(self.__dict__)
+        sibling._store = store
+        sibling._clock = clock
+        return sibling
 
     def _store_event(self, text: str) -> None:
         """Forward one of the store's events (JSON text) to `on_event`."""

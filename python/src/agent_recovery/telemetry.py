@@ -24,6 +24,7 @@ imported when a runtime with telemetry on is built, not with this package.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Dict, Optional
 
 from ._lanes import _ns, _RunTel, key_hash
@@ -215,6 +216,35 @@ class _Instruments:
         )
 
 
+#: Instruments made, by providers: a runtime built per call (`retry`) reuses them.
+_MADE: Dict[Any, _Instruments] = {}
+_MADE_LOCK = threading.Lock()
+_MADE_MAX = 16
+
+
+def _instruments(t: Telemetry) -> _Instruments:
+    """The instruments of `t`'s providers (the global ones as they are now),
+    made once per providers: asking a provider again for the same tracer and
+    instruments would return equivalent ones."""
+    from opentelemetry import metrics, trace
+
+    tp = t._tracer_provider if t._tracer_provider is not None else trace.get_tracer_provider()
+    mp = t._meter_provider if t._meter_provider is not None else metrics.get_meter_provider()
+    key = (t._tracer_provider is None and t._meter_provider is None, tp, mp, t._logger_provider)
+    try:
+        with _MADE_LOCK:
+            made = _MADE.get(key)
+    except TypeError:  # a provider that cannot be a key
+        return _Instruments(t)
+    if made is None:
+        made = _Instruments(t)
+        with _MADE_LOCK:
+            if len(_MADE) >= _MADE_MAX:
+                _MADE.clear()
+            _MADE[key] = made
+    return made
+
+
 def _policy_attrs(decider: Any) -> Any:
     """`agent_recovery.policy.*` of the policy deciding now (empty for a
     custom decider): a dict, or for a `PolicyHandle` a function that reads its
@@ -293,7 +323,7 @@ class Bound:
                 f"telemetry must be a Telemetry (Telemetry.global_(), Telemetry(tracer_provider=, "
                 f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
             )
-        self._inst = _Instruments(telemetry) if telemetry.is_on else None
+        self._inst = _instruments(telemetry) if telemetry.is_on else None
         self._policy = _policy_attrs(decider)
 
     def dead_letter_depth(self, depth: Callable[[], int]) -> None:
