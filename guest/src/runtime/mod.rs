@@ -24,6 +24,7 @@ pub mod effect;
 mod fanout;
 mod fanout_recover;
 pub mod input;
+mod json_write;
 mod machine;
 pub mod outcome;
 pub mod state;
@@ -44,6 +45,9 @@ pub struct Advanced {
 
 /// The largest state text kept parsed between calls (see [`advance`]).
 const KEEP_MAX_BYTES: usize = 1 << 20;
+
+/// Bytes reserved for the state's text up front (a step's state is about 1 KB).
+const STATE_CAPACITY: usize = 1536;
 
 /// The state the last `advance` returned, as text and parsed.
 struct Kept {
@@ -93,7 +97,12 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
         })?)
     };
     let (state, effects) = machine::advance(state, input, now)?;
-    let text = crate::api::to_json(&state)?;
+    let text = json_write::to_string(&state, STATE_CAPACITY).map_err(|e| {
+        PolicyError::new(
+            ErrorKind::Internal,
+            format!("could not serialize output ({e}); please report this"),
+        )
+    })?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
     let effects = effects_json(&effects, &text)?;
     if text.len() <= KEEP_MAX_BYTES && KEEP.with(std::cell::Cell::get) {
@@ -151,22 +160,20 @@ fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, Polic
         match fx {
             effect::Effect::Journal { key, value, ttl_ms } if value.state.is_none() => {
                 out.extend_from_slice(br#"{"effect":"write","key":"#);
-                serde_json::to_writer(&mut out, key).map_err(|e| internal(&e))?;
+                json_write::write_str(&mut out, key);
                 out.extend_from_slice(br#","value":{"run_id":"#);
-                serde_json::to_writer(&mut out, &value.run_id).map_err(|e| internal(&e))?;
+                json_write::write_str(&mut out, &value.run_id);
                 out.extend_from_slice(br#","state":"#);
                 out.extend_from_slice(state.as_bytes());
-                out.extend_from_slice(
-                    format!(
-                        r#","v":{},"written_ms":{}}},"ttl_ms":"#,
-                        value.v, value.written_ms
-                    )
-                    .as_bytes(),
-                );
-                serde_json::to_writer(&mut out, ttl_ms).map_err(|e| internal(&e))?;
+                out.extend_from_slice(br#","v":"#);
+                json_write::write_u64(&mut out, u64::from(value.v));
+                out.extend_from_slice(br#","written_ms":"#);
+                json_write::write_u64(&mut out, value.written_ms);
+                out.extend_from_slice(br#"},"ttl_ms":"#);
+                json_write::write(&mut out, ttl_ms).map_err(|e| internal(&e))?;
                 out.push(b'}');
             }
-            other => serde_json::to_writer(&mut out, other).map_err(|e| internal(&e))?,
+            other => json_write::write(&mut out, other).map_err(|e| internal(&e))?,
         }
     }
     out.push(b']');
