@@ -143,14 +143,26 @@ fn clean(bytes: &[u8]) -> bool {
 #[inline]
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if clean(bytes) {
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-    } else {
-        write_escaped(out, bytes);
+    if !clean(bytes) {
+        return write_escaped(out, bytes);
     }
+    let n = bytes.len();
+    out.reserve(n + 2);
+    out.push(b'"');
+    if (8..=16).contains(&n) {
+        // Two 8-byte copies, the second overlapping the first: no call to
+        // `memcpy` for a name or a short id.
+        let (Some(head), Some(tail)) = (word(bytes, 0), word(bytes, n - 8)) else {
+            return write_escaped(out, bytes);
+        };
+        let start = out.len();
+        out.extend_from_slice(&head.to_le_bytes());
+        out.truncate(start + n - 8);
+        out.extend_from_slice(&tail.to_le_bytes());
+    } else {
+        out.extend_from_slice(bytes);
+    }
+    out.push(b'"');
 }
 
 /// A string with bytes to escape, byte by byte.

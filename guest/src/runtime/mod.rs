@@ -46,13 +46,14 @@ pub struct Advanced {
 /// The largest state text kept parsed between calls (see [`advance`]).
 const KEEP_MAX_BYTES: usize = 1 << 20;
 
-/// Bytes reserved for the state's text up front (a step's state is about 1 KB).
+/// Bytes reserved for the state's text up front, at least (a step's state
+/// is about 1 KB; the last state's length when larger).
 const STATE_CAPACITY: usize = 1536;
 
 /// The state the last `advance` returned, as text and parsed.
 struct Kept {
     text: String,
-    state: state::State,
+    state: Box<state::State>,
 }
 
 std::thread_local! {
@@ -80,16 +81,20 @@ pub fn keep_state(on: bool) {
 /// parsed as always, so the answer is the same either way.
 pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     let (input, now) = input::parse(input)?;
-    let kept = KEPT
-        .with(|k| k.borrow_mut().take())
-        .filter(|k| k.text == state);
+    // The kept state if `state` is its text; its text's buffer either way,
+    // to hold the next one.
+    let (kept, mut spare) = match KEPT.with(|k| k.borrow_mut().take()) {
+        Some(k) if k.text == state => (Some(k.state), k.text),
+        Some(k) => (None, k.text),
+        None => (None, String::new()),
+    };
     let state = if let Some(kept) = kept {
-        Some(kept.state)
+        Some(kept)
     } else if state.trim().is_empty() {
         None
     } else {
         crate::api::check_size("state", state)?;
-        Some(serde_json::from_str::<state::State>(state).map_err(|e| {
+        Some(serde_json::from_str::<Box<state::State>>(state).map_err(|e| {
             PolicyError::new(
                 ErrorKind::InvalidArgument,
                 format!("state is not a state returned by advance ({e}); pass the previous state unchanged"),
@@ -97,7 +102,7 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
         })?)
     };
     let (state, effects) = machine::advance(state, input, now)?;
-    let text = json_write::to_string(&state, STATE_CAPACITY).map_err(|e| {
+    let text = json_write::to_string(&state, spare.len().max(STATE_CAPACITY)).map_err(|e| {
         PolicyError::new(
             ErrorKind::Internal,
             format!("could not serialize output ({e}); please report this"),
@@ -106,11 +111,10 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     // The journal holds the state this batch returns: serialized once, the same bytes.
     let effects = effects_json(&effects, &text)?;
     if text.len() <= KEEP_MAX_BYTES && KEEP.with(std::cell::Cell::get) {
+        spare.clear();
+        spare.push_str(&text);
         KEPT.with(|k| {
-            *k.borrow_mut() = Some(Kept {
-                text: text.clone(),
-                state,
-            });
+            *k.borrow_mut() = Some(Kept { text: spare, state });
         });
     }
     Ok(Advanced {
