@@ -32,10 +32,12 @@ pub(super) fn store_key(prefix: &str, name: &str) -> String {
 }
 
 /// Feed one input to the loop.
+/// `fx` is an empty buffer for the effects (a caller may reuse one).
 pub fn advance(
     state: Option<Box<State>>,
     input: Input,
     now: u64,
+    fx: Vec<Effect>,
 ) -> Result<(Box<State>, Vec<Effect>), PolicyError> {
     let mut m = match (state, input) {
         (
@@ -47,7 +49,7 @@ pub fn advance(
             },
         ) => {
             let s = State::new(run_id, seed, config, now);
-            return Ok((Box::new(s), Vec::new()));
+            return Ok((Box::new(s), fx));
         }
         (Some(_), Input::Run { .. }) => {
             return Err(bad(
@@ -60,7 +62,7 @@ pub fn advance(
             ));
         }
         (Some(s), input) => {
-            let mut m = Machine { s, fx: Vec::new() };
+            let mut m = Machine { s, fx };
             m.s.now_ms = now.max(m.s.now_ms);
             m.input(input)?;
             m

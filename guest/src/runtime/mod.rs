@@ -56,8 +56,14 @@ struct Kept {
     state: Box<state::State>,
 }
 
+/// The most effects a kept batch buffer holds (a step's batches have 1 to 8).
+const SPARE_EFFECTS: usize = 32;
+
 std::thread_local! {
     static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+    /// The last batch's buffer, empty: the next batch is pushed into it
+    /// instead of a new one grown one effect at a time.
+    static SPARE_FX: std::cell::RefCell<Vec<effect::Effect>> = const { std::cell::RefCell::new(Vec::new()) };
     static KEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
@@ -101,7 +107,8 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
             )
         })?)
     };
-    let (state, effects) = machine::advance(state, input, now)?;
+    let fx = SPARE_FX.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    let (state, mut effects) = machine::advance(state, input, now, fx)?;
     let text = json_write::to_string(&state, spare.len().max(STATE_CAPACITY)).map_err(|e| {
         PolicyError::new(
             ErrorKind::Internal,
@@ -109,7 +116,11 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
         )
     })?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
-    let effects = effects_json(&effects, &text)?;
+    let effects_text = effects_json(&effects, &text)?;
+    effects.clear();
+    if effects.capacity() <= SPARE_EFFECTS {
+        SPARE_FX.with(|f| *f.borrow_mut() = effects);
+    }
     if text.len() <= KEEP_MAX_BYTES && KEEP.with(std::cell::Cell::get) {
         spare.clear();
         spare.push_str(&text);
@@ -119,7 +130,7 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     }
     Ok(Advanced {
         state: text,
-        effects,
+        effects: effects_text,
     })
 }
 
