@@ -171,10 +171,7 @@ impl Machine {
         let rec = self.recovery()?;
         let Some(last) = &s.last else {
             let phase = s.phase;
-            rec.current = Some(ResumedBranch {
-                index,
-                state: s,
-            });
+            rec.current = Some(ResumedBranch { index, state: s });
             self.s.phase = phase;
             return Ok(false);
         };

@@ -38,7 +38,7 @@ pub fn to_string<T: Serialize + ?Sized>(
     let mut out = Vec::with_capacity(capacity);
     write(&mut out, value)?;
     // Every byte written is a UTF-8 `str`'s, an ASCII escape or an ASCII number.
-    String::from_utf8(out).map_err(|e| <serde_json::Error as ser::Error>::custom(e))
+    String::from_utf8(out).map_err(<serde_json::Error as ser::Error>::custom)
 }
 
 /// Why [`Writer`] stopped: a value it leaves to `serde_json`, or an error
@@ -60,23 +60,21 @@ impl ser::Error for GiveUp {
     }
 }
 
-/// What an escaped byte becomes (0: written as is), as in `serde_json`.
-static ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
+/// What an escaped byte becomes after its backslash (0: written as is;
+/// `u`: `\u00XX`), as in `serde_json`.
+fn escape(b: u8) -> u8 {
+    match b {
+        0x08 => b'b',
+        0x09 => b't',
+        0x0a => b'n',
+        0x0c => b'f',
+        0x0d => b'r',
+        0..=0x1f => b'u',
+        b'"' => b'"',
+        b'\\' => b'\\',
+        _ => 0,
     }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
+}
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -121,20 +119,24 @@ fn clean(bytes: &[u8]) -> bool {
         // The last 8 bytes, overlapping the word before.
         return word(bytes, n - 8).is_some_and(|w| !needs_escape(w));
     }
-    let w = match bytes {
-        [] => return true,
-        [a, .., z] if n >= 4 => u64::from_le_bytes([
-            *a,
-            bytes[1],
-            bytes[2],
-            bytes[3],
-            bytes[n - 4],
-            bytes[n - 3],
-            bytes[n - 2],
-            *z,
-        ]),
-        [a, .., z] => u64::from_le_bytes([*a, bytes[n / 2], *z, b'a', b'a', b'a', b'a', b'a']),
-        [a] => u64::from_le_bytes([*a, b'a', b'a', b'a', b'a', b'a', b'a', b'a']),
+    let w = if n >= 4 {
+        // The first 4 bytes and the last 4 (overlapping when n < 8).
+        let four = |at: usize| -> Option<u64> {
+            let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+            Some(u64::from(u32::from_le_bytes(b)))
+        };
+        match (four(0), four(n - 4)) {
+            (Some(lo), Some(hi)) => lo | hi << 32,
+            _ => return false,
+        }
+    } else {
+        // 1 to 3 bytes: the first, the middle and the last, padded with `a`.
+        match (bytes.first(), bytes.get(n / 2), bytes.last()) {
+            (Some(&a), Some(&m), Some(&z)) => {
+                u64::from_le_bytes([a, m, z, b'a', b'a', b'a', b'a', b'a'])
+            }
+            _ => return true,
+        }
     };
     !needs_escape(w)
 }
@@ -172,22 +174,15 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let e = ESCAPE[usize::from(b)];
+        let e = escape(b);
         if e == 0 {
             continue;
         }
         out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
         start = i + 1;
         if e == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ]);
+            let hex = |n: u8| if n < 10 { b'0' + n } else { b'a' + (n - 10) };
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b & 0xf)]);
         } else {
             out.extend_from_slice(&[b'\\', e]);
         }
@@ -198,30 +193,17 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// `n` in decimal.
 pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    while n >= 100 {
-        let pair = usize::try_from(n % 100).unwrap_or(0) * 2;
-        n /= 100;
-        i -= 2;
-        buf[i] = PAIRS[pair];
-        buf[i + 1] = PAIRS[pair + 1];
+    let mut used = 0;
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+        used += 1;
+        if n == 0 {
+            break;
+        }
     }
-    if n >= 10 {
-        let pair = usize::try_from(n).unwrap_or(0) * 2;
-        i -= 2;
-        buf[i] = PAIRS[pair];
-        buf[i + 1] = PAIRS[pair + 1];
-    } else {
-        i -= 1;
-        buf[i] = b'0' + u8::try_from(n).unwrap_or(0);
-    }
-    out.extend_from_slice(&buf[i..]);
+    out.extend_from_slice(buf.get(buf.len() - used..).unwrap_or_default());
 }
 
 fn write_i64(out: &mut Vec<u8>, n: i64) {
@@ -540,9 +522,9 @@ impl ser::SerializeStruct for Struct<'_> {
     ) -> Result<(), GiveUp> {
         match self {
             Struct::Object(c) => c.field(key, value),
-            Struct::Raw(r) if key == RAW_TOKEN || key == NUMBER_TOKEN => value.serialize(Raw {
-                out: &mut *r.out,
-            }),
+            Struct::Raw(r) if key == RAW_TOKEN || key == NUMBER_TOKEN => {
+                value.serialize(Raw { out: &mut *r.out })
+            }
             Struct::Raw(_) => Err(GiveUp),
         }
     }
@@ -721,23 +703,53 @@ mod tests {
                 same(s);
             }
         }
-        for s in ["", "a", "\"", "abcdefgh\"", "abcdefghi\\", "0123456\n", "\u{7f}x\u{1f}"] {
+        for s in [
+            "",
+            "a",
+            "\"",
+            "abcdefgh\"",
+            "abcdefghi\\",
+            "0123456\n",
+            "\u{7f}x\u{1f}",
+        ] {
             same(s);
         }
     }
 
     #[test]
     fn values_are_written_as_serde_json_writes_them() {
-        for n in [0u64, 9, 10, 99, 100, 101, 12345, 1_767_225_600_000, u64::MAX] {
+        for n in [
+            0u64,
+            9,
+            10,
+            99,
+            100,
+            101,
+            12345,
+            1_767_225_600_000,
+            u64::MAX,
+        ] {
             same(&n);
         }
         for n in [0i64, -1, -10, i64::MIN, i64::MAX] {
             same(&n);
         }
-        same(&json!({"a": [1, -2, 2.5, 1e300, null, true, false, "x\ny"], "b": {}, "c": [],
-            "\u{1}k": {"z": 1, "a": [{}]}}));
-        same(&(1u8, 'c', "s", Some(3u32), None::<u32>, f32::NAN, f64::INFINITY, 1u128));
-        let raw = serde_json::value::RawValue::from_string(r#"{ "kept" : [1, 2] }"#.into()).unwrap();
+        same(
+            &json!({"a": [1, -2, 2.5, 1e300, null, true, false, "x\ny"], "b": {}, "c": [],
+            "\u{1}k": {"z": 1, "a": [{}]}}),
+        );
+        same(&(
+            1u8,
+            'c',
+            "s",
+            Some(3u32),
+            None::<u32>,
+            f32::NAN,
+            f64::INFINITY,
+            1u128,
+        ));
+        let raw =
+            serde_json::value::RawValue::from_string(r#"{ "kept" : [1, 2] }"#.into()).unwrap();
         same(&raw);
         same(&vec![Some(raw.clone()), None]);
         let mut keyed = std::collections::BTreeMap::new();
@@ -762,7 +774,10 @@ mod tests {
             B,
         }
         same(&[E::Unit, E::New(1), E::Tuple(2, "t".into())]);
-        same(&E::Struct { a: 1, b: vec![1, 2] });
+        same(&E::Struct {
+            a: 1,
+            b: vec![1, 2],
+        });
         same(&E::Struct { a: 1, b: vec![] });
         same(&[Tagged::A { x: 1 }, Tagged::B]);
     }
