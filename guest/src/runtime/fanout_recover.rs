@@ -127,7 +127,7 @@ impl Machine {
             }
             let next = rec.pending.remove(0);
             let mut inner = Machine {
-                s: *next.state,
+                s: next.state,
                 fx: Vec::new(),
             };
             inner.s.now_ms = inner.s.now_ms.max(self.s.now_ms);
@@ -146,7 +146,7 @@ impl Machine {
             .take()
             .ok_or_else(|| internal("no branch resumed; please report this"))?;
         let mut inner = Machine {
-            s: *current.state,
+            s: current.state,
             fx: Vec::new(),
         };
         inner.s.now_ms = inner.s.now_ms.max(self.s.now_ms);
@@ -171,10 +171,7 @@ impl Machine {
         let rec = self.recovery()?;
         let Some(last) = &s.last else {
             let phase = s.phase;
-            rec.current = Some(ResumedBranch {
-                index,
-                state: Box::new(s),
-            });
+            rec.current = Some(ResumedBranch { index, state: s });
             self.s.phase = phase;
             return Ok(false);
         };

@@ -182,55 +182,71 @@ fn bad(msg: impl Into<String>) -> PolicyError {
     PolicyError::new(ErrorKind::InvalidArgument, msg)
 }
 
-/// The members of the inputs of a successful step, borrowed from the text.
+/// The members of the inputs of a run and its successful steps, read in
+/// one pass into their types (the kind and the run id borrowed from the text).
 #[derive(Deserialize)]
 struct Common<'a> {
     input: &'a str,
     now_ms: u64,
-    #[serde(borrow, default)]
-    step: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    values: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    versions: Option<&'a RawValue>,
+    #[serde(default)]
+    step: Option<StepSpec>,
+    #[serde(default)]
+    values: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    versions: Option<std::collections::BTreeMap<String, u64>>,
     #[serde(default)]
     ok: Option<bool>,
+    #[serde(default)]
+    current: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
     #[serde(borrow, default)]
-    current: Option<&'a RawValue>,
+    run_id: Option<&'a str>,
+    #[serde(default)]
+    seed: Option<u64>,
     #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
+    config: Option<&'a RawValue>,
 }
 
-/// The inputs of a successful step (`step`, `read`, `claimed`, `attempt`,
-/// `slept`, `end`), read straight into their types without building a
-/// `Value` of the whole input first. `None` for anything else or anything
-/// odd (another kind, a bad member, a member given twice): [`parse`] then
-/// reads it the general way, which gives the same input or the error.
+/// The inputs of a run and of a successful step (`run`, `step`, `read`,
+/// `claimed`, `attempt`, `slept`, `end`), read straight into their types
+/// without building a `Value` of the whole input first. `None` for
+/// anything else or anything odd (another kind, a bad member, a member
+/// given twice, a configuration out of range): [`parse`] then reads it the
+/// general way, which gives the same input or the error.
 fn parse_common(text: &str) -> Option<(Input, u64)> {
     let c: Common = serde_json::from_str(text).ok()?;
     let input = match c.input {
+        "run" => {
+            let run_id = c.run_id.filter(|id| !id.is_empty())?;
+            check_id("run_id", run_id).ok()?;
+            let config = match c.config.map(RawValue::get) {
+                None | Some("null") => RunConfig::default(),
+                Some(text) => serde_json::from_str(text).ok()?,
+            };
+            if config.in_flight_wait_ms > crate::config::MAX_MS {
+                return None;
+            }
+            Input::Run {
+                run_id: run_id.to_owned(),
+                seed: c.seed,
+                config,
+            }
+        }
         "step" => {
-            let spec: StepSpec = serde_json::from_str(c.step?.get()).ok()?;
+            let spec = c.step?;
             check_step(&spec, "step").ok()?;
             Input::Step(spec)
         }
         "read" => Input::Read {
-            values: serde_json::from_str(c.values?.get()).ok()?,
-            versions: match c.versions {
-                None => Default::default(),
-                Some(v) => serde_json::from_str(v.get()).ok()?,
-            },
+            values: c.values?,
+            versions: c.versions.unwrap_or_default(),
         },
         "claimed" => Input::Claimed {
             ok: c.ok?,
-            current: match c.current {
-                None => Value::Null,
-                Some(v) => serde_json::from_str(v.get()).ok()?,
-            },
+            current: c.current.unwrap_or(Value::Null),
         },
-        "attempt" => {
-            Input::Attempt(CallResult::from_json(serde_json::from_str(c.result?.get()).ok()?).ok()?)
-        }
+        "attempt" => Input::Attempt(CallResult::from_json(c.result?).ok()?),
         "slept" => Input::Slept,
         "end" => Input::End,
         _ => return None,

@@ -23,12 +23,22 @@ pub(super) fn internal(msg: impl Into<String>) -> PolicyError {
     PolicyError::new(ErrorKind::Internal, msg)
 }
 
+/// A store key: `prefix` then `name` (`format!` through `fmt` costs more).
+pub(super) fn store_key(prefix: &str, name: &str) -> String {
+    let mut key = String::with_capacity(prefix.len() + name.len());
+    key.push_str(prefix);
+    key.push_str(name);
+    key
+}
+
 /// Feed one input to the loop.
+/// `fx` is an empty buffer for the effects (a caller may reuse one).
 pub fn advance(
-    state: Option<State>,
+    state: Option<Box<State>>,
     input: Input,
     now: u64,
-) -> Result<(State, Vec<Effect>), PolicyError> {
+    fx: Vec<Effect>,
+) -> Result<(Box<State>, Vec<Effect>), PolicyError> {
     let mut m = match (state, input) {
         (
             None,
@@ -39,7 +49,7 @@ pub fn advance(
             },
         ) => {
             let s = State::new(run_id, seed, config, now);
-            return Ok((s, Vec::new()));
+            return Ok((Box::new(s), fx));
         }
         (Some(_), Input::Run { .. }) => {
             return Err(bad(
@@ -52,7 +62,7 @@ pub fn advance(
             ));
         }
         (Some(s), input) => {
-            let mut m = Machine { s, fx: Vec::new() };
+            let mut m = Machine { s, fx };
             m.s.now_ms = now.max(m.s.now_ms);
             m.input(input)?;
             m
@@ -62,7 +72,8 @@ pub fn advance(
 }
 
 pub(super) struct Machine {
-    pub(super) s: State,
+    /// Boxed: the state moves in and out of every call whole.
+    pub(super) s: Box<State>,
     pub(super) fx: Vec<Effect>,
 }
 
@@ -284,7 +295,7 @@ impl Machine {
     }
 
     fn journal_key(&self) -> String {
-        format!("{JOURNAL_PREFIX}{}", self.s.run_id)
+        store_key(JOURNAL_PREFIX, &self.s.run_id)
     }
 
     /// The journal entry, right before the batch's `call` or `fork` (and a
@@ -382,7 +393,7 @@ impl Machine {
             // The same compensation again: same key, same attempt number.
             return self.comp_call_effect(false);
         }
-        let key = format!("{IDEM_PREFIX}{}", self.step()?.key);
+        let key = store_key(IDEM_PREFIX, &self.step()?.key);
         self.s.phase = Phase::Reading;
         self.fx.push(Effect::Read { keys: vec![key] });
         Ok(())
@@ -393,7 +404,7 @@ impl Machine {
     fn recover_read(&mut self, values: &Map<String, Value>) -> Result<(), PolicyError> {
         let key = self.step()?.key.clone();
         let entry = values
-            .get(&format!("{IDEM_PREFIX}{key}"))
+            .get(&store_key(IDEM_PREFIX, &key))
             .cloned()
             .unwrap_or(Value::Null);
         if entry.get("status").and_then(Value::as_str) == Some("done") {
@@ -504,13 +515,13 @@ impl Machine {
         let st = self.step()?;
         let mut keys: Vec<String> = Vec::new();
         for t in &st.targets {
-            let k = format!("{BREAKER_PREFIX}{t}");
+            let k = store_key(BREAKER_PREFIX, t);
             if !keys.contains(&k) {
                 keys.push(k);
             }
         }
-        keys.push(format!("{ATTEMPTS_PREFIX}{}", st.key));
-        keys.push(format!("{IDEM_PREFIX}{}", st.key));
+        keys.push(store_key(ATTEMPTS_PREFIX, &st.key));
+        keys.push(store_key(IDEM_PREFIX, &st.key));
         self.s.phase = Phase::Reading;
         self.fx.push(Effect::Read { keys });
         Ok(())
@@ -544,14 +555,14 @@ impl Machine {
         let key = st.key.clone();
         let targets = st.targets.clone();
         let entry = values
-            .get(&format!("{IDEM_PREFIX}{key}"))
+            .get(&store_key(IDEM_PREFIX, &key))
             .cloned()
             .unwrap_or(Value::Null);
         if self.cache_entry(&entry)? {
             return Ok(());
         }
         let attempts = values
-            .get(&format!("{ATTEMPTS_PREFIX}{key}"))
+            .get(&store_key(ATTEMPTS_PREFIX, &key))
             .and_then(|v| v.get("count"))
             .and_then(Value::as_u64)
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
@@ -560,7 +571,7 @@ impl Machine {
         st.attempts = attempts;
         st.breakers = breakers;
         st.versions = found;
-        let key = format!("{IDEM_PREFIX}{}", st.key);
+        let key = store_key(IDEM_PREFIX, &st.key);
         let now = self.s.now_ms;
         self.s.phase = Phase::Claiming;
         self.fx.push(Effect::Claim {
@@ -583,7 +594,7 @@ impl Machine {
         st.refreshing = true;
         let mut keys: Vec<String> = Vec::new();
         for t in &st.targets {
-            let k = format!("{BREAKER_PREFIX}{t}");
+            let k = store_key(BREAKER_PREFIX, t);
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -667,12 +678,12 @@ impl Machine {
         if self.deadline_left() == Some(0) {
             return self.deadline_exceeded();
         }
-        let cfg = self.s.config.clone();
+        let budget = self.s.config.attempt_budget;
         let st = self.step()?;
-        if st.attempts >= cfg.attempt_budget {
+        if st.attempts >= budget {
             let env = envelope_for(
                 "runtime.budget.attempts_exhausted",
-                &format!("the input used its {} attempts", cfg.attempt_budget),
+                &format!("the input used its {budget} attempts"),
                 None,
             )?;
             return self.exhausted(env);
@@ -715,7 +726,7 @@ impl Machine {
                     self.step_mut()?.lease = Some(LeaseScan { start, wait });
                     self.s.phase = Phase::Leasing;
                     self.fx.push(Effect::Claim {
-                        key: format!("{PROBE_PREFIX}{target}"),
+                        key: store_key(PROBE_PREFIX, &target),
                         value: json!({"since_ms": now, "open_ms": open_ms, "step": id}),
                         ttl_ms: Some(open_ms),
                     });
@@ -839,7 +850,7 @@ impl Machine {
         let (attempt, index, id) = (st.attempts, st.index, st.spec.id.clone());
         let tool = st.spec.tool.clone();
         self.fx.push(Effect::Write {
-            key: format!("{ATTEMPTS_PREFIX}{key}"),
+            key: store_key(ATTEMPTS_PREFIX, &key),
             value: json!({"count": attempt}),
             ttl_ms: Some(ttl),
         });
@@ -903,8 +914,13 @@ impl Machine {
         let target = st.targets.get(st.index).cloned().unwrap_or_default();
         let now = self.s.now_ms;
         self.fx.push(Effect::Write {
-            key: format!("{IDEM_PREFIX}{}", st.key),
-            value: json!({"status": "done", "result": value, "target": target, "at_ms": now}),
+            key: store_key(IDEM_PREFIX, &st.key),
+            value: Value::Object(Map::from_iter([
+                ("status".to_owned(), Value::from("done")),
+                ("result".to_owned(), value.clone()),
+                ("target".to_owned(), Value::from(target.as_str())),
+                ("at_ms".to_owned(), Value::from(now)),
+            ])),
             ttl_ms: Some(self.s.config.idempotency_ttl_ms),
         });
         let retry_cost = self.step()?.retry_cost;
@@ -924,8 +940,9 @@ impl Machine {
     }
 
     fn record_done(&mut self, target: String) -> Result<(), PolicyError> {
-        let spec = StepSpec::clone(&self.step()?.spec);
+        let spec = &self.step()?.spec;
         if spec.side_effect && spec.compensation {
+            let spec = StepSpec::clone(spec);
             self.s.done.push(DoneStep {
                 id: spec.id,
                 tool: spec.tool,
@@ -1640,7 +1657,7 @@ impl Machine {
         let ok = outcome == "ok";
         if !ok && claimed {
             self.fx.push(Effect::Delete {
-                key: format!("{IDEM_PREFIX}{key}"),
+                key: store_key(IDEM_PREFIX, &key),
             });
         }
         if self.s.recovering
@@ -1716,7 +1733,7 @@ fn stored_breakers(
     let mut breakers = BTreeMap::new();
     let mut found = BTreeMap::new();
     for t in targets {
-        let key = format!("{BREAKER_PREFIX}{t}");
+        let key = store_key(BREAKER_PREFIX, &t);
         let stored = values.get(&key).cloned().unwrap_or(Value::Null);
         if let (false, Some(v)) = (stored.is_null(), versions.get(&key)) {
             found.insert(t.clone(), *v);

@@ -24,6 +24,7 @@ pub mod effect;
 mod fanout;
 mod fanout_recover;
 pub mod input;
+mod json_write;
 mod machine;
 pub mod outcome;
 pub mod state;
@@ -45,14 +46,24 @@ pub struct Advanced {
 /// The largest state text kept parsed between calls (see [`advance`]).
 const KEEP_MAX_BYTES: usize = 1 << 20;
 
+/// Bytes reserved for the state's text up front, at least (a step's state
+/// is about 1 KB; the last state's length when larger).
+const STATE_CAPACITY: usize = 1536;
+
 /// The state the last `advance` returned, as text and parsed.
 struct Kept {
     text: String,
-    state: state::State,
+    state: Box<state::State>,
 }
+
+/// The most effects a kept batch buffer holds (a step's batches have 1 to 8).
+const SPARE_EFFECTS: usize = 32;
 
 std::thread_local! {
     static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+    /// The last batch's buffer, empty: the next batch is pushed into it
+    /// instead of a new one grown one effect at a time.
+    static SPARE_FX: std::cell::RefCell<Vec<effect::Effect>> = const { std::cell::RefCell::new(Vec::new()) };
     static KEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
@@ -76,37 +87,50 @@ pub fn keep_state(on: bool) {
 /// parsed as always, so the answer is the same either way.
 pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     let (input, now) = input::parse(input)?;
-    let kept = KEPT
-        .with(|k| k.borrow_mut().take())
-        .filter(|k| k.text == state);
+    // The kept state if `state` is its text; its text's buffer either way,
+    // to hold the next one.
+    let (kept, mut spare) = match KEPT.with(|k| k.borrow_mut().take()) {
+        Some(k) if k.text == state => (Some(k.state), k.text),
+        Some(k) => (None, k.text),
+        None => (None, String::new()),
+    };
     let state = if let Some(kept) = kept {
-        Some(kept.state)
+        Some(kept)
     } else if state.trim().is_empty() {
         None
     } else {
         crate::api::check_size("state", state)?;
-        Some(serde_json::from_str::<state::State>(state).map_err(|e| {
+        Some(serde_json::from_str::<Box<state::State>>(state).map_err(|e| {
             PolicyError::new(
                 ErrorKind::InvalidArgument,
                 format!("state is not a state returned by advance ({e}); pass the previous state unchanged"),
             )
         })?)
     };
-    let (state, effects) = machine::advance(state, input, now)?;
-    let text = crate::api::to_json(&state)?;
+    let fx = SPARE_FX.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    let (state, mut effects) = machine::advance(state, input, now, fx)?;
+    let text = json_write::to_string(&state, spare.len().max(STATE_CAPACITY)).map_err(|e| {
+        PolicyError::new(
+            ErrorKind::Internal,
+            format!("could not serialize output ({e}); please report this"),
+        )
+    })?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
-    let effects = effects_json(&effects, &text)?;
+    let effects_text = effects_json(&effects, &text)?;
+    effects.clear();
+    if effects.capacity() <= SPARE_EFFECTS {
+        SPARE_FX.with(|f| *f.borrow_mut() = effects);
+    }
     if text.len() <= KEEP_MAX_BYTES && KEEP.with(std::cell::Cell::get) {
+        spare.clear();
+        spare.push_str(&text);
         KEPT.with(|k| {
-            *k.borrow_mut() = Some(Kept {
-                text: text.clone(),
-                state,
-            });
+            *k.borrow_mut() = Some(Kept { text: spare, state });
         });
     }
     Ok(Advanced {
         state: text,
-        effects,
+        effects: effects_text,
     })
 }
 
@@ -151,22 +175,20 @@ fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, Polic
         match fx {
             effect::Effect::Journal { key, value, ttl_ms } if value.state.is_none() => {
                 out.extend_from_slice(br#"{"effect":"write","key":"#);
-                serde_json::to_writer(&mut out, key).map_err(|e| internal(&e))?;
+                json_write::write_str(&mut out, key);
                 out.extend_from_slice(br#","value":{"run_id":"#);
-                serde_json::to_writer(&mut out, &value.run_id).map_err(|e| internal(&e))?;
+                json_write::write_str(&mut out, &value.run_id);
                 out.extend_from_slice(br#","state":"#);
                 out.extend_from_slice(state.as_bytes());
-                out.extend_from_slice(
-                    format!(
-                        r#","v":{},"written_ms":{}}},"ttl_ms":"#,
-                        value.v, value.written_ms
-                    )
-                    .as_bytes(),
-                );
-                serde_json::to_writer(&mut out, ttl_ms).map_err(|e| internal(&e))?;
+                out.extend_from_slice(br#","v":"#);
+                json_write::write_u64(&mut out, u64::from(value.v));
+                out.extend_from_slice(br#","written_ms":"#);
+                json_write::write_u64(&mut out, value.written_ms);
+                out.extend_from_slice(br#"},"ttl_ms":"#);
+                json_write::write(&mut out, ttl_ms).map_err(|e| internal(&e))?;
                 out.push(b'}');
             }
-            other => serde_json::to_writer(&mut out, other).map_err(|e| internal(&e))?,
+            other => json_write::write(&mut out, other).map_err(|e| internal(&e))?,
         }
     }
     out.push(b']');

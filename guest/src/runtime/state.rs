@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::breaker::Breaker;
 use super::config::RunConfig;
@@ -30,7 +29,7 @@ pub fn id_digest(id: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct Texted<T> {
     value: T,
-    text: std::cell::OnceCell<Box<RawValue>>,
+    text: std::cell::OnceCell<Box<str>>,
 }
 
 impl<T> Texted<T> {
@@ -59,15 +58,22 @@ impl<T> std::ops::Deref for Texted<T> {
 impl<T: Serialize> Serialize for Texted<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if self.text.get().is_none() {
-            match serde_json::value::to_raw_value(&self.value) {
+            match super::json_write::to_string(&self.value, 256) {
                 Ok(text) => {
-                    let _ = self.text.set(text);
+                    let _ = self.text.set(text.into_boxed_str());
                 }
                 Err(_) => return self.value.serialize(serializer),
             }
         }
         match self.text.get() {
-            Some(text) => text.serialize(serializer),
+            // Written as is, the way `serde_json`'s `RawValue` is.
+            Some(text) => {
+                use serde::ser::SerializeStruct;
+                let token = super::json_write::RAW_TOKEN;
+                let mut raw = serializer.serialize_struct(token, 1)?;
+                raw.serialize_field(token, &**text)?;
+                raw.end()
+            }
             None => self.value.serialize(serializer),
         }
     }
