@@ -11,56 +11,15 @@
 //!
 //! (total at 100 - total at 0) / (100 x 13) is one check.
 
-use std::borrow::Cow;
 use std::error::Error;
 use std::hint::black_box;
 
 use agent_recovery::Policy;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 // The 13-observation mix every decide_json benchmark uses.
 include!("../../tests/bench/mix.rs");
 
 const CONTEXT: &str = r#"{"attempt":1,"elapsed_ms":1500,"seed":42}"#;
-
-/// The serde shapes of `host/src/component/output.rs`.
-#[derive(Deserialize)]
-#[allow(dead_code, reason = "fields exist to be checked, not read")]
-struct EnvelopeShape<'a> {
-    #[serde(borrow)]
-    code: Cow<'a, str>,
-    #[serde(borrow)]
-    class: Cow<'a, str>,
-    retryable: bool,
-    message: IgnoredAny,
-    severity: IgnoredAny,
-    category: IgnoredAny,
-    retry_after_ms: IgnoredAny,
-    field: IgnoredAny,
-    allowed_values: IgnoredAny,
-    suggested_value: IgnoredAny,
-    hint: IgnoredAny,
-    request_id: IgnoredAny,
-    related_codes: IgnoredAny,
-    docs_url: IgnoredAny,
-    upstream: IgnoredAny,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code, reason = "fields exist to be checked, not read")]
-struct DecisionShape<'a> {
-    #[serde(borrow)]
-    action: Cow<'a, str>,
-    delay_ms: IgnoredAny,
-    attempt: IgnoredAny,
-    max_attempts: IgnoredAny,
-    budget_remaining_ms: IgnoredAny,
-    reason: IgnoredAny,
-    reason_code: IgnoredAny,
-    #[serde(borrow)]
-    envelope: EnvelopeShape<'a>,
-}
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
@@ -79,7 +38,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         for text in &decisions {
             let text = black_box(text.as_str());
             let ok = match how.as_str() {
-                "serde" => serde_json::from_str::<DecisionShape<'_>>(text).is_ok(),
+                "serde" => agent_recovery::check_decision_json_serde(text).is_ok(),
                 _ => agent_recovery::check_decision_json(text).is_ok(),
             };
             assert!(black_box(ok));

@@ -58,7 +58,7 @@ pub mod types;
 
 pub use component::{
     Limits, Loader, PackedDocument, Policy, PolicyId, Verified, WORLD, check_decision_json,
-    check_envelope_json, pack_document, precompile_reference,
+    check_decision_json_serde, check_envelope_json, pack_document, precompile_reference,
 };
 pub use error::{Error, ErrorKind, PolicyErrorKind, Result, utf8};
 #[cfg(feature = "sqlite")]

@@ -33,7 +33,7 @@ mod verify;
 pub use document::{PackedDocument, pack_document};
 pub use identity::PolicyId;
 pub use limits::Limits;
-pub use output::{check_decision_json, check_envelope_json};
+pub use output::{check_decision_json, check_decision_json_serde, check_envelope_json};
 pub use policy::{Loader, Policy, WORLD};
 pub use precompiled::precompile_reference;
 pub use verify::Verified;

@@ -91,10 +91,21 @@ pub fn check_envelope_json(text: &str) -> Result<()> {
     check_str("classify-json", Shape::Envelope, text)
 }
 
+/// [`check_decision_json`] without the byte scan: serde alone. For the
+/// `check_calls` benchmark, which compares the two paths.
+#[doc(hidden)]
+pub fn check_decision_json_serde(text: &str) -> Result<()> {
+    check_serde("decide-json", Shape::Decision, text)
+}
+
 fn check_str(what: &str, shape: Shape, text: &str) -> Result<()> {
     if output_scan::accepts(matches!(shape, Shape::Decision), text) {
         return Ok(());
     }
+    check_serde(what, shape, text)
+}
+
+fn check_serde(what: &str, shape: Shape, text: &str) -> Result<()> {
     let parsed = match shape {
         Shape::Envelope => serde_json::from_str::<EnvelopeShape<'_>>(text).map(drop),
         Shape::Decision => serde_json::from_str::<DecisionShape<'_>>(text).map(drop),
