@@ -4,33 +4,16 @@
 // loop vectors make reads as JSON.parse reads it; a malformed batch is refused.
 
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { MemoryStore, PolicyRuntimeError, Runtime, runScenario } from '../src/index.js';
+import { PolicyRuntimeError, Runtime } from '../src/index.js';
 import { effectsOf } from '../src/run.js';
-import { REPO } from './helpers.mjs';
+import { recordAdvances } from './helpers.mjs';
 
 const RAW = (fx) => fx[Object.getOwnPropertySymbols(fx)[0]];
 
 test('every batch of every loop vector reads as JSON.parse reads it, with each member kept as its text', async () => {
   const loop = (await Runtime.create()).loop;
-  const batches = [];
-  const advance = loop.advance;
-  loop.advance = function (state, input) {
-    const out = advance.call(this, state, input);
-    batches.push(out.effects);
-    return out;
-  };
-  try {
-    const dir = join(REPO, 'tests', 'loops');
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
-      const store = new MemoryStore();
-      for (const r of JSON.parse(readFileSync(join(dir, file), 'utf8')).runs) await runScenario(JSON.stringify(r.scenario), store);
-    }
-  } finally {
-    loop.advance = advance;
-  }
+  const batches = (await recordAdvances(loop)).filter((c) => c.out !== undefined).map((c) => c.out.effects);
   assert.ok(batches.length > 500, `${batches.length} batches`);
   const kinds = new Set();
   for (const text of batches) {

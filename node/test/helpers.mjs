@@ -6,6 +6,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { MemoryStore, runScenario } from '../src/index.js';
 import { RAW, parseLossless } from '../src/json.js';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -138,4 +139,30 @@ export async function thrown(promise) {
     return e;
   }
   assert.fail('the call succeeded; it was meant to fail');
+}
+
+/**
+ * Runs every loop vector (tests/loops/, each file on a fresh MemoryStore) and
+ * records each `advance` of `loop` while they run: `{state, input, out}` in
+ * call order (`out` is absent when the call threw).
+ */
+export async function recordAdvances(loop) {
+  const calls = [];
+  const advance = loop.advance;
+  loop.advance = function (state, input) {
+    const call = { state, input };
+    calls.push(call);
+    call.out = advance.call(this, state, input);
+    return call.out;
+  };
+  try {
+    const dir = join(REPO, 'tests', 'loops');
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+      const store = new MemoryStore();
+      for (const r of JSON.parse(readFileSync(join(dir, file), 'utf8')).runs) await runScenario(JSON.stringify(r.scenario), store);
+    }
+  } finally {
+    loop.advance = advance;
+  }
+  return calls;
 }

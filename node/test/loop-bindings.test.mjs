@@ -4,13 +4,11 @@
 // traps and text beyond ASCII give the same answers through both.
 
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { MemoryStore, PolicyError, PolicyRuntimeError, Runtime, runScenario } from '../src/index.js';
+import { PolicyError, PolicyRuntimeError, Runtime } from '../src/index.js';
 import { compileReference } from '../src/component.js';
 import { LoopComponent } from '../src/loop.js';
-import { REPO } from './helpers.mjs';
+import { recordAdvances } from './helpers.mjs';
 
 const direct = await LoopComponent.load();
 const jco = await LoopComponent.load({ bindings: 'jco' });
@@ -39,21 +37,7 @@ test('every advance of every loop vector gives the same state and effects throug
   // Record the calls of the shared loop while the vectors run (through the direct bindings).
   const loop = (await Runtime.create()).loop;
   assert.equal(loop.bindings, 'direct');
-  const calls = [];
-  const advance = loop.advance;
-  loop.advance = function (state, input) {
-    calls.push([state, input]);
-    return advance.call(this, state, input);
-  };
-  try {
-    const dir = join(REPO, 'tests', 'loops');
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
-      const store = new MemoryStore();
-      for (const r of JSON.parse(readFileSync(join(dir, file), 'utf8')).runs) await runScenario(JSON.stringify(r.scenario), store);
-    }
-  } finally {
-    loop.advance = advance;
-  }
+  const calls = (await recordAdvances(loop)).map((c) => [c.state, c.input]);
   assert.ok(calls.length > 500, `${calls.length} calls`);
   for (const [state, input] of calls) {
     const { value } = same((l) => l.advance(state, input), input);
