@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
 import { StoreError, asyncFace } from './store.js';
 import { Failed } from './outcome.js';
-import { DEAD_LETTERS } from './run.js';
+import { DEAD_LETTERS, sequence, then } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
 import { CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX } from './keys.js';
 
@@ -80,59 +80,48 @@ export function recordId(id) {
   return text;
 }
 
-/** The stream's record count: its last sequence number (1, 2, 3, ... with no gaps), found in O(log n) reads. */
 /**
  * A stream's record count and last sequence number (0 when empty), read a page
  * at a time. Sequence numbers increase but need not start at 1 or be dense (the
  * Redis store starts a stream at its clock), so the count is not the last number.
  */
-function streamEnd(store, stream) {
+function* streamEnd(store, stream) {
   let count = 0;
   let last = 0;
   for (;;) {
-    const page = store.read(stream, last, 4096);
+    const page = yield store.read(stream, last, 4096);
     if (page.length === 0) return { count, last };
     count += page.length;
     last = page[page.length - 1][0];
   }
 }
 
-/** How many records a stream holds. */
-export function streamLength(store, stream = DEAD_LETTER_STREAM) {
-  return streamEnd(store, stream).count;
-}
-
 /** The last sequence number of a stream (0 when empty). */
 export function streamLast(store, stream = DEAD_LETTER_STREAM) {
-  return streamEnd(store, stream).last;
-}
-
-/** `streamLength` on a store's asynchronous face. */
-export async function streamLengthAsync(store, stream = DEAD_LETTER_STREAM) {
-  let count = 0;
-  let after = 0;
-  for (;;) {
-    const page = await store.read(stream, after, 4096);
-    if (page.length === 0) return count;
-    count += page.length;
-    after = page[page.length - 1][0];
-  }
+  return then(sequence(streamEnd(store, stream)), (end) => end.last);
 }
 
 /** `closed.count` (0 when the key is absent). */
-export function closedCount(store, nowMs) {
-  return countOf(store.get(CLOSED_KEY, nowMs));
+function closedCount(store, nowMs) {
+  return then(store.get(CLOSED_KEY, nowMs), (v) => {
+    const count = v === null ? undefined : safeParse(v.value)?.count;
+    return Number.isSafeInteger(count) && count >= 0 ? count : 0;
+  });
 }
 
-/** `closedCount` on a store's asynchronous face (`asyncFace(store)`). */
-export async function closedCountAsync(store, nowMs) {
-  return countOf(await store.get(CLOSED_KEY, nowMs));
-}
-
-function countOf(v) {
-  if (v === null) return 0;
-  const count = safeParse(v.value)?.count;
-  return Number.isSafeInteger(count) && count >= 0 ? count : 0;
+/**
+ * The depth: records in the dead-letter stream - `closed.count`. Like every
+ * store helper here, a value on a store's synchronous face and a promise on
+ * its asynchronous face (`asyncFace(store)`).
+ */
+export function depthOf(store, nowMs) {
+  return sequence(
+    (function* () {
+      const closed = yield closedCount(store, nowMs);
+      const { count } = yield* streamEnd(store, DEAD_LETTER_STREAM);
+      return Math.max(0, count - closed);
+    })(),
+  );
 }
 
 function safeParse(text) {
@@ -151,42 +140,20 @@ const UNCHANGED = Symbol('unchanged');
  * parsed value, or undefined when absent) returns the next value, UNCHANGED,
  * or throws; repeated on a conflict. Returns the value written.
  */
-function casUpdate(store, key, nowMs, change) {
+function* casUpdate(store, key, nowMs, change) {
   for (let round = 0; round < CAS_ROUNDS; round++) {
-    const cur = store.get(key, nowMs);
+    const cur = yield store.get(key, nowMs);
     const next = change(cur === null ? undefined : safeParse(cur.value));
     if (next === UNCHANGED) return cur;
-    const cas = store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
+    const cas = yield store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
     if (cas.written) return next;
   }
   throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
-}
-
-/** `casUpdate` on a store's asynchronous face. */
-async function casUpdateAsync(store, key, nowMs, change) {
-  for (let round = 0; round < CAS_ROUNDS; round++) {
-    const cur = await store.get(key, nowMs);
-    const next = change(cur === null ? undefined : safeParse(cur.value));
-    if (next === UNCHANGED) return cur;
-    const cas = await store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
-    if (cas.written) return next;
-  }
-  throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
-}
-
-const bumpClosed = (cur) => {
-  const count = Number.isSafeInteger(cur?.count) && cur.count >= 0 ? cur.count : 0;
-  return { ...(cur ?? {}), count: count + 1 };
-};
-
-/** `closeOne` on a store's asynchronous face. */
-function closeOneAsync(store, nowMs) {
-  return casUpdateAsync(store, CLOSED_KEY, nowMs, bumpClosed);
 }
 
 /** closed.count + 1, by compare-and-set. */
 function closeOne(store, nowMs) {
-  casUpdate(store, CLOSED_KEY, nowMs, (cur) => {
+  return casUpdate(store, CLOSED_KEY, nowMs, (cur) => {
     const count = Number.isSafeInteger(cur?.count) && cur.count >= 0 ? cur.count : 0;
     return { ...(cur ?? {}), count: count + 1 };
   });
@@ -199,12 +166,13 @@ function closeOne(store, nowMs) {
  * configuration's `dead_letter.depth_threshold`) and the depth crossed it
  * with this append (before < threshold <= after); else undefined.
  * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
- * before the append, `step` the record's `step_id` (docs/durability.md §3).
+ * before the append, `step` the record's `step_id` (docs/durability.md §3);
+ * `depthNow()` is the depth after the append (read only when a threshold is set).
  */
-export function depthEvent(rt, seq, record, tMs, nowMs, closed = () => closedCount(rt.store, nowMs), count = () => streamLength(rt.store), effectThreshold = undefined) {
+export function depthEvent(rt, seq, record, tMs, depthNow, effectThreshold = undefined) {
   const threshold = effectThreshold ?? rt.depthThreshold;
   if (threshold === null || threshold === undefined) return undefined;
-  const depth = Math.max(0, count() - closed());
+  const depth = depthNow();
   if (!(depth >= threshold && depth - 1 < threshold)) return undefined;
   const step = typeof record?.step_id === 'string' ? record.step_id : null;
   const event = { t_ms: tMs, event: 'dead_letter_depth', step, target: null, depth, threshold, id: String(seq) };
@@ -252,26 +220,18 @@ export class DeadLetters {
     return asyncFace(this.#rt.store);
   }
 
-  /** `#record` on the asynchronous face. */
-  async #recordAsync(id) {
-    const rows = await this.#async.read(DEAD_LETTER_STREAM, Number(id) - 1, 1);
-    if (rows.length === 0 || rows[0][0] !== Number(id)) {
-      throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
-    }
-    return [parseLossless(rows[0][1]), rows[0][1]];
-  }
-
   #now() {
     return this.#rt.clock.nowMs();
   }
 
-  /** The record `id` as [parsed, raw text], or a not_found error. */
-  #record(id) {
-    const rows = this.#store.read(DEAD_LETTER_STREAM, Number(id) - 1, 1);
-    if (rows.length === 0 || rows[0][0] !== Number(id)) {
-      throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
-    }
-    return [parseLossless(rows[0][1]), rows[0][1]];
+  /** The record `id` as [parsed, raw text], or a not_found error (a promise of it on the asynchronous face). */
+  #record(id, store = this.#store) {
+    return then(store.read(DEAD_LETTER_STREAM, Number(id) - 1, 1), (rows) => {
+      if (rows.length === 0 || rows[0][0] !== Number(id)) {
+        throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
+      }
+      return [parseLossless(rows[0][1]), rows[0][1]];
+    });
   }
 
   #item(id, recordText) {
@@ -321,7 +281,7 @@ export class DeadLetters {
 
   /** The depth: records in the stream - records closed (replayed successfully or purged). */
   depth() {
-    return Math.max(0, streamLength(this.#store) - closedCount(this.#store, this.#now()));
+    return depthOf(this.#store, this.#now());
   }
 
   /**
@@ -335,7 +295,7 @@ export class DeadLetters {
     const [, text] = this.#record(rid);
     const now = this.#now();
     let closes = false;
-    casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
+    sequence(casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
       const item = itemValue(cur);
       closes = false;
       if (item.status === 'purged') return UNCHANGED;
@@ -344,9 +304,9 @@ export class DeadLetters {
       }
       closes = true;
       return { ...item, status: 'purged', purged_ms: now };
-    });
+    }));
     if (closes) {
-      closeOne(this.#store, now);
+      sequence(closeOne(this.#store, now));
       recordDeadLetterDepth(this.#rt.telemetry, () => this.depth());
     }
     return this.#item(rid, text);
@@ -366,12 +326,15 @@ export class DeadLetters {
     return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id };
   }
 
-  /** A new replays entry (the item must be open), or with `takePending` the pending one. */
-  #request(rid, record, takePending) {
+  /**
+   * A new replays entry (the item must be open), or with `takePending` the
+   * pending one; on `store`'s face (a promise of it on the asynchronous one).
+   */
+  #request(rid, record, takePending, store = this.#store) {
     mustReplay(rid, record);
     const now = this.#now();
     let entry;
-    casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
+    const updated = sequence(casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
       const item = itemValue(cur);
       entry = takePending && item.status === 'replay_requested' ? pending(item) : undefined;
       if (entry !== undefined) return UNCHANGED;
@@ -379,25 +342,8 @@ export class DeadLetters {
       const n = item.replays.length + 1;
       entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
       return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
-    });
-    return entry;
-  }
-
-  /** `#request(rid, record, true)` on the asynchronous face. */
-  async #requestAsync(rid, record) {
-    mustReplay(rid, record);
-    const now = this.#now();
-    let entry;
-    await casUpdateAsync(this.#async, ITEM_PREFIX + rid, now, (cur) => {
-      const item = itemValue(cur);
-      entry = item.status === 'replay_requested' ? pending(item) : undefined;
-      if (entry !== undefined) return UNCHANGED;
-      if (item.status !== 'open') throw new DeadLetterError('conflict', notOpen(rid, item.status));
-      const n = item.replays.length + 1;
-      entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
-      return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
-    });
-    return entry;
+    }));
+    return then(updated, () => entry);
   }
 
   /**
@@ -410,14 +356,14 @@ export class DeadLetters {
    */
   async replay(id, operations) {
     const rid = recordId(id);
-    const [record] = await this.#recordAsync(rid);
+    const [record] = await this.#record(rid, this.#async);
     checkOperations(operations);
     mustReplay(rid, record);
     const tool = record.input?.tool;
     if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
       throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
     }
-    const entry = await this.#requestAsync(rid, record);
+    const entry = await this.#request(rid, record, true, this.#async);
     const done = await this.runPending(rid, record, entry, operations);
     if (done === undefined) {
       throw new DeadLetterError('conflict', `dead-letter ${rid}: replay ${entry.n} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); try later`);
@@ -436,7 +382,7 @@ export class DeadLetters {
     const lease = LEASE_PREFIX + entry.run_id;
     const start = this.#now();
     const ttl = rt.inFlightTtlMs;
-    if (!(await takeLeaseAsync(store, lease, start, ttl))) return undefined;
+    if (!(await takeLease(store, lease, start, ttl))) return undefined;
     let outcome;
     let events;
     let deadLetterId;
@@ -456,7 +402,7 @@ export class DeadLetters {
       deadLetterId = run[DEAD_LETTERS].at(-1)?.id ?? null;
       const now = this.#now();
       let closes = false;
-      await casUpdateAsync(store, ITEM_PREFIX + rid, now, (cur) => {
+      await sequence(casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
         const item = itemValue(cur);
         const replays = item.replays.map((r) => (r?.n === entry.n ? { ...r, outcome, finished_ms: now } : r));
         const ok = outcome === 'ok';
@@ -464,10 +410,10 @@ export class DeadLetters {
         const status = item.status === 'purged' || item.status === 'replayed' ? item.status : ok ? 'replayed' : 'open';
         closes = ok && item.status !== 'purged' && item.status !== 'replayed';
         return { ...item, status, replays };
-      });
+      }));
       if (closes) {
-        await closeOneAsync(store, now);
-        await this.#recordDepthAsync(now);
+        await sequence(closeOne(store, now));
+        await this.#recordDepth(now);
       }
     } finally {
       await store.delete(lease);
@@ -476,12 +422,12 @@ export class DeadLetters {
   }
 
   /** The depth gauge, its store reads awaited (only when telemetry records). */
-  async #recordDepthAsync(now) {
+  async #recordDepth(now) {
     const tel = this.#rt.telemetry;
     if (tel === null || tel === undefined || tel.tel.inert()) return;
     let depth;
     try {
-      depth = Math.max(0, (await streamLengthAsync(this.#async)) - (await closedCountAsync(this.#async, now)));
+      depth = await depthOf(this.#async, now);
     } catch {
       return; // telemetry never fails what it observes
     }
@@ -500,7 +446,7 @@ export class DeadLetters {
       if (entry === undefined) continue;
       let record;
       try {
-        [record] = await this.#recordAsync(recordId(rid));
+        [record] = await this.#record(recordId(rid), this.#async);
       } catch (e) {
         if (e instanceof DeadLetterError) continue; // an item key without its record: nothing to run
         throw e;
@@ -547,12 +493,7 @@ function replayable(record) {
 }
 
 /** Take a recovery lease (a claim: created only when absent or expired); false when another worker holds it. */
-export function takeLease(store, key, nowMs, ttlMs) {
-  return store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs).written;
-}
-
-/** `takeLease` on a store's asynchronous face. */
-export async function takeLeaseAsync(store, key, nowMs, ttlMs) {
+export async function takeLease(store, key, nowMs, ttlMs) {
   return (await store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs)).written;
 }
 

@@ -19,7 +19,7 @@ import { Failed } from './outcome.js';
 import { RECOVER, resumeRun } from './run.js';
 import { checkMs } from './step.js';
 import { asyncFace } from './store.js';
-import { LEASE_PREFIX, checkOperations, operationsOf, takeLeaseAsync, unknownToolFailure } from './deadletters.js';
+import { LEASE_PREFIX, checkOperations, operationsOf, takeLease, unknownToolFailure } from './deadletters.js';
 
 /** The journal key prefix: `agent-recovery/journal/<run_id>`. */
 export const JOURNAL_PREFIX = 'agent-recovery/journal/';
@@ -80,7 +80,7 @@ async function recoverOne(rt, operations, key, olderThanMs) {
   }
   if (entry.written_ms + olderThanMs > now) return undefined; // a live worker may be calling
   const lease = LEASE_PREFIX + runId;
-  if (!(await takeLeaseAsync(store, lease, now, rt.inFlightTtlMs))) return undefined; // another worker is recovering it
+  if (!(await takeLease(store, lease, now, rt.inFlightTtlMs))) return undefined; // another worker is recovering it
   try {
     // The journal may have gone while we took the lease (its run ended): look again.
     const again = await store.get(key, rt.clock.nowMs());

@@ -220,8 +220,11 @@ export class RawJson {
   }
 }
 
-/** The index after the JSON value that starts at `i` (the text is valid JSON). */
-function skipValue(t, i) {
+/**
+ * The index after the JSON value that starts at `i` (the text is valid JSON).
+ * A whole object known to start at `at` and be `len` long is jumped over.
+ */
+function skipValue(t, i, at = -1, len = 0) {
   const c = t.charCodeAt(i);
   if (c === 34) return skipString(t, i);
   const n = t.length;
@@ -231,7 +234,11 @@ function skipValue(t, i) {
     for (; i < n; i++) {
       const d = t.charCodeAt(i);
       if (d === 34) i = skipString(t, i) - 1;
-      else if (d === 123 || d === 91) depth++;
+      else if (i === at) {
+        // A whole object: the brackets balance over it.
+        i += len - 1;
+        if (depth === 0) return i + 1;
+      } else if (d === 123 || d === 91) depth++;
       else if ((d === 125 || d === 93) && --depth === 0) return i + 1;
     }
     throw new SyntaxError('unterminated container');
@@ -287,11 +294,15 @@ export function elementSpans(t) {
  * The raw text of each member of each element of a JSON array text, by name
  * (an element that is not an object: null), in one pass over the text: a
  * batch of effects, whose large members (a journal entry's state) are
- * scanned once. The structure is checked (a SyntaxError), the members' texts
- * are not: parse those you read.
+ * scanned once. `known`: a JSON object's text likely to be in the batch (a
+ * journal entry's state is the state the loop returned with it), found with
+ * one search and jumped over. The structure is checked (a SyntaxError), the
+ * members' texts are not: parse those you read.
  */
-export function elementMembers(t) {
+export function elementMembers(t, known = undefined) {
   const out = [];
+  const at = known === undefined ? -1 : t.indexOf(known);
+  const len = at < 0 ? 0 : known.length;
   let i = skipWs(t, 0);
   if (t.charCodeAt(i) !== 91) throw new SyntaxError('not an array');
   i = skipWs(t, i + 1);
@@ -314,7 +325,7 @@ export function elementMembers(t) {
           i = skipWs(t, keyEnd);
           if (t.charCodeAt(i) !== 58) throw new SyntaxError('expected :');
           i = skipWs(t, i + 1);
-          const end = skipValue(t, i);
+          const end = skipValue(t, i, at, len);
           if (end === i) throw new SyntaxError('expected a value');
           members[key] = t.slice(i, end);
           i = skipWs(t, end);

@@ -9,7 +9,7 @@ import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
 import { StoreError, asyncFace, compareAndSetFromLoop } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
-import { DEAD_LETTER_STREAM, closedCountAsync, depthEvent, operationsOf, streamLengthAsync, unknownToolFailure } from './deadletters.js';
+import { DEAD_LETTER_STREAM, depthEvent, depthOf, operationsOf, unknownToolFailure } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -282,7 +282,7 @@ export class Run {
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
       holder.state = adv.state;
-      const effects = effectsOf(adv.effects);
+      const effects = effectsOf(adv.effects, adv.state);
       let next;
       for (let i = 0; i < effects.length; i++) {
         let answer = this.#effect(effects[i], ctx, holder);
@@ -392,21 +392,16 @@ export class Run {
         ctx.tel.appended(fx.stream, raw.record, now);
         if (fx.stream === DEAD_LETTER_STREAM) {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
-          // closed.count, read once (awaited) when the gauge or the depth event needs it.
+          // The depth, read once (awaited) when the gauge or the depth event needs it.
           const wanted = !(rt.telemetry === null || rt.telemetry === undefined || rt.telemetry.tel.inert()) || rt.depthThreshold != null;
-          const closed = wanted ? await closedCountAsync(store, now).then((n) => ({ n }), (error) => ({ error })) : undefined;
-          const count = wanted ? await streamLengthAsync(store).then((n) => ({ n }), (error) => ({ error })) : undefined;
-          const closedNow = () => {
-            if (closed.error !== undefined) throw closed.error;
-            return closed.n;
+          const depth = wanted ? await Promise.resolve(depthOf(store, now)).then((n) => ({ n }), (error) => ({ error })) : undefined;
+          const depthNow = () => {
+            if (depth.error !== undefined) throw depth.error;
+            return depth.n;
           };
-          const countNow = () => {
-            if (count.error !== undefined) throw count.error;
-            return count.n;
-          };
-          recordDeadLetterDepth(rt.telemetry, () => Math.max(0, countNow() - closedNow()));
+          recordDeadLetterDepth(rt.telemetry, depthNow);
           // The only event a runtime makes itself: only the store knows the sequence number.
-          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, now, closedNow, countNow, fx.depth_threshold);
+          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, depthNow, fx.depth_threshold);
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);
@@ -669,12 +664,13 @@ const RAW = Symbol('raw effect members');
  * and kept as text under RAW. The text is read once: its members are found in
  * one pass and parsed one by one, except a value to store, only handed on as
  * text (the store checks it; a MemoryStore its size only, see
- * compareAndSetFromLoop).
+ * compareAndSetFromLoop). `state`: the state the loop returned with the
+ * batch, which a journal entry's value holds (found in one comparison).
  */
-export function effectsOf(text) {
+export function effectsOf(text, state = '') {
   let members;
   try {
-    members = elementMembers(text);
+    members = elementMembers(text, state.charCodeAt(0) === 123 ? state : undefined);
   } catch (e) {
     throw badEffect(e instanceof SyntaxError && e.message === 'not an array' ? 'not an array' : 'not JSON');
   }
@@ -792,6 +788,25 @@ function isThenable(v) {
  * store that answers at once (a MemoryStore) is read and written without a
  * promise; a store that answers later is awaited as ever.
  */
-function then(v, f) {
+export function then(v, f) {
   return isThenable(v) ? Promise.resolve(v).then(f) : f(v);
+}
+
+/**
+ * Run a generator that yields store answers (values or promises), sending
+ * each back as `then` would: its result at once while every answer is a
+ * value, else a promise of it. One body for a store's synchronous face and
+ * its asynchronous one (`asyncFace`).
+ */
+export function sequence(gen, step = gen.next()) {
+  while (!step.done) {
+    if (isThenable(step.value)) {
+      return Promise.resolve(step.value).then(
+        (v) => sequence(gen, gen.next(v)),
+        (e) => sequence(gen, gen.throw(e)),
+      );
+    }
+    step = gen.next(step.value);
+  }
+  return step.value;
 }

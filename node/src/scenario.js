@@ -379,7 +379,8 @@ export async function* runBatch(lines, { policy } = {}) {
       yield '{"error":"invalid"}';
       continue;
     }
-    const raws = rawElements(line);
+    // The raw text of each scenario (so u64 seeds keep their digits).
+    const raws = elementSpans(line).map(([from, to]) => line.slice(from, to));
     for (let i = 0; i < scenarios.length; i++) {
       try {
         yield (await runScenario(raws[i] ?? scenarios[i], store, { policy })).json;
@@ -389,39 +390,4 @@ export async function* runBatch(lines, { policy } = {}) {
       }
     }
   }
-}
-
-/** The raw text of each element of a top-level JSON array (so u64 seeds keep their digits). */
-function rawElements(text) {
-  const out = [];
-  let depth = 0;
-  let start = -1;
-  let inStr = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (inStr) {
-      if (c === '\\') i++;
-      else if (c === '"') inStr = false;
-      continue;
-    }
-    if (c === '"') {
-      inStr = true;
-      if (depth === 1 && start < 0) start = i;
-    } else if (c === '[' || c === '{') {
-      if (depth === 1 && start < 0) start = i;
-      depth++;
-    } else if (c === ']' || c === '}') {
-      depth--;
-      if (depth === 0) {
-        if (start >= 0) out.push(text.slice(start, i).trim());
-        start = -1;
-      }
-    } else if (c === ',' && depth === 1) {
-      if (start >= 0) out.push(text.slice(start, i).trim());
-      start = -1;
-    } else if (depth === 1 && start < 0 && !/\s/.test(c)) {
-      start = i;
-    }
-  }
-  return out;
 }

@@ -119,12 +119,9 @@ function instruments(tracer, meter) {
  * option's meter.
  */
 export function policyTelemetry(option) {
-  const tel = option === undefined || option === null ? Telemetry.global() : option;
-  if (!(tel instanceof Telemetry)) {
-    throw invalidConfig(`telemetry must be Telemetry.global(), Telemetry.off() or new Telemetry({tracerProvider, meterProvider}), got ${describe(option)}`);
-  }
-  if (tel.instruments === null) return null;
-  const { meter } = tel.instruments;
+  const tel = instrumentsOf(option);
+  if (tel === null) return null;
+  const { meter } = tel;
   let swaps;
   const count = (attributes) => {
     swaps ??= meter.createCounter('agent_recovery.policy.swaps', {
@@ -168,12 +165,17 @@ function identityAttrs(prefix, id) {
  * providers) bound to the policy that decides, or null when off.
  */
 export async function bindTelemetry(option, decider) {
+  const tel = instrumentsOf(option);
+  return tel === null ? null : { tel, policy: await policySource(decider) };
+}
+
+/** The instruments of a `telemetry` option (default the global providers, read now), or null when off. */
+function instrumentsOf(option) {
   const tel = option === undefined || option === null ? Telemetry.global() : option;
   if (!(tel instanceof Telemetry)) {
     throw invalidConfig(`telemetry must be Telemetry.global(), Telemetry.off() or new Telemetry({tracerProvider, meterProvider}), got ${describe(option)}`);
   }
-  if (tel.instruments === null) return null;
-  return { tel: tel.instruments, policy: await policySource(decider) };
+  return tel.instruments;
 }
 
 /**

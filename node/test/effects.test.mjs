@@ -37,6 +37,35 @@ test('every batch of every loop vector reads as JSON.parse reads it, with each m
   for (const k of ['read', 'claim', 'write', 'call', 'emit', 'finish', 'decide', 'sleep', 'delete', 'append', 'swap', 'fork']) assert.ok(kinds.has(k), k);
 });
 
+test('a batch read with the state the loop returned with it reads as without it', async () => {
+  const loop = (await Runtime.create()).loop;
+  const outs = (await recordAdvances(loop)).filter((c) => c.out !== undefined).map((c) => c.out);
+  let journaled = 0;
+  for (const { state, effects } of outs) {
+    if (effects.includes(state)) journaled += 1;
+    const plain = effectsOf(effects);
+    const hinted = effectsOf(effects, state);
+    assert.deepEqual(hinted.map(RAW), plain.map(RAW), effects);
+    assert.deepEqual(hinted, plain, effects);
+  }
+  // The state is found in the batches that write the journal.
+  assert.ok(journaled > 100, `${journaled} batches hold their state`);
+});
+
+test('a known object is jumped over only where it is, nested or not', () => {
+  const known = '{"a":"}{","b":[{"c":1}]}';
+  for (const text of [
+    `[{"effect":"write","value":{"x":${known},"y":1}}]`,
+    `[{"effect":"write","value":${known}},{"effect":"emit","event":{"t_ms":0}}]`,
+    `[{"effect":"write","value":{"k":"${known.replaceAll('"', '\\"')}"}}]`,
+    `[{"effect":"write","value":{"x":{"a":"}{"}}}]`,
+  ]) {
+    assert.deepEqual(effectsOf(text, known).map(RAW), effectsOf(text).map(RAW), text);
+    const members = effectsOf(text, known).map((fx) => Object.fromEntries(Object.entries(RAW(fx)).map(([k, v]) => [k, JSON.parse(v)])));
+    assert.deepEqual(members, JSON.parse(text), text);
+  }
+});
+
 test('escaped strings and names, numbers and nesting read as JSON.parse reads them', () => {
   const text = '[ {"effect":"emit","event":{"t_ms":0,"s":"a\\"]}b","n":[1,{"x":"}"}]},"k\\u0065y":"q\\\\","n":-1.5e3,"t":true} , {"effect":"finish","result":"\\u00e9","a":10,"z":0,"f":false,"i":900719925474099,"b":12345678901234567,"e":1e2} ]';
   const read = effectsOf(text);
