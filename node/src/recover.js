@@ -12,6 +12,8 @@ import { PolicyError, RecoveryError } from './errors.js';
 import { describe, parseLossless, stringify } from './json.js';
 import { Policy } from './policy.js';
 import { Runtime, WITH } from './runtime.js';
+import { STEP_AND_END } from './run.js';
+import { prepareCall, prepareStep } from './step.js';
 import { MemoryStore } from './store.js';
 
 /** The options of recover(), with their defaults (see index.d.ts, RecoverOptions). */
@@ -222,13 +224,14 @@ export async function callDoor(door, shared, fn, args, warnKey, store = undefine
   let returned; // what the last attempt returned (a response the component judged a failure)
   let keyRead = false;
   const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
-  const run = rt.run(runId, o.signal === undefined ? {} : { signal: o.signal });
+  const run = rt.run(runId, o.signal === undefined ? undefined : { signal: o.signal });
+  // The step is checked and written once per door; each call adds its args.
+  door.prepared ??= prepareStep(doorStep(door));
   const step = {
-    id: o.stepId ?? tool,
+    id: door.prepared.step.id,
     tool,
+    target: o.target,
     args: o.args === undefined ? argsOf(args) : o.args,
-    fallbacks: o.fallbacks,
-    sideEffect: o.sideEffect,
     operation: async (c) => {
       state.key = c.key;
       const call = {
@@ -263,14 +266,9 @@ export async function callDoor(door, shared, fn, args, warnKey, store = undefine
       }
     },
   };
-  if (o.call !== undefined) step.call = o.call;
-  if (o.target !== undefined) step.target = o.target;
-  if (o.idempotent !== undefined) step.idempotent = o.idempotent;
-  const report = await run.step(step);
-  if (report.outcome === 'ok') {
-    await run.end();
-    return report.value !== undefined ? report.value : report.result;
-  }
+  // The run ends with the step when it succeeds.
+  const report = await run[STEP_AND_END](prepareCall(door.prepared, step));
+  if (report.outcome === 'ok') return report.value !== undefined ? report.value : report.result;
   if (report.outcome === 'cancelled' && o.signal?.aborted) throw o.signal.reason;
   if (o.errors === 'model') {
     return report.rendered ?? policy.render(report.envelope ?? { code: `runtime.${report.outcome}` }, 'model-tool-result');
@@ -291,6 +289,19 @@ export async function callDoor(door, shared, fn, args, warnKey, store = undefine
     result: cause === undefined ? returned : undefined,
     ...(decided ? { observation: JSON.parse(state.observation), elapsedMs: Number(parseLossless(state.context).elapsed_ms ?? 0) } : {}),
   });
+}
+
+/** @internal The step of a door's calls, to prepare once: each call brings its args and operation. */
+export function doorStep({ o, tool }) {
+  const step = { id: o.stepId ?? tool, tool, fallbacks: o.fallbacks, sideEffect: o.sideEffect, operation: eachCall };
+  if (o.call !== undefined) step.call = o.call;
+  if (o.target !== undefined) step.target = o.target;
+  if (o.idempotent !== undefined) step.idempotent = o.idempotent;
+  return step;
+}
+
+function eachCall() {
+  throw new Error('a door passes each call its own operation');
 }
 
 /** The policy's identity, for a decision's `policy` field. */

@@ -10,7 +10,9 @@ import { PolicyError, PolicyRuntimeError, RecoveryError } from './errors.js';
 import { fromError } from './observe.js';
 import { Policy } from './policy.js';
 import { Failed } from './outcome.js';
-import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime } from './recover.js';
+import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime, doorStep } from './recover.js';
+import { SystemClock } from './clock.js';
+import { prepareStep } from './step.js';
 import { stringify } from './json.js';
 import { MemoryStore } from './store.js';
 
@@ -143,6 +145,7 @@ export async function retry(operation, options = {}) {
     true,
   );
   const shared = await sharedRuntime(door, { now, sleepFor, store });
+  door.prepared = preparedStep(shared, door);
   try {
     return await callDoor(door, shared, attempt, [], door, store === undefined ? new MemoryStore() : undefined);
   } catch (e) {
@@ -173,25 +176,16 @@ const valueKey = (v) => (v === undefined ? '-' : v === NO_BREAKER ? 'no breaker'
 function sharedRuntime(door, { now, sleepFor, store }) {
   const { o } = door;
   // The clock of retry(): `now`, and `sleep` (a cancelled sleep ends early, as a SystemClock's).
-  const build = () =>
-    doorRuntime(
-      {
-        o: {
-          ...o,
-          clock: {
-            nowMs: () => now(),
-            async sleepMs(ms, sig) {
-              try {
-                await sleepFor(ms, sig);
-              } catch {
-                // cancelled: the runtime sees the run's signal
-              }
-            },
-          },
-        },
-      },
-      o.store ?? new MemoryStore(),
-    );
+  const sleepMs = async (ms, sig) => {
+    try {
+      await sleepFor(ms, sig);
+    } catch {
+      // cancelled: the runtime sees the run's signal
+    }
+  };
+  // Date.now is read as a SystemClock reads it (whole Unix ms: nothing to check on each read).
+  const clock = now === Date.now ? Object.assign(new SystemClock(), { sleepMs }) : { nowMs: () => now(), sleepMs };
+  const build = () => doorRuntime({ o: { ...o, clock } }, o.store ?? new MemoryStore());
   let key;
   try {
     key = `${idOf(o.policy)} ${idOf(store)} ${idOf(now)} ${idOf(sleepFor)} ${idOf(o.onEvent)} ${typeof o.seed} ${String(o.seed)} ${valueKey(o.policyConfig)} ${valueKey(o.breaker)}`;
@@ -208,6 +202,25 @@ function sharedRuntime(door, { now, sleepFor, store }) {
     if (runtimes.size > RUNTIMES_LIMIT) runtimes.delete(runtimes.keys().next().value);
   }
   return shared;
+}
+
+/**
+ * The door's step prepared once per runtime and step members (callDoor
+ * prepares it on each call otherwise); the last 16 are kept.
+ */
+function preparedStep(shared, door) {
+  const { o, tool } = door;
+  const plain = (v, type) => v === undefined || typeof v === type;
+  if (!(plain(o.call, 'string') && plain(o.target, 'string') && plain(o.idempotent, 'boolean'))) return undefined;
+  const key = JSON.stringify([tool, o.stepId, o.call, o.target, o.idempotent, o.fallbacks]);
+  shared.steps ??= new Map();
+  let prepared = shared.steps.get(key);
+  if (prepared === undefined) {
+    prepared = prepareStep(doorStep(door));
+    if (shared.steps.size >= RUNTIMES_LIMIT) shared.steps.delete(shared.steps.keys().next().value);
+    shared.steps.set(key, prepared);
+  }
+  return prepared;
 }
 
 /** The signal of one attempt: the run's, plus `timeoutMs` when given. */

@@ -34,6 +34,8 @@ export function resumeRun(rt, runId, state) {
   return new Run(token, rt, runId, {}, state);
 }
 
+/** @internal `run[STEP_AND_END](prepared)`: a door's step and the run's end, in one turn. */
+export const STEP_AND_END = Symbol('Run.stepAndEnd');
 /** @internal `run[RECOVER](operations, tools)`: feed the `recover` input (docs/durability.md §2). */
 export const RECOVER = Symbol('Run.recover');
 /** @internal `runtime.run(id, {[KILL_AFTER_CALLS]: n})`: the scenario member `kill_after_calls`. */
@@ -148,16 +150,30 @@ export class Run {
    * Rejects only when the loop, the policy or the store failed, or the options are wrong.
    */
   step(step) {
-    const prepared = prepareStep(step);
+    return this.#step(prepareStep(step), false);
+  }
+
+  /**
+   * @internal A step already prepared (`prepareStep`), then, when it ended ok
+   * and the run goes on, the run's end, in the same turn: a door's run of one
+   * step. Resolves to the step's report.
+   */
+  [STEP_AND_END](prepared) {
+    return this.#step(prepared, true);
+  }
+
+  #step(prepared, andEnd) {
+    const { step } = prepared;
     return this.#exclusive(async () => {
       if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
-      const ctx = { step: prepared.step, last: undefined, tel };
+      const ctx = { step, last: undefined, tel };
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
-      const report = await this.#drive(this.#holder, input, ctx);
+      const report = this.#end(await this.#drive(this.#holder, input, ctx));
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
-      return this.#end(report);
+      if (andEnd && report.outcome === 'ok' && !report.runFinished) await this.#endNow();
+      return report;
     });
   }
 
@@ -217,11 +233,12 @@ export class Run {
    * Resolves to a report with outcome `completed`.
    */
   end() {
-    return this.#exclusive(async () => {
-      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
-      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
-      return this.#end(await this.#drive(this.#holder, `{"input":"end","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
-    });
+    return this.#exclusive(() => (this.#finished !== undefined ? afterTheEnd(this.#finished) : this.#endNow()));
+  }
+
+  async #endNow() {
+    const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+    return this.#end(await this.#drive(this.#holder, `{"input":"end","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
   }
 
   /**

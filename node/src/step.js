@@ -210,17 +210,7 @@ export function prepareStep(step, what = 'step') {
       throw invalidArg(`${what}.replayOf must be {key, n, id} (the original key, the replay number from 1, the record id), got ${describe(replayOf)}`);
     }
   }
-  let argsText = 'null';
-  if (step.args !== undefined) {
-    let text;
-    try {
-      text = exactStringify(step.args, `${what}.args`);
-    } catch (e) {
-      throw invalidArg(`${what} ${JSON.stringify(step.id)} cannot be sent to the loop: ${e.message}`);
-    }
-    if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
-    argsText = text;
-  }
+  const argsText = argsTextOf(step, what);
   const spec = {
     id: step.id,
     tool: step.tool,
@@ -235,17 +225,42 @@ export function prepareStep(step, what = 'step') {
   };
   // Only when given: a loop without durability refuses the member.
   if (replayOf !== undefined && replayOf !== null) spec.replay_of = { key: replayOf.key, n: replayOf.n, id: replayOf.id };
-  return { step, spec, text: plainSpecText(spec, argsText) };
+  const around = plainSpecText(spec);
+  return around === undefined ? { step, spec } : { step, spec, text: around[0] + argsText + around[1], around };
+}
+
+/**
+ * Another call of a prepared step (the same members; only `step.args` and
+ * the hooks differ): a door prepares its step once, and each call only
+ * writes its args.
+ */
+export function prepareCall(prepared, step, what = 'step') {
+  if (prepared.around === undefined) return prepareStep(step, what);
+  return { step, text: prepared.around[0] + argsTextOf(step, what) + prepared.around[1] };
+}
+
+/** The step's args as JSON text (`null` when absent). */
+function argsTextOf(step, what) {
+  if (step.args === undefined) return 'null';
+  let text;
+  try {
+    text = exactStringify(step.args, `${what}.args`);
+  } catch (e) {
+    throw invalidArg(`${what} ${JSON.stringify(step.id)} cannot be sent to the loop: ${e.message}`);
+  }
+  if (text === undefined) throw invalidArg(`${what}.args is ${describe(step.args)}, which has no JSON form; pass plain data`);
+  return text;
 }
 
 const isBool = (v) => v === true || v === false;
 const isText = (v) => typeof v === 'string';
 
 /**
- * `specText(spec)` written directly, with the args' text already made, when
- * every other member has its plain type (the same bytes); undefined otherwise.
+ * `specText(spec)` written directly, when every member but the args has its
+ * plain type (the same bytes): the text before the args' and after it;
+ * undefined otherwise.
  */
-function plainSpecText(spec, argsText) {
+function plainSpecText(spec) {
   const { call, target, side_effect: sideEffect, idempotent } = spec;
   if (
     !(call === null || isText(call)) ||
@@ -257,11 +272,11 @@ function plainSpecText(spec, argsText) {
     return undefined;
   }
   const q = JSON.stringify;
-  return (
-    `{"id":${q(spec.id)},"tool":${q(spec.tool)},"call":${q(call)},"args":${argsText},"target":${q(target)},` +
-    `"fallbacks":${q(spec.fallbacks)},"side_effect":${sideEffect},"compensation":${spec.compensation},` +
-    `"checkpoint":${spec.checkpoint},"idempotent":${idempotent}}`
-  );
+  return [
+    `{"id":${q(spec.id)},"tool":${q(spec.tool)},"call":${q(call)},"args":`,
+    `,"target":${q(target)},"fallbacks":${q(spec.fallbacks)},"side_effect":${sideEffect},"compensation":${spec.compensation},` +
+      `"checkpoint":${spec.checkpoint},"idempotent":${idempotent}}`,
+  ];
 }
 
 /** A prepared step's spec as the loop's JSON text. */
