@@ -16,7 +16,8 @@
 // the stream - `agent-recovery/dead-letter/closed`.count.
 
 import { createHash } from 'node:crypto';
-import { RAW, RawJson, describe, parseLossless, stringify } from './json.js';
+import { RAW, describe, parseLossless, stringify } from './json.js';
+import { inputStep } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { Failed } from './outcome.js';
 import { DEAD_LETTERS, sequence, then } from './run.js';
@@ -535,19 +536,11 @@ export function operationsOf(operations, tool) {
 /** The step of a replay: the record's `input` as given (args byte for byte), plus `replayOf`. */
 function replayStep(record, entry, rid, ops) {
   const input = record.input;
-  const argsText = input[RAW]?.args;
-  const step = {
-    id: input.id,
-    tool: input.tool,
-    args: argsText !== undefined ? new RawJson(argsText) : (input.args ?? null),
-    sideEffect: input.side_effect ?? false,
+  const step = inputStep(input, input[RAW]?.args, {
     fallbacks: Array.isArray(input.fallbacks) ? input.fallbacks : [],
     operation: ops.operation,
     replayOf: { key: record.key, n: entry.n, id: rid },
-  };
-  if (typeof input.call === 'string') step.call = input.call;
-  if (typeof input.target === 'string') step.target = input.target;
-  if (typeof input.idempotent === 'boolean') step.idempotent = input.idempotent;
+  });
   // The flags as recorded (so the replay's step input is the record's): a
   // compensation the operations lack answers as the runtime does for a step
   // without one; a missing checkpoint hook restores nothing.

@@ -58,7 +58,8 @@ const NO_REPORT = Object.freeze({});
 export class Run {
   #rt;
   #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
-  #undo = new Map();
+  /** The compensations of the steps that ended ok, by step id (made at the first). */
+  #undo = null;
   /** The run's cancellation as an AbortSignal, made when a sleep first needs one (most runs never sleep). */
   #cancel = null;
   /** Whether the run was cancelled. */
@@ -165,13 +166,12 @@ export class Run {
   #step(prepared, andEnd) {
     const { step } = prepared;
     return this.#exclusive(async () => {
-      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
       const ctx = { step, last: undefined, tel };
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
       const report = this.#end(await this.#drive(this.#holder, input, ctx));
-      if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#undo.set(step.id, step.compensate);
+      if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#compensates(step);
       if (andEnd && report.outcome === 'ok' && !report.runFinished) await this.#endNow();
       return report;
     });
@@ -192,7 +192,6 @@ export class Run {
     }
     const prepared = steps.map((s, i) => prepareStep(s, `fanout branch ${i}`));
     return this.#exclusive(async () => {
-      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       this.#claimIds([id, ...prepared.map((p) => p.spec.id)]);
       const byId = new Map(prepared.map((p) => [p.spec.id, p.step]));
       const tel = this.#tel.lane({ fanout: { id, minResults, branches: steps.length } }, this.#rt.clock.nowMs());
@@ -219,7 +218,6 @@ export class Run {
       }
     }
     return this.#exclusive(async () => {
-      if (this.#finished !== undefined) return afterTheEnd(this.#finished);
       const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
       return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
     });
@@ -233,7 +231,7 @@ export class Run {
    * Resolves to a report with outcome `completed`.
    */
   end() {
-    return this.#exclusive(() => (this.#finished !== undefined ? afterTheEnd(this.#finished) : this.#endNow()));
+    return this.#exclusive(() => this.#endNow());
   }
 
   async #endNow() {
@@ -255,16 +253,20 @@ export class Run {
     });
   }
 
+  #compensates(step) {
+    this.#undo ??= new Map();
+    this.#undo.set(step.id, step.compensate);
+  }
+
   /** Step ids are unique in a run (docs/runtime.md, "Inputs"). */
   #claimIds(ids) {
-    const seen = new Set();
-    for (const id of ids) {
-      if (this.#ids.has(id) || seen.has(id)) {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (this.#ids.has(id) || ids.indexOf(id) !== i) {
         throw invalidArg(
           `step id ${JSON.stringify(id)} is used twice in run ${JSON.stringify(this.runId)}; step ids are unique in a run (to resume a step that ended awaiting_input, start a new run with the same run id)`,
         );
       }
-      seen.add(id);
     }
     for (const id of ids) this.#ids.add(id);
   }
@@ -274,6 +276,7 @@ export class Run {
     return report;
   }
 
+  /** Run `body` when no other is running, a turn of the event loop later; a run that ended resolves with its outcome instead. */
   async #exclusive(body) {
     if (this.#busy !== null) {
       throw invalidArg('a step of this run is still in progress; the steps of a run go one after another (await each step, or use fanout)');
@@ -281,7 +284,7 @@ export class Run {
     // One turn of the event loop first: a step whose store, clock and
     // operation all resolve at once (a cache hit, MemoryStore, VirtualClock)
     // runs on microtasks only, so a loop of them would starve timers and I/O.
-    const p = nextTurn().then(body);
+    const p = nextTurn().then(() => (this.#finished === undefined ? body() : afterTheEnd(this.#finished)));
     this.#busy = p;
     try {
       return await p;
@@ -334,11 +337,11 @@ export class Run {
       }
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
-        return read(asyncFace(rt.store), fx.keys, rt.clock.nowMs());
+        return sequence(read(asyncFace(rt.store), fx.keys, rt.clock.nowMs()));
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
-        return then(put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs(), 0), () => NO_REPORT);
+        return sequence(put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs()));
       }
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
@@ -391,14 +394,14 @@ export class Run {
           throw badEffect('take without key, cost or capacity');
         }
         const now = rt.clock.nowMs();
-        const [ok, tokens] = await quota(asyncFace(rt.store), fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null));
+        const [ok, tokens] = await sequence(quota(asyncFace(rt.store), fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null)));
         return `{"input":"taken","now_ms":${now},"ok":${ok},"tokens":${tokens}}`;
       }
       case 'refund': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.amount)) {
           throw badEffect('refund without key, amount or capacity');
         }
-        await quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount);
+        await sequence(quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount));
         return NO_REPORT;
       }
       case 'append': {
@@ -538,7 +541,7 @@ export class Run {
       return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${unknownToolFailure(this.#toolOf(ctx, fx) ?? call.step)}}}`;
     }
     if (compensation) {
-      fn = holder.branch ? undefined : (this.#undo.get(call.step) ?? recovered?.compensate);
+      fn = holder.branch ? undefined : (this.#undo?.get(call.step) ?? recovered?.compensate);
       if (fn === undefined) {
         return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${stringify({
           source: 'exception',
@@ -664,7 +667,7 @@ export class Run {
     const states = [];
     for (const { lane, report, step } of ends) {
       holder.events.push(...lane.events);
-      if (report.outcome === 'ok' && typeof step?.compensate === 'function') this.#undo.set(step.id, step.compensate);
+      if (report.outcome === 'ok' && typeof step?.compensate === 'function') this.#compensates(step);
       states.push(lane.state);
     }
     return `{"input":"joined","now_ms":${rt.clock.nowMs()},"states":[${states.map(q).join(',')}]}`;
@@ -739,9 +742,9 @@ function afterTheEnd(outcome) {
  * 0..capacity. `change(tokens)` returns the new count, or null when the
  * bucket holds too few (nothing is written). Returns [wrote, tokens left].
  */
-async function quota(store, key, capacity, now, change) {
+function* quota(store, key, capacity, now, change) {
   for (let i = 0; i < 16; i++) {
-    const current = await store.get(key, now);
+    const current = yield store.get(key, now);
     let tokens = capacity;
     if (current) {
       try {
@@ -754,46 +757,30 @@ async function quota(store, key, capacity, now, change) {
     const changed = change(tokens);
     if (changed === null) return [false, tokens];
     const next = Math.min(changed, capacity);
-    const cas = await store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now);
-    if (cas.written) return [true, next];
+    if ((yield store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now)).written) return [true, next];
   }
-  throw new StoreError(
-    'unavailable',
-    `could not update the retry quota ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
-  );
+  throw new StoreError('unavailable', `could not update the retry quota ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`);
 }
 
 /** Last-writer-wins put on top of compare-and-set (of a value from an effect). */
-function put(store, key, value, ttlMs, now, tries) {
-  if (tries === 16) {
-    throw new StoreError(
-      'unavailable',
-      `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`,
-    );
+function* put(store, key, value, ttlMs, now) {
+  for (let i = 0; i < 16; i++) {
+    const current = yield store.get(key, now);
+    if ((yield compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now)).written) return NO_REPORT;
   }
-  return then(store.get(key, now), (current) =>
-    then(compareAndSetFromLoop(store, key, current ? current.version : null, value, ttlMs, now), (cas) =>
-      cas.written ? undefined : put(store, key, value, ttlMs, now, tries + 1),
-    ),
-  );
+  throw new StoreError('unavailable', `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`);
 }
 
-/** The `read` effect's answer: the keys read one after another (as `then` goes). */
-function read(store, keys, now, i = 0, parts = [], versions = []) {
-  for (; i < keys.length; i++) {
-    const k = keys[i];
-    const got = store.get(k, now);
-    if (isThenable(got)) {
-      return got.then((g) => {
-        parts.push(`${q(k)}:${g?.value ?? 'null'}`);
-        if (g) versions.push(`${q(k)}:${g.version}`);
-        return read(store, keys, now, i + 1, parts, versions);
-      });
-    }
-    parts.push(`${q(k)}:${got?.value ?? 'null'}`);
+/** The `read` effect's answer: the keys read one after another. */
+function* read(store, keys, now) {
+  const values = [];
+  const versions = [];
+  for (const k of keys) {
+    const got = yield store.get(k, now);
+    values.push(`${q(k)}:${got?.value ?? 'null'}`);
     if (got) versions.push(`${q(k)}:${got.version}`);
   }
-  return `{"input":"read","now_ms":${now},"values":{${parts.join(',')}},"versions":{${versions.join(',')}}}`;
+  return `{"input":"read","now_ms":${now},"values":{${values.join(',')}},"versions":{${versions.join(',')}}}`;
 }
 
 function isThenable(v) {

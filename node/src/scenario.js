@@ -9,10 +9,11 @@
 // failure, a 304 is not).
 
 import { PolicyError, PolicyRuntimeError } from './errors.js';
-import { RAW, RawJson, elementSpans, parseLossless } from './json.js';
+import { RAW, elementSpans, parseLossless } from './json.js';
 import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
+import { inputStep } from './step.js';
 import { streamLast } from './deadletters.js';
 import { DEAD_LETTER_STREAM } from './keys.js';
 
@@ -336,17 +337,10 @@ async function driveRecover(s, store, runtime, deadBefore) {
 }
 
 function scriptedStep(step, script) {
-  const s = {
-    id: step.id,
-    tool: step.tool,
-    args: step.argsRaw !== undefined ? new RawJson(step.argsRaw) : (step.args ?? null),
-    sideEffect: step.side_effect ?? false,
+  const s = inputStep(step, step.argsRaw, {
     fallbacks: step.fallbacks.map((f) => f.target),
     operation: (call) => script.next(call.step, call.target, call.kind === 'fallback' ? 'fallback target' : 'target'),
-  };
-  if (step.call !== undefined && step.call !== null) s.call = step.call;
-  if (step.target !== undefined && step.target !== null) s.target = step.target;
-  if (step.idempotent !== undefined && step.idempotent !== null) s.idempotent = step.idempotent;
+  });
   if (step.checkpoint !== undefined && step.checkpoint !== null) {
     const ok = step.checkpoint;
     s.checkpoint = () => ok;

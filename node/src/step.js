@@ -3,7 +3,7 @@
 // and Step (host/src/runtime/step.rs), with the same names in camelCase.
 
 import { PolicyError } from './errors.js';
-import { describe, exactStringify, stringify } from './json.js';
+import { RawJson, describe, exactStringify, stringify } from './json.js';
 
 /** The defaults of the run configuration (docs/runtime.md); documented here for the README table. */
 export const RUNTIME_DEFAULTS = Object.freeze({
@@ -277,6 +277,20 @@ function plainSpecText(spec) {
     `,"target":${q(target)},"fallbacks":${q(spec.fallbacks)},"side_effect":${sideEffect},"compensation":${spec.compensation},` +
       `"checkpoint":${spec.checkpoint},"idempotent":${idempotent}}`,
   ];
+}
+
+/**
+ * A step (run.step's options) from a step as the loop reads it, in snake_case
+ * (a scenario's step, a dead-letter record's `input`): `argsText`, the args'
+ * JSON text when known, is passed on byte for byte; `hooks` adds the
+ * operation, the fallbacks and the rest.
+ */
+export function inputStep(input, argsText, hooks) {
+  const step = { id: input.id, tool: input.tool, args: argsText !== undefined ? new RawJson(argsText) : (input.args ?? null), sideEffect: input.side_effect ?? false, ...hooks };
+  if (typeof input.call === 'string') step.call = input.call;
+  if (typeof input.target === 'string') step.target = input.target;
+  if (typeof input.idempotent === 'boolean') step.idempotent = input.idempotent;
+  return step;
 }
 
 /** A prepared step's spec as the loop's JSON text. */

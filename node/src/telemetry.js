@@ -244,7 +244,7 @@ class RunTel {
   constructor(bound, runId) {
     this.bound = bound;
     this.runId = runId;
-    this.done = new Map();
+    this.done = null;
   }
 
   /**
@@ -517,7 +517,7 @@ class LaneTel {
     } else {
       chain.started += 1;
       const undone = str(ev.step) ?? '';
-      const linked = this.#run.done.get(undone);
+      const linked = this.#run.done?.get(undone);
       if (linked !== undefined) chain.span.addLink({ context: linked, attributes: { 'agent_recovery.step.id': undone } });
     }
     if (chain.span.isRecording()) chain.span.addEvent('agent_recovery.compensate', eventAttributes(ev), hr(nowMs));
@@ -541,7 +541,7 @@ class LaneTel {
     const code = str(envelope?.code);
     if (code !== undefined && outcome !== 'ok') span.setAttribute('error.type', code);
     if (isError(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: code ?? outcome });
-    if (outcome === 'ok' && this.#stepId !== undefined) this.#run.done.set(this.#stepId, span.spanContext());
+    if (outcome === 'ok' && this.#stepId !== undefined) (this.#run.done ??= new Map()).set(this.#stepId, span.spanContext());
     span.end(hr(nowMs));
   }
 }
