@@ -12,19 +12,24 @@ export class SystemClock {
 
   /** Sleep `ms` milliseconds; resolves early (without error) when `signal` aborts. */
   sleepMs(ms, signal) {
-    return new Promise((resolve) => {
-      if (signal?.aborted) return resolve();
-      const onAbort = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleep(ms, signal).catch(() => {});
   }
+}
+
+/** Sleep `ms` milliseconds; rejects with the signal's reason if it aborts. */
+export function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**

@@ -8,7 +8,7 @@
 
 import { open, rename } from 'node:fs/promises';
 import { describe } from './json.js';
-import { invalidConfig, unknownKeys } from './step.js';
+import { checkKeys, invalidConfig } from './step.js';
 
 /** A file is renamed to `PATH.1` before a line would take it past this size (64 MiB). */
 export const ROTATE_BYTES = 64 * 1024 * 1024;
@@ -95,8 +95,7 @@ function identityOf(decider) {
 export function decisionLog(option, decider) {
   if (option === undefined || option === null) return null;
   if (typeof option !== 'object') throw invalidConfig(`decisionLog must be { path } or { write(line) }, got ${describe(option)}`);
-  const bad = unknownKeys(option, OPTIONS, 'decisionLog');
-  if (bad) throw invalidConfig(bad);
+  checkKeys(option, OPTIONS, 'decisionLog');
   let write;
   let sink = null;
   if (typeof option.path === 'string' && option.path !== '' && option.write === undefined) {

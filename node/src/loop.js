@@ -173,10 +173,31 @@ function directCalls(exports) {
     const p = view.getUint32(at, true);
     return bytes.toString('utf8', p, p + view.getUint32(at + 4, true));
   };
-  const refused = (ret) => {
-    const kind = ERROR_KINDS[bytes[ret + 4]];
-    if (kind === undefined) throw new TypeError('invalid discriminant specified for ErrorKind');
-    return new Refused({ kind, message: text(ret + 8) });
+  // A `result<T, error>` in the return area at `ret`: `ok(ret)` reads T; the area is handed back with `post`.
+  const result = (ret, post, ok) => {
+    views();
+    let out;
+    let err;
+    switch (bytes[ret]) {
+      case 0:
+        out = ok(ret);
+        break;
+      case 1:
+        err = ERROR_KINDS[bytes[ret + 4]];
+        if (err === undefined) throw new TypeError('invalid discriminant specified for ErrorKind');
+        err = new Refused({ kind: err, message: text(ret + 8) });
+        break;
+      default:
+        throw new TypeError('invalid variant discriminant for expected');
+    }
+    post(ret);
+    if (err !== undefined) throw err;
+    return out;
+  };
+  const advanced = (ret) => ({ state: text(ret + 4), effects: text(ret + 12) });
+  const checked = (ret) => {
+    if (bytes[ret + 4] > 1) throw new TypeError('invalid variant discriminant for option');
+    return bytes[ret + 4] === 0 ? undefined : text(ret + 8);
   };
   return {
     bindings: 'direct',
@@ -185,52 +206,11 @@ function directCalls(exports) {
       const p0 = ptr;
       const l0 = len;
       lower(input);
-      const ret = advance(p0, l0, ptr, len);
-      views();
-      let out;
-      let err;
-      switch (bytes[ret]) {
-        case 0:
-          out = { state: text(ret + 4), effects: text(ret + 12) };
-          break;
-        case 1:
-          err = refused(ret);
-          break;
-        default:
-          throw new TypeError('invalid variant discriminant for expected');
-      }
-      postAdvance(ret);
-      if (err !== undefined) throw err;
-      return out;
+      return result(advance(p0, l0, ptr, len), postAdvance, advanced);
     },
     checkOutcome(outcome) {
       lower(outcome);
-      const ret = check(ptr, len);
-      views();
-      let out;
-      let err;
-      switch (bytes[ret]) {
-        case 0:
-          switch (bytes[ret + 4]) {
-            case 0:
-              out = undefined;
-              break;
-            case 1:
-              out = text(ret + 8);
-              break;
-            default:
-              throw new TypeError('invalid variant discriminant for option');
-          }
-          break;
-        case 1:
-          err = refused(ret);
-          break;
-        default:
-          throw new TypeError('invalid variant discriminant for expected');
-      }
-      postCheck(ret);
-      if (err !== undefined) throw err;
-      return out;
+      return result(check(ptr, len), postCheck, checked);
     },
   };
 }

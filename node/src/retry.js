@@ -11,26 +11,12 @@ import { fromError } from './observe.js';
 import { Policy } from './policy.js';
 import { Failed } from './outcome.js';
 import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime, doorStep } from './recover.js';
-import { SystemClock } from './clock.js';
+import { SystemClock, sleep } from './clock.js';
 import { prepareStep } from './step.js';
 import { stringify } from './json.js';
 import { MemoryStore } from './store.js';
 
-/** Sleep `ms` milliseconds; rejects with the signal's reason if it aborts. */
-export function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export { sleep };
 
 /**
  * "No breaker" for one retried call: the largest threshold the loop accepts

@@ -20,7 +20,7 @@ import { Policy } from './policy.js';
 import { MemoryStore } from './store.js';
 import { SystemClock, VirtualClock, integerClock } from './clock.js';
 import { Run, startRun } from './run.js';
-import { checkName, configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, unknownKeys } from './step.js';
+import { checkName, configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, checkKeys } from './step.js';
 import { DeadLetters } from './deadletters.js';
 import { recover, withRun } from './durable.js';
 import { bindTelemetry } from './telemetry.js';
@@ -96,8 +96,7 @@ export class Runtime {
    */
   static async create(options = {}) {
     if (options === null || typeof options !== 'object') throw invalidConfig(`Runtime options must be an object, got ${describe(options)}`);
-    const bad = unknownKeys(options, RUNTIME_OPTIONS, 'Runtime.create()');
-    if (bad) throw invalidConfig(bad);
+    checkKeys(options, RUNTIME_OPTIONS, 'Runtime.create()');
     let config = configText(options);
     const seed = options.seed === undefined || options.seed === null ? 'null' : seedText(options.seed);
     // A store on Redis brings the server's clock: breakers, leases and TTLs then agree across workers.
@@ -150,19 +149,7 @@ export class Runtime {
    * of its own).
    */
   [WITH](decider, store = this.store) {
-    return new Runtime(token, {
-      loop: this.loop,
-      decider,
-      store,
-      clock: this.clock,
-      seed: this.seed,
-      config: this.config,
-      onEvent: this.onEvent,
-      telemetry: this.telemetry,
-      inFlightTtlMs: this.inFlightTtlMs,
-      depthThreshold: this.depthThreshold,
-      decisionLog: this.decisionLog,
-    });
+    return new Runtime(token, { ...this, decider, store });
   }
 
   /**

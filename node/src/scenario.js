@@ -206,6 +206,21 @@ class Script {
     );
   }
 
+  /** The queues of a scenario step's target, fallbacks and compensation, under `name`. */
+  load(name, step) {
+    this.set(name, step.target ?? step.tool, step.outcomes);
+    for (const fb of step.fallbacks) this.set(name, fb.target, fb.outcomes);
+    if (step.compensation) this.set(name, COMPENSATION, step.compensation.outcomes);
+  }
+
+  /** The operation, compensation and checkpoint hooks of a scenario step: each call takes the next outcome under `name`. */
+  hooks(name, step) {
+    const hooks = { operation: (call) => this.next(name, call.target, call.kind === 'fallback' ? 'fallback target' : 'target') };
+    if (step.compensation) hooks.compensate = () => this.next(name, COMPENSATION, 'the compensation of');
+    if (step.checkpoint !== undefined && step.checkpoint !== null) hooks.checkpoint = () => step.checkpoint;
+    return hooks;
+  }
+
   /** Forget every queue of `step` (a later scenario step of the same tool replaces it). */
   clear(step) {
     for (const k of [...this.queues.keys()]) if (k.startsWith(`${step}\u0001`)) this.queues.delete(k);
@@ -257,15 +272,7 @@ async function drive(s, store, policy) {
   if (s.recover === true) return driveRecover(s, store, runtime, deadBefore);
 
   const script = new Script();
-  const load = (step) => {
-    script.set(step.id, step.target ?? step.tool, step.outcomes);
-    for (const fb of step.fallbacks) script.set(step.id, fb.target, fb.outcomes);
-    if (step.compensation) script.set(step.id, COMPENSATION, step.compensation.outcomes);
-  };
-  for (const step of s.steps) {
-    if (step.fanout) step.fanout.branches.forEach(load);
-    else load(step);
-  }
+  for (const step of s.steps.flatMap((st) => (st.fanout ? st.fanout.branches : [st]))) script.load(step.id, step);
 
   const kill = s.kill_after_calls ?? undefined;
   const run = startRun(runtime, s.run_id, kill === undefined ? {} : { [KILL_AFTER_CALLS]: kill });
@@ -313,20 +320,9 @@ async function driveRecover(s, store, runtime, deadBefore) {
   // Every step and fan-out branch, in order; a later step of a tool replaces an earlier one (as in Rust).
   for (const step of s.steps.flatMap((st) => (st.fanout ? st.fanout.branches : [st]))) {
     if (step.tool === '') continue;
-    const tool = step.tool;
-    script.clear(tool);
-    script.set(tool, step.target ?? tool, step.outcomes);
-    for (const fb of step.fallbacks) script.set(tool, fb.target, fb.outcomes);
-    const ops = { operation: (call) => script.next(tool, call.target, call.kind === 'fallback' ? 'fallback target' : 'target') };
-    if (step.compensation) {
-      script.set(tool, COMPENSATION, step.compensation.outcomes);
-      ops.compensate = () => script.next(tool, COMPENSATION, 'the compensation of');
-    }
-    if (step.checkpoint !== undefined && step.checkpoint !== null) {
-      const ok = step.checkpoint;
-      ops.checkpoint = () => ok;
-    }
-    operations[tool] = ops;
+    script.clear(step.tool);
+    script.load(step.tool, step);
+    operations[step.tool] = script.hooks(step.tool, step);
   }
   const reports = await runtime.recover(operations, { olderThanMs: 0 });
   checkScript(script);
@@ -337,17 +333,7 @@ async function driveRecover(s, store, runtime, deadBefore) {
 }
 
 function scriptedStep(step, script) {
-  const s = inputStep(step, step.argsRaw, {
-    fallbacks: step.fallbacks.map((f) => f.target),
-    operation: (call) => script.next(call.step, call.target, call.kind === 'fallback' ? 'fallback target' : 'target'),
-  });
-  if (step.checkpoint !== undefined && step.checkpoint !== null) {
-    const ok = step.checkpoint;
-    s.checkpoint = () => ok;
-  }
-  if (step.compensation) {
-    s.compensate = (call) => script.next(call.step, COMPENSATION, 'the compensation of');
-  }
+  const s = inputStep(step, step.argsRaw, { fallbacks: step.fallbacks.map((f) => f.target), ...script.hooks(step.id, step) });
   if (step.replay_of !== undefined && step.replay_of !== null) s.replayOf = step.replay_of;
   return s;
 }

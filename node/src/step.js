@@ -66,13 +66,11 @@ export function checkMs(what, v) {
   }
 }
 
-export function unknownKeys(obj, known, what) {
+/** Refuse an object with a member not in `known` (an `error(message)`, by default invalid_config). */
+export function checkKeys(obj, known, what, error = invalidConfig) {
   for (const k of Object.keys(obj)) {
-    if (!known.includes(k)) {
-      return `${what} has unknown option ${JSON.stringify(k)}; the options are ${known.join(', ')}`;
-    }
+    if (!known.includes(k)) throw error(`${what} has unknown option ${JSON.stringify(k)}; the options are ${known.join(', ')}`);
   }
-  return undefined;
 }
 
 function uint(v, name, max = Number.MAX_SAFE_INTEGER) {
@@ -95,8 +93,7 @@ export function configText(o) {
   if (o.breaker !== undefined) {
     const b = o.breaker;
     if (b === null || typeof b !== 'object') throw invalidConfig(`breaker must be {failureThreshold, openMs}, got ${describe(b)}`);
-    const bad = unknownKeys(b, ['failureThreshold', 'openMs'], 'breaker');
-    if (bad) throw invalidConfig(bad);
+    checkKeys(b, ['failureThreshold', 'openMs'], 'breaker');
     // Only the members given: each one given wins over the active policy's
     // threshold, the others stay the policy's (docs/runtime.md, "Circuit breaker").
     c.breaker = {};
@@ -121,8 +118,7 @@ export function configText(o) {
   if (o.deadLetter !== undefined && o.deadLetter !== null) {
     const d = o.deadLetter;
     if (typeof d !== 'object' || Array.isArray(d)) throw invalidConfig(`deadLetter must be {owner, runbook, depthThreshold}, got ${describe(d)}`);
-    const bad = unknownKeys(d, ['owner', 'runbook', 'depthThreshold'], 'deadLetter');
-    if (bad) throw invalidConfig(bad);
+    checkKeys(d, ['owner', 'runbook', 'depthThreshold'], 'deadLetter');
     c.dead_letter = {};
     for (const f of ['owner', 'runbook']) {
       if (d[f] === undefined || d[f] === null) continue;
@@ -137,8 +133,7 @@ export function configText(o) {
       throw invalidConfig(`retryQuota must be {name, capacity, retryCost, timeoutCost, successRefund} (each optional), got ${describe(r)}`);
     }
     const names = { name: 'name', capacity: 'capacity', retryCost: 'retry_cost', timeoutCost: 'timeout_cost', successRefund: 'success_refund' };
-    const bad = unknownKeys(r, Object.keys(names), 'retryQuota');
-    if (bad) throw invalidConfig(bad);
+    checkKeys(r, Object.keys(names), 'retryQuota');
     // Only the members given; the loop applies the defaults and the checks.
     c.retry_quota = {};
     for (const [k, wire] of Object.entries(names)) {
@@ -186,8 +181,7 @@ export function checkName(what, name) {
 
 export function prepareStep(step, what = 'step') {
   if (step === null || typeof step !== 'object') throw invalidArg(`${what} must be an object {id, tool, operation, ...}, got ${describe(step)}`);
-  const bad = unknownKeys(step, STEP_OPTIONS, what);
-  if (bad) throw invalidArg(bad);
+  checkKeys(step, STEP_OPTIONS, what, invalidArg);
   for (const f of ['id', 'tool']) {
     if (typeof step[f] !== 'string' || step[f] === '') throw invalidArg(`${what}.${f} must be a non-empty string, got ${describe(step[f])}`);
   }

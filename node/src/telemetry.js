@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, ValueType, context, createNoopMeter, metrics, trace } from '@opentelemetry/api';
 import { describe } from './json.js';
-import { invalidConfig, unknownKeys } from './step.js';
+import { checkKeys, invalidConfig } from './step.js';
 // The dead-letter stream's appends become `agent_recovery.dead_letter` span events.
 import { DEAD_LETTER_STREAM } from './keys.js';
 
@@ -52,8 +52,7 @@ export class Telemetry {
     if (providers === null || typeof providers !== 'object') {
       throw invalidConfig(`new Telemetry() takes {tracerProvider, meterProvider}, got ${describe(providers)}`);
     }
-    const bad = unknownKeys(providers, TELEMETRY_PROVIDERS, 'new Telemetry()');
-    if (bad) throw invalidConfig(bad);
+    checkKeys(providers, TELEMETRY_PROVIDERS, 'new Telemetry()');
     const { tracerProvider = trace.getTracerProvider(), meterProvider = metrics.getMeterProvider(), loggerProvider } = providers;
     if (loggerProvider !== undefined && typeof loggerProvider?.getLogger !== 'function') {
       throw invalidConfig(`loggerProvider must have getLogger(name, version) (e.g. a LoggerProvider of @opentelemetry/sdk-logs), got ${describe(loggerProvider)}`);
@@ -397,16 +396,12 @@ class LaneTel {
     const p = this.#attempt;
     if (p === null) return;
     this.#attempt = null;
-    const metric = { 'agent_recovery.call.kind': p.kind };
-    if (failure !== null) {
-      metric['error.type'] = str(failure.code) ?? '';
-      if (str(failure.action) !== undefined) metric['agent_recovery.action'] = failure.action;
-    }
+    // How it failed: the metric's attributes and the span's first ones.
+    const failed = failure === null ? null : { 'error.type': str(failure.code) ?? '' };
+    if (failed !== null && str(failure.action) !== undefined) failed['agent_recovery.action'] = failure.action;
     if (p.span !== null) {
-      if (failure !== null) {
-        const code = str(failure.code) ?? '';
-        const attrs = { 'error.type': code };
-        if (str(failure.action) !== undefined) attrs['agent_recovery.action'] = failure.action;
+      if (failed !== null) {
+        const attrs = { ...failed };
         if (int(failure.delay_ms) !== undefined) attrs['agent_recovery.delay_ms'] = failure.delay_ms;
         const decided = this.#decided;
         this.#decided = null;
@@ -416,11 +411,11 @@ class LaneTel {
           Object.assign(attrs, this.#run.bound.policy());
         }
         p.span.setAttributes(attrs);
-        p.span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+        p.span.setStatus({ code: SpanStatusCode.ERROR, message: failed['error.type'] });
       }
       p.span.end(hr(p.endMs));
     }
-    this.#tel.attempts.add(1, metric);
+    this.#tel.attempts.add(1, { 'agent_recovery.call.kind': p.kind, ...failed });
   }
 
   /** An `append` effect: a dead-letter record (JSON text) becomes a span event. */
