@@ -67,14 +67,14 @@ export async function retry(operation, options = {}) {
   const attempt = async (c) => {
     attemptError = undefined;
     attemptResult = undefined;
-    const deadline = attemptDeadline(c, timeoutMs);
+    const deadline = timeoutMs === undefined ? undefined : attemptDeadline(c, timeoutMs);
     try {
       const value = await operation({
         attempt: c.attempt,
         idempotencyKey: keyOf(c.key),
         // Read through: the attempt's AbortSignal is made only when the operation reads it.
         get signal() {
-          return deadline.signal;
+          return deadline === undefined ? c.signal : deadline.signal;
         },
         target: c.target,
       });
@@ -92,9 +92,9 @@ export async function retry(operation, options = {}) {
       attemptError = e;
       // Our own deadline aborted the attempt: whatever abort error the
       // operation (or the SDK it called) threw for it, that is a timeout.
-      return new Failed(fromError(e, { call, provider, timeoutMs, timedOut: deadline.fired() }));
+      return new Failed(fromError(e, { call, provider, timeoutMs, timedOut: deadline?.fired() ?? false }));
     } finally {
-      deadline.clear();
+      deadline?.clear();
     }
   };
   // Every option of the door, as doorOptions(…, complete) takes them.
@@ -209,17 +209,8 @@ function preparedStep(shared, door) {
   return prepared;
 }
 
-/** The signal of one attempt: the run's, plus `timeoutMs` when given. */
+/** The signal of one attempt with a timeout: the run's, plus `timeoutMs`. */
 function attemptDeadline(call, timeoutMs) {
-  if (timeoutMs === undefined) {
-    return {
-      get signal() {
-        return call.signal;
-      },
-      clear() {},
-      fired: () => false,
-    };
-  }
   const signal = call.signal;
   const ctl = new AbortController();
   // A timer of our own (not AbortSignal.timeout, which is unref'd): the attempt

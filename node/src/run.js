@@ -167,7 +167,7 @@ export class Run {
     const { step } = prepared;
     return this.#exclusive(async () => {
       this.#claimIds([step.id]);
-      const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock.nowMs());
+      const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock);
       const ctx = { step, last: undefined, tel };
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
       const report = this.#end(await this.#drive(this.#holder, input, ctx));
@@ -194,7 +194,7 @@ export class Run {
     return this.#exclusive(async () => {
       this.#claimIds([id, ...prepared.map((p) => p.spec.id)]);
       const byId = new Map(prepared.map((p) => [p.spec.id, p.step]));
-      const tel = this.#tel.lane({ fanout: { id, minResults, branches: steps.length } }, this.#rt.clock.nowMs());
+      const tel = this.#tel.lane({ fanout: { id, minResults, branches: steps.length } }, this.#rt.clock);
       const ctx = { step: null, branches: byId, last: undefined, tel };
       const spec = { id, min_results: minResults, branches: prepared.map((p) => p.spec) };
       const input = `{"input":"fanout","now_ms":${this.#rt.clock.nowMs()},"fanout":${specText(spec)}}`;
@@ -218,7 +218,7 @@ export class Run {
       }
     }
     return this.#exclusive(async () => {
-      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
       return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
     });
   }
@@ -235,7 +235,7 @@ export class Run {
   }
 
   async #endNow() {
-    const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+    const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
     return this.#end(await this.#drive(this.#holder, `{"input":"end","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
   }
 
@@ -247,7 +247,7 @@ export class Run {
    */
   [RECOVER](operations) {
     return this.#exclusive(async () => {
-      const ctx = { step: null, operations, tools: new Map(), last: undefined, tel: this.#tel.lane(null, this.#rt.clock.nowMs()) };
+      const ctx = { step: null, operations, tools: new Map(), last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
       const report = this.#end(await this.#drive(this.#holder, `{"input":"recover","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
       return { ...report, deadLetters: this.#holder.deadLetters };
     });
@@ -332,7 +332,7 @@ export class Run {
         holder.events.push(raw.event);
         if (Number.isSafeInteger(fx.event?.t_ms)) holder.lastTms = fx.event.t_ms;
         if (rt.onEvent) rt.onEvent(fx.event, raw.event);
-        ctx.tel.event(fx.event, rt.clock.nowMs());
+        ctx.tel.event(fx.event, rt.clock);
         return NO_REPORT;
       }
       case 'read': {
@@ -367,7 +367,7 @@ export class Run {
         return then(asyncFace(rt.store).delete(fx.key), () => NO_REPORT);
       }
       case 'finish': {
-        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock.nowMs());
+        ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock);
         return {
           outcome: String(fx.outcome ?? ''),
           runFinished: fx.run_finished ?? true,
@@ -409,7 +409,7 @@ export class Run {
         const now = rt.clock.nowMs();
         const store = asyncFace(rt.store);
         const seq = await store.append(fx.stream, raw.record, now);
-        ctx.tel.appended(fx.stream, raw.record, now);
+        ctx.tel.appended(fx.stream, raw.record, rt.clock);
         if (fx.stream === DEAD_LETTER_STREAM) {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
           // The depth, read once (awaited) when the gauge or the depth event needs it.
@@ -425,7 +425,7 @@ export class Run {
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);
-            ctx.tel.event(ev.event, now);
+            ctx.tel.event(ev.event, rt.clock);
           }
         }
         return NO_REPORT;
@@ -534,7 +534,7 @@ export class Run {
         return attemptCtl.signal;
       },
     };
-    ctx.tel.callStart(call, rt.clock.nowMs());
+    ctx.tel.callStart(call, rt.clock);
     let fn;
     const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
     if (ctx.operations && recovered === undefined) {
@@ -593,7 +593,7 @@ export class Run {
       clearTimeout(timer);
       if (onCancel) this.#onAbort.delete(onCancel);
     }
-    ctx.tel.callEnd(rt.clock.nowMs());
+    ctx.tel.callEnd(rt.clock);
     if (first.cancelled) {
       abandon(new DOMException('the run was cancelled', 'AbortError'));
       return this.#cancelInput();
@@ -641,7 +641,7 @@ export class Run {
       const lane = { state: b.state, events: [], branch: true, deadLetters: holder.deadLetters, lastTms: holder.lastTms };
       lanes.push(lane);
       const step = ctx.branches?.get(b.id);
-      const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, now) };
+      const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, rt.clock) };
       const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
       return { lane, report, step };
     };

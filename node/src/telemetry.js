@@ -251,9 +251,9 @@ class RunTel {
    * `{step: {id, tool, target}}`, `{fanout: {id, minResults, branches}}`, or
    * null for a cancellation between steps (no span of its own).
    */
-  lane(what, nowMs) {
+  lane(what, clock) {
     if (this.bound.tel.inert()) return NOOP_LANE;
-    return new LaneTel(this, context.active(), what, nowMs);
+    return new LaneTel(this, context.active(), what, clock.nowMs());
   }
 }
 
@@ -342,7 +342,7 @@ class LaneTel {
   }
 
   /** A branch of this lane's fan-out (its step spec, JSON text): a step span, child of the fan-out span. */
-  branch(specText, nowMs) {
+  branch(specText, clock) {
     let spec;
     try {
       const s = JSON.parse(specText);
@@ -350,11 +350,12 @@ class LaneTel {
     } catch {
       // a branch without a readable spec still gets its span, without the step's attributes
     }
-    return new LaneTel(this.#run, this.#cx, { step: spec }, nowMs);
+    return new LaneTel(this.#run, this.#cx, { step: spec }, clock.nowMs());
   }
 
   /** A `call` effect starts now: `call` is the operation's argument ({kind, step, target, key, attempt, timeoutMs}). */
-  callStart(call, nowMs) {
+  callStart(call, clock) {
+    const nowMs = clock.nowMs();
     this.#endAttempt(null);
     if (!this.#recording) {
       this.#attempt = { span: null, endMs: nowMs, kind: call.kind };
@@ -375,8 +376,8 @@ class LaneTel {
   }
 
   /** The call returned now; its span ends at this time once its `ok` or `decision` event says how it went. */
-  callEnd(nowMs) {
-    if (this.#attempt !== null) this.#attempt.endMs = nowMs;
+  callEnd(clock) {
+    if (this.#attempt !== null) this.#attempt.endMs = clock.nowMs();
   }
 
   /** The active policy answered a `decide` effect with `decision` (JSON text). */
@@ -419,8 +420,9 @@ class LaneTel {
   }
 
   /** An `append` effect: a dead-letter record (JSON text) becomes a span event. */
-  appended(stream, record, nowMs) {
+  appended(stream, record, clock) {
     if (stream !== DEAD_LETTER_STREAM) return;
+    const nowMs = clock.nowMs();
     let code;
     try {
       code = str(JSON.parse(record)?.last_envelope?.code);
@@ -450,8 +452,9 @@ class LaneTel {
   }
 
   /** An event of the component, parsed (docs/runtime.md, "Events"). */
-  event(ev, nowMs) {
+  event(ev, clock) {
     if (ev === null || typeof ev !== 'object' || typeof ev.event !== 'string') return;
+    const nowMs = clock.nowMs();
     const tel = this.#tel;
     const code = () => ({ 'error.type': str(ev.code) ?? '' });
     const target = str(ev.target) ?? '';
@@ -519,7 +522,8 @@ class LaneTel {
   }
 
   /** The lane's `finish` effect: ends the open spans. */
-  finish(outcome, envelope, nowMs) {
+  finish(outcome, envelope, clock) {
+    const nowMs = clock.nowMs();
     this.#endAttempt(null);
     const chain = this.#chain;
     if (chain !== null) {
