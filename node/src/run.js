@@ -172,7 +172,7 @@ export class Run {
       const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
       const report = this.#end(await this.#drive(this.#holder, input, ctx));
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#compensates(step);
-      if (andEnd && report.outcome === 'ok' && !report.runFinished) await this.#endNow();
+      if (andEnd && report.outcome === 'ok' && !report.runFinished) await this.#between('end');
       return report;
     });
   }
@@ -217,10 +217,7 @@ export class Run {
         // the step's own caller sees its error
       }
     }
-    return this.#exclusive(async () => {
-      const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
-      return this.#end(await this.#drive(this.#holder, this.#cancelInput(), ctx));
-    });
+    return this.#exclusive(() => this.#between('cancel'));
   }
 
   /**
@@ -231,12 +228,13 @@ export class Run {
    * Resolves to a report with outcome `completed`.
    */
   end() {
-    return this.#exclusive(() => this.#endNow());
+    return this.#exclusive(() => this.#between('end'));
   }
 
-  async #endNow() {
-    const ctx = { step: null, last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
-    return this.#end(await this.#drive(this.#holder, `{"input":"end","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
+  /** Feed an input of no step (`cancel`, `end`, `recover`) and carry out its effects. */
+  async #between(input, ctx = {}) {
+    ctx.tel = this.#tel.lane(null, this.#rt.clock);
+    return this.#end(await this.#drive(this.#holder, `{"input":"${input}","now_ms":${this.#rt.clock.nowMs()}}`, { step: null, last: undefined, ...ctx }));
   }
 
   /**
@@ -246,11 +244,7 @@ export class Run {
    * by the run).
    */
   [RECOVER](operations) {
-    return this.#exclusive(async () => {
-      const ctx = { step: null, operations, tools: new Map(), last: undefined, tel: this.#tel.lane(null, this.#rt.clock) };
-      const report = this.#end(await this.#drive(this.#holder, `{"input":"recover","now_ms":${this.#rt.clock.nowMs()}}`, ctx));
-      return { ...report, deadLetters: this.#holder.deadLetters };
-    });
+    return this.#exclusive(async () => ({ ...(await this.#between('recover', { operations, tools: new Map() })), deadLetters: this.#holder.deadLetters }));
   }
 
   #compensates(step) {
