@@ -16,23 +16,23 @@ const U64_MAX = (1n << 64n) - 1n;
  * first (after `toJSON`) and returns the value to write.
  */
 export function stringify(value, check) {
-  let found = false;
+  // The mark of a BigInt or RawJson's place, made when the first is found.
+  let mark;
   const raws = [];
-  const mark = `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
   const text = JSON.stringify(value, function replacer(key, v0) {
     const v = check === undefined ? v0 : check(this, key, v0);
     if (typeof v === 'bigint') {
-      found = true;
+      mark ??= `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
       return mark + v.toString();
     }
     if (v instanceof RawJson) {
-      found = true;
+      mark ??= `\u0000bigint:${Math.random().toString(36).slice(2)}:`;
       raws.push(v.text);
       return `${mark}r${raws.length - 1}`;
     }
     return v;
   });
-  if (!found || text === undefined) return text;
+  if (mark === undefined || text === undefined) return text;
   // JSON.stringify escapes U+0000 as the six characters \u0000.
   const escaped = JSON.stringify(mark).slice(1, -1);
   return text.replace(new RegExp(`"${escapeRegExp(escaped)}(-?\\d+|r\\d+)"`, 'g'), (_m, g) => (g[0] === 'r' ? raws[Number(g.slice(1))] : g));
@@ -53,6 +53,10 @@ const EXACT_HINT =
  * U+FFFD instead, and a BigInt of any size is written as it is.
  */
 export function exactStringify(value, root = 'value', { scrub = false } = {}) {
+  // A value with nothing to check in it (most results are): as JSON.stringify writes it.
+  if (value === null || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && value.isWellFormed())) {
+    return JSON.stringify(value);
+  }
   const paths = new WeakMap();
   const refuse = (path, what) => new TypeError(`${path} ${what}, which JSON cannot carry exactly; ${EXACT_HINT}`);
   const check = (holder, key, v) => {

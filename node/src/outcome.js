@@ -102,16 +102,17 @@ function isFetchResponse(v) {
  * What an operation returned, as the `result` member of the `attempt` input:
  * a plain value is `{"ok": value}`; Failed / RawOutcome are explicit; a fetch
  * Response, an MCP `isError` result, an A2A task or a JSON-RPC error are raw
- * outcomes the component judges (`{"response": ..}`).
+ * outcomes the component judges (`{"response": ..}`). The text at once for
+ * a value that is not an object, else a promise of it.
  */
-export async function resultOf(value) {
-  try {
-    return await resultText(value);
-  } catch (e) {
+export function resultOf(value) {
+  // A plain value (not an object): its text at once, no promise.
+  if (value === undefined || value === null || (typeof value !== 'object' && typeof value !== 'function')) return `{"ok":${valueText(value)}}`;
+  return resultText(value).catch((e) => {
     // A value that throws while being read (a hostile getter or proxy).
     if (passesThrough(e)) throw e;
     return `{"failed":${invalidObservation(`the operation returned a value that cannot be read: ${safeMessage(e)}`)}}`;
-  }
+  });
 }
 
 async function resultText(value) {

@@ -374,7 +374,13 @@ export class Run {
         };
       }
       default:
-        return this.#effectAsync(fx, ctx, holder);
+        if (fx.effect !== 'call') return this.#effectAsync(fx, ctx, holder);
+        if (this.#killAt === undefined) return this.#callEffect(fx, ctx, holder);
+        // A scenario's kill: the call was carried out, nothing more happens (no answer, no effect).
+        return this.#callEffect(fx, ctx, holder).then((answer) => {
+          if (++this.#calls >= this.#killAt) throw new RunKilled(this.#calls);
+          return answer;
+        });
     }
   }
 
@@ -463,12 +469,6 @@ export class Run {
           }
         }
         return `{"input":"restored","now_ms":${rt.clock.nowMs()},"ok":${ok}}`;
-      }
-      case 'call': {
-        const answer = await this.#callEffect(fx, ctx, holder);
-        // A scenario's kill: the call was carried out, nothing more happens (no answer, no effect).
-        if (this.#killAt !== undefined && ++this.#calls >= this.#killAt) throw new RunKilled(this.#calls);
-        return answer;
       }
       case 'fork':
         return this.#fork(fx, ctx, holder);
@@ -602,7 +602,8 @@ export class Run {
       if (passesThrough(first.error)) throw first.error;
       result = failedText(fromError(first.error, { call: undefined, timeoutMs: timeoutMs ?? undefined }));
     } else {
-      result = await resultOf(first.value);
+      result = resultOf(first.value);
+      if (typeof result !== 'string') result = await result;
       if (!compensation) ctx.last = first.value;
     }
     return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":${result}}`;
