@@ -57,6 +57,8 @@ const NO_REPORT = Object.freeze({});
 /** A run of steps under one run id (`runtime.run(runId)`). */
 export class Run {
   #rt;
+  /** The store's asynchronous face (the effects' reads and writes). */
+  #store;
   #holder = { state: '', events: [], branch: false, deadLetters: [], lastTms: 0 };
   /** The compensations of the steps that ended ok, by step id (made at the first). */
   #undo = null;
@@ -88,6 +90,7 @@ export class Run {
   constructor(key, rt, runId, { signal, cancelAtMs, [KILL_AFTER_CALLS]: killAt } = {}, resumed = undefined) {
     if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
     this.#rt = rt;
+    this.#store = asyncFace(rt.store);
     this.#killAt = killAt;
     this.runId = runId;
     this.#tel = runTelemetry(rt.telemetry, runId);
@@ -331,16 +334,16 @@ export class Run {
       }
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
-        return sequence(read(asyncFace(rt.store), fx.keys, rt.clock.nowMs()));
+        return sequence(read(this.#store, fx.keys, rt.clock.nowMs()));
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
-        return sequence(put(asyncFace(rt.store), fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs()));
+        return sequence(put(this.#store, fx.key, raw.value, fx.ttl_ms ?? null, rt.clock.nowMs()));
       }
       case 'claim': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('claim without key or value');
         const now = rt.clock.nowMs();
-        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, null, raw.value, fx.ttl_ms ?? null, now), (cas) =>
+        return then(compareAndSetFromLoop(this.#store, fx.key, null, raw.value, fx.ttl_ms ?? null, now), (cas) =>
           cas.written
             ? `{"input":"claimed","now_ms":${now},"ok":true}`
             : `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`,
@@ -350,7 +353,7 @@ export class Run {
         // A compare-and-set the loop re-applies itself on a conflict (a breaker update).
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('swap without key or value');
         const now = rt.clock.nowMs();
-        return then(compareAndSetFromLoop(asyncFace(rt.store), fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now), (cas) => {
+        return then(compareAndSetFromLoop(this.#store, fx.key, fx.expected ?? null, raw.value, fx.ttl_ms ?? null, now), (cas) => {
           if (cas.written) return `{"input":"swapped","now_ms":${now},"ok":true,"version":${cas.version}}`;
           if (!cas.current) return `{"input":"swapped","now_ms":${now},"ok":false,"current":null,"version":null}`;
           return `{"input":"swapped","now_ms":${now},"ok":false,"current":${cas.current.value},"version":${cas.current.version}}`;
@@ -358,7 +361,7 @@ export class Run {
       }
       case 'delete': {
         if (typeof fx.key !== 'string') throw badEffect('delete without key');
-        return then(asyncFace(rt.store).delete(fx.key), () => NO_REPORT);
+        return then(this.#store.delete(fx.key), () => NO_REPORT);
       }
       case 'finish': {
         ctx.tel.finish(String(fx.outcome ?? ''), fx.envelope, rt.clock);
@@ -394,27 +397,26 @@ export class Run {
           throw badEffect('take without key, cost or capacity');
         }
         const now = rt.clock.nowMs();
-        const [ok, tokens] = await sequence(quota(asyncFace(rt.store), fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null)));
+        const [ok, tokens] = await sequence(quota(this.#store, fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null)));
         return `{"input":"taken","now_ms":${now},"ok":${ok},"tokens":${tokens}}`;
       }
       case 'refund': {
         if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.amount)) {
           throw badEffect('refund without key, amount or capacity');
         }
-        await sequence(quota(asyncFace(rt.store), fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount));
+        await sequence(quota(this.#store, fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount));
         return NO_REPORT;
       }
       case 'append': {
         if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
         const now = rt.clock.nowMs();
-        const store = asyncFace(rt.store);
-        const seq = await store.append(fx.stream, raw.record, now);
+        const seq = await this.#store.append(fx.stream, raw.record, now);
         ctx.tel.appended(fx.stream, raw.record, rt.clock);
         if (fx.stream === DEAD_LETTER_STREAM) {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
           // The depth, read once (awaited) when the gauge or the depth event needs it.
           const wanted = !(rt.telemetry === null || rt.telemetry === undefined || rt.telemetry.tel.inert()) || rt.depthThreshold != null;
-          const depth = wanted ? await Promise.resolve(depthOf(store, now)).then((n) => ({ n }), (error) => ({ error })) : undefined;
+          const depth = wanted ? await Promise.resolve(depthOf(this.#store, now)).then((n) => ({ n }), (error) => ({ error })) : undefined;
           const depthNow = () => {
             if (depth.error !== undefined) throw depth.error;
             return depth.n;
