@@ -232,7 +232,17 @@ export async function callDoor(door, shared, fn, args, warnKey, store = undefine
     tool,
     target: o.target,
     args: o.args === undefined ? argsOf(args) : o.args,
-    operation: async (c) => {
+    // retry()'s door: its own wrapper takes the runtime's call as it is.
+    operation: door.direct ? (c) => {
+      state.key = c.key;
+      return fn(c).then((value) => {
+        cause = undefined;
+        return (returned = value);
+      }, (e) => {
+        cause = e;
+        throw e;
+      });
+    } : async (c) => {
       state.key = c.key;
       const call = {
         get key() {

@@ -130,6 +130,7 @@ export async function retry(operation, options = {}) {
     },
     true,
   );
+  door.direct = true; // `attempt` is async and reads only the call's attempt, key, signal and target
   const shared = await sharedRuntime(door, { now, sleepFor, store });
   door.prepared = preparedStep(shared, door);
   try {
