@@ -17,7 +17,7 @@ import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { describe, parseLossless, rawMembers } from './json.js';
 import { Failed } from './outcome.js';
 import { RECOVER, resumeRun } from './run.js';
-import { checkMs } from './step.js';
+import { checkMs, invalidArg } from './step.js';
 import { asyncFace } from './store.js';
 import { LEASE_PREFIX, checkOperations, operationsOf, takeLease, unknownToolFailure } from './deadletters.js';
 
@@ -34,15 +34,15 @@ export const JOURNAL_PREFIX = 'agent-recovery/journal/';
  * record id, for a replay).
  */
 export async function recover(rt, operations, options = {}) {
-  if (options === null || typeof options !== 'object') throw invalid(`recover options must be an object {olderThanMs}, got ${describe(options)}`);
+  if (options === null || typeof options !== 'object') throw invalidArg(`recover options must be an object {olderThanMs}, got ${describe(options)}`);
   for (const k of Object.keys(options)) {
-    if (k !== 'olderThanMs') throw invalid(`recover has unknown option ${JSON.stringify(k)}; the option is olderThanMs`);
+    if (k !== 'olderThanMs') throw invalidArg(`recover has unknown option ${JSON.stringify(k)}; the option is olderThanMs`);
   }
   checkOperations(operations);
   const olderThanMs = options.olderThanMs ?? rt.inFlightTtlMs;
   checkMs('olderThanMs', olderThanMs);
   const store = asyncFace(rt.store);
-  if (typeof store.keys !== 'function') throw invalid('recover needs a store with keys(prefix, nowMs): a MemoryStore or a SqliteStore');
+  if (typeof store.keys !== 'function') throw invalidArg('recover needs a store with keys(prefix, nowMs): a MemoryStore or a SqliteStore');
   const reports = [];
   for (const key of await store.keys(JOURNAL_PREFIX, rt.clock.nowMs())) {
     const report = await recoverOne(rt, operations, key, olderThanMs);
@@ -132,14 +132,12 @@ function recoverEventStep(events) {
  * stays in the journal for `recover` (docs/durability.md §1).
  */
 export async function withRun(rt, runId, fn, options) {
-  if (typeof fn !== 'function') throw invalid(`withRun needs a function (run) => ..., got ${describe(fn)}`);
+  if (typeof fn !== 'function') throw invalidArg(`withRun needs a function (run) => ..., got ${describe(fn)}`);
   const run = rt.run(runId, options);
   const value = await fn(run);
   await run.end();
   return value;
 }
-
-const invalid = (m) => new PolicyError('invalid_argument', m);
 
 /** The report of a run `recover` could not finish (outcome `error`; its journal entry stays). */
 function failedReport(runId, events, error) {

@@ -13,7 +13,7 @@ import { describe, parseLossless, stringify } from './json.js';
 import { Policy } from './policy.js';
 import { Runtime, WITH } from './runtime.js';
 import { STEP_AND_END } from './run.js';
-import { prepareCall, prepareStep } from './step.js';
+import { invalidArg, prepareCall, prepareStep } from './step.js';
 import { MemoryStore } from './store.js';
 
 /** The options of recover(), with their defaults (see index.d.ts, RecoverOptions). */
@@ -85,7 +85,6 @@ export function contextOf(context, who = 'recover()') {
   return { extra, elapsed };
 }
 
-const bad = (m) => new PolicyError('invalid_argument', m);
 const warned = new WeakSet();
 
 /**
@@ -122,28 +121,28 @@ export function recover(fn, options = {}) {
  * taken as it is, without looking for unknown ones or adding the defaults.
  */
 export function doorOptions(fn, options, complete = false) {
-  if (typeof fn !== 'function') throw bad(`recover() wraps a function, got ${describe(fn)}; pass an (async) function`);
-  if (options === null || typeof options !== 'object') throw bad(`recover() options must be an object, got ${describe(options)}`);
+  if (typeof fn !== 'function') throw invalidArg(`recover() wraps a function, got ${describe(fn)}; pass an (async) function`);
+  if (options === null || typeof options !== 'object') throw invalidArg(`recover() options must be an object, got ${describe(options)}`);
   let o = options;
   if (!complete) {
     for (const k of Object.keys(options)) {
       if (!(k in RECOVER_DEFAULTS)) {
-        throw bad(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
+        throw invalidArg(`recover() has no option ${JSON.stringify(k)}; the options are ${Object.keys(RECOVER_DEFAULTS).join(', ')}`);
       }
     }
     o = { ...RECOVER_DEFAULTS, ...options };
   }
-  if (o.errors !== 'throw' && o.errors !== 'model') throw bad(`errors is 'throw' or 'model', got ${JSON.stringify(o.errors)}`);
+  if (o.errors !== 'throw' && o.errors !== 'model') throw invalidArg(`errors is 'throw' or 'model', got ${JSON.stringify(o.errors)}`);
   if (!Array.isArray(o.fallbacks) || !o.fallbacks.every((t) => typeof t === 'string')) {
-    throw bad(`fallbacks is an array of target names, got ${describe(o.fallbacks)}`);
+    throw invalidArg(`fallbacks is an array of target names, got ${describe(o.fallbacks)}`);
   }
-  if (o.policy !== undefined && !(o.policy instanceof Policy)) throw bad('policy must be a Policy (`await Policy.load()`)');
-  if (o.onDecision !== undefined && typeof o.onDecision !== 'function') throw bad(`onDecision must be a function, got ${describe(o.onDecision)}`);
+  if (o.policy !== undefined && !(o.policy instanceof Policy)) throw invalidArg('policy must be a Policy (`await Policy.load()`)');
+  if (o.onDecision !== undefined && typeof o.onDecision !== 'function') throw invalidArg(`onDecision must be a function, got ${describe(o.onDecision)}`);
   const added = contextOf(o.context);
   if (o.runtimeOptions !== undefined) {
-    if (o.runtimeOptions === null || typeof o.runtimeOptions !== 'object') throw bad(`runtimeOptions must be an object of Runtime options, got ${describe(o.runtimeOptions)}`);
+    if (o.runtimeOptions === null || typeof o.runtimeOptions !== 'object') throw invalidArg(`runtimeOptions must be an object of Runtime options, got ${describe(o.runtimeOptions)}`);
     const own = Object.keys(o.runtimeOptions).filter((k) => OWN_RUNTIME.includes(k));
-    if (own.length > 0) throw bad(`runtimeOptions ${own.join(', ')}: options of recover() itself, pass them directly`);
+    if (own.length > 0) throw invalidArg(`runtimeOptions ${own.join(', ')}: options of recover() itself, pass them directly`);
   }
   return { o, tool: o.tool ?? (fn.name || 'operation'), added };
 }

@@ -12,7 +12,7 @@ import { Policy } from './policy.js';
 import { Failed } from './outcome.js';
 import { RECOVER_DEFAULTS, callDoor, contextOf, doorOptions, doorRuntime, doorStep } from './recover.js';
 import { SystemClock, sleep } from './clock.js';
-import { prepareStep } from './step.js';
+import { invalidArg, invalidConfig, prepareStep } from './step.js';
 import { stringify } from './json.js';
 import { MemoryStore } from './store.js';
 
@@ -42,10 +42,10 @@ export async function retry(operation, options = {}) {
   if (!(policy instanceof Policy)) throw new TypeError('retry() needs `policy`: the Policy from `await Policy.load()`');
   if (typeof operation !== 'function') throw new TypeError('retry() needs an operation function');
   if (maxElapsedMs !== undefined && !(Number.isSafeInteger(maxElapsedMs) && maxElapsedMs >= 0)) {
-    throw new PolicyError('invalid_config', `maxElapsedMs must be a non-negative integer of milliseconds, got ${maxElapsedMs}`);
+    throw invalidConfig(`maxElapsedMs must be a non-negative integer of milliseconds, got ${maxElapsedMs}`);
   }
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new PolicyError('invalid_argument', `timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
+    throw invalidArg(`timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
   }
   if (context === null || typeof context !== 'object') {
     throw new PolicyError('invalid_context', `context must be an object, got ${typeof context}`);
