@@ -50,7 +50,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import PolicyError
-from .runtime import Call, Clock, Runtime, StepReport, SystemClock
+from .runtime import Call, Clock, Runtime, Step, StepReport, SystemClock
 from .store import MemoryStore
 
 __all__ = ["KeyNotUsedWarning", "NULL_ARGS", "OPTIONS", "recover"]
@@ -79,6 +79,9 @@ OPTIONS: Dict[str, Any] = {
     "runtime_options": None,  # more Runtime options (attempt_budget, deadline_ms, ...)
 }
 
+_OPTION_NAMES = frozenset(OPTIONS)
+#: Runtime options that `recover` takes itself (refused in `runtime_options`).
+_OWN_OPTIONS = frozenset(("policy", "store", "clock", "seed", "attempt_timeout_ms", "policy_config", "breaker", "on_event"))
 _INJECTED = ("key", "target", "attempt")
 #: `args=None` means the call's arguments; `args=NULL_ARGS` the JSON null.
 NULL_ARGS: Any = type("NullArgs", (), {"__repr__": lambda self: "NULL_ARGS"})()
@@ -172,7 +175,7 @@ class _Door:
         params: Optional[Tuple[str, ...]] = None,
         make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
     ) -> None:
-        unknown = sorted(set(options) - set(OPTIONS))
+        unknown = sorted(set(options) - _OPTION_NAMES)
         if unknown:
             raise _bad(
                 f"recover() has no option {', '.join(map(repr, unknown))}; "
@@ -184,7 +187,7 @@ class _Door:
         if o["errors"] not in _ERRORS:
             raise _bad(f"errors is 'raise' or 'model', got {o['errors']!r}")
         fallbacks = o["fallbacks"]
-        if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
+        if isinstance(fallbacks, str) or (fallbacks and not all(isinstance(t, str) for t in fallbacks)):
             raise _bad(f"fallbacks is a list of target names, got {fallbacks!r}")
         self.fn = fn
         self.o = o
@@ -208,8 +211,7 @@ class _Door:
             raise _bad(f"on_decision must be callable, got {type(o['on_decision']).__name__}")
         if o["runtime_options"] is not None and not isinstance(o["runtime_options"], dict):
             raise _bad(f"runtime_options is a dict of Runtime options, got {type(o['runtime_options']).__name__}")
-        clash_rt = sorted(set(o["runtime_options"] or {}) & {"policy", "store", "clock", "seed", "attempt_timeout_ms",
-                                                              "policy_config", "breaker", "on_event"})
+        clash_rt = sorted(set(o["runtime_options"]) & _OWN_OPTIONS) if o["runtime_options"] else None
         if clash_rt:
             raise _bad(f"runtime_options {', '.join(clash_rt)} are options of recover() itself: pass them directly")
         self.store = o["store"] if o["store"] is not None else MemoryStore()
@@ -217,9 +219,15 @@ class _Door:
         self._runtime: Optional[Runtime] = None
         self._make = make_runtime
         self._lock = threading.Lock()
+        #: The step of every call, checked at the first call (`Step._with` gives
+        #: each call its operation and args).
+        self._step: Optional[Step] = None
 
     def runtime(self) -> Runtime:
         """The door's runtime, made at its first call and shared by every call."""
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
         with self._lock:
             if self._runtime is None:
                 self._runtime = self.build_runtime() if self._make is None else self._make(self)
@@ -243,8 +251,8 @@ class _Door:
             return str(given())
         return given if given is not None else f"{self.name}-{uuid.uuid4().hex}"
 
-    def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Dict[str, Any], "_Outcome"]:
-        clash = sorted(set(kwargs) & set(self.params))
+    def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Step, "_Outcome"]:
+        clash = sorted(set(kwargs) & set(self.params)) if kwargs else None
         if clash:
             raise _bad(
                 f"{self.name}() got {', '.join(clash)} from its caller; the door passes them "
@@ -255,12 +263,18 @@ class _Door:
         outcome = _Outcome(self, runtime)
         given = o["args"]
         step_args = _args_json(args, kwargs) if given is None else None if given is NULL_ARGS else given
-        step: Dict[str, Any] = dict(
-            id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=step_args,
-            target=o["target"], fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"],
-            idempotent=o["idempotent"], operation=outcome.operation(args, kwargs),
-        )
-        return runtime.run(self.run_id()), step, outcome
+        step = self._step
+        if step is None:
+            step = self._step = Step(
+                o["step_id"] or self.name, self.tool, _never, call=o["call"], target=o["target"],
+                fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"], idempotent=o["idempotent"],
+            )
+        return runtime.run(self.run_id()), step._with(outcome.operation(args, kwargs), step_args), outcome
+
+
+def _never(call: Call) -> Any:
+    """The operation of a door's template step (each call gets its own)."""
+    raise AssertionError("a door's template step is never run")
 
 
 class _Outcome:
@@ -368,7 +382,7 @@ def _wrap(
             run, step, outcome = begin(args, kwargs)
             token = _CALL.set(outcome.decision)
             try:
-                report = await run.step_async(**step)
+                report = await run.step_async(step)
             finally:
                 _CALL.reset(token)
             for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
@@ -388,7 +402,7 @@ def _wrap(
         run, step, outcome = begin(args, kwargs)
         token = _CALL.set(outcome.decision)
         try:
-            report = run.step(**step)
+            report = run.step(step)
         finally:
             _CALL.reset(token)
         if report.outcome == "ok":

@@ -55,7 +55,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 from .door import NULL_ARGS, _bad, _wrap
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import Clock, Runtime, SystemClock
+from .runtime import Clock, Runtime
 from .types import Context, Decision, Envelope
 
 
@@ -96,14 +96,13 @@ _DEFAULTS: Dict[str, Any] = {"attempt_budget": 2**31, "breaker": (100, 30_000)}
 
 
 class _SleepClock(Clock):
-    """The system clock, sleeping through the injected `sleep(seconds)`."""
+    """The system clock (`SystemClock`'s time), sleeping through the injected `sleep(seconds)`."""
 
     def __init__(self, sleep: Callable[[float], Any]) -> None:
         self._sleep = sleep
-        self._system = SystemClock()
 
     def now_ms(self) -> int:
-        return self._system.now_ms()
+        return time.time_ns() // 1_000_000
 
     def sleep_ms(self, ms: int) -> None:
         self._sleep(ms / 1000)
@@ -141,8 +140,8 @@ _ATTEMPT_PARAMS = ("key", "attempt", "target")
 
 def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) -> Callable[[], Any]:
     """The door of one `retry` call: `o` holds retry's arguments."""
-    ctx: Dict[str, Any] = dict(o.pop("context") or {})
-    unknown = sorted(set(ctx) - set(_CONTEXT_KEYS))
+    ctx: Dict[str, Any] = o.pop("context") or {}
+    unknown = sorted(set(ctx) - set(_CONTEXT_KEYS)) if ctx else None
     if unknown:
         raise PolicyError(
             "invalid_context",
@@ -166,8 +165,9 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
 
     attempt.__name__ = getattr(operation, "__name__", "operation")
     args, sleep = o.pop("args"), o.pop("sleep")
-    runtime_options = {**_DEFAULTS, **(o.pop("runtime_options") or {})}
-    key = _runtime_key(o, ctx, runtime_options)
+    given = o.pop("runtime_options")
+    runtime_options = {**_DEFAULTS, **(given or {})}
+    key = _runtime_key(o, ctx, runtime_options, given is None)
     return _wrap(attempt, {
         **o,
         "step_id": o["step_id"] if o["step_id"] is not None else "retry",
@@ -192,12 +192,17 @@ _KEPT_LOCK = threading.Lock()
 _KEPT_MAX = 32
 
 
-def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[str, Any]) -> Any:
+def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[str, Any], defaults: bool) -> Any:
     """What a `retry` call's runtime is made of, besides its store and clock, as
     a key; None when the call's runtime cannot be shared: it gives a store, or a
-    decision log, or an option that is not plain JSON (then it is built per call)."""
+    decision log, or an option that is not plain JSON (then it is built per call).
+    `defaults`: no runtime options were given (then, without a policy
+    configuration, the key needs no JSON text)."""
     if o["store"] is not None or "decision_log" in runtime_options:
         return None
+    seed, timeout = o["seed"], o["timeout_ms"]
+    if defaults and ctx.get("config") is None and type(seed) in _PLAIN and type(timeout) in _PLAIN:
+        return (seed, timeout, o["policy"], o["on_decision"], o["on_event"])
     try:
         plain = json.dumps(
             [o["seed"], o["timeout_ms"], ctx.get("config"), runtime_options],
@@ -209,6 +214,10 @@ def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[s
     except (TypeError, ValueError, RecursionError):
         return None
     return key
+
+
+#: The types of a seed or a timeout that `_runtime_key` keys on as they are.
+_PLAIN = (int, type(None))
 
 
 def _kept_runtime(key: Any, door: Any) -> Runtime:

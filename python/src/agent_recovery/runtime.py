@@ -40,6 +40,7 @@ cannot differ.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
@@ -321,6 +322,16 @@ class Step:
         self.idempotent = idempotent
         self.compensate = compensate
         self.checkpoint = checkpoint
+
+    def _with(self, operation: Operation, args: Any) -> "Step":
+        """This step with another operation and args (checked already: a door's
+        steps differ only in these)."""
+        step = object.__new__(Step)
+        step.id, step.tool, step.call, step.target = self.id, self.tool, self.call, self.target
+        step.fallbacks, step.side_effect, step.idempotent = self.fallbacks, self.side_effect, self.idempotent
+        step.compensate, step.checkpoint = self.compensate, self.checkpoint
+        step.operation, step.args = operation, args
+        return step
 
     @classmethod
     def of(cls, step: Any = None, options: Optional[Dict[str, Any]] = None) -> "Step":
@@ -846,6 +857,7 @@ class Runtime:
         self._looper = _default_loop(self._limits)
         self._telemetry = _bind_telemetry(telemetry, self._decider)
         self._store = store if store is not None else MemoryStore()
+        self._ops = _StoreOps(self._store)
         # A store opened from a redis:// URL brings the server's clock, so
         # breaker times, leases and TTLs agree across workers (docs/store.md).
         server_clock = getattr(self._store, "server_clock", None)
@@ -885,6 +897,7 @@ class Runtime:
         sibling = object.__new__(Runtime)
         sibling.__dict__.update(self.__dict__)
         sibling._store = store
+        sibling._ops = _StoreOps(store)
         sibling._clock = clock
         return sibling
 
@@ -1224,6 +1237,8 @@ class Run:
         receives the next input text."""
         rt = self._rt
         store = rt._store
+        ops = rt._ops
+        inline = ops.inline
         clock = rt._clock
         looper = rt._looper
         while True:
@@ -1245,7 +1260,7 @@ class Run:
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
-                    got = yield ("store", _read_values, store, keys, now)
+                    got = ops.read(keys, now) if inline else (yield ("store", ops.read, keys, now))
                     parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
                     vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
                     nxt = (
@@ -1256,13 +1271,17 @@ class Run:
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("write without key or value")
-                    yield ("store", _put, store, key, value, fx.get("ttl_ms"), clock.now_ms())
+                    if inline:
+                        ops.put(key, value, fx.get("ttl_ms"), clock.now_ms())
+                    else:
+                        yield ("store", ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
                 elif kind == "claim":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("claim without key or value")
                     now = clock.now_ms()
-                    cas = yield ("store", store.compare_and_set, key, None, value, fx.get("ttl_ms"), now)
+                    ttl = fx.get("ttl_ms")
+                    cas = ops.cas(key, None, value, ttl, now) if inline else (yield ("store", ops.cas, key, None, value, ttl, now))
                     if isinstance(cas, Written):
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":true}}'
                     else:
@@ -1274,7 +1293,12 @@ class Run:
                     if not isinstance(key, str) or value is None:
                         raise _malformed("swap without key or value")
                     now = clock.now_ms()
-                    cas = yield ("store", store.compare_and_set, key, expected, value, fx.get("ttl_ms"), now)
+                    ttl = fx.get("ttl_ms")
+                    cas = (
+                        ops.cas(key, expected, value, ttl, now)
+                        if inline
+                        else (yield ("store", ops.cas, key, expected, value, ttl, now))
+                    )
                     if isinstance(cas, Written):
                         nxt = f'{{"input":"swapped","now_ms":{now},"ok":true,"version":{cas.version}}}'
                     elif cas.current is None:
@@ -1301,7 +1325,10 @@ class Run:
                     key = fx.get("key")
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
-                    yield ("store", store.delete, key)
+                    if inline:
+                        store.delete(key)
+                    else:
+                        yield ("store", store.delete, key)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
@@ -1777,6 +1804,26 @@ def _after_the_end(outcome: str) -> StepReport:
 
 def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+class _StoreOps:
+    """The store calls of the driver. A `MemoryStore` never blocks, so the
+    driver calls it in place (`inline`) on both paths, through its own calls
+    for the loop's values; any other store is called through the executor
+    (off the event loop on the async path)."""
+
+    __slots__ = ("inline", "read", "put", "cas")
+
+    def __init__(self, store: Any) -> None:
+        self.inline = _offloop.on_loop(store)
+        if type(store) is MemoryStore:
+            self.read: Callable[[List[str], int], List[Any]] = store._get_many_loop
+            self.put: Callable[[str, str, Optional[int], int], None] = store._put_loop
+            self.cas: Callable[..., Any] = store._cas_loop
+        else:
+            self.read = functools.partial(_read_values, store)
+            self.put = functools.partial(_put, store)
+            self.cas = store.compare_and_set
 
 
 def _read_values(store: Any, keys: List[str], now: int) -> List[Any]:
