@@ -160,8 +160,6 @@ def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
 def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """The call's arguments as JSON (part of the key and of a dead-letter record);
     a value with no JSON form is written as its repr."""
-    if not args and not kwargs:  # what the round trip below gives for a call with no arguments
-        return {"args": [], "kwargs": {}}
     return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}, default=repr, sort_keys=True))
 
 
@@ -262,14 +260,21 @@ class _Door:
         runtime = self.runtime()
         outcome = _Outcome(self, runtime)
         given = o["args"]
-        step_args = _args_json(args, kwargs) if given is None else None if given is NULL_ARGS else given
+        text = None
+        if given is None:
+            if args or kwargs:
+                step_args = _args_json(args, kwargs)
+            else:  # what `_args_json` gives for a call with no arguments, and its text
+                step_args, text = {"args": [], "kwargs": {}}, '{"args":[],"kwargs":{}}'
+        else:
+            step_args = None if given is NULL_ARGS else given
         step = self._step
         if step is None:
             step = self._step = Step(
                 o["step_id"] or self.name, self.tool, _never, call=o["call"], target=o["target"],
                 fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"], idempotent=o["idempotent"],
             )
-        return runtime.run(self.run_id()), step._with(outcome.operation(args, kwargs), step_args), outcome
+        return runtime.run(self.run_id()), step._with(outcome.operation(args, kwargs), step_args, text), outcome
 
 
 def _never(call: Call) -> Any:
