@@ -50,7 +50,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import PolicyError
-from .runtime import Call, Clock, Runtime, Step, StepReport, SystemClock
+from .runtime import _IO, ASYNCIO, BLOCKING, Call, Clock, Run, Runtime, Step, StepReport, SystemClock, _no_wait
 from .store import MemoryStore
 
 __all__ = ["KeyNotUsedWarning", "NULL_ARGS", "OPTIONS", "recover"]
@@ -381,43 +381,42 @@ def _wrap(
     door = _Door(fn, options, params, make_runtime)
     public = params is None
     begin = door.start if start is None else functools.partial(start, door)
+    recovered: Callable[..., Any]
     if _is_async(fn) if asynchronous is None else asynchronous:
 
-        async def recovered(*args: Any, **kwargs: Any) -> Any:
-            run, step, outcome = begin(args, kwargs)
-            token = _CALL.set(outcome.decision)
-            try:
-                report = await run.step_async(step)
-            finally:
-                _CALL.reset(token)
-            for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
-                await task
-            if report.outcome == "ok":
-                await run.end_async()
-            if report.outcome == "cancelled":
-                raise asyncio.CancelledError()
-            return outcome.result(report)
+        async def recovered_async(*args: Any, **kwargs: Any) -> Any:
+            return await _call(ASYNCIO, begin(args, kwargs))
 
-        if public:
-            functools.update_wrapper(recovered, fn)
-            _public_signature(fn, recovered)
-        return recovered
+        recovered = recovered_async
+    else:
 
-    def recovered_sync(*args: Any, **kwargs: Any) -> Any:
-        run, step, outcome = begin(args, kwargs)
-        token = _CALL.set(outcome.decision)
-        try:
-            report = run.step(step)
-        finally:
-            _CALL.reset(token)
-        if report.outcome == "ok":
-            run.end()
-        return outcome.result(report)
+        def recovered_sync(*args: Any, **kwargs: Any) -> Any:
+            return _no_wait(_call(BLOCKING, begin(args, kwargs)))
 
+        recovered = recovered_sync
     if public:
-        functools.update_wrapper(recovered_sync, fn)
-        _public_signature(fn, recovered_sync)
-    return recovered_sync
+        functools.update_wrapper(recovered, fn)
+        _public_signature(fn, recovered)
+    return recovered
+
+
+async def _call(io: _IO, begun: Tuple[Run, Any, _Outcome]) -> Any:
+    """One call through the door, on `io`'s path: a run of one step, ended
+    when the step ended ok; the step's result, or its failure raised."""
+    run, step, outcome = begun
+    token = _CALL.set(outcome.decision)
+    try:
+        report = await run._carry_step(io, *run._step_of(step, {}))
+    finally:
+        _CALL.reset(token)
+    if io is ASYNCIO:
+        for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
+            await task
+    if report.outcome == "ok" and run._finished is None:  # `run.end()`
+        await run._carry_step(io, run._end_input(), None)
+    if report.outcome == "cancelled" and io is ASYNCIO:
+        raise asyncio.CancelledError()
+    return outcome.result(report)
 
 
 def recover(fn: Optional[Callable[..., Any]] = None, /, **options: Any) -> Any:

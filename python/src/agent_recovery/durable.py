@@ -248,7 +248,7 @@ def _lease(runtime: "Runtime", run_id: str) -> Optional[str]:
 def _state_text(runtime: "Runtime", key: str, version: int) -> Optional[str]:
     """The journaled state's exact text; None when the entry is gone or changed
     since it was listed (another worker finished the run before our lease)."""
-    from .runtime import _raw_member
+    from .runtime import _members
 
     got = runtime.store.get(key, runtime.clock.now_ms())
     if got is None or got.version != version:
@@ -256,9 +256,9 @@ def _state_text(runtime: "Runtime", key: str, version: int) -> Optional[str]:
     entry = _loads(got.value)
     if not isinstance(entry, dict) or not isinstance(entry.get("state"), dict):
         return None
-    try:
-        return _raw_member(got.value, 0, len(got.value), "state", entry)
-    except PolicyRuntimeError:
+    try:  # the loop's bytes, as it wrote them
+        return _members(got.value.strip(), 0, ("state",))[1]["state"]
+    except (PolicyRuntimeError, IndexError, KeyError, StopIteration, ValueError):
         return json.dumps(entry["state"], ensure_ascii=False, separators=(",", ":"))
 
 

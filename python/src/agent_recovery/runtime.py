@@ -47,23 +47,10 @@ import re
 import threading
 import time
 import warnings
+from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Coroutine,
-    Dict,
-    Generator,
-    List,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    TypeGuard,
-    TypeVar,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeGuard, TypeVar
 
 from . import _decision_log, _offloop, _quota, _strict_json
 from ._inputs import check_name, json_text
@@ -540,11 +527,11 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
         raise _malformed(text) from None
 
 
-def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int]:
-    """The effect object at `text[start]` (a `{`) read member by member, so
-    each value is scanned once and the text of a raw member is the slice it
-    was scanned from; its raw members; its end. It reads what `json.loads`
-    reads (a repeated member: the last one)."""
+def _members(text: str, start: int, raws: Tuple[str, ...] = _RAW) -> Tuple[Dict[str, Any], Dict[str, str], int]:
+    """The object at `text[start]` (a `{`) read member by member, so each
+    value is scanned once and the text of a raw member (one of `raws`) is
+    the slice it was scanned from; its raw members; its end. It reads what
+    `json.loads` reads (a repeated member: the last one)."""
     fx: Dict[str, Any] = {}
     raw: Dict[str, str] = {}
     i = start + 1
@@ -565,7 +552,7 @@ def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int
             v = _skip(text, v)
         value, i = _scan(text, v)
         fx[key] = value
-        if key in _RAW:
+        if key in raws:
             raw[key] = text[v:i]
         c = text[i]
         if c in _SPACE:
@@ -579,34 +566,6 @@ def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int
         if c == "}":
             return fx, raw, i + 1
         raise _malformed(text[start : start + 200])
-
-
-def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) -> str:
-    """The exact text of member `name` of the object `text[start:end]`.
-
-    Fast path: the first `"name":` in the object (a quote cannot appear
-    unescaped inside a JSON string, so this is a key), checked by parsing the
-    value there and comparing it with the parsed member; else a member-by-member walk."""
-    needle = '"' + name + '":'
-    at = text.find(needle, start, end)
-    if at >= 0:
-        v = at + len(needle)
-        value, stop = _scan(text, v)
-        if value == fx[name] and type(value) is type(fx[name]):
-            return text[v:stop]
-    i = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
-    while text[i] != "}":
-        key, i = _scan(text, i)
-        i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # past ':'
-        v = i
-        _, i = _scan(text, i)
-        if key == name:
-            return text[v:i]
-        i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        if text[i] == ",":
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-    raise _malformed(f"no member {name}")
 
 
 def _observation_text(obs: Any) -> str:
@@ -920,14 +879,17 @@ class Runtime:
         sibling._clock = clock
         return sibling
 
-    def _store_event(self, text: str) -> None:
-        """Forward one of the store's events (JSON text) to `on_event`."""
+    def _store_event(self, text: str, event: Any = None) -> None:
+        """Give `on_event` an event (JSON text; `event`: the same parsed, when
+        the caller has it): a store's event, the loop's, a runtime's."""
         if self._on_event is None:
             return
+        if event is None:
+            event = json.loads(text)
         if self._event_text:
-            self._on_event(json.loads(text), text)
+            self._on_event(event, text)
         else:
-            self._on_event(json.loads(text))
+            self._on_event(event)
 
     @property
     def store(self) -> Any:
@@ -1182,11 +1144,7 @@ class Run:
         rt = self._rt
         holder.events.append(text)
         holder.tel.event(json.loads(text), rt._clock)
-        if rt._on_event is not None:
-            if rt._event_text:
-                rt._on_event(json.loads(text), text)
-            else:
-                rt._on_event(json.loads(text))
+        rt._store_event(text)
 
     def _claim_ids(self, ids: List[str]) -> None:
         """Step ids are unique in a run (docs/runtime.md, "Inputs"); the loop
@@ -1271,10 +1229,7 @@ class Run:
                         raise _malformed("emit without event")
                     holder.events.append(text)
                     if rt._on_event is not None:
-                        if rt._event_text:
-                            rt._on_event(fx["event"], text)
-                        else:
-                            rt._on_event(fx["event"])
+                        rt._store_event(text, fx["event"])
                     holder.tel.event(fx["event"], clock)
                 elif kind == "read":
                     now = clock.now_ms()
