@@ -217,9 +217,7 @@ class _Door:
         self._runtime: Optional[Runtime] = None
         self._make = make_runtime
         self._lock = threading.Lock()
-        #: The step of every call, checked at the first call (`Step._with` gives
-        #: each call its operation and args).
-        self._step: Optional[Step] = None
+        self._step: Optional[Step] = None  # `template()`
 
     def runtime(self) -> Runtime:
         """The door's runtime, made at its first call and shared by every call."""
@@ -268,13 +266,19 @@ class _Door:
                 step_args, text = {"args": [], "kwargs": {}}, '{"args":[],"kwargs":{}}'
         else:
             step_args = None if given is NULL_ARGS else given
+        step = self.template()._with(outcome.operation(args, kwargs), step_args, text)
+        return runtime.run(self.run_id()), step, outcome
+
+    def template(self) -> Step:
+        """The step of every call, checked once (each call gets its operation and args)."""
         step = self._step
         if step is None:
+            o = self.o
             step = self._step = Step(
                 o["step_id"] or self.name, self.tool, _never, call=o["call"], target=o["target"],
                 fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"], idempotent=o["idempotent"],
             )
-        return runtime.run(self.run_id()), step._with(outcome.operation(args, kwargs), step_args, text), outcome
+        return step
 
 
 def _never(call: Call) -> Any:

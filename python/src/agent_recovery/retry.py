@@ -43,7 +43,6 @@ an operation with a `target` parameter) to fall back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import threading
@@ -52,10 +51,11 @@ import types
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
-from .door import NULL_ARGS, _bad, _wrap
+from .door import NULL_ARGS, _bad, _call, _Door, _never, _wrap
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import Clock, Runtime
+from .runtime import ASYNCIO, BLOCKING, Clock, _no_wait
+from .store import MemoryStore
 from .types import Context, Decision, Envelope
 
 
@@ -168,7 +168,7 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
     given = o.pop("runtime_options")
     runtime_options = {**_DEFAULTS, **(given or {})}
     key = _runtime_key(o, ctx, runtime_options, given is None)
-    return _wrap(attempt, {
+    options = {
         **o,
         "step_id": o["step_id"] if o["step_id"] is not None else "retry",
         "tool": o["tool"] if o["tool"] is not None else attempt.__name__,
@@ -178,16 +178,28 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
         "idempotent": ctx.get("idempotent"),
         "breaker": runtime_options.pop("breaker"),
         "runtime_options": runtime_options,
-    }, asynchronous=asynchronous, params=_ATTEMPT_PARAMS,
-        make_runtime=None if key is None else functools.partial(_kept_runtime, key))
+    }
+    try:  # the door's shape besides its runtime: the step
+        shape = (key, options["step_id"], options["tool"], o["call"], o["target"], tuple(o["fallbacks"]),
+                 options["idempotent"])
+        hash(shape)
+    except TypeError:
+        shape = None
+    if key is not None and shape is not None:
+        door = _kept_door(shape, attempt, options)
+        if asynchronous:
+            return lambda: _call(ASYNCIO, door.start((), {}))
+        return lambda: _no_wait(_call(BLOCKING, door.start((), {})))
+    return _wrap(attempt, options, asynchronous=asynchronous, params=_ATTEMPT_PARAMS)
 
 
-#: Runtimes kept for `retry` calls that give no store, by their configuration
-#: (the most recently used few): a call runs on a sibling of its configuration's
-#: runtime with the call's own fresh `MemoryStore` and clock (`Runtime._sibling`),
-#: instead of building a runtime (options checked, the configuration sent to the
-#: loop, telemetry bound) for every call.
-_KEPT: "OrderedDict[Any, Runtime]" = OrderedDict()
+#: Doors kept for `retry` calls that give no store, by their configuration
+#: (the most recently used few): a call runs on a copy of its configuration's
+#: door (the step checked once) whose runtime is a sibling of the kept one with
+#: the call's own fresh `MemoryStore` and clock (`Runtime._sibling`), instead
+#: of making a door and building a runtime (options checked, the configuration
+#: sent to the loop, telemetry bound) for every call.
+_KEPT: "OrderedDict[Any, _Door]" = OrderedDict()
 _KEPT_LOCK = threading.Lock()
 _KEPT_MAX = 32
 
@@ -220,21 +232,31 @@ def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[s
 _PLAIN = (int, type(None))
 
 
-def _kept_runtime(key: Any, door: Any) -> Runtime:
-    """The door's runtime: a sibling of the kept one for `key` (built by this
-    door's first call when there is none) on the door's store and clock."""
+def _kept_door(shape: Any, fn: Callable[..., Any], options: Dict[str, Any]) -> _Door:
+    """The door of one call: a copy of the kept one for `shape` (made by this
+    call when there is none) with the call's function, run id, args, fresh
+    `MemoryStore` and clock, on a sibling of the kept runtime."""
     with _KEPT_LOCK:
-        kept = _KEPT.get(key)
+        kept = _KEPT.get(shape)
         if kept is not None:
-            _KEPT.move_to_end(key)
+            _KEPT.move_to_end(shape)
     if kept is None:
-        kept = door.build_runtime()
+        kept = _Door(fn, options, _ATTEMPT_PARAMS)
+        kept.runtime()
+        kept.template()
+        kept.fn, kept.o = _never, {**kept.o, "run_id": None, "args": None}  # keep nothing of this call
         with _KEPT_LOCK:
-            _KEPT[key] = kept
+            _KEPT[shape] = kept
             if len(_KEPT) > _KEPT_MAX:
                 _KEPT.popitem(last=False)
-    sibling: Runtime = kept._sibling(door.store, door.clock)
-    return sibling
+    door: _Door = object.__new__(_Door)
+    door.__dict__.update(kept.__dict__)
+    door.fn = fn
+    door.o = {**kept.o, "run_id": options["run_id"], "args": options["args"]}
+    door.store = MemoryStore()
+    door.clock = options["clock"]
+    door._runtime = kept.runtime()._sibling(door.store, door.clock)
+    return door
 
 
 def _as_failure(error: RecoveryError) -> None:
