@@ -43,8 +43,8 @@ import asyncio
 import functools
 import inspect
 import json
+import os
 import threading
-import uuid
 import warnings
 from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -245,7 +245,7 @@ class _Door:
         given = self.o["run_id"]
         if callable(given):
             return str(given())
-        return given if given is not None else f"{self.name}-{uuid.uuid4().hex}"
+        return given if given is not None else f"{self.name}-{_uuid4_hex()}"
 
     def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Step, "_Outcome"]:
         clash = sorted(set(kwargs) & set(self.params)) if kwargs else None
@@ -279,6 +279,13 @@ class _Door:
                 fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"], idempotent=o["idempotent"],
             )
         return step
+
+
+def _uuid4_hex() -> str:
+    """`uuid.uuid4().hex` without building a `UUID` (the same bits: random,
+    the version 4 and the RFC 4122 variant set)."""
+    n = int.from_bytes(os.urandom(16), "big") & ~(0xC000 << 48 | 0xF000 << 64) | (0x8000 << 48 | 0x4000 << 64)
+    return f"{n:032x}"
 
 
 def _never(call: Call) -> Any:

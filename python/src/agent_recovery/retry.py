@@ -51,7 +51,7 @@ import types
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
-from .door import NULL_ARGS, _bad, _call, _Door, _never, _wrap
+from .door import NULL_ARGS, _bad, _call, _Door, _never, _uuid4_hex, _wrap
 from .errors import PolicyError
 from .observe import as_failure
 from .runtime import ASYNCIO, BLOCKING, Clock, _no_wait
@@ -268,9 +268,7 @@ def _as_failure(error: RecoveryError) -> None:
 def _run_id(run_id: Optional[str]) -> Any:
     if run_id is not None:
         return run_id
-    import uuid
-
-    return lambda: f"retry-{uuid.uuid4().hex}"
+    return lambda: f"retry-{_uuid4_hex()}"
 
 
 async def retry(
