@@ -51,10 +51,10 @@ import types
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
-from .door import NULL_ARGS, _bad, _call, _Door, _never, _uuid4_hex, _wrap
+from .door import NULL_ARGS, _bad, _call, _Door, _never, _uuid4_hex
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import ASYNCIO, BLOCKING, Clock, _no_wait
+from .runtime import _IO, ASYNCIO, BLOCKING, Clock, _no_wait
 from .store import MemoryStore
 from .types import Context, Decision, Envelope
 
@@ -138,7 +138,7 @@ def _parameter_names(fn: Callable[..., Any]) -> Sequence[str]:
 _ATTEMPT_PARAMS = ("key", "attempt", "target")
 
 
-def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) -> Callable[[], Any]:
+def _door(operation: Callable[..., Any], o: Dict[str, Any]) -> _Door:
     """The door of one `retry` call: `o` holds retry's arguments."""
     ctx: Dict[str, Any] = o.pop("context") or {}
     unknown = sorted(set(ctx) - set(_CONTEXT_KEYS)) if ctx else None
@@ -186,11 +186,19 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
     except TypeError:
         shape = None
     if key is not None and shape is not None:
-        door = _kept_door(shape, attempt, options)
-        if asynchronous:
-            return lambda: _call(ASYNCIO, door.start((), {}))
-        return lambda: _no_wait(_call(BLOCKING, door.start((), {})))
-    return _wrap(attempt, options, asynchronous=asynchronous, params=_ATTEMPT_PARAMS)
+        return _kept_door(shape, attempt, options)
+    return _Door(attempt, options, _ATTEMPT_PARAMS)
+
+
+async def _retry(io: _IO, o: Dict[str, Any]) -> Any:
+    """One `retry` / `retry_sync` call on `io`'s path; `o` holds its arguments."""
+    o["run_id"] = _run_id(o["run_id"])
+    door = _door(o.pop("operation"), o)
+    try:
+        return await _call(io, door.start((), {}))
+    except RecoveryError as e:
+        _as_failure(e)
+        raise
 
 
 #: Doors kept for `retry` calls that give no store, by their configuration
@@ -300,14 +308,7 @@ async def retry(
     order; the operation gets `target=`) as in `recover`. Cancelling the task
     raises `asyncio.CancelledError`.
     """
-    o = dict(locals())
-    o["run_id"] = _run_id(run_id)
-    door = _door(o.pop("operation"), True, o)
-    try:
-        return await door()
-    except RecoveryError as e:
-        _as_failure(e)
-        raise
+    return await _retry(ASYNCIO, dict(locals()))
 
 
 def retry_sync(
@@ -331,11 +332,4 @@ def retry_sync(
     fallbacks: Sequence[str] = (),
 ) -> Any:
     """The blocking twin of `retry` (same arguments, `sleep=time.sleep`)."""
-    o = dict(locals())
-    o["run_id"] = _run_id(run_id)
-    door = _door(o.pop("operation"), False, o)
-    try:
-        return door()
-    except RecoveryError as e:
-        _as_failure(e)
-        raise
+    return _no_wait(_retry(BLOCKING, dict(locals())))

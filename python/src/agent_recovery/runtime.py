@@ -1234,7 +1234,7 @@ class Run:
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
-                    got = ops.read(keys, now) if inline else (yield ("store", ops.read, keys, now))
+                    got = yield from _store(inline, ops.read, keys, now)
                     parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
                     vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
                     nxt = (
@@ -1245,44 +1245,23 @@ class Run:
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("write without key or value")
-                    if inline:
-                        ops.put(key, value, fx.get("ttl_ms"), clock.now_ms())
-                    else:
-                        yield ("store", ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
-                elif kind == "claim":
+                    yield from _store(inline, ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
+                elif kind == "claim" or kind == "swap":
+                    # A swap: a compare-and-set the loop re-applies itself on a conflict (a breaker update).
                     key, value = fx.get("key"), raw.get("value")
+                    expected = fx.get("expected") if kind == "swap" else None
                     if not isinstance(key, str) or value is None:
-                        raise _malformed("claim without key or value")
+                        raise _malformed(f"{kind} without key or value")
                     now = clock.now_ms()
-                    ttl = fx.get("ttl_ms")
-                    cas = ops.cas(key, None, value, ttl, now) if inline else (yield ("store", ops.cas, key, None, value, ttl, now))
-                    if isinstance(cas, Written):
-                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":true}}'
+                    cas = yield from _store(inline, ops.cas, key, expected, value, fx.get("ttl_ms"), now)
+                    done = isinstance(cas, Written)
+                    cur = None if done else cas.current
+                    current = "" if done else f',"current":{cur.value if cur is not None else "null"}'
+                    if kind == "claim":
+                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":{_jbool(done)}{current}}}'
                     else:
-                        cur = cas.current.value if cas.current is not None else "null"
-                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
-                elif kind == "swap":
-                    # A compare-and-set the loop re-applies itself on a conflict (a breaker update).
-                    key, value, expected = fx.get("key"), raw.get("value"), fx.get("expected")
-                    if not isinstance(key, str) or value is None:
-                        raise _malformed("swap without key or value")
-                    now = clock.now_ms()
-                    ttl = fx.get("ttl_ms")
-                    cas = (
-                        ops.cas(key, expected, value, ttl, now)
-                        if inline
-                        else (yield ("store", ops.cas, key, expected, value, ttl, now))
-                    )
-                    if isinstance(cas, Written):
-                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":true,"version":{cas.version}}}'
-                    elif cas.current is None:
-                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":false,"current":null,"version":null}}'
-                    else:
-                        cur = cas.current
-                        nxt = (
-                            f'{{"input":"swapped","now_ms":{now},"ok":false,'
-                            f'"current":{cur.value},"version":{cur.version}}}'
-                        )
+                        version = cas.version if done else cur.version if cur is not None else "null"
+                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":{_jbool(done)}{current},"version":{version}}}'
                 elif kind == "take" or kind == "refund":
                     # The fleet retry quota: a bounded add on the store (_quota.py).
                     key, capacity = fx.get("key"), fx.get("capacity")
@@ -1299,10 +1278,7 @@ class Run:
                     key = fx.get("key")
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
-                    if inline:
-                        store.delete(key)
-                    else:
-                        yield ("store", store.delete, key)
+                    yield from _store(inline, store.delete, key)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
@@ -1513,7 +1489,10 @@ class Run:
             hook = need[1]
             ok = False
             if hook is not None:
-                ok = bool(await io.value(hook(), "the checkpoint hook is async; use step_async"))
+                out = hook()
+                if inspect.isawaitable(out):
+                    out, _ = await io.awaited(io.awaitable(out, "the checkpoint hook is async; use step_async"), None, clock)
+                ok = bool(out)
             return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
         if what == "call":
             _, call, fn, holder = need
@@ -1594,12 +1573,9 @@ class _IO:
         """Wait `ms` on the real clock or until the run is cancelled; True when it was."""
         return run.cancelled.wait(ms / 1000)
 
-    async def value(self, value: Any, refusal: str) -> Any:
-        """What a hook returned, awaited when the path can (else `refusal`)."""
-        return self.awaitable(value, refusal) if inspect.isawaitable(value) else value
-
     def awaitable(self, value: Any, refusal: str) -> Any:
-        """An operation's awaitable, when the path can await it (else `refusal`)."""
+        """What an operation or a hook returned that is awaitable, when the path
+        can await it (else `refusal`)."""
         _close(value)
         raise _bad(refusal)
 
@@ -1656,9 +1632,6 @@ class _Asyncio(_IO):
             if run.cancelled.is_set():
                 return True
         return False
-
-    async def value(self, value: Any, refusal: str) -> Any:
-        return await value if inspect.isawaitable(value) else value
 
     def awaitable(self, value: Any, refusal: str) -> Any:
         return value
@@ -1757,6 +1730,14 @@ def _after_the_end(outcome: str) -> StepReport:
 
 def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _store(inline: bool, fn: Callable[..., Any], *args: Any) -> Generator[_Need, Any, Any]:
+    """`fn(*args)` (store work), in place when the store never blocks, else
+    yielded to the executor."""
+    if inline:
+        return fn(*args)
+    return (yield ("store", fn, *args))
 
 
 class _StoreOps:
