@@ -33,8 +33,9 @@ assert clock.now_ms() > 1_767_225_600_000  # slept on the virtual clock
 
 `run.step` is blocking (operations are plain functions; a real sleep blocks
 the thread); `await run.step_async(...)` takes sync or async operations and
-sleeps with `asyncio.sleep`. Both drive the same code (`_drive`), so they
-cannot differ.
+sleeps with `asyncio.sleep`. Both run the same code (the driver `_drive` and
+the executor `_carry`; only how they wait differs, `_IO`), so they cannot
+differ.
 """
 
 from __future__ import annotations
