@@ -49,8 +49,7 @@ import warnings
 from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import PolicyError
-from .runtime import _IO, ASYNCIO, BLOCKING, Call, Clock, Run, Runtime, Step, StepReport, SystemClock, _no_wait
+from .runtime import _IO, ASYNCIO, BLOCKING, Call, Clock, Run, Runtime, Step, StepReport, SystemClock, _bad, _no_wait
 from .store import MemoryStore
 
 __all__ = ["KeyNotUsedWarning", "NULL_ARGS", "OPTIONS", "recover"]
@@ -142,10 +141,6 @@ def _pending(note: Any, box: Optional[List[Any]]) -> None:
 
 class KeyNotUsedWarning(UserWarning):
     """A step with side effects whose operation does not take its idempotency key."""
-
-
-def _bad(message: str) -> PolicyError:
-    return PolicyError("invalid_argument", message)
 
 
 def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:

@@ -45,7 +45,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, finish_replay
+from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, _loads, finish_replay
 from .errors import PolicyError, PolicyRuntimeError
 from .store import Written
 
@@ -227,13 +227,6 @@ def journaled(runtime: "Runtime", older_than_ms: Optional[int]) -> List[Tuple[st
             continue  # a live worker may still be on it
         out.append((entry["run_id"], key, got.version))
     return out
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _lease(runtime: "Runtime", run_id: str) -> Optional[str]:

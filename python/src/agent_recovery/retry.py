@@ -51,10 +51,10 @@ import types
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
-from .door import NULL_ARGS, _bad, _call, _Door, _never, _uuid4_hex
+from .door import NULL_ARGS, _call, _Door, _never, _uuid4_hex
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import _IO, ASYNCIO, BLOCKING, Clock, _no_wait
+from .runtime import _IO, ASYNCIO, BLOCKING, Clock, _bad, _no_wait
 from .store import MemoryStore
 from .types import Context, Decision, Envelope
 
@@ -180,8 +180,9 @@ def _door(operation: Callable[..., Any], o: Dict[str, Any]) -> _Door:
         "runtime_options": runtime_options,
     }
     try:  # the door's shape besides its runtime: the step
+        idempotent = options["idempotent"]  # with its type: 1 is not True in a step
         shape = (key, options["step_id"], options["tool"], o["call"], o["target"], tuple(o["fallbacks"]),
-                 options["idempotent"])
+                 type(idempotent), idempotent)
         hash(shape)
     except TypeError:
         shape = None
