@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterator, List
@@ -22,6 +23,7 @@ import pytest
 
 from agent_recovery import Policy, PolicyError, RecoveryError, Runtime, VirtualClock, recover, retry_sync
 from agent_recovery.door import KeyNotUsedWarning
+from agent_recovery.store import MemoryStore
 
 T0 = 1_767_225_600_000
 QUOTA = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota",
@@ -293,6 +295,27 @@ def test_the_op_gets_the_key_target_and_attempt_and_ids_are_generated() -> None:
     assert [s[2] for s in seen] == [1, 2, 1, 2]
     assert seen[0][0] == seen[1][0] and seen[0][0] != seen[2][0]  # a new run (key) per call
     assert seen[0][1] == op.__wrapped__.__qualname__ and len(seen[0][0]) == 64
+
+
+def test_a_generated_run_id_is_the_function_name_and_a_uuid4() -> None:
+    journaled: List[str] = []
+
+    class Recording(MemoryStore):
+        def compare_and_set(self, key: str, *rest: Any) -> Any:
+            if key.startswith("agent-recovery/journal/"):
+                journaled.append(key[len("agent-recovery/journal/"):])
+            return super().compare_and_set(key, *rest)
+
+    @recover(clock=VirtualClock(T0), seed=7, store=Recording())
+    def lookup() -> int:
+        return 1
+
+    assert lookup() == 1 and lookup() == 1
+    assert len(set(journaled)) == 2  # a run per call, journaled before its call
+    for run_id in journaled:
+        name, _, hex_ = run_id.partition("-")
+        parsed = uuid.UUID(hex=hex_)
+        assert (name, parsed.hex, parsed.version, parsed.variant) == ("lookup", hex_, 4, uuid.RFC_4122)
 
 
 def test_unknown_options_and_injected_arguments_are_refused() -> None:

@@ -119,9 +119,7 @@ class LoopComponent:
         return self._compiled.sha256
 
     def _call(self, name: str, args: Tuple[bytes, ...], read: Callable[[int], Any]) -> Any:
-        size = 0
-        for a in args:
-            size += len(a)
+        size = sum(map(len, args))
         limits = self._limits
         if size > limits.max_input_bytes:
             raise PolicyError(
@@ -131,9 +129,9 @@ class LoopComponent:
                 code="input-too-large",
             )
         idle = self._idle
-        with self._lock:
-            inst = idle.pop() if idle else None
-        if inst is None:
+        try:
+            inst = idle.pop()  # atomic (the GIL): no lock around the pool
+        except IndexError:
             inst = _Instance(self._compiled, self._indices, limits)
         try:
             ok, value, message = read(inst.callers[name](limits.fuel_for(size), args))
@@ -146,9 +144,8 @@ class LoopComponent:
             raise PolicyRuntimeError(
                 "invalid_output", f"`{name}` of the recovery loop returned an unusable value ({e})"
             ) from None
-        with self._lock:
-            if len(idle) < _POOL:
-                idle.append(inst)
+        if len(idle) < _POOL:  # two threads may both append: the pool is small either way
+            idle.append(inst)
         if ok:
             return value
         raise PolicyError(value, f"the recovery loop refused an input: {message}")

@@ -421,21 +421,22 @@ class DeadLetters:
         else `open` again (the replay's own failure is a new record with
         `replay_of`). `outcome` is None when another worker holds the replay's
         lease (its `recover` is carrying it out)."""
-        from .durable import Operations, run_replay
+        from .runtime import BLOCKING, _no_wait
 
-        ops = Operations.of(operations)
-        item, pending = self._pending(id)
-        done = run_replay(self._rt, item, pending, ops)
-        return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
+        return _no_wait(self._replay(BLOCKING, id, operations))
 
     async def replay_async(self, id: Any, operations: Dict[str, Any]) -> ReplayReport:
         """`replay` for asyncio (operations may be async)."""
-        from ._offloop import call
-        from .durable import Operations, run_replay_async
+        from .runtime import ASYNCIO
+
+        return await self._replay(ASYNCIO, id, operations)
+
+    async def _replay(self, io: Any, id: Any, operations: Dict[str, Any]) -> ReplayReport:
+        from .durable import Operations, run_replay
 
         ops = Operations.of(operations)
-        item, pending = await call(self._store, self._pending, id)
-        done = await run_replay_async(self._rt, item, pending, ops)
+        item, pending = await io.store(self._store, self._pending, id)
+        done = await run_replay(io, self._rt, item, pending, ops)
         return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
 
     def pending_replays(self) -> List[Tuple[DeadLetter, ReplayReport]]:

@@ -43,14 +43,13 @@ import asyncio
 import functools
 import inspect
 import json
+import os
 import threading
-import uuid
 import warnings
 from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import PolicyError
-from .runtime import Call, Clock, Runtime, StepReport, SystemClock
+from .runtime import _IO, ASYNCIO, BLOCKING, Call, Clock, Run, Runtime, Step, StepReport, SystemClock, _bad, _no_wait
 from .store import MemoryStore
 
 __all__ = ["KeyNotUsedWarning", "NULL_ARGS", "OPTIONS", "recover"]
@@ -79,6 +78,9 @@ OPTIONS: Dict[str, Any] = {
     "runtime_options": None,  # more Runtime options (attempt_budget, deadline_ms, ...)
 }
 
+_OPTION_NAMES = frozenset(OPTIONS)
+#: Runtime options that `recover` takes itself (refused in `runtime_options`).
+_OWN_OPTIONS = frozenset(("policy", "store", "clock", "seed", "attempt_timeout_ms", "policy_config", "breaker", "on_event"))
 _INJECTED = ("key", "target", "attempt")
 #: `args=None` means the call's arguments; `args=NULL_ARGS` the JSON null.
 NULL_ARGS: Any = type("NullArgs", (), {"__repr__": lambda self: "NULL_ARGS"})()
@@ -141,10 +143,6 @@ class KeyNotUsedWarning(UserWarning):
     """A step with side effects whose operation does not take its idempotency key."""
 
 
-def _bad(message: str) -> PolicyError:
-    return PolicyError("invalid_argument", message)
-
-
 def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -157,8 +155,6 @@ def _named_parameters(fn: Callable[..., Any]) -> Tuple[str, ...]:
 def _args_json(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """The call's arguments as JSON (part of the key and of a dead-letter record);
     a value with no JSON form is written as its repr."""
-    if not args and not kwargs:  # what the round trip below gives for a call with no arguments
-        return {"args": [], "kwargs": {}}
     return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}, default=repr, sort_keys=True))
 
 
@@ -172,7 +168,7 @@ class _Door:
         params: Optional[Tuple[str, ...]] = None,
         make_runtime: Optional[Callable[["_Door"], Runtime]] = None,
     ) -> None:
-        unknown = sorted(set(options) - set(OPTIONS))
+        unknown = sorted(set(options) - _OPTION_NAMES)
         if unknown:
             raise _bad(
                 f"recover() has no option {', '.join(map(repr, unknown))}; "
@@ -184,7 +180,7 @@ class _Door:
         if o["errors"] not in _ERRORS:
             raise _bad(f"errors is 'raise' or 'model', got {o['errors']!r}")
         fallbacks = o["fallbacks"]
-        if isinstance(fallbacks, str) or not all(isinstance(t, str) for t in fallbacks):
+        if isinstance(fallbacks, str) or (fallbacks and not all(isinstance(t, str) for t in fallbacks)):
             raise _bad(f"fallbacks is a list of target names, got {fallbacks!r}")
         self.fn = fn
         self.o = o
@@ -208,8 +204,7 @@ class _Door:
             raise _bad(f"on_decision must be callable, got {type(o['on_decision']).__name__}")
         if o["runtime_options"] is not None and not isinstance(o["runtime_options"], dict):
             raise _bad(f"runtime_options is a dict of Runtime options, got {type(o['runtime_options']).__name__}")
-        clash_rt = sorted(set(o["runtime_options"] or {}) & {"policy", "store", "clock", "seed", "attempt_timeout_ms",
-                                                              "policy_config", "breaker", "on_event"})
+        clash_rt = sorted(set(o["runtime_options"]) & _OWN_OPTIONS) if o["runtime_options"] else None
         if clash_rt:
             raise _bad(f"runtime_options {', '.join(clash_rt)} are options of recover() itself: pass them directly")
         self.store = o["store"] if o["store"] is not None else MemoryStore()
@@ -217,9 +212,13 @@ class _Door:
         self._runtime: Optional[Runtime] = None
         self._make = make_runtime
         self._lock = threading.Lock()
+        self._step: Optional[Step] = None  # `template()`
 
     def runtime(self) -> Runtime:
         """The door's runtime, made at its first call and shared by every call."""
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
         with self._lock:
             if self._runtime is None:
                 self._runtime = self.build_runtime() if self._make is None else self._make(self)
@@ -241,10 +240,10 @@ class _Door:
         given = self.o["run_id"]
         if callable(given):
             return str(given())
-        return given if given is not None else f"{self.name}-{uuid.uuid4().hex}"
+        return given if given is not None else f"{self.name}-{_uuid4_hex()}"
 
-    def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Dict[str, Any], "_Outcome"]:
-        clash = sorted(set(kwargs) & set(self.params))
+    def start(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, Step, "_Outcome"]:
+        clash = sorted(set(kwargs) & set(self.params)) if kwargs else None
         if clash:
             raise _bad(
                 f"{self.name}() got {', '.join(clash)} from its caller; the door passes them "
@@ -254,13 +253,39 @@ class _Door:
         runtime = self.runtime()
         outcome = _Outcome(self, runtime)
         given = o["args"]
-        step_args = _args_json(args, kwargs) if given is None else None if given is NULL_ARGS else given
-        step: Dict[str, Any] = dict(
-            id=o["step_id"] or self.name, tool=self.tool, call=o["call"], args=step_args,
-            target=o["target"], fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"],
-            idempotent=o["idempotent"], operation=outcome.operation(args, kwargs),
-        )
+        text = None
+        if given is None:
+            if args or kwargs:
+                step_args = _args_json(args, kwargs)
+            else:  # what `_args_json` gives for a call with no arguments, and its text
+                step_args, text = {"args": [], "kwargs": {}}, '{"args":[],"kwargs":{}}'
+        else:
+            step_args = None if given is NULL_ARGS else given
+        step = self.template()._with(outcome.operation(args, kwargs), step_args, text)
         return runtime.run(self.run_id()), step, outcome
+
+    def template(self) -> Step:
+        """The step of every call, checked once (each call gets its operation and args)."""
+        step = self._step
+        if step is None:
+            o = self.o
+            step = self._step = Step(
+                o["step_id"] or self.name, self.tool, _never, call=o["call"], target=o["target"],
+                fallbacks=list(o["fallbacks"]), side_effect=o["side_effect"], idempotent=o["idempotent"],
+            )
+        return step
+
+
+def _uuid4_hex() -> str:
+    """`uuid.uuid4().hex` without building a `UUID` (the same bits: random,
+    the version 4 and the RFC 4122 variant set)."""
+    n = int.from_bytes(os.urandom(16), "big") & ~(0xC000 << 48 | 0xF000 << 64) | (0x8000 << 48 | 0x4000 << 64)
+    return f"{n:032x}"
+
+
+def _never(call: Call) -> Any:
+    """The operation of a door's template step (each call gets its own)."""
+    raise AssertionError("a door's template step is never run")
 
 
 class _Outcome:
@@ -362,43 +387,42 @@ def _wrap(
     door = _Door(fn, options, params, make_runtime)
     public = params is None
     begin = door.start if start is None else functools.partial(start, door)
+    recovered: Callable[..., Any]
     if _is_async(fn) if asynchronous is None else asynchronous:
 
-        async def recovered(*args: Any, **kwargs: Any) -> Any:
-            run, step, outcome = begin(args, kwargs)
-            token = _CALL.set(outcome.decision)
-            try:
-                report = await run.step_async(**step)
-            finally:
-                _CALL.reset(token)
-            for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
-                await task
-            if report.outcome == "ok":
-                await run.end_async()
-            if report.outcome == "cancelled":
-                raise asyncio.CancelledError()
-            return outcome.result(report)
+        async def recovered_async(*args: Any, **kwargs: Any) -> Any:
+            return await _call(ASYNCIO, begin(args, kwargs))
 
-        if public:
-            functools.update_wrapper(recovered, fn)
-            _public_signature(fn, recovered)
-        return recovered
+        recovered = recovered_async
+    else:
 
-    def recovered_sync(*args: Any, **kwargs: Any) -> Any:
-        run, step, outcome = begin(args, kwargs)
-        token = _CALL.set(outcome.decision)
-        try:
-            report = run.step(**step)
-        finally:
-            _CALL.reset(token)
-        if report.outcome == "ok":
-            run.end()
-        return outcome.result(report)
+        def recovered_sync(*args: Any, **kwargs: Any) -> Any:
+            return _no_wait(_call(BLOCKING, begin(args, kwargs)))
 
+        recovered = recovered_sync
     if public:
-        functools.update_wrapper(recovered_sync, fn)
-        _public_signature(fn, recovered_sync)
-    return recovered_sync
+        functools.update_wrapper(recovered, fn)
+        _public_signature(fn, recovered)
+    return recovered
+
+
+async def _call(io: _IO, begun: Tuple[Run, Any, _Outcome]) -> Any:
+    """One call through the door, on `io`'s path: a run of one step, ended
+    when the step ended ok; the step's result, or its failure raised."""
+    run, step, outcome = begun
+    token = _CALL.set(outcome.decision)
+    try:
+        report = await run._carry_step(io, *run._step_of(step, {}))
+    finally:
+        _CALL.reset(token)
+    if io is ASYNCIO:
+        for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
+            await task
+    if report.outcome == "ok" and run._finished is None:  # `run.end()`
+        await run._carry_step(io, run._end_input(), None)
+    if report.outcome == "cancelled" and io is ASYNCIO:
+        raise asyncio.CancelledError()
+    return outcome.result(report)
 
 
 def recover(fn: Optional[Callable[..., Any]] = None, /, **options: Any) -> Any:

@@ -45,13 +45,12 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from . import _offloop
-from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, finish_replay
+from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, _loads, finish_replay
 from .errors import PolicyError, PolicyRuntimeError
 from .store import Written
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runtime import Run, Runtime, Step
+    from .runtime import _IO, Run, Runtime, Step
 
 __all__ = ["JOURNAL_PREFIX", "Operations", "RecoverReport", "UNKNOWN_TOOL", "recover", "recover_async"]
 
@@ -230,13 +229,6 @@ def journaled(runtime: "Runtime", older_than_ms: Optional[int]) -> List[Tuple[st
     return out
 
 
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
 def _lease(runtime: "Runtime", run_id: str) -> Optional[str]:
     """Take the recovery lease of `run_id`; its key, or None when another worker holds it."""
     key = LEASE_PREFIX + run_id
@@ -249,7 +241,7 @@ def _lease(runtime: "Runtime", run_id: str) -> Optional[str]:
 def _state_text(runtime: "Runtime", key: str, version: int) -> Optional[str]:
     """The journaled state's exact text; None when the entry is gone or changed
     since it was listed (another worker finished the run before our lease)."""
-    from .runtime import _raw_member
+    from .runtime import _members
 
     got = runtime.store.get(key, runtime.clock.now_ms())
     if got is None or got.version != version:
@@ -257,9 +249,9 @@ def _state_text(runtime: "Runtime", key: str, version: int) -> Optional[str]:
     entry = _loads(got.value)
     if not isinstance(entry, dict) or not isinstance(entry.get("state"), dict):
         return None
-    try:
-        return _raw_member(got.value, 0, len(got.value), "state", entry)
-    except PolicyRuntimeError:
+    try:  # the loop's bytes, as it wrote them
+        return _members(got.value.strip(), 0, ("state",))[1]["state"]
+    except (PolicyRuntimeError, IndexError, KeyError, StopIteration, ValueError):
         return json.dumps(entry["state"], ensure_ascii=False, separators=(",", ":"))
 
 
@@ -311,30 +303,9 @@ def recover(runtime: "Runtime", operations: Any, older_than_ms: Optional[int] = 
     """`runtime.recover(operations, older_than_ms=None)`: finish every
     interrupted run of the store, then carry out the pending replay requests.
     One report per run, in journal key order, then the replays in id order."""
-    ops = Operations.of(operations)
-    reports: List[RecoverReport] = []
-    for run_id, key, version in journaled(runtime, older_than_ms):
-        lease = _lease(runtime, run_id)
-        if lease is None:
-            continue
-        try:
-            state = _state_text(runtime, key, version)
-            if state is None:
-                continue
-            run = _recovering_run(runtime, state, ops, run_id)
-            try:
-                run._sync(_recover_input(runtime), None)
-            except (PolicyError, PolicyRuntimeError) as e:
-                reports.append(_failed(run, run_id, e))
-                continue
-            reports.append(_report(run, run_id))
-        finally:
-            runtime.store.delete(lease)
-    for item, pending in runtime.dead_letters.pending_replays():
-        done = run_replay(runtime, item, pending, ops)
-        if done is not None and done.report is not None:
-            reports.append(done.report)
-    return reports
+    from .runtime import BLOCKING, _no_wait
+
+    return _no_wait(_recover(BLOCKING, runtime, Operations.of(operations), older_than_ms))
 
 
 async def recover_async(
@@ -342,28 +313,34 @@ async def recover_async(
 ) -> List[RecoverReport]:
     """`recover` for asyncio (operations may be async; store calls run off the
     loop, see `agent_recovery._offloop`)."""
-    ops = Operations.of(operations)
+    from .runtime import ASYNCIO
+
+    return await _recover(ASYNCIO, runtime, Operations.of(operations), older_than_ms)
+
+
+async def _recover(io: "_IO", runtime: "Runtime", ops: Operations, older_than_ms: Optional[int]) -> List[RecoverReport]:
+    """`recover` on either path (`io`: the runtime's blocking or asyncio executor)."""
     reports: List[RecoverReport] = []
     store = runtime.store
-    for run_id, key, version in await _offloop.call(store, journaled, runtime, older_than_ms):
-        lease = await _offloop.call(store, _lease, runtime, run_id)
+    for run_id, key, version in await io.store(store, journaled, runtime, older_than_ms):
+        lease = await io.store(store, _lease, runtime, run_id)
         if lease is None:
             continue
         try:
-            state = await _offloop.call(store, _state_text, runtime, key, version)
+            state = await io.store(store, _state_text, runtime, key, version)
             if state is None:
                 continue
             run = _recovering_run(runtime, state, ops, run_id)
             try:
-                await run._async(_recover_input(runtime), None)
+                await run._carry_step(io, _recover_input(runtime), None)
             except (PolicyError, PolicyRuntimeError) as e:
                 reports.append(_failed(run, run_id, e))
                 continue
-            reports.append(await _offloop.call(store, _report, run, run_id))
+            reports.append(await io.store(store, _report, run, run_id))
         finally:
-            await _offloop.call(store, store.delete, lease)
-    for item, pending in await _offloop.call(store, runtime.dead_letters.pending_replays):
-        done = await run_replay_async(runtime, item, pending, ops)
+            await io.store(store, store.delete, lease)
+    for item, pending in await io.store(store, runtime.dead_letters.pending_replays):
+        done = await run_replay(io, runtime, item, pending, ops)
         if done is not None and done.report is not None:
             reports.append(done.report)
     return reports
@@ -415,43 +392,24 @@ def _replayed(runtime: "Runtime", run: "Run", spec: Dict[str, Any], pending: Rep
     return _Replayed(pending.id, pending.n, pending.key, pending.run_id, outcome, report)
 
 
-def run_replay(runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations) -> Optional[_Replayed]:
-    """Carry out `pending` (a replay of `item`) now, blocking; None when another
-    worker holds its lease or carried it out already."""
-    lease = _lease(runtime, pending.run_id)
-    if lease is None:
-        return None
-    try:
-        if not _still_pending(runtime, pending):
-            return None
-        spec = _replay_spec(item, pending)
-        run = runtime.run(pending.run_id)
-        run._ops = ops
-        report = run._step_spec(spec, ops.step(spec))
-        if report.outcome == "ok":
-            run.end()
-        return _replayed(runtime, run, spec, pending, report.outcome)
-    finally:
-        runtime.store.delete(lease)
-
-
-async def run_replay_async(
-    runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations
+async def run_replay(
+    io: "_IO", runtime: "Runtime", item: DeadLetter, pending: ReplayReport, ops: Operations
 ) -> Optional[_Replayed]:
-    """`run_replay` for asyncio (store calls off the loop)."""
+    """Carry out `pending` (a replay of `item`) now on `io`'s path; None when
+    another worker holds its lease or carried it out already."""
     store = runtime.store
-    lease = await _offloop.call(store, _lease, runtime, pending.run_id)
+    lease = await io.store(store, _lease, runtime, pending.run_id)
     if lease is None:
         return None
     try:
-        if not await _offloop.call(store, _still_pending, runtime, pending):
+        if not await io.store(store, _still_pending, runtime, pending):
             return None
         spec = _replay_spec(item, pending)
         run = runtime.run(pending.run_id)
         run._ops = ops
-        report = await run._step_spec_async(spec, ops.step(spec))
-        if report.outcome == "ok":
-            await run.end_async()
-        return await _offloop.call(store, _replayed, runtime, run, spec, pending, report.outcome)
+        report = await run._step_spec(io, spec, ops.step(spec))
+        if report.outcome == "ok" and run._finished is None:  # `run.end()`
+            await run._carry_step(io, run._end_input(), None)
+        return await io.store(store, _replayed, runtime, run, spec, pending, report.outcome)
     finally:
-        await _offloop.call(store, store.delete, lease)
+        await io.store(store, store.delete, lease)

@@ -43,7 +43,6 @@ an operation with a `target` parameter) to fall back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import threading
@@ -52,10 +51,11 @@ import types
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Dict, Optional, Protocol, Sequence
 
-from .door import NULL_ARGS, _bad, _wrap
+from .door import NULL_ARGS, _call, _Door, _never, _uuid4_hex
 from .errors import PolicyError
 from .observe import as_failure
-from .runtime import Clock, Runtime, SystemClock
+from .runtime import _IO, ASYNCIO, BLOCKING, Clock, _bad, _no_wait
+from .store import MemoryStore
 from .types import Context, Decision, Envelope
 
 
@@ -96,14 +96,13 @@ _DEFAULTS: Dict[str, Any] = {"attempt_budget": 2**31, "breaker": (100, 30_000)}
 
 
 class _SleepClock(Clock):
-    """The system clock, sleeping through the injected `sleep(seconds)`."""
+    """The system clock (`SystemClock`'s time), sleeping through the injected `sleep(seconds)`."""
 
     def __init__(self, sleep: Callable[[float], Any]) -> None:
         self._sleep = sleep
-        self._system = SystemClock()
 
     def now_ms(self) -> int:
-        return self._system.now_ms()
+        return time.time_ns() // 1_000_000
 
     def sleep_ms(self, ms: int) -> None:
         self._sleep(ms / 1000)
@@ -139,10 +138,10 @@ def _parameter_names(fn: Callable[..., Any]) -> Sequence[str]:
 _ATTEMPT_PARAMS = ("key", "attempt", "target")
 
 
-def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) -> Callable[[], Any]:
+def _door(operation: Callable[..., Any], o: Dict[str, Any]) -> _Door:
     """The door of one `retry` call: `o` holds retry's arguments."""
-    ctx: Dict[str, Any] = dict(o.pop("context") or {})
-    unknown = sorted(set(ctx) - set(_CONTEXT_KEYS))
+    ctx: Dict[str, Any] = o.pop("context") or {}
+    unknown = sorted(set(ctx) - set(_CONTEXT_KEYS)) if ctx else None
     if unknown:
         raise PolicyError(
             "invalid_context",
@@ -166,9 +165,10 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
 
     attempt.__name__ = getattr(operation, "__name__", "operation")
     args, sleep = o.pop("args"), o.pop("sleep")
-    runtime_options = {**_DEFAULTS, **(o.pop("runtime_options") or {})}
-    key = _runtime_key(o, ctx, runtime_options)
-    return _wrap(attempt, {
+    given = o.pop("runtime_options")
+    runtime_options = {**_DEFAULTS, **(given or {})}
+    key = _runtime_key(o, ctx, runtime_options, given is None)
+    options = {
         **o,
         "step_id": o["step_id"] if o["step_id"] is not None else "retry",
         "tool": o["tool"] if o["tool"] is not None else attempt.__name__,
@@ -178,26 +178,52 @@ def _door(operation: Callable[..., Any], asynchronous: bool, o: Dict[str, Any]) 
         "idempotent": ctx.get("idempotent"),
         "breaker": runtime_options.pop("breaker"),
         "runtime_options": runtime_options,
-    }, asynchronous=asynchronous, params=_ATTEMPT_PARAMS,
-        make_runtime=None if key is None else functools.partial(_kept_runtime, key))
+    }
+    try:  # the door's shape besides its runtime: the step
+        idempotent = options["idempotent"]  # with its type: 1 is not True in a step
+        shape = (key, options["step_id"], options["tool"], o["call"], o["target"], tuple(o["fallbacks"]),
+                 type(idempotent), idempotent)
+        hash(shape)
+    except TypeError:
+        shape = None
+    if key is not None and shape is not None:
+        return _kept_door(shape, attempt, options)
+    return _Door(attempt, options, _ATTEMPT_PARAMS)
 
 
-#: Runtimes kept for `retry` calls that give no store, by their configuration
-#: (the most recently used few): a call runs on a sibling of its configuration's
-#: runtime with the call's own fresh `MemoryStore` and clock (`Runtime._sibling`),
-#: instead of building a runtime (options checked, the configuration sent to the
-#: loop, telemetry bound) for every call.
-_KEPT: "OrderedDict[Any, Runtime]" = OrderedDict()
+async def _retry(io: _IO, o: Dict[str, Any]) -> Any:
+    """One `retry` / `retry_sync` call on `io`'s path; `o` holds its arguments."""
+    o["run_id"] = _run_id(o["run_id"])
+    door = _door(o.pop("operation"), o)
+    try:
+        return await _call(io, door.start((), {}))
+    except RecoveryError as e:
+        _as_failure(e)
+        raise
+
+
+#: Doors kept for `retry` calls that give no store, by their configuration
+#: (the most recently used few): a call runs on a copy of its configuration's
+#: door (the step checked once) whose runtime is a sibling of the kept one with
+#: the call's own fresh `MemoryStore` and clock (`Runtime._sibling`), instead
+#: of making a door and building a runtime (options checked, the configuration
+#: sent to the loop, telemetry bound) for every call.
+_KEPT: "OrderedDict[Any, _Door]" = OrderedDict()
 _KEPT_LOCK = threading.Lock()
 _KEPT_MAX = 32
 
 
-def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[str, Any]) -> Any:
+def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[str, Any], defaults: bool) -> Any:
     """What a `retry` call's runtime is made of, besides its store and clock, as
     a key; None when the call's runtime cannot be shared: it gives a store, or a
-    decision log, or an option that is not plain JSON (then it is built per call)."""
+    decision log, or an option that is not plain JSON (then it is built per call).
+    `defaults`: no runtime options were given (then, without a policy
+    configuration, the key needs no JSON text)."""
     if o["store"] is not None or "decision_log" in runtime_options:
         return None
+    seed, timeout = o["seed"], o["timeout_ms"]
+    if defaults and ctx.get("config") is None and type(seed) in _PLAIN and type(timeout) in _PLAIN:
+        return (seed, timeout, o["policy"], o["on_decision"], o["on_event"])
     try:
         plain = json.dumps(
             [o["seed"], o["timeout_ms"], ctx.get("config"), runtime_options],
@@ -211,21 +237,35 @@ def _runtime_key(o: Dict[str, Any], ctx: Dict[str, Any], runtime_options: Dict[s
     return key
 
 
-def _kept_runtime(key: Any, door: Any) -> Runtime:
-    """The door's runtime: a sibling of the kept one for `key` (built by this
-    door's first call when there is none) on the door's store and clock."""
+#: The types of a seed or a timeout that `_runtime_key` keys on as they are.
+_PLAIN = (int, type(None))
+
+
+def _kept_door(shape: Any, fn: Callable[..., Any], options: Dict[str, Any]) -> _Door:
+    """The door of one call: a copy of the kept one for `shape` (made by this
+    call when there is none) with the call's function, run id, args, fresh
+    `MemoryStore` and clock, on a sibling of the kept runtime."""
     with _KEPT_LOCK:
-        kept = _KEPT.get(key)
+        kept = _KEPT.get(shape)
         if kept is not None:
-            _KEPT.move_to_end(key)
+            _KEPT.move_to_end(shape)
     if kept is None:
-        kept = door.build_runtime()
+        kept = _Door(fn, options, _ATTEMPT_PARAMS)
+        kept.runtime()
+        kept.template()
+        kept.fn, kept.o = _never, {**kept.o, "run_id": None, "args": None}  # keep nothing of this call
         with _KEPT_LOCK:
-            _KEPT[key] = kept
+            _KEPT[shape] = kept
             if len(_KEPT) > _KEPT_MAX:
                 _KEPT.popitem(last=False)
-    sibling: Runtime = kept._sibling(door.store, door.clock)
-    return sibling
+    door: _Door = object.__new__(_Door)
+    door.__dict__.update(kept.__dict__)
+    door.fn = fn
+    door.o = {**kept.o, "run_id": options["run_id"], "args": options["args"]}
+    door.store = MemoryStore()
+    door.clock = options["clock"]
+    door._runtime = kept.runtime()._sibling(door.store, door.clock)
+    return door
 
 
 def _as_failure(error: RecoveryError) -> None:
@@ -237,9 +277,7 @@ def _as_failure(error: RecoveryError) -> None:
 def _run_id(run_id: Optional[str]) -> Any:
     if run_id is not None:
         return run_id
-    import uuid
-
-    return lambda: f"retry-{uuid.uuid4().hex}"
+    return lambda: f"retry-{_uuid4_hex()}"
 
 
 async def retry(
@@ -271,14 +309,7 @@ async def retry(
     order; the operation gets `target=`) as in `recover`. Cancelling the task
     raises `asyncio.CancelledError`.
     """
-    o = dict(locals())
-    o["run_id"] = _run_id(run_id)
-    door = _door(o.pop("operation"), True, o)
-    try:
-        return await door()
-    except RecoveryError as e:
-        _as_failure(e)
-        raise
+    return await _retry(ASYNCIO, dict(locals()))
 
 
 def retry_sync(
@@ -302,11 +333,4 @@ def retry_sync(
     fallbacks: Sequence[str] = (),
 ) -> Any:
     """The blocking twin of `retry` (same arguments, `sleep=time.sleep`)."""
-    o = dict(locals())
-    o["run_id"] = _run_id(run_id)
-    door = _door(o.pop("operation"), False, o)
-    try:
-        return door()
-    except RecoveryError as e:
-        _as_failure(e)
-        raise
+    return _no_wait(_retry(BLOCKING, dict(locals())))

@@ -33,22 +33,25 @@ assert clock.now_ms() > 1_767_225_600_000  # slept on the virtual clock
 
 `run.step` is blocking (operations are plain functions; a real sleep blocks
 the thread); `await run.step_async(...)` takes sync or async operations and
-sleeps with `asyncio.sleep`. Both drive the same code (`_drive`), so they
-cannot differ.
+sleeps with `asyncio.sleep`. Both run the same code (the driver `_drive` and
+the executor `_carry`; only how they wait differs, `_IO`), so they cannot
+differ.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
 import threading
 import time
 import warnings
+from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeGuard
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeGuard, TypeVar
 
 from . import _decision_log, _offloop, _quota, _strict_json
 from ._inputs import check_name, json_text
@@ -61,6 +64,8 @@ from .observe import Failure, _response_text, from_response
 from .store import MemoryStore, StoreError, Written
 from .telemetry import OFF_LANE, Telemetry, bind as _bind_telemetry
 from .types import NAMED_RENDER_FORMATS
+
+T = TypeVar("T")
 
 __all__ = [
     "Call",
@@ -282,7 +287,7 @@ class Step:
     | `checkpoint` | None: the hook of `restore` decisions, `checkpoint() -> bool` |
     """
 
-    __slots__ = _STEP_OPTIONS
+    __slots__ = _STEP_OPTIONS + ("_args_text",)
 
     def __init__(
         self,
@@ -321,6 +326,19 @@ class Step:
         self.idempotent = idempotent
         self.compensate = compensate
         self.checkpoint = checkpoint
+        self._args_text: Optional[str] = None
+
+    def _with(self, operation: Operation, args: Any, args_text: Optional[str] = None) -> "Step":
+        """This step with another operation and args (checked already: a door's
+        steps differ only in these); `args_text`: the args as JSON text, when
+        the caller has it."""
+        step = object.__new__(Step)
+        step._args_text = args_text
+        step.id, step.tool, step.call, step.target = self.id, self.tool, self.call, self.target
+        step.fallbacks, step.side_effect, step.idempotent = self.fallbacks, self.side_effect, self.idempotent
+        step.compensate, step.checkpoint = self.compensate, self.checkpoint
+        step.operation, step.args = operation, args
+        return step
 
     @classmethod
     def of(cls, step: Any = None, options: Optional[Dict[str, Any]] = None) -> "Step":
@@ -365,7 +383,7 @@ class Step:
                 "".join((self.id, self.tool, call or "", target or "", *fallbacks)).encode("utf-8")
             except UnicodeEncodeError:
                 return _dumps(self.spec(), "step")
-            args = "null" if self.args is None else _dumps(self.args, "step.args")
+            args = self._args_text or ("null" if self.args is None else _dumps(self.args, "step.args"))
             return (
                 f'{{"id":{_jstr(self.id)},"tool":{_jstr(self.tool)},'
                 f'"call":{"null" if call is None else _jstr(call)},"args":{args},'
@@ -510,11 +528,11 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
         raise _malformed(text) from None
 
 
-def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int]:
-    """The effect object at `text[start]` (a `{`) read member by member, so
-    each value is scanned once and the text of a raw member is the slice it
-    was scanned from; its raw members; its end. It reads what `json.loads`
-    reads (a repeated member: the last one)."""
+def _members(text: str, start: int, raws: Tuple[str, ...] = _RAW) -> Tuple[Dict[str, Any], Dict[str, str], int]:
+    """The object at `text[start]` (a `{`) read member by member, so each
+    value is scanned once and the text of a raw member (one of `raws`) is
+    the slice it was scanned from; its raw members; its end. It reads what
+    `json.loads` reads (a repeated member: the last one)."""
     fx: Dict[str, Any] = {}
     raw: Dict[str, str] = {}
     i = start + 1
@@ -535,7 +553,7 @@ def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int
             v = _skip(text, v)
         value, i = _scan(text, v)
         fx[key] = value
-        if key in _RAW:
+        if key in raws:
             raw[key] = text[v:i]
         c = text[i]
         if c in _SPACE:
@@ -549,34 +567,6 @@ def _members(text: str, start: int) -> Tuple[Dict[str, Any], Dict[str, str], int
         if c == "}":
             return fx, raw, i + 1
         raise _malformed(text[start : start + 200])
-
-
-def _raw_member(text: str, start: int, end: int, name: str, fx: Dict[str, Any]) -> str:
-    """The exact text of member `name` of the object `text[start:end]`.
-
-    Fast path: the first `"name":` in the object (a quote cannot appear
-    unescaped inside a JSON string, so this is a key), checked by parsing the
-    value there and comparing it with the parsed member; else a member-by-member walk."""
-    needle = '"' + name + '":'
-    at = text.find(needle, start, end)
-    if at >= 0:
-        v = at + len(needle)
-        value, stop = _scan(text, v)
-        if value == fx[name] and type(value) is type(fx[name]):
-            return text[v:stop]
-    i = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
-    while text[i] != "}":
-        key, i = _scan(text, i)
-        i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # past ':'
-        v = i
-        _, i = _scan(text, i)
-        if key == name:
-            return text[v:i]
-        i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        if text[i] == ",":
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-    raise _malformed(f"no member {name}")
 
 
 def _observation_text(obs: Any) -> str:
@@ -846,6 +836,7 @@ class Runtime:
         self._looper = _default_loop(self._limits)
         self._telemetry = _bind_telemetry(telemetry, self._decider)
         self._store = store if store is not None else MemoryStore()
+        self._ops = _StoreOps(self._store)
         # A store opened from a redis:// URL brings the server's clock, so
         # breaker times, leases and TTLs agree across workers (docs/store.md).
         server_clock = getattr(self._store, "server_clock", None)
@@ -885,17 +876,21 @@ class Runtime:
         sibling = object.__new__(Runtime)
         sibling.__dict__.update(self.__dict__)
         sibling._store = store
+        sibling._ops = _StoreOps(store)
         sibling._clock = clock
         return sibling
 
-    def _store_event(self, text: str) -> None:
-        """Forward one of the store's events (JSON text) to `on_event`."""
+    def _store_event(self, text: str, event: Any = None) -> None:
+        """Give `on_event` an event (JSON text; `event`: the same parsed, when
+        the caller has it): a store's event, the loop's, a runtime's."""
         if self._on_event is None:
             return
+        if event is None:
+            event = json.loads(text)
         if self._event_text:
-            self._on_event(json.loads(text), text)
+            self._on_event(event, text)
         else:
-            self._on_event(json.loads(text))
+            self._on_event(event)
 
     @property
     def store(self) -> Any:
@@ -1045,55 +1040,48 @@ class Run:
         """Run a step to its end (blocking) and report how it ended. Takes a
         `Step` or its options as keywords. Raises only when the loop, the policy
         or the store failed (`PolicyError`, `PolicyRuntimeError`, `StoreError`)."""
-        s = Step.of(step, options)
-        self._claim_ids([s.id])
-        return self._sync(self._step_text_input(s), s)
+        return self._sync(*self._step_of(step, options))
 
     async def step_async(self, step: Any = None, /, **options: Any) -> StepReport:
         """`step` for asyncio: operations, compensations and checkpoint hooks may
         be async; sleeps do not block the loop; `attempt_timeout_ms` cancels a
         slow async call on a real clock. Cancelling the task cancels the run
         (the report says `cancelled`, after the compensations)."""
-        s = Step.of(step, options)
-        self._claim_ids([s.id])
-        return await self._async(self._step_text_input(s), s)
+        return await self._async(*self._step_of(step, options))
 
     def fanout(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
         """Run `branches` (steps) concurrently (threads; one after another on a
         `VirtualClock`); ok when at least `min_results` of them end ok. The
         report's `result` lists each branch's result (None where it did not end ok)."""
-        f = _Fanout(id, min_results, branches)
-        self._claim_ids([f.id] + [b.id for b in f.branches])
-        return self._sync(self._fanout_input(f), f)
+        return self._sync(*self._fanout_of(id, min_results, branches))
 
     async def fanout_async(self, id: str, min_results: int, branches: Sequence[Any]) -> StepReport:
         """`fanout` for asyncio (branches run with `asyncio.gather`)."""
-        f = _Fanout(id, min_results, branches)
-        self._claim_ids([f.id] + [b.id for b in f.branches])
-        return await self._async(self._fanout_input(f), f)
+        return await self._async(*self._fanout_of(id, min_results, branches))
 
     def cancel(self) -> Optional[StepReport]:
         """Cancel the run. Between steps: runs the compensations of the
         completed steps now (reverse order) and returns the `cancelled` report.
         While a step runs (another thread or task): sets the signal and returns
         None; that step ends `cancelled`."""
-        self.cancelled.set()
-        self._wake()
-        if self._busy:
-            return None
-        if self._finished is not None:
-            return _after_the_end(self._finished)
-        return self._sync(self._cancel_input(), None)
+        now, report = self._cancelling()
+        return self._sync(self._cancel_input(), None) if now else report
 
     async def cancel_async(self) -> Optional[StepReport]:
         """`cancel` for asyncio (async compensations are awaited)."""
+        now, report = self._cancelling()
+        return await self._async(self._cancel_input(), None) if now else report
+
+    def _cancelling(self) -> Tuple[bool, Optional[StepReport]]:
+        """Set the signal; (True, None) when the loop must cancel the run now,
+        else (False, the report to return: None while a step runs)."""
         self.cancelled.set()
         self._wake()
         if self._busy:
-            return None
+            return False, None
         if self._finished is not None:
-            return _after_the_end(self._finished)
-        return await self._async(self._cancel_input(), None)
+            return False, _after_the_end(self._finished)
+        return True, None
 
     def end(self) -> None:
         """Say the run is complete (between steps): the loop deletes its journal
@@ -1122,14 +1110,21 @@ class Run:
         if exc_type is None:
             await self.end_async()
 
-    def _step_spec(self, spec: Dict[str, Any], step: Step) -> StepReport:
+    def _step_of(self, step: Any, options: Dict[str, Any]) -> Tuple[str, Step]:
+        """The loop input of a step (a `Step` or its options) and the step, its id claimed."""
+        s = Step.of(step, options)
+        self._claim_ids([s.id])
+        return self._step_text_input(s), s
+
+    def _fanout_of(self, id: str, min_results: int, branches: Sequence[Any]) -> Tuple[str, _Fanout]:
+        f = _Fanout(id, min_results, branches)
+        self._claim_ids([f.id] + [b.id for b in f.branches])
+        return self._fanout_input(f), f
+
+    async def _step_spec(self, io: "_IO", spec: Dict[str, Any], step: Step) -> StepReport:
         """A step whose loop input is `spec` as given (a replay's carries `replay_of`)."""
         self._claim_ids([step.id])
-        return self._sync(self._step_input(spec), step)
-
-    async def _step_spec_async(self, spec: Dict[str, Any], step: Step) -> StepReport:
-        self._claim_ids([step.id])
-        return await self._async(self._step_input(spec), step)
+        return await self._carry_step(io, self._step_input(spec), step)
 
     def _dead_letter_depth(self, seq: int, record: Any, t_ms: int, threshold: Any = None) -> Optional[str]:
         """Store work after the loop appended dead-letter record `seq`: record the
@@ -1150,11 +1145,7 @@ class Run:
         rt = self._rt
         holder.events.append(text)
         holder.tel.event(json.loads(text), rt._clock)
-        if rt._on_event is not None:
-            if rt._event_text:
-                rt._on_event(json.loads(text), text)
-            else:
-                rt._on_event(json.loads(text))
+        rt._store_event(text)
 
     def _claim_ids(self, ids: List[str]) -> None:
         """Step ids are unique in a run (docs/runtime.md, "Inputs"); the loop
@@ -1224,6 +1215,8 @@ class Run:
         receives the next input text."""
         rt = self._rt
         store = rt._store
+        ops = rt._ops
+        inline = ops.inline
         clock = rt._clock
         looper = rt._looper
         while True:
@@ -1237,15 +1230,12 @@ class Run:
                         raise _malformed("emit without event")
                     holder.events.append(text)
                     if rt._on_event is not None:
-                        if rt._event_text:
-                            rt._on_event(fx["event"], text)
-                        else:
-                            rt._on_event(fx["event"])
+                        rt._store_event(text, fx["event"])
                     holder.tel.event(fx["event"], clock)
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
-                    got = yield ("store", _read_values, store, keys, now)
+                    got = yield from _store(inline, ops.read, keys, now)
                     parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
                     vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
                     nxt = (
@@ -1256,35 +1246,23 @@ class Run:
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("write without key or value")
-                    yield ("store", _put, store, key, value, fx.get("ttl_ms"), clock.now_ms())
-                elif kind == "claim":
+                    yield from _store(inline, ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
+                elif kind == "claim" or kind == "swap":
+                    # A swap: a compare-and-set the loop re-applies itself on a conflict (a breaker update).
                     key, value = fx.get("key"), raw.get("value")
+                    expected = fx.get("expected") if kind == "swap" else None
                     if not isinstance(key, str) or value is None:
-                        raise _malformed("claim without key or value")
+                        raise _malformed(f"{kind} without key or value")
                     now = clock.now_ms()
-                    cas = yield ("store", store.compare_and_set, key, None, value, fx.get("ttl_ms"), now)
-                    if isinstance(cas, Written):
-                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":true}}'
+                    cas = yield from _store(inline, ops.cas, key, expected, value, fx.get("ttl_ms"), now)
+                    done = isinstance(cas, Written)
+                    cur = None if done else cas.current
+                    current = "" if done else f',"current":{cur.value if cur is not None else "null"}'
+                    if kind == "claim":
+                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":{_jbool(done)}{current}}}'
                     else:
-                        cur = cas.current.value if cas.current is not None else "null"
-                        nxt = f'{{"input":"claimed","now_ms":{now},"ok":false,"current":{cur}}}'
-                elif kind == "swap":
-                    # A compare-and-set the loop re-applies itself on a conflict (a breaker update).
-                    key, value, expected = fx.get("key"), raw.get("value"), fx.get("expected")
-                    if not isinstance(key, str) or value is None:
-                        raise _malformed("swap without key or value")
-                    now = clock.now_ms()
-                    cas = yield ("store", store.compare_and_set, key, expected, value, fx.get("ttl_ms"), now)
-                    if isinstance(cas, Written):
-                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":true,"version":{cas.version}}}'
-                    elif cas.current is None:
-                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":false,"current":null,"version":null}}'
-                    else:
-                        cur = cas.current
-                        nxt = (
-                            f'{{"input":"swapped","now_ms":{now},"ok":false,'
-                            f'"current":{cur.value},"version":{cur.version}}}'
-                        )
+                        version = cas.version if done else cur.version if cur is not None else "null"
+                        nxt = f'{{"input":"swapped","now_ms":{now},"ok":{_jbool(done)}{current},"version":{version}}}'
                 elif kind == "take" or kind == "refund":
                     # The fleet retry quota: a bounded add on the store (_quota.py).
                     key, capacity = fx.get("key"), fx.get("capacity")
@@ -1301,7 +1279,7 @@ class Run:
                     key = fx.get("key")
                     if not isinstance(key, str):
                         raise _malformed("delete without key")
-                    yield ("store", store.delete, key)
+                    yield from _store(inline, store.delete, key)
                 elif kind == "append":
                     stream, record = fx.get("stream"), raw.get("record")
                     if not isinstance(stream, str) or record is None:
@@ -1421,176 +1399,53 @@ class Run:
         if report.outcome == "ok" and branch.compensate is not None:
             self._undo[branch.id] = branch.compensate
 
-    # -- the blocking executor ----------------------------------------------------
+    # -- the executor (one for both paths) ------------------------------------------
+    #
+    # `_carry` answers the driver's needs. What differs between the blocking and
+    # the asyncio path (how to sleep, wait, await an operation, run branches,
+    # reach the store) is an `_IO` below; the blocking path runs the same
+    # coroutines without an event loop (`_no_wait`): its `_IO` never suspends.
 
     def _sync(self, input: str, step: Any) -> StepReport:
-        done = self._begin()
-        if done is not None:
-            return done
-        try:
-            self._holder.tel = self._tel.lane(step, self._rt._clock)
-            report = self._exec_sync(self._drive(self._holder, input, step))
-        except BaseException:
-            self._busy = False
-            self._holder.tel.abandon(self._rt._clock)
-            raise
-        return self._end(report, step)
-
-    def _exec_sync(self, gen: Generator[_Need, Any, StepReport]) -> StepReport:
-        try:
-            need = next(gen)
-            while True:
-                need = gen.send(self._do_sync(need))
-        except StopIteration as stop:
-            report: StepReport = stop.value
-            return report
-
-    def _do_sync(self, need: _Need) -> Any:
-        clock = self._rt._clock
-        what = need[0]
-        if what == "store" or what == "log":
-            return need[1](*need[2:])
-        if what == "sleep":
-            _, ms, cancellable = need
-            if cancellable and self._is_cancelled():
-                return self._cancel_input()
-            at = self._cancel_at
-            if cancellable and at is not None and clock.now_ms() + ms > at:
-                clock.sleep_ms(max(0, at - clock.now_ms()))
-                return self._cancel_input()
-            if cancellable and isinstance(clock, SystemClock):
-                if self.cancelled.wait(ms / 1000):
-                    return self._cancel_input()
-            else:
-                clock.sleep_ms(ms)
-            return f'{{"input":"slept","now_ms":{clock.now_ms()}}}'
-        if what == "restore":
-            hook = need[1]
-            ok = False
-            if hook is not None:
-                out = hook()
-                if inspect.isawaitable(out):
-                    _close(out)
-                    raise _bad("the checkpoint hook is async; use step_async")
-                ok = bool(out)
-            return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
-        if what == "call":
-            _, call, fn, holder = need
-            started = clock.now_ms()
-            try:
-                value = fn(call)
-            except Exception as exc:  # noqa: BLE001 - every failure is observed
-                result = _failed_exception(exc)
-            else:
-                if inspect.isawaitable(value):
-                    _close(value)
-                    raise _bad(f"the operation of step {call.step!r} is async; use step_async")
-                result, holder.value = _result_of(value)
-            took = max(0, clock.now_ms() - started)
-            if call.timeout_ms is not None and took > call.timeout_ms:
-                holder.value = _UNSET
-                result = _timeout_result(took)
-            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
-        if what == "fork":
-            _, fx, fanout, lane = need
-            return self._fork_sync(fx, fanout, lane)
-        raise _malformed(str(what))
-
-    def _fork_sync(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
-        clock = self._rt._clock
-        branches = _fork_branches(fx, fanout)
-        start = clock.now_ms()
-
-        holders: List[_Holder] = []
-
-        def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
-            state, spec, branch = item
-            holder = _Holder(state)
-            holder.tel = lane.tel.branch(spec, clock)
-            holders.append(holder)
-            input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
-            report = self._exec_sync(self._drive(holder, input, branch))
-            self._branch_done(branch, report)
-            return holder
-
-        if _is_virtual(clock):
-            states, latest = [], start
-            try:
-                for item in branches:
-                    clock.set_ms(start)
-                    states.append(one(item))
-                    latest = max(latest, clock.now_ms())
-            except _Killed:  # a scenario's kill: the branches' events so far stay
-                for h in holders:
-                    lane.events.extend(h.events)
-                raise
-            clock.set_ms(latest)
-        elif len(branches) <= 1:
-            states = [one(b) for b in branches]
-        else:
-            with ThreadPoolExecutor(max_workers=len(branches)) as pool:
-                states = list(pool.map(one, branches))
-        return self._joined(lane, clock.now_ms(), states)
-
-    # -- the asyncio executor -----------------------------------------------------
+        return _no_wait(self._carry_step(BLOCKING, input, step))
 
     async def _async(self, input: str, step: Any) -> StepReport:
+        return await self._carry_step(ASYNCIO, input, step)
+
+    async def _carry_step(self, io: "_IO", input: str, step: Any) -> StepReport:
         done = self._begin()
         if done is not None:
             return done
         try:
             self._holder.tel = self._tel.lane(step, self._rt._clock)
-            report = await self._exec_async(self._drive(self._holder, input, step))
+            report = await self._carry(io, self._drive(self._holder, input, step))
         except BaseException:
             self._busy = False
             self._holder.tel.abandon(self._rt._clock)
             raise
         return self._end(report, step)
 
-    async def _exec_async(self, gen: Generator[_Need, Any, StepReport]) -> StepReport:
+    async def _carry(self, io: "_IO", gen: Generator[_Need, Any, StepReport]) -> StepReport:
         try:
             need = next(gen)
             while True:
-                if need[0] == "store":
-                    need = gen.send(await self._store_async(need, _offloop.on_loop(self._rt._store)))
-                    continue
-                if need[0] == "log":
-                    # A file is written off the loop; the caller's own callable
-                    # or Logger is called here, as any of its hooks.
-                    here = not isinstance(need[1], _decision_log.FileSink)
-                    need = gen.send(await self._store_async(need, here))
+                if need[0] == "store" or need[0] == "log":
+                    need = gen.send(await io.store_work(self, need))
                     continue
                 try:
-                    answer = await self._do_async(need)
+                    answer = await self._do(io, need)
                 except asyncio.CancelledError:
+                    if io is BLOCKING:
+                        raise
                     # The task was cancelled: that cancels the run (no new
                     # attempts; the compensations still run; outcome cancelled).
-                    task = asyncio.current_task()
-                    if task is not None:
-                        task.uncancel()
+                    _uncancel()
                     self.cancelled.set()
                     answer = self._interrupted(need)
                 need = gen.send(answer)
         except StopIteration as stop:
             report: StepReport = stop.value
             return report
-
-    async def _store_async(self, need: _Need, here: bool) -> Any:
-        """Blocking work (store calls, decision log files) off the loop
-        (`_offloop`), or `here` on it when it never blocks. Cancelling the
-        task while it runs cancels the run once the call has answered (it is
-        bounded by the store's own timeout): the loop gets the real answer."""
-        if here:
-            return need[1](*need[2:])
-        fut = _offloop.start(self._rt._store, need[1], *need[2:])
-        try:
-            return await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            self.cancelled.set()
-            return await fut
 
     def _interrupted(self, need: _Need) -> str:
         """The answer to `need` when the task was cancelled while carrying it out."""
@@ -1614,7 +1469,7 @@ class Run:
             wake[1].set()
         return wake[1]
 
-    async def _do_async(self, need: _Need) -> str:
+    async def _do(self, io: "_IO", need: _Need) -> str:
         clock = self._rt._clock
         what = need[0]
         if what == "sleep":
@@ -1623,22 +1478,13 @@ class Run:
                 return self._cancel_input()
             at = self._cancel_at
             if cancellable and at is not None and clock.now_ms() + ms > at:
-                await _asleep(clock, max(0, at - clock.now_ms()))
+                await io.sleep(clock, max(0, at - clock.now_ms()))
                 return self._cancel_input()
             if cancellable and isinstance(clock, SystemClock):
-                # Woken at once by run.cancel(); a signal set directly (from any
-                # thread) is seen within _SIGNAL_POLL_S.
-                wake = self._wake_event()
-                end = time.monotonic() + ms / 1000
-                while (left := end - time.monotonic()) > 0:
-                    try:
-                        await asyncio.wait_for(wake.wait(), min(left, _SIGNAL_POLL_S))
-                    except asyncio.TimeoutError:
-                        pass
-                    if self.cancelled.is_set():
-                        return self._cancel_input()
+                if await io.wait_cancelled(self, ms):
+                    return self._cancel_input()
             else:
-                await _asleep(clock, ms)
+                await io.sleep(clock, ms)
             return f'{{"input":"slept","now_ms":{clock.now_ms()}}}'
         if what == "restore":
             hook = need[1]
@@ -1646,7 +1492,7 @@ class Run:
             if hook is not None:
                 out = hook()
                 if inspect.isawaitable(out):
-                    out = await out
+                    out, _ = await io.awaited(io.awaitable(out, "the checkpoint hook is async; use step_async"), None, clock)
                 ok = bool(out)
             return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
         if what == "call":
@@ -1656,21 +1502,16 @@ class Run:
             result = ""
             try:
                 value = fn(call)
-                if inspect.isawaitable(value):
-                    if call.timeout_ms is not None and not _is_virtual(clock):
-                        try:
-                            value = await asyncio.wait_for(_awaited(value), call.timeout_ms / 1000)
-                        except asyncio.TimeoutError:
-                            timed_out = True
-                    else:
-                        value = await value
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # noqa: BLE001 - every failure is observed
-                result = _failed_exception(exc)
-            else:
-                if not timed_out:
-                    result, holder.value = _result_of(value)
+                value, result = _UNSET, _failed_exception(exc)
+            if value is not _UNSET and inspect.isawaitable(value):
+                value = io.awaitable(value, f"the operation of step {call.step!r} is async; use step_async")
+                try:
+                    value, timed_out = await io.awaited(value, call.timeout_ms, clock)
+                except Exception as exc:  # noqa: BLE001 - every failure is observed
+                    value, result = _UNSET, _failed_exception(exc)
+            if value is not _UNSET and not timed_out:
+                result, holder.value = _result_of(value)
             took = max(0, clock.now_ms() - started)
             if timed_out or (call.timeout_ms is not None and took > call.timeout_ms):
                 holder.value = _UNSET
@@ -1678,44 +1519,165 @@ class Run:
             return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
         if what == "fork":
             _, fx, fanout, lane = need
-            return await self._fork_async(fx, fanout, lane)
+            return await self._fork(io, fx, fanout, lane)
         raise _malformed(str(what))
 
-    async def _fork_async(self, fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
+    async def _fork(self, io: "_IO", fx: Dict[str, Any], fanout: _Fanout, lane: _Holder) -> str:
         clock = self._rt._clock
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
+        holders: List[_Holder] = []
 
         async def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item
             holder = _Holder(state)
             holder.tel = lane.tel.branch(spec, clock)
+            holders.append(holder)
             input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
-            report = await self._exec_async(self._drive(holder, input, branch))
+            report = await self._carry(io, self._drive(holder, input, branch))
             self._branch_done(branch, report)
             return holder
 
         if _is_virtual(clock):
             states, latest = [], start
-            for item in branches:
-                clock.set_ms(start)
-                states.append(await one(item))
-                latest = max(latest, clock.now_ms())
+            try:
+                for item in branches:
+                    clock.set_ms(start)
+                    states.append(await one(item))
+                    latest = max(latest, clock.now_ms())
+            except _Killed:  # a scenario's kill: the branches' events so far stay
+                for h in holders:
+                    lane.events.extend(h.events)
+                raise
             clock.set_ms(latest)
         else:
-            tasks = [asyncio.ensure_future(one(b)) for b in branches]
-            try:
-                states = list(await asyncio.shield(asyncio.gather(*tasks)))
-            except asyncio.CancelledError:
-                # Cancelling the caller cancels the run: the branches see the
-                # signal (no new attempts, sleeps cut short) and end cancelled.
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                self.cancelled.set()
-                self._wake()
-                states = list(await asyncio.gather(*tasks))
+            states = await io.together(self, one, branches)
         return self._joined(lane, clock.now_ms(), states)
+
+
+class _IO:
+    """How the executor waits: the blocking path (`BLOCKING`) or asyncio
+    (`ASYNCIO`). The blocking one's coroutines never suspend."""
+
+    async def store_work(self, run: Run, need: _Need) -> Any:
+        """A `store` or `log` need carried out: `need[1](*need[2:])`."""
+        return need[1](*need[2:])
+
+    async def store(self, store: Any, fn: Callable[..., T], *args: Any) -> T:
+        """Store work outside a step (recover, replay): `fn(*args)`."""
+        return fn(*args)
+
+    async def sleep(self, clock: Clock, ms: int) -> None:
+        clock.sleep_ms(ms)
+
+    async def wait_cancelled(self, run: Run, ms: int) -> bool:
+        """Wait `ms` on the real clock or until the run is cancelled; True when it was."""
+        return run.cancelled.wait(ms / 1000)
+
+    def awaitable(self, value: Any, refusal: str) -> Any:
+        """What an operation or a hook returned that is awaitable, when the path
+        can await it (else `refusal`)."""
+        _close(value)
+        raise _bad(refusal)
+
+    async def awaited(self, value: Any, timeout_ms: Optional[int], clock: Clock) -> Tuple[Any, bool]:
+        """(the operation's awaited value, whether it timed out)."""
+        raise AssertionError("the blocking path awaits nothing")
+
+    async def together(self, run: Run, one: Callable[[Any], Any], items: List[Any]) -> List[_Holder]:
+        """The branches of a fan-out on a real clock, concurrently: threads."""
+        if len(items) <= 1:
+            return [_no_wait(one(item)) for item in items]
+        with ThreadPoolExecutor(max_workers=len(items)) as pool:
+            return list(pool.map(lambda item: _no_wait(one(item)), items))
+
+
+class _Asyncio(_IO):
+    async def store_work(self, run: Run, need: _Need) -> Any:
+        """Blocking work (store calls, decision log files) off the loop
+        (`_offloop`), or on it when it never blocks (a `MemoryStore`; the
+        caller's own callable or Logger, as any of its hooks). Cancelling the
+        task while it runs cancels the run once the call has answered (it is
+        bounded by the store's own timeout): the loop gets the real answer."""
+        store = run._rt._store
+        if _offloop.on_loop(store) if need[0] == "store" else not isinstance(need[1], _decision_log.FileSink):
+            return need[1](*need[2:])
+        fut = _offloop.start(store, need[1], *need[2:])
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            _uncancel()
+            run.cancelled.set()
+            return await fut
+
+    async def store(self, store: Any, fn: Callable[..., T], *args: Any) -> T:
+        return await _offloop.call(store, fn, *args)
+
+    async def sleep(self, clock: Clock, ms: int) -> None:
+        sleeper = getattr(clock, "sleep_ms_async", None)
+        if sleeper is not None:
+            await sleeper(ms)
+        else:
+            clock.sleep_ms(ms)
+
+    async def wait_cancelled(self, run: Run, ms: int) -> bool:
+        # Woken at once by run.cancel(); a signal set directly (from any
+        # thread) is seen within _SIGNAL_POLL_S.
+        wake = run._wake_event()
+        end = time.monotonic() + ms / 1000
+        while (left := end - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(wake.wait(), min(left, _SIGNAL_POLL_S))
+            except asyncio.TimeoutError:
+                pass
+            if run.cancelled.is_set():
+                return True
+        return False
+
+    def awaitable(self, value: Any, refusal: str) -> Any:
+        return value
+
+    async def awaited(self, value: Any, timeout_ms: Optional[int], clock: Clock) -> Tuple[Any, bool]:
+        if timeout_ms is not None and not _is_virtual(clock):
+            try:
+                return await asyncio.wait_for(_awaited(value), timeout_ms / 1000), False
+            except asyncio.TimeoutError:
+                return None, True
+        return await value, False
+
+    async def together(self, run: Run, one: Callable[[Any], Any], items: List[Any]) -> List[_Holder]:
+        tasks = [asyncio.ensure_future(one(item)) for item in items]
+        try:
+            return list(await asyncio.shield(asyncio.gather(*tasks)))
+        except asyncio.CancelledError:
+            # Cancelling the caller cancels the run: the branches see the
+            # signal (no new attempts, sleeps cut short) and end cancelled.
+            _uncancel()
+            run.cancelled.set()
+            run._wake()
+            return list(await asyncio.gather(*tasks))
+
+
+BLOCKING = _IO()
+ASYNCIO = _Asyncio()
+
+
+def _no_wait(coro: Coroutine[Any, Any, T]) -> T:
+    """The value of a coroutine of the blocking path (which never suspends)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    coro.close()
+    raise AssertionError("the blocking path waited on an event loop")
+
+
+def _uncancel() -> None:
+    """Take back the cancellation of the current task (it cancels the run instead)."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 #: How often an async sleep on a real clock looks at a cancellation signal set
@@ -1730,14 +1692,6 @@ def _is_virtual(clock: Any) -> bool:
 
 async def _awaited(value: Any) -> Any:
     return await value
-
-
-async def _asleep(clock: Clock, ms: int) -> None:
-    sleeper = getattr(clock, "sleep_ms_async", None)
-    if sleeper is not None:
-        await sleeper(ms)
-    else:
-        clock.sleep_ms(ms)
 
 
 def _close(value: Any) -> None:
@@ -1777,6 +1731,34 @@ def _after_the_end(outcome: str) -> StepReport:
 
 def _is_count(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _store(inline: bool, fn: Callable[..., Any], *args: Any) -> Generator[_Need, Any, Any]:
+    """`fn(*args)` (store work), in place when the store never blocks, else
+    yielded to the executor."""
+    if inline:
+        return fn(*args)
+    return (yield ("store", fn, *args))
+
+
+class _StoreOps:
+    """The store calls of the driver. A `MemoryStore` never blocks, so the
+    driver calls it in place (`inline`) on both paths, through its own calls
+    for the loop's values; any other store is called through the executor
+    (off the event loop on the async path)."""
+
+    __slots__ = ("inline", "read", "put", "cas")
+
+    def __init__(self, store: Any) -> None:
+        self.inline = _offloop.on_loop(store)
+        if type(store) is MemoryStore:
+            self.read: Callable[[List[str], int], List[Any]] = store._get_many_loop
+            self.put: Callable[[str, str, Optional[int], int], None] = store._put_loop
+            self.cas: Callable[..., Any] = store._cas_loop
+        else:
+            self.read = functools.partial(_read_values, store)
+            self.put = functools.partial(_put, store)
+            self.cas = store.compare_and_set
 
 
 def _read_values(store: Any, keys: List[str], now: int) -> List[Any]:

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._keys import DEAD_LETTER_STREAM
 from .errors import PolicyError, PolicyRuntimeError
-from .runtime import Call, Failed, RawOutcome, Runtime, Step, VirtualClock, _Killed
+from .runtime import BLOCKING, Call, Failed, RawOutcome, Runtime, Step, VirtualClock, _Killed, _no_wait
 from .store import MemoryStore, StoreError
 
 __all__ = ["DEAD_LETTER_STREAM", "ScenarioError", "ScenarioOutput", "main", "run_scenario"]
@@ -338,7 +338,7 @@ def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[st
                 step = _step(st, script)
                 spec = step.spec()
                 spec["replay_of"] = st["replay_of"]
-                report = run._step_spec(spec, step)
+                report = _no_wait(run._step_spec(BLOCKING, spec, step))
             else:
                 report = run.step(_step(st, script))
             if script.missing is not None:

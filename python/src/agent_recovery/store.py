@@ -228,7 +228,7 @@ def _no_constant(name: str) -> Any:
 _STRICT_DECODE = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
-def _check_json(what: str, key: str, text: object) -> str:
+def _check_json(what: str, key: str, text: object, parse: bool = True) -> str:
     if not isinstance(text, str):
         raise _invalid(
             f"the {what} for {key!r} is a {type(text).__name__}, not JSON text; pass json.dumps(value)"
@@ -244,6 +244,8 @@ def _check_json(what: str, key: str, text: object) -> str:
             f"the {what} for {key!r} is {size} bytes, more than {MAX_VALUE_BYTES}; "
             "store large payloads elsewhere and keep a reference"
         )
+    if not parse:
+        return text
     try:
         if text.startswith("\ufeff"):  # json.loads' own message for a BOM
             json.loads(text, parse_constant=_no_constant)
@@ -262,9 +264,10 @@ def _check_int(what: str, n: object) -> int:
 
 
 def _check_cas(
-    key: str, expected: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int
+    key: str, expected: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int, parse: bool = True
 ) -> Optional[int]:
-    """Check a compare-and-set's arguments; returns the expiry time."""
+    """Check a compare-and-set's arguments; returns the expiry time. `parse`:
+    check that the value is JSON (False: a value the loop component wrote)."""
     _check_name("key", key)
     _check_int("now_ms", now_ms)
     if expected is not None:
@@ -273,7 +276,7 @@ def _check_cas(
             raise _invalid(
                 f"expected version 0 for {key!r} never exists (versions start at 1); pass None to create the entry"
             )
-    _check_json("value", key, value)
+    _check_json("value", key, value, parse)
     if ttl_ms is None:
         return None
     _check_int("ttl_ms", ttl_ms)
@@ -338,22 +341,50 @@ class MemoryStore:
     ) -> Cas:
         expires_at_ms = _check_cas(key, expected, value, ttl_ms, now_ms)
         with self._lock:
+            return self._cas(key, expected, value, expires_at_ms, now_ms)
+
+    # The runtime's own calls (`runtime._StoreOps`): the values are the loop
+    # component's bytes, JSON by construction, so their size is checked and
+    # their syntax is not parsed again; `_put_loop` and `_get_many_loop` take
+    # the lock once for what `get` + `compare_and_set` take it twice for.
+
+    def _cas_loop(self, key: str, expected: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int) -> Cas:
+        expires_at_ms = _check_cas(key, expected, value, ttl_ms, now_ms, parse=False)
+        with self._lock:
+            return self._cas(key, expected, value, expires_at_ms, now_ms)
+
+    def _put_loop(self, key: str, value: str, ttl_ms: Optional[int], now_ms: int) -> None:
+        """Last-writer-wins (the runtime's `_put`, which never conflicts here)."""
+        expires_at_ms = _check_cas(key, None, value, ttl_ms, now_ms, parse=False)
+        with self._lock:
             current = self._live(key, now_ms)
-            if (current.version if current else None) != expected:
-                return Conflict(current)
-            self._purge(now_ms)  # like SqliteStore: a write (not a conflict) purges on its way
-            if self._revision >= MAX_INTEGER:
-                raise StoreError(
-                    "unavailable",
-                    f"the store has issued {self._revision} versions, the most it can; "
-                    "copy the live entries to a new store",
-                )
-            self._revision += 1
-            version = self._revision
-            self._entries[key] = (value, version, expires_at_ms)
-            if expires_at_ms is not None:
-                heapq.heappush(self._expiries, (expires_at_ms, key, version))
-            return Written(version)
+            self._cas(key, current.version if current else None, value, expires_at_ms, now_ms)
+
+    def _get_many_loop(self, keys: List[str], now_ms: int) -> List[Optional[Versioned]]:
+        for key in keys:
+            _check_name("key", key)
+        _check_int("now_ms", now_ms)
+        with self._lock:
+            return [self._live(key, now_ms) for key in keys]
+
+    def _cas(self, key: str, expected: Optional[int], value: str, expires_at_ms: Optional[int], now_ms: int) -> Cas:
+        """The compare-and-set, its arguments checked, under the lock."""
+        current = self._live(key, now_ms)
+        if (current.version if current else None) != expected:
+            return Conflict(current)
+        self._purge(now_ms)  # like SqliteStore: a write (not a conflict) purges on its way
+        if self._revision >= MAX_INTEGER:
+            raise StoreError(
+                "unavailable",
+                f"the store has issued {self._revision} versions, the most it can; "
+                "copy the live entries to a new store",
+            )
+        self._revision += 1
+        version = self._revision
+        self._entries[key] = (value, version, expires_at_ms)
+        if expires_at_ms is not None:
+            heapq.heappush(self._expiries, (expires_at_ms, key, version))
+        return Written(version)
 
     def append(self, stream: str, record: str, now_ms: int) -> int:
         _check_name("stream", stream)

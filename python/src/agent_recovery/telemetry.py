@@ -316,13 +316,7 @@ class Bound:
     __slots__ = ("_inst", "_policy")
 
     def __init__(self, telemetry: Optional[Telemetry], decider: Any) -> None:
-        if telemetry is None:
-            telemetry = Telemetry.global_()
-        elif not isinstance(telemetry, Telemetry):
-            raise _bad(
-                f"telemetry must be a Telemetry (Telemetry.global_(), Telemetry(tracer_provider=, "
-                f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
-            )
+        telemetry = _checked(telemetry)
         self._inst = _instruments(telemetry) if telemetry.is_on else None
         self._policy = _policy_attrs(decider)
 
@@ -416,11 +410,17 @@ def _prefixed(prefix: str, policy: Policy) -> Dict[str, str]:
 def swap_telemetry(telemetry: Optional[Telemetry]) -> Optional[SwapTelemetry]:
     """A handle's `telemetry` option, checked (None: the global providers);
     None when off."""
+    telemetry = _checked(telemetry)
+    return SwapTelemetry(telemetry) if telemetry.is_on else None
+
+
+def _checked(telemetry: Optional[Telemetry]) -> Telemetry:
+    """A `telemetry` option (of a runtime or a handle), checked; None: the global providers."""
     if telemetry is None:
-        telemetry = Telemetry.global_()
-    elif not isinstance(telemetry, Telemetry):
+        return Telemetry.global_()
+    if not isinstance(telemetry, Telemetry):
         raise _bad(
             f"telemetry must be a Telemetry (Telemetry.global_(), Telemetry(tracer_provider=, "
             f"meter_provider=) or Telemetry.off()), got {type(telemetry).__name__}"
         )
-    return SwapTelemetry(telemetry) if telemetry.is_on else None
+    return telemetry
