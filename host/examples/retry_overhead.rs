@@ -1,15 +1,14 @@
-//! What `Retry::run` costs per call now that it is a one-step run of the
-//! Runtime (its loop runs on a worker thread that asks the calling thread for
-//! the operation, the decision and the sleep), next to the same step on a
-//! Runtime built once:
+//! What `Retry::run` costs per call, a one-step run of the Runtime (a plain
+//! loop on the calling thread, the operation, the policy and the sleeper lent
+//! to the step), next to the same step on a Runtime built once:
 //!
 //! - success: the operation succeeds at once;
 //! - one failed attempt: a 503 first (a policy decision, a sleep of 0 real ms).
 //!
 //! `cargo run --release -p agent-recovery --example retry_overhead`
 //!
-//! CPU time is the whole process's (`/proc/self/stat` utime + stime, so the
-//! worker threads count), in clock ticks, divided by the iterations.
+//! CPU time is the whole process's (`/proc/self/stat` utime + stime, every
+//! thread counted), in clock ticks, divided by the iterations.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -10,6 +10,12 @@
 //! attempt. It stops on any action other than `retry` with a
 //! [`RecoveryError`] that carries the decision.
 //!
+//! It is a plain loop on the calling thread, in the spirit of `backon`: no
+//! thread, no channel. The operation, the sleeper and the policy are
+//! borrowed for the one call and called between the loop's steps, so none
+//! of them needs to be `Send` or `'static`: a closure may hold an `Rc` or
+//! push to a local `Vec` (second example).
+//!
 //! ```
 //! use agent_recovery::{Policy, retry::{Retry, Attempt}};
 //!
@@ -29,6 +35,31 @@
 //!     .unwrap();
 //! assert_eq!(result, "found 1 customer");
 //! assert_eq!(slept.len(), 2);
+//! # Ok::<(), agent_recovery::Error>(())
+//! ```
+//!
+//! A closure that is not `Send`, borrowing the caller's locals:
+//!
+//! ```
+//! use std::cell::RefCell;
+//! use std::rc::Rc;
+//! use agent_recovery::{Policy, retry::{Retry, Attempt}};
+//!
+//! let policy = Policy::reference()?;
+//! let client = Rc::new(RefCell::new(vec![503, 503, 200])); // a stand-in for a !Send client
+//! let mut statuses = Vec::new();
+//! let body = Retry::new("run-1", "step-4", "fetch", "{}")
+//!     .seed(7)
+//!     .run(&policy, |_: &Attempt| {
+//!         let status = client.borrow_mut().remove(0);
+//!         statuses.push(status);
+//!         match status {
+//!             200 => Ok("<html>"),
+//!             s => Err(format!(r#"{{"source":"http","status":{s}}}"#)),
+//!         }
+//!     }, |_| {})
+//!     .unwrap();
+//! assert_eq!((body, statuses), ("<html>", vec![503, 503, 200]));
 //! # Ok::<(), agent_recovery::Error>(())
 //! ```
 //!
@@ -63,20 +94,18 @@
 //!   always has a key, so it is never assumed `false`).
 
 mod parts;
-mod relay;
+mod policy;
 mod stopped;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::runtime::{Call, Outcome, RuntimeError, Step, StepReport};
+use crate::runtime::{Call, Lent, Outcome, RuntimeError, Step};
 use crate::{Error, ErrorKind, Policy, PolicyHandle, Result};
 use parts::{Current, Settings};
-use relay::{Answer, Ask, Link};
 
 /// Anything that can decide: a [`Policy`], or a handle that swaps policies.
 pub trait Decide {
@@ -170,7 +199,8 @@ impl std::error::Error for RecoveryError {}
 type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The retry loop for one step: a one-step run of the
-/// [`Runtime`](crate::runtime::Runtime) on a fresh in-memory store.
+/// [`Runtime`](crate::runtime::Runtime) on a fresh in-memory store, on the
+/// calling thread.
 ///
 /// # Default
 ///
@@ -299,7 +329,7 @@ impl Retry {
     }
 
     /// Called with each event's JSON text as it happens (`docs/runtime.md`,
-    /// "Events"), from the helper's worker thread.
+    /// "Events"), on the calling thread.
     pub fn on_event(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_event = Some(Arc::new(f));
         self
@@ -331,9 +361,11 @@ impl Retry {
     /// Like [`run`](Self::run), for an operation that may hand back a raw
     /// response ([`Reply::Response`]) for the component to judge.
     ///
-    /// The operation, the policy and the sleeper are called on the calling
-    /// thread; the loop runs on a worker thread and asks for them (each
-    /// calling thread keeps its idle workers for its next calls).
+    /// Everything happens on the calling thread, in this call: the
+    /// operation, the sleeper and the policy are borrowed for the step (none
+    /// of them needs to be `Send` or `'static`), and the loop's effects are
+    /// carried out between their calls. A panic in the operation or the
+    /// sleeper unwinds through here.
     pub fn run_reply<T, P, Op, Sleep>(
         &self,
         policy: &P,
@@ -353,88 +385,6 @@ impl Retry {
                 ),
             ))
         })?;
-        // Declared before the worker starts, so that a panicking operation
-        // drops them, which frees the worker (its questions go unanswered).
-        let (ask_tx, ask_rx) = mpsc::channel();
-        let (answer_tx, answer_rx) = mpsc::channel();
-        let link = Arc::new(Link::new(ask_tx, answer_rx));
-        let this = self.clone();
-        let worker = relay::Worker::start(Box::new(move || {
-            let result = this.drive(args, &link);
-            link.done(result);
-        }))
-        .map_err(RecoveryError::Policy)?;
-        let mut value: Option<T> = None;
-        let mut decisions: Vec<String> = Vec::new();
-        let mut done = None;
-        while let Ok(ask) = ask_rx.recv() {
-            let answer = match ask {
-                Ask::Call(attempt) => Answer::Outcome(match op(&attempt) {
-                    Reply::Ok(v) => {
-                        value = Some(v);
-                        Outcome::Ok(Value::Null)
-                    }
-                    Reply::Failed(observation) => {
-                        value = None;
-                        Outcome::Failed(observation)
-                    }
-                    Reply::Response(v, response) => {
-                        value = Some(v);
-                        Outcome::Response(response)
-                    }
-                }),
-                Ask::Decide(observation, context) => {
-                    let context = relay::merge_context(&self.extra, &context);
-                    let decision = policy.decide_json(&observation, &context);
-                    if let Ok(json) = &decision {
-                        decisions.push(json.clone());
-                    }
-                    Answer::Decision(decision)
-                }
-                Ask::Sleep(ms) => {
-                    let started = Instant::now();
-                    sleep(Duration::from_millis(ms));
-                    let took = started.elapsed().as_millis();
-                    Answer::Slept(u64::try_from(took).unwrap_or(u64::MAX))
-                }
-                Ask::Done(result) => {
-                    done = Some(result);
-                    break;
-                }
-            };
-            if answer_tx.send(answer).is_err() {
-                break;
-            }
-        }
-        match done {
-            Some(Ok((report, events))) => {
-                worker.finished();
-                stopped::finish(report, &events, &decisions, value)
-            }
-            Some(Err(RuntimeError::Policy(e))) => {
-                worker.finished();
-                Err(RecoveryError::Policy(e))
-            }
-            Some(Err(other)) => {
-                worker.finished();
-                Err(RecoveryError::Policy(Error::new(
-                    ErrorKind::InvalidOutput,
-                    format!("the retry's runtime failed: {other}"),
-                )))
-            }
-            None => Err(RecoveryError::Policy(Error::new(
-                ErrorKind::InvalidOutput,
-                "the retry's worker thread stopped without a report (it panicked); this is a bug, please report it",
-            ))),
-        }
-    }
-
-    /// On the worker: one run of one step, whose parts ask the caller's thread.
-    fn drive(
-        &self,
-        args: Value,
-        link: &Arc<Link>,
-    ) -> std::result::Result<(StepReport, Vec<String>), RuntimeError> {
         let settings = Settings {
             seed: self.seed,
             // The policy's max_attempts decides unless asked otherwise.
@@ -443,32 +393,107 @@ impl Retry {
             attempt_timeout_ms: self.attempt_timeout_ms,
             deadline_ms: self.deadline_ms,
         };
-        let current = Current::new(link.clone(), self.now_ms, self.on_event.clone());
-        let asks = link.clone();
-        let step = Step::new(&self.step_id, &self.tool, move |call: &Call| {
+        let decider = policy::Asked::new(policy, &self.extra);
+        let mut value: Option<T> = None;
+        let mut call = |call: &Call| {
             let attempt = Attempt {
                 number: call.attempt,
                 idempotency_key: call.key.clone(),
             };
-            match asks.ask(Ask::Call(attempt)) {
-                Some(Answer::Outcome(outcome)) => outcome,
-                _ => Outcome::Failed(
-                    json!({"source": "exception", "type": "agent_recovery.Abandoned",
-                           "message": "the thread that called Retry::run stopped answering"})
-                    .to_string(),
-                ),
+            match op(&attempt) {
+                Reply::Ok(v) => {
+                    value = Some(v);
+                    Outcome::Ok(Value::Null)
+                }
+                Reply::Failed(observation) => {
+                    value = None;
+                    Outcome::Failed(observation)
+                }
+                Reply::Response(v, response) => {
+                    value = Some(v);
+                    Outcome::Response(response)
+                }
             }
+        };
+        // The step's own operation is never called: `call` is lent instead.
+        let step = Step::new(&self.step_id, &self.tool, |_: &Call| {
+            Outcome::Ok(Value::Null)
         })
         .call(self.call)
         .args(args);
-        parts::with_runtime(settings, current, |runtime| {
+        let current = Current::new(self.now_ms, self.on_event.clone());
+        let ended = parts::with_runtime(settings, current, |runtime, current| {
+            let mut sleep_ms = |ms: u64| {
+                let started = Instant::now();
+                sleep(Duration::from_millis(ms));
+                let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                current.slept(ms, took);
+            };
             let mut run = runtime.run(&self.run_id)?;
-            let report = run.step(step)?;
+            let lent = Lent {
+                call: &mut call,
+                sleep: Some(&mut sleep_ms),
+                decide: Some(&decider),
+            };
+            let report = run.step_lent(&step, lent)?;
             let events = run.events().to_vec();
             if report.outcome == "ok" {
                 run.end()?; // the one step is the whole run (docs/durability.md)
             }
             Ok((report, events))
-        })
+        });
+        match ended {
+            Ok((report, events)) => stopped::finish(report, &events, &decider.decisions(), value),
+            Err(RuntimeError::Policy(e)) => Err(RecoveryError::Policy(e)),
+            Err(other) => Err(RecoveryError::Policy(Error::new(
+                ErrorKind::InvalidOutput,
+                format!("the retry's runtime failed: {other}"),
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// On a virtual clock ([`Retry::now_ms`]) an attempt is as slow as the
+    /// loop's clock moved during it: here the operation moves it (600 ms,
+    /// then 200 ms), as a slow call moves the system clock.
+    #[test]
+    fn a_slow_attempt_on_a_virtual_clock_is_a_timeout() {
+        let policy = Policy::reference().unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let out = Retry::new("r", "s", "t", "{}")
+            .seed(7)
+            .now_ms(1_000)
+            .attempt_timeout_ms(250)
+            .on_event(move |e| sink.lock().unwrap().push(e.to_owned()))
+            .run(
+                &policy,
+                |a: &Attempt| {
+                    parts::spend(if a.number == 1 { 600 } else { 200 });
+                    Ok::<_, String>(a.number)
+                },
+                |_| {},
+            )
+            .unwrap();
+        assert_eq!(out, 2, "the slow first attempt counted as a failure");
+        let decisions: Vec<Value> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(e).unwrap())
+            .filter(|e| e["event"] == "decision")
+            .collect();
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(decisions[0]["code"], "tool.timeout.total");
+        assert_eq!(
+            decisions[0]["t_ms"], 600,
+            "decided when the first attempt returned"
+        );
     }
 }

@@ -260,3 +260,29 @@ fn unknown_options_are_refused() {
         .unwrap();
     assert_eq!(got, "b");
 }
+
+/// The blocking twin calls a closure that is not `Send` (it holds an `Rc`
+/// and borrows a `RefCell`): the step runs on this thread.
+#[test]
+fn blocking_closure_that_is_not_send() {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let door = door(&clock)
+        .tool("search.get")
+        .call("tool")
+        .build()
+        .unwrap();
+    let statuses = std::rc::Rc::new(std::cell::RefCell::new(vec![503, 200]));
+    let keys = std::cell::RefCell::new(Vec::new());
+    let op = |call: Call| {
+        keys.borrow_mut().push(call.key.clone());
+        match statuses.borrow_mut().remove(0) {
+            200 => Ok(call.attempt),
+            s => Err(s),
+        }
+    };
+    let out = op.recover(&door).observe(|s: &i32| http(*s as u16)).call();
+    assert_eq!(out.unwrap(), 2);
+    let keys = keys.borrow();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
+}

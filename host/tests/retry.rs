@@ -586,3 +586,50 @@ fn bad_input_is_a_clear_error_not_a_crash() {
         other => panic!("unexpected {other}"),
     }
 }
+
+#[test]
+fn a_closure_that_is_not_send_borrows_the_callers_locals() {
+    // The operation holds an `Rc` and borrows a `RefCell` and a `Vec` of the
+    // caller: none of it is `Send`, and the loop runs on this thread.
+    let policy = Policy::reference().unwrap();
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = std::cell::RefCell::new(String::new());
+    let mut slept = Vec::new();
+    let out = Retry::new("r", "s", "t", "{}")
+        .seed(7)
+        .now_ms(0)
+        .run(
+            &policy,
+            |a: &Attempt| {
+                seen.borrow_mut().push(a.number);
+                log.borrow_mut().push_str(&format!("#{}", a.number));
+                flaky(3)(a)
+            },
+            |d| slept.push(d.as_millis()),
+        )
+        .unwrap();
+    assert_eq!(out, 3);
+    assert_eq!(*seen.borrow(), [1, 2, 3]);
+    assert_eq!(*log.borrow(), "#1#2#3");
+    assert_eq!(slept, [53, 152]);
+}
+
+#[test]
+fn events_arrive_on_the_calling_thread() {
+    let policy = Policy::reference().unwrap();
+    let caller = std::thread::current().id();
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let sink = threads.clone();
+    Retry::new("r", "s", "t", "{}")
+        .seed(7)
+        .now_ms(0)
+        .on_event(move |_| sink.lock().unwrap().push(std::thread::current().id()))
+        .run(&policy, flaky(2), |_| {})
+        .unwrap();
+    let threads = threads.lock().unwrap();
+    assert!(!threads.is_empty());
+    assert!(
+        threads.iter().all(|t| *t == caller),
+        "{threads:?} vs {caller:?}"
+    );
+}

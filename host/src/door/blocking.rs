@@ -81,13 +81,9 @@ where
         self
     }
 
-    /// Runs the call to its end on this thread.
-    pub fn call(self) -> Result<T, DoorError<E>>
-    where
-        F: Send,
-        T: Send,
-        E: Send,
-    {
+    /// Runs the call to its end on this thread (the closure, its value and
+    /// its error need not be `Send`).
+    pub fn call(self) -> Result<T, DoorError<E>> {
         let BlockingRecover {
             door,
             mut op,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::observe::default_observation;
 use super::{Door, DoorError};
-use crate::runtime::{Call, Outcome, RuntimeError, Step, StepReport};
+use crate::runtime::{Call, Lent, Outcome, RuntimeError, Step, StepReport};
 use crate::types::RenderFormat;
 
 /// How a step ended, with the policy's last decision (JSON text).
@@ -72,16 +72,13 @@ impl Door {
         o.run_id.clone().unwrap_or_else(|| new_run_id(o.tool()))
     }
 
-    /// The step of one call; `operation` makes its attempts (the blocking
-    /// twin's; the awaited step's is never called).
-    fn step<'a>(
-        &self,
-        args: &Value,
-        operation: impl FnMut(&Call) -> Outcome + Send + 'a,
-    ) -> Step<'a> {
+    /// The step of one call. Its own operation is never called: both
+    /// drivers are lent the one that makes the attempts.
+    fn step(&self, args: &Value) -> Step<'static> {
         let o = &self.options;
         let tool = o.tool();
-        let mut step = Step::new(o.step_id.as_deref().unwrap_or(tool), tool, operation)
+        let unused = |_: &Call| Outcome::Ok(Value::Null);
+        let mut step = Step::new(o.step_id.as_deref().unwrap_or(tool), tool, unused)
             .args(args.clone())
             .fallbacks(&o.fallbacks)
             .side_effect(o.side_effect);
@@ -98,15 +95,23 @@ impl Door {
     }
 
     /// Runs one call as a run of one step on this thread; `attempt` makes
-    /// each attempt (it gets the run's cancel flag).
+    /// each attempt (it gets the run's cancel flag), lent to the step, so it
+    /// needs to be neither `Send` nor `'static`.
     pub(super) fn run_step(
         &self,
         args: &Value,
-        mut attempt: impl FnMut(&Call, &AtomicBool) -> Outcome + Send,
+        mut attempt: impl FnMut(&Call, &AtomicBool) -> Outcome,
     ) -> Result<Finished, RuntimeError> {
+        let step = self.step(args);
         let mut run = self.runtime.run(&self.run_id())?;
         let cancel = run.cancel_flag();
-        let report = run.step(self.step(args, move |call: &Call| attempt(call, &cancel)))?;
+        let mut call = |call: &Call| attempt(call, &cancel);
+        let lent = Lent {
+            call: &mut call,
+            sleep: None,
+            decide: None,
+        };
+        let report = run.step_lent(&step, lent)?;
         let decision = run.last_decision().map(str::to_owned);
         if report.outcome == "ok" {
             run.end()?;
@@ -126,7 +131,7 @@ impl Door {
         A: FnMut(Call, Arc<AtomicBool>) -> Fut + Send,
         Fut: std::future::Future<Output = Outcome> + Send,
     {
-        let step = self.step(&args, |_: &Call| Outcome::Ok(Value::Null));
+        let step = self.step(&args);
         let mut run = self.runtime.run(&self.run_id())?;
         let cancel = run.cancel_flag();
         let mut op = move |call: Call| attempt(call, Arc::clone(&cancel));

@@ -1,20 +1,19 @@
-//! The Runtime a worker runs a `Retry` on, and its parts.
+//! The Runtime a `Retry` runs on, and the parts fixed when it is built.
 //!
 //! Building a [`Runtime`] links and instantiates the loop component, which
-//! costs more than a short run; so each worker thread keeps the runtimes it
-//! built (one per configuration) and reuses them. A runtime's decider, clock,
-//! store and event callback are fixed when it is built, so here they are
-//! relays to the run the worker is carrying out now ([`Current`], a
-//! thread-local): the caller's policy and sleeper (through the [`Link`]), a
-//! fresh in-memory store per run, the caller's `on_event`.
+//! costs more than a short run; so each thread keeps the runtimes it built
+//! (one per configuration) and reuses them. A runtime's clock, store and event
+//! callback are fixed when it is built, so here they read the run this thread
+//! is carrying out now ([`Current`], a thread-local): a clock the caller's
+//! sleeper moves on, a fresh in-memory store per run, the caller's `on_event`.
+//! The operation, the sleeper and the policy are not parts of the runtime:
+//! they are lent to the run's one step and called on this thread.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::relay::{Answer, Ask, Link, gone};
 use super::{Decide, OnEvent};
 use crate::runtime::{Clock, Runtime, RuntimeError, SystemClock};
 use crate::store::{Cas, MemoryStore, Store, StoreError, Versioned};
@@ -30,55 +29,70 @@ pub(super) struct Settings {
     pub(super) deadline_ms: Option<u64>,
 }
 
-/// At most this many runtimes per worker (then the cache starts over).
+/// At most this many runtimes per thread (then the cache starts over).
 const CACHED: usize = 8;
 
-/// The run a worker is carrying out.
+/// The run this thread is carrying out.
 pub(super) struct Current {
-    link: Arc<Link>,
     /// A virtual clock's start ([`Retry::now_ms`](super::Retry::now_ms)), or none: the system clock.
     base: Option<u64>,
     /// How far the clock is ahead of its source: the delays the sleeper did not spend.
-    ahead_ms: AtomicU64,
+    ahead_ms: Cell<u64>,
     on_event: Option<OnEvent>,
     store: MemoryStore,
 }
 
 impl Current {
-    pub(super) fn new(link: Arc<Link>, base: Option<u64>, on_event: Option<OnEvent>) -> Self {
+    pub(super) fn new(base: Option<u64>, on_event: Option<OnEvent>) -> Self {
         Current {
-            link,
             base,
-            ahead_ms: AtomicU64::new(0),
+            ahead_ms: Cell::new(0),
             on_event,
             store: MemoryStore::new(),
         }
     }
-}
 
-thread_local! {
-    static CURRENT: RefCell<Option<Arc<Current>>> = const { RefCell::new(None) };
-    static RUNTIMES: RefCell<HashMap<Settings, Rc<Runtime>>> = RefCell::new(HashMap::new());
-}
-
-fn current() -> Option<Arc<Current>> {
-    CURRENT.with(|c| c.borrow().clone())
-}
-
-/// Clears [`CURRENT`] however the run ends.
-struct Reset;
-
-impl Drop for Reset {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.borrow_mut().take());
+    /// The sleeper was asked for `ms` and took `took` ms of system time.
+    ///
+    /// On the system clock (the default), a sleeper that really sleeps moves
+    /// the system clock itself; one that returns at once (a test's, a
+    /// scheduler's) does not, so the part of each delay the sleeper did not
+    /// spend is added on top: `now = system now + Σ max(0, delay − time the
+    /// sleeper took)`. Either way the loop sees time pass by the delays it
+    /// chose, and a slow operation still counts against `attempt_timeout_ms`.
+    /// From a fixed base ([`Retry::now_ms`](super::Retry::now_ms)) the clock
+    /// is virtual: `now = base + Σ delay`, nothing else moves it.
+    pub(super) fn slept(&self, ms: u64, took: u64) {
+        let took = if self.base.is_none() { took } else { 0 };
+        self.ahead_ms
+            .set(self.ahead_ms.get().saturating_add(ms.saturating_sub(took)));
     }
 }
 
-/// Runs `f` on this worker's runtime for `settings`, with `run` as the current run.
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<Current>>> = const { RefCell::new(None) };
+    static RUNTIMES: RefCell<HashMap<Settings, Rc<Runtime>>> = RefCell::new(HashMap::new());
+}
+
+fn current() -> Option<Rc<Current>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Puts back the run that was current before this one (an outer `Retry`'s,
+/// whose operation runs this one) however this one ends.
+struct Restore(Option<Rc<Current>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        CURRENT.with(|c| *c.borrow_mut() = self.0.take());
+    }
+}
+
+/// Runs `f` on this thread's runtime for `settings`, with `run` as the current run.
 pub(super) fn with_runtime<R>(
     settings: Settings,
     run: Current,
-    f: impl FnOnce(&Runtime) -> std::result::Result<R, RuntimeError>,
+    f: impl FnOnce(&Runtime, &Current) -> std::result::Result<R, RuntimeError>,
 ) -> std::result::Result<R, RuntimeError> {
     let runtime = match RUNTIMES.with(|r| r.borrow().get(&settings).cloned()) {
         Some(runtime) => runtime,
@@ -94,16 +108,16 @@ pub(super) fn with_runtime<R>(
             runtime
         }
     };
-    CURRENT.with(|c| *c.borrow_mut() = Some(Arc::new(run)));
-    let _reset = Reset;
-    f(&runtime)
+    let run = Rc::new(run);
+    let _restore = Restore(CURRENT.with(|c| c.borrow_mut().replace(run.clone())));
+    f(&runtime, &run)
 }
 
 fn build(settings: Settings) -> std::result::Result<Runtime, RuntimeError> {
     let mut builder = Runtime::builder()
-        .decider(Arc::new(RelayDecider))
-        .clock(Arc::new(SleeperClock))
-        .store(Arc::new(RelayStore))
+        .decider(Arc::new(NeverAsked))
+        .clock(Arc::new(RunClock))
+        .store(Arc::new(RunStore))
         .on_event(|event| {
             if let Some(f) = current().and_then(|c| c.on_event.clone()) {
                 f(event);
@@ -127,70 +141,45 @@ fn build(settings: Settings) -> std::result::Result<Runtime, RuntimeError> {
     builder.build()
 }
 
-/// The decider: each `decide` goes to the caller's policy.
-struct RelayDecider;
+/// The runtime's decider, never asked: each step's decisions go to the
+/// caller's policy, lent to the step (and nothing is loaded for it).
+struct NeverAsked;
 
-impl Decide for RelayDecider {
-    fn decide_json(&self, observation: &str, context: &str) -> Result<String> {
-        let asked = current().and_then(|c| {
-            c.link
-                .ask(Ask::Decide(observation.to_owned(), context.to_owned()))
-        });
-        match asked {
-            Some(Answer::Decision(d)) => d,
-            _ => Err(gone()),
-        }
+impl Decide for NeverAsked {
+    fn decide_json(&self, _observation: &str, _context: &str) -> Result<String> {
+        Err(not_lent())
     }
-
     fn key(&self, _run_id: &str, _step_id: &str, _tool: &str, _args_json: &str) -> Result<String> {
-        // The loop derives the key itself; nothing asks the decider for one.
-        Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "the retry relay derives no keys; ask the policy itself (Policy::key)",
-        ))
+        Err(not_lent())
     }
 }
 
-/// The clock: the caller's sleeper does the sleeping, and `now_ms` moves on
-/// by what was slept.
-///
-/// On the system clock (the default), a sleeper that really sleeps moves the
-/// system clock itself; one that returns at once (a test's, a scheduler's)
-/// does not, so the part of each delay the sleeper did not spend is added on
-/// top: `now = system now + Σ max(0, delay − time the sleeper took)`. Either
-/// way the loop sees time pass by the delays it chose, and a slow operation
-/// still counts against `attempt_timeout_ms`. From a fixed base
-/// ([`Retry::now_ms`](super::Retry::now_ms)) the clock is virtual: `now =
-/// base + Σ delay`, nothing else moves it.
-struct SleeperClock;
+fn not_lent() -> Error {
+    Error::new(
+        ErrorKind::InvalidOutput,
+        "the retry's runtime was asked to decide without the caller's policy; this is a bug, please report it",
+    )
+}
 
-impl Clock for SleeperClock {
+/// The clock: the current run's, moved on by its sleeper ([`Current::slept`]).
+/// It never sleeps itself: the step's sleeper does.
+struct RunClock;
+
+impl Clock for RunClock {
     fn now_ms(&self) -> u64 {
         let run = current();
-        let ahead = run
-            .as_ref()
-            .map_or(0, |c| c.ahead_ms.load(Ordering::SeqCst));
+        let ahead = run.as_ref().map_or(0, |c| c.ahead_ms.get());
         run.and_then(|c| c.base)
             .unwrap_or_else(|| SystemClock.now_ms())
             .saturating_add(ahead)
     }
 
-    fn sleep_ms(&self, ms: u64) {
-        let Some(run) = current() else {
-            return;
-        };
-        let took = match run.link.ask(Ask::Sleep(ms)) {
-            Some(Answer::Slept(took)) if run.base.is_none() => took,
-            _ => 0,
-        };
-        run.ahead_ms
-            .fetch_add(ms.saturating_sub(took), Ordering::SeqCst);
-    }
+    fn sleep_ms(&self, _ms: u64) {}
 }
 
 /// The store: the current run's own in-memory store, so nothing (breakers,
 /// attempt counts, the idempotency cache) is shared between two calls.
-struct RelayStore;
+struct RunStore;
 
 fn no_run() -> StoreError {
     StoreError::new(
@@ -199,7 +188,7 @@ fn no_run() -> StoreError {
     )
 }
 
-impl Store for RelayStore {
+impl Store for RunStore {
     fn get(&self, key: &str, now_ms: u64) -> std::result::Result<Option<Versioned>, StoreError> {
         current().ok_or_else(no_run)?.store.get(key, now_ms)
     }
@@ -243,5 +232,14 @@ impl Store for RelayStore {
     }
     fn keys(&self, prefix: &str, now_ms: u64) -> std::result::Result<Vec<String>, StoreError> {
         current().ok_or_else(no_run)?.store.keys(prefix, now_ms)
+    }
+}
+
+/// Moves the current run's clock on by `ms`, as a slow call moves the
+/// system clock: for tests of attempt timeouts on a virtual clock.
+#[cfg(test)]
+pub(super) fn spend(ms: u64) {
+    if let Some(run) = current() {
+        run.ahead_ms.set(run.ahead_ms.get().saturating_add(ms));
     }
 }

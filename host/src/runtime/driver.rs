@@ -20,6 +20,7 @@ pub(super) use super::effects::{json_str, missing_compensation};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::LaneTel;
+use crate::retry::Decide;
 
 /// The undo of a completed step, by step id.
 pub(super) type Undo<'a> = Box<dyn FnMut(&Call) -> Outcome + Send + 'a>;
@@ -91,10 +92,22 @@ impl<'s> ToolCall<'s> {
     }
 }
 
-/// What the lane runs: one step, the branches of a fan-out, or a recovered
-/// run's calls (by tool).
+/// The parts of one step lent for one drive and called on the driving
+/// thread, so none of them needs to be `Send` or `'static`.
+pub(crate) struct Lent<'s> {
+    /// Makes the step's operation calls (not its compensations).
+    pub(crate) call: &'s mut dyn FnMut(&Call) -> Outcome,
+    /// Sleeps in place of the runtime's clock; `None`: the clock sleeps.
+    pub(crate) sleep: Option<&'s mut dyn FnMut(u64)>,
+    /// Decides in place of the runtime's decider; `None`: the runtime's.
+    pub(crate) decide: Option<&'s dyn Decide>,
+}
+
+/// What the lane runs: one step, one step with lent parts, the branches of
+/// a fan-out, or a recovered run's calls (by tool).
 pub(super) enum Work<'s, 'a> {
     Step(&'s mut Step<'a>),
+    Lent(Lent<'s>),
     Branches(&'s mut [Step<'a>]),
     Tools(ToolCall<'s>),
 }
@@ -123,13 +136,17 @@ fn drive_lane<'a>(
     mut work: Work<'_, 'a>,
 ) -> Result<StepReport, RuntimeError> {
     let rt = ctx.rt;
+    let lent_decider = match &work {
+        Work::Lent(lent) => lent.decide,
+        _ => None,
+    };
     loop {
         let adv = rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
         let effects = parse(&adv.effects)?;
         let mut next = None;
         for fx in &effects {
-            match plan(ctx, lane, fx, &mut next)? {
+            match plan(ctx, lane, lent_decider, fx, &mut next)? {
                 Need::Done => {}
                 Need::Finish(report) => return Ok(report),
                 Need::Store(op) => stored(ctx, lane, op.run(&*rt.store)?, &mut next)?,
@@ -139,7 +156,12 @@ fn drive_lane<'a>(
                     }
                 }
                 Need::Sleep { ms, cut } => {
-                    rt.clock.sleep_ms(ms);
+                    match &mut work {
+                        Work::Lent(Lent {
+                            sleep: Some(sleep), ..
+                        }) => sleep(ms),
+                        _ => rt.clock.sleep_ms(ms),
+                    }
                     next = Some(slept(ctx, cut));
                 }
                 Need::Restore { step } => {
@@ -158,6 +180,7 @@ fn drive_lane<'a>(
                         }
                         (true, _) => compensate(lane, &call),
                         (false, Work::Step(step)) => (step.operation)(&call),
+                        (false, Work::Lent(lent)) => (lent.call)(&call),
                         (false, Work::Branches(_)) => {
                             return Err(bad_effect("an operation call in a fan-out's own lane"));
                         }
@@ -185,6 +208,7 @@ fn drive_lane<'a>(
 fn restore(work: &mut Work<'_, '_>, step: &str) -> bool {
     match work {
         Work::Step(step) => step.checkpoint.as_mut().is_some_and(|hook| hook()),
+        Work::Lent(_) => false,
         Work::Tools(tools) => tools
             .by_step
             .get(step)

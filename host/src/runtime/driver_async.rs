@@ -57,7 +57,7 @@ where
         let effects = parse(&adv.effects)?;
         let mut next = None;
         for fx in &effects {
-            match plan(ctx, lane, fx, &mut next)? {
+            match plan(ctx, lane, None, fx, &mut next)? {
                 Need::Done => {}
                 Need::Finish(report) => return Ok(report),
                 Need::Store(work) => stored(ctx, lane, store(rt, work).await?, &mut next)?,

@@ -20,6 +20,7 @@ use super::driver::{Ctx, Lane};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
 use crate::Error;
+use crate::retry::Decide;
 use crate::store::{Cas, Store, StoreError, StoreErrorKind};
 
 /// The report of a run a scenario killed (`kill_after_calls`).
@@ -151,10 +152,12 @@ pub(super) enum Need<'f> {
     Fork(&'f [Fork<'f>]),
 }
 
-/// Carries out an effect that needs no I/O, or says what it needs.
+/// Carries out an effect that needs no I/O, or says what it needs;
+/// `lent` decides in place of the runtime's decider ([`Lent`](super::driver::Lent)).
 pub(super) fn plan<'f>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
+    lent: Option<&dyn Decide>,
     fx: &'f Fx<'f>,
     next: &mut Option<String>,
 ) -> Result<Need<'f>, RuntimeError> {
@@ -261,7 +264,10 @@ pub(super) fn plan<'f>(
                 .context
                 .as_deref()
                 .ok_or_else(|| bad_effect("decide without context"))?;
-            let decision = rt.decider.decide_json(obs, context)?;
+            let decision = match lent {
+                Some(lent) => lent.decide_json(obs, context)?,
+                None => rt.decider.decide_json(obs, context)?,
+            };
             lane.tel.decided(&decision);
             // The decision log's `policy`: who decided, when the runtime knows.
             let policy = rt

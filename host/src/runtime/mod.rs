@@ -57,6 +57,7 @@ use serde_json::{Value, json};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use deadletters::{DeadLetterError, DeadLetters, Item, ListOptions, ReplayTicket};
 pub use decision_log::{DecisionLog, ROTATE_BYTES};
+pub(crate) use driver::Lent;
 pub use durable::{
     JOURNAL_PREFIX, JournalEntry, Operations, RECOVERING_PREFIX, RecoverOptions, RecoverReport,
     journal_entries,

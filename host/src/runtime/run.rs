@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use super::Runtime;
-use super::driver::{Ctx, Lane, ToolCall, ToolSet, Undo, Work, drive, json_str};
+use super::driver::{Ctx, Lane, Lent, ToolCall, ToolSet, Undo, Work, drive, json_str};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
@@ -255,6 +255,26 @@ impl<'r, 'a> Run<'r, 'a> {
             self.undo.insert(step.id.clone(), undo);
         }
         Ok(report)
+    }
+
+    /// Runs `step` to its end with lent parts, all called on this thread:
+    /// `lent.call` makes its operation calls, `lent.sleep` and `lent.decide`
+    /// (when given) sleep and decide in place of the runtime's clock and
+    /// decider. The step's own operation is not called, and its checkpoint
+    /// hook and compensation are not used (a `restore` escalates).
+    pub(crate) fn step_lent<'l>(
+        &mut self,
+        step: &Step<'a>,
+        lent: Lent<'l>,
+    ) -> Result<StepReport, RuntimeError>
+    where
+        'a: 'l,
+    {
+        if let Some(outcome) = &self.finished {
+            return Ok(StepReport::after_the_end(outcome));
+        }
+        let (input, tel) = self.step_input(step)?;
+        self.drive(input, Work::Lent(lent), tel)
     }
 
     /// Runs `branches` concurrently (each an ordinary step with its own
