@@ -74,6 +74,7 @@ pub use observation::Observation;
 pub use registry::{CodeInfo, Registry, codes, lookup};
 pub use render::{Format as RenderFormat, render_json, render_named};
 pub use runtime::input::MAX_ID_BYTES;
+pub use runtime::typed;
 pub use runtime::{Advanced, advance, check_outcome};
 pub use sdk::{PolicyInfo, RecoveryPolicy};
 

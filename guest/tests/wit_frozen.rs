@@ -120,4 +120,10 @@ fn each_folder_declares_its_version() {
         runtime.contains("include agent:recovery/recovery-policy@0.1.0;"),
         "the 0.2 world must include the 0.1 world unchanged, so 0.1 hosts keep working with the reference"
     );
+    let typed = std::fs::read_to_string(wit_root().join("agent-recovery@0.3.0/runtime.wit"))
+        .unwrap_or_default();
+    assert!(
+        typed.contains("include agent:recovery/recovery-runtime@0.2.0;"),
+        "the 0.3 world must include the 0.2 world unchanged, so 0.1 and 0.2 hosts keep working with the reference"
+    );
 }

@@ -298,25 +298,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     bad("`seed` must be a non-negative integer below 2^64; pass a whole number")
                 })?),
             };
-            let config = match take("config") {
-                None | Some(Value::Null) => RunConfig::default(),
-                Some(c) => serde_json::from_value(c).map_err(|e| {
-                    PolicyError::new(
-                        ErrorKind::InvalidConfig,
-                        format!("run `config`: {e}; see docs/runtime.md for its members"),
-                    )
-                })?,
-            };
-            if config.in_flight_wait_ms > crate::config::MAX_MS {
-                return Err(PolicyError::new(
-                    ErrorKind::InvalidConfig,
-                    format!(
-                        "run `config`: in_flight_wait_ms is {}; give 0..{} ms (e.g. 5000), 0 to end a step whose key is in flight at once",
-                        config.in_flight_wait_ms,
-                        crate::config::MAX_MS
-                    ),
-                ));
-            }
+            let config = run_config(take("config"))?;
             Input::Run {
                 run_id,
                 seed,
@@ -447,6 +429,30 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
     Ok((input, now))
 }
 
+/// A run's `config` member (absent or null: the defaults), checked.
+pub(super) fn run_config(config: Option<Value>) -> Result<RunConfig, PolicyError> {
+    let config: RunConfig = match config {
+        None | Some(Value::Null) => RunConfig::default(),
+        Some(c) => serde_json::from_value(c).map_err(|e| {
+            PolicyError::new(
+                ErrorKind::InvalidConfig,
+                format!("run `config`: {e}; see docs/runtime.md for its members"),
+            )
+        })?,
+    };
+    if config.in_flight_wait_ms > crate::config::MAX_MS {
+        return Err(PolicyError::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "run `config`: in_flight_wait_ms is {}; give 0..{} ms (e.g. 5000), 0 to end a step whose key is in flight at once",
+                config.in_flight_wait_ms,
+                crate::config::MAX_MS
+            ),
+        ));
+    }
+    Ok(config)
+}
+
 /// The longest name the loop takes, in UTF-8 bytes: a run id, a step or
 /// fan-out id, a tool, a target or fallback, a replayed record's id. A name
 /// is part of store keys, events and every state; a payload belongs in `args`.
@@ -467,7 +473,7 @@ pub fn check_id(what: &str, name: &str) -> Result<(), PolicyError> {
 }
 
 /// A step's members the types do not check.
-fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
+pub(super) fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
     if spec.id.is_empty() || spec.tool.is_empty() {
         return Err(bad(format!("`{what}` needs a non-empty `id` and `tool`")));
     }
@@ -514,7 +520,7 @@ fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
 }
 
 /// A fan-out needs an id, branches with distinct ids, and 1 <= min_results <= branches.
-fn check_fanout(spec: &FanoutSpec) -> Result<(), PolicyError> {
+pub(super) fn check_fanout(spec: &FanoutSpec) -> Result<(), PolicyError> {
     if spec.id.is_empty() {
         return Err(bad("`fanout` needs a non-empty `id`"));
     }

@@ -29,6 +29,7 @@ mod machine;
 pub mod outcome;
 pub mod state;
 mod swap;
+pub mod typed;
 
 use crate::error::{ErrorKind, PolicyError};
 
@@ -87,6 +88,19 @@ pub fn keep_state(on: bool) {
 /// parsed as always, so the answer is the same either way.
 pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
     let (input, now) = input::parse(input)?;
+    let (state, effects) = advance_parsed(state, input, now, effects_json)?;
+    Ok(Advanced { state, effects })
+}
+
+/// [`advance`] from an input already read (the JSON text's or the typed
+/// one's): runs the loop and hands the batch and the new state's text to
+/// `out`, which writes the effects in its own shape.
+pub(crate) fn advance_parsed<T>(
+    state: &str,
+    input: input::Input,
+    now: u64,
+    out: impl FnOnce(&[effect::Effect], &str) -> Result<T, PolicyError>,
+) -> Result<(String, T), PolicyError> {
     // The kept state if `state` is its text; its text's buffer either way,
     // to hold the next one.
     let (kept, mut spare) = match KEPT.with(|k| k.borrow_mut().take()) {
@@ -116,7 +130,7 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
         )
     })?;
     // The journal holds the state this batch returns: serialized once, the same bytes.
-    let effects_text = effects_json(&effects, &text)?;
+    let written = out(&effects, &text)?;
     effects.clear();
     if effects.capacity() <= SPARE_EFFECTS {
         SPARE_FX.with(|f| *f.borrow_mut() = effects);
@@ -128,10 +142,7 @@ pub fn advance(state: &str, input: &str) -> Result<Advanced, PolicyError> {
             *k.borrow_mut() = Some(Kept { text: spare, state });
         });
     }
-    Ok(Advanced {
-        state: text,
-        effects: effects_text,
-    })
+    Ok((text, written))
 }
 
 /// Fills the journal entries of a batch that have no state yet with `state`
@@ -176,15 +187,9 @@ fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, Polic
             effect::Effect::Journal { key, value, ttl_ms } if value.state.is_none() => {
                 out.extend_from_slice(br#"{"effect":"write","key":"#);
                 json_write::write_str(&mut out, key);
-                out.extend_from_slice(br#","value":{"run_id":"#);
-                json_write::write_str(&mut out, &value.run_id);
-                out.extend_from_slice(br#","state":"#);
-                out.extend_from_slice(state.as_bytes());
-                out.extend_from_slice(br#","v":"#);
-                json_write::write_u64(&mut out, u64::from(value.v));
-                out.extend_from_slice(br#","written_ms":"#);
-                json_write::write_u64(&mut out, value.written_ms);
-                out.extend_from_slice(br#"},"ttl_ms":"#);
+                out.extend_from_slice(br#","value":"#);
+                journal_value(&mut out, value, state);
+                out.extend_from_slice(br#","ttl_ms":"#);
                 json_write::write(&mut out, ttl_ms).map_err(|e| internal(&e))?;
                 out.push(b'}');
             }
@@ -193,6 +198,20 @@ fn effects_json(effects: &[effect::Effect], state: &str) -> Result<String, Polic
     }
     out.push(b']');
     String::from_utf8(out).map_err(|e| internal(&e))
+}
+
+/// A journal entry without a state, holding `state` (the text `advance`
+/// returns): the bytes serde writes once the state is filled in.
+fn journal_value(out: &mut Vec<u8>, value: &effect::JournalEntry, state: &str) {
+    out.extend_from_slice(br#"{"run_id":"#);
+    json_write::write_str(out, &value.run_id);
+    out.extend_from_slice(br#","state":"#);
+    out.extend_from_slice(state.as_bytes());
+    out.extend_from_slice(br#","v":"#);
+    json_write::write_u64(out, u64::from(value.v));
+    out.extend_from_slice(br#","written_ms":"#);
+    json_write::write_u64(out, value.written_ms);
+    out.push(b'}');
 }
 
 #[cfg(test)]
