@@ -300,7 +300,11 @@ export function bindExports(root) {
   const found = {};
   for (const key of Object.keys(root ?? {})) {
     const m = /^agent:recovery\/([a-z-]+)@(\d+)\.(\d+)\.(\d+)/.exec(key);
-    if (m) found[m[1]] = { key, version: `${m[2]}.${m[3]}.${m[4]}`, compatible: m[2] === '0' && m[3] === '1' };
+    // The reference exports `runtime` twice (0.2: JSON text, whose render-named
+    // this wrapper calls; 0.3: typed): the 0.2 one is kept.
+    if (m && !(m[1] === 'runtime' && found.runtime?.version === '0.2.0')) {
+      found[m[1]] = { key, version: `${m[2]}.${m[3]}.${m[4]}`, compatible: m[2] === '0' && m[3] === '1' };
+    }
   }
   const missing = INTERFACES.filter((i) => !found[i]);
   if (missing.length > 0) {
