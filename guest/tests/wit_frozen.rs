@@ -33,6 +33,13 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             "84d1b88c4518a6962ea7277782e51f4056f2b74ca9c845e519c5ef813adf8f38",
         )],
     ),
+    (
+        "agent-recovery@0.3.0",
+        &[(
+            "runtime.wit",
+            "4b5cb430b93e4f82ecc172835c7a0e09fbec01eed972c4779be6b9b3b46f05b3",
+        )],
+    ),
 ];
 
 fn wit_root() -> PathBuf {

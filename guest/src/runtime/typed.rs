@@ -478,7 +478,9 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
     Ok(match kind {
         InputKind::Run(r) => {
             if r.run_id.is_empty() {
-                return Err(bad("input `run` needs a non-empty `run-id`; name the run"));
+                return Err(bad(
+                    "input `run` needs a non-empty string `run_id`; name the run",
+                ));
             }
             inp::check_id("run_id", &r.run_id)?;
             let config = match r.config.as_deref() {

@@ -8,12 +8,20 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq],
 });
 
-/// Bindings for the `agent:recovery/runtime@0.2.0` export (the recovery loop),
-/// which the reference component exports next to the 0.1 contract.
+/// Bindings for the recovery loop the reference component exports next to
+/// the 0.1 contract: the typed `agent:recovery/runtime@0.3.0` (`advance`) and
+/// the frozen `runtime@0.2.0` (`check-outcome`, `render-named`).
 pub(crate) mod runtime {
     wasmtime::component::bindgen!({
-        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; }",
-        path: ["../wit/agent-recovery@0.1.0", "../wit/agent-recovery@0.2.0"],
+        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; }",
+        path: [
+            "../wit/agent-recovery@0.1.0",
+            "../wit/agent-recovery@0.2.0",
+            "../wit/agent-recovery@0.3.0",
+        ],
         world: "agent-recovery:host/runtime-host",
     });
+
+    /// The typed loop's inputs and effects (`runtime@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::runtime as typed;
 }

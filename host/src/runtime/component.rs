@@ -1,4 +1,6 @@
-//! The recovery loop's component: the reference's `runtime@0.2.0` export.
+//! The recovery loop's component: the reference's typed `runtime@0.3.0`
+//! export (`advance`) and its `runtime@0.2.0` one (`check-outcome`,
+//! `render-named`).
 //!
 //! Whatever policy decides, the loop always comes from the embedded reference
 //! component (a 0.1 policy has no `runtime` export). It runs in the same
@@ -9,15 +11,16 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
+use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
 use crate::error::{Error, ErrorKind, Result};
 use crate::{Limits, Loader};
 
-/// The new state and effects of one `advance`, as JSON text.
+/// The new state (JSON text) and the effects of one `advance`.
 pub(crate) struct Advanced {
     pub(crate) state: String,
-    pub(crate) effects: String,
+    pub(crate) effects: Vec<Effect>,
 }
 
 struct Instance {
@@ -50,7 +53,7 @@ impl LoopComponent {
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Incompatible,
-                    format!("the embedded reference does not export agent:recovery/runtime@0.2.0: {e:#}; rebuild the host"),
+                    format!("the embedded reference does not export agent:recovery/runtime@0.3.0 and @0.2.0: {e:#}; rebuild the host"),
                 )
             })?;
         Ok(LoopComponent {
@@ -106,9 +109,9 @@ impl LoopComponent {
     }
 
     /// `advance(state, input)`.
-    pub(crate) fn advance(&self, state: &str, input: &str) -> Result<Advanced> {
-        let out = self.call("advance", state.len() + input.len(), |store, b| {
-            b.agent_recovery0_2_0_runtime()
+    pub(crate) fn advance(&self, state: &str, input: &Input) -> Result<Advanced> {
+        let out = self.call("advance", state.len() + input_bytes(input), |store, b| {
+            b.agent_recovery0_3_0_runtime()
                 .call_advance(store, state, input)
         })?;
         out.map(|r| Advanced {
@@ -158,6 +161,46 @@ impl LoopComponent {
                 format!("render-named refused the input: {}", e.message),
             )
         })
+    }
+}
+
+/// The bytes of an input's text members, and a few for the rest: what the
+/// call's fuel grows with (its JSON twin's length, near enough).
+fn input_bytes(input: &Input) -> usize {
+    use crate::component::gen_::runtime::typed::CallResult;
+    let step = |s: &crate::component::gen_::runtime::typed::StepSpec| {
+        64 + s.id.len()
+            + s.tool.len()
+            + s.args.len()
+            + s.target.as_ref().map_or(0, String::len)
+            + s.fallbacks.iter().map(|f| f.len() + 3).sum::<usize>()
+    };
+    64 + match &input.kind {
+        InputKind::Run(r) => r.run_id.len() + r.config.as_ref().map_or(0, String::len),
+        InputKind::Step(s) => step(s),
+        InputKind::Fanout(f) => f.id.len() + f.branches.iter().map(step).sum::<usize>(),
+        InputKind::Joined(states) => states.iter().map(|s| s.len() + 3).sum(),
+        InputKind::Read(values) => values
+            .iter()
+            .map(|v| 8 + v.key.len() + v.value.as_ref().map_or(4, String::len))
+            .sum(),
+        InputKind::Swapped(s) => s.current.as_ref().map_or(0, String::len),
+        InputKind::Claimed(c) => c.current.as_ref().map_or(0, String::len),
+        InputKind::Attempt(CallResult::Ok(t) | CallResult::Failed(t) | CallResult::Response(t)) => {
+            t.len()
+        }
+        InputKind::Decision(d) => {
+            d.decision.len()
+                + d.policy
+                    .as_ref()
+                    .map_or(0, |p| p.name.len() + p.version.len() + p.digest.len())
+        }
+        InputKind::Taken(_)
+        | InputKind::Slept
+        | InputKind::Restored(_)
+        | InputKind::Cancel
+        | InputKind::End
+        | InputKind::Recover => 0,
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
+use crate::component::gen_::runtime::typed::PolicyIdentity;
 use crate::{PolicyHandle, PolicyId};
 
 /// A file is rotated (renamed to `PATH.1`, replacing an older one) before a
@@ -196,8 +197,8 @@ impl DecisionLog {
 pub(super) enum LogPolicy {
     /// A custom decider: null.
     Unknown,
-    /// One policy for the runtime's life: `{"name","version","digest"}`.
-    Fixed(String),
+    /// One policy for the runtime's life.
+    Fixed(PolicyIdentity),
     /// The handle's active policy at each decision.
     Handle(PolicyHandle),
 }
@@ -207,17 +208,20 @@ impl LogPolicy {
         LogPolicy::Fixed(identity(id))
     }
 
-    /// The `policy` member of a `decision` input, or None.
-    pub(super) fn json(&self) -> Option<String> {
+    /// The `policy` of a `decision` input, or None.
+    pub(super) fn identity(&self) -> Option<PolicyIdentity> {
         match self {
             LogPolicy::Unknown => None,
-            LogPolicy::Fixed(text) => Some(text.clone()),
+            LogPolicy::Fixed(id) => Some(id.clone()),
             LogPolicy::Handle(h) => Some(identity(h.active().id())),
         }
     }
 }
 
-fn identity(id: &PolicyId) -> String {
-    json!({"name": id.name, "version": id.version, "digest": format!("sha256:{}", id.sha256)})
-        .to_string()
+fn identity(id: &PolicyId) -> PolicyIdentity {
+    PolicyIdentity {
+        name: id.name.clone(),
+        version: id.version.clone(),
+        digest: format!("sha256:{}", id.sha256),
+    }
 }

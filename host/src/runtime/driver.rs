@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::Runtime;
 use super::effects::{
-    Fork, KILLED, Need, bad_effect, called, compensate, killed, parse, plan, restored, slept,
-    stored,
+    KILLED, Need, bad_effect, called, compensate, input, killed, plan, restored, slept, stored,
 };
 pub(super) use super::effects::{json_str, missing_compensation};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::LaneTel;
 use crate::retry::Decide;
+use crate::component::gen_::runtime::typed::{Branch, Input, InputKind};
 
 /// The undo of a completed step, by step id.
 pub(super) type Undo<'a> = Box<dyn FnMut(&Call) -> Outcome + Send + 'a>;
@@ -45,11 +45,8 @@ impl Ctx<'_> {
                 .is_some_and(|t| self.rt.clock.now_ms() >= t)
     }
 
-    pub(super) fn cancel_input(&self) -> String {
-        format!(
-            r#"{{"input":"cancel","now_ms":{}}}"#,
-            self.rt.clock.now_ms()
-        )
+    pub(super) fn cancel_input(&self) -> Input {
+        input(self.rt.clock.now_ms(), InputKind::Cancel)
     }
 }
 
@@ -116,7 +113,7 @@ pub(super) enum Work<'s, 'a> {
 pub(super) fn drive<'a>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, 'a>,
-    input: String,
+    input: Input,
     work: Work<'_, 'a>,
 ) -> Result<StepReport, RuntimeError> {
     let out = drive_lane(ctx, lane, input, work);
@@ -132,7 +129,7 @@ pub(super) fn drive<'a>(
 fn drive_lane<'a>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, 'a>,
-    mut input: String,
+    mut input: Input,
     mut work: Work<'_, 'a>,
 ) -> Result<StepReport, RuntimeError> {
     let rt = ctx.rt;
@@ -143,9 +140,8 @@ fn drive_lane<'a>(
     loop {
         let adv = rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
-        let effects = parse(&adv.effects)?;
         let mut next = None;
-        for fx in &effects {
+        for fx in &adv.effects {
             match plan(ctx, lane, lent_decider, fx, &mut next)? {
                 Need::Done => {}
                 Need::Finish(report) => return Ok(report),
@@ -226,9 +222,9 @@ fn restore(work: &mut Work<'_, '_>, step: &str) -> bool {
 fn fork<'a>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, 'a>,
-    forks: &[Fork<'_>],
+    forks: &[Branch],
     branches: &mut [Step<'a>],
-    next: &mut Option<String>,
+    next: &mut Option<Input>,
 ) -> Result<Option<StepReport>, RuntimeError> {
     if forks.len() != branches.len() {
         return Err(bad_effect("fork with a different number of branches"));
@@ -250,11 +246,7 @@ fn fork<'a>(
         }
         states.push(state);
     }
-    *next = Some(format!(
-        r#"{{"input":"joined","now_ms":{},"states":{}}}"#,
-        ctx.rt.clock.now_ms(),
-        serde_json::to_string(&states).map_err(|_| bad_effect("fork states"))?
-    ));
+    *next = Some(input(ctx.rt.clock.now_ms(), InputKind::Joined(states)));
     Ok(None)
 }
 
@@ -266,7 +258,7 @@ type BranchEnd = (String, Vec<String>, StepReport);
 /// time, the clock then set to the latest end (so simulations reproduce).
 fn run_branches<'a>(
     ctx: Ctx<'_>,
-    forks: &[Fork<'_>],
+    forks: &[Branch],
     branches: &mut [Step<'a>],
     tel: &LaneTel,
 ) -> Result<Vec<BranchEnd>, RuntimeError> {
@@ -303,18 +295,16 @@ fn run_branches<'a>(
 
 fn branch<'a>(
     ctx: Ctx<'_>,
-    fork: &Fork<'_>,
+    fork: &Branch,
     step: &mut Step<'a>,
     tel: &LaneTel,
 ) -> Result<BranchEnd, RuntimeError> {
-    let mut tel = tel.branch(fork.step.get(), ctx.rt.clock.now_ms());
+    let spec = &fork.step;
+    let now = ctx.rt.clock.now_ms();
+    let mut tel = tel.branch(&spec.id, &spec.tool, spec.target.as_deref(), now);
     let mut state = fork.state.clone();
     let mut events = Vec::new();
-    let input = format!(
-        r#"{{"input":"step","now_ms":{},"step":{}}}"#,
-        ctx.rt.clock.now_ms(),
-        fork.step.get()
-    );
+    let input = input(now, InputKind::Step(spec.clone()));
     let mut lane = Lane {
         state: &mut state,
         events: &mut events,

@@ -13,11 +13,11 @@ use std::time::Duration;
 use super::Runtime;
 use super::driver::{Ctx, Lane};
 use super::effects::{
-    KILLED, Need, StoreOp, Stored, bad_effect, called, compensate, parse, plan, restored, slept,
-    stored,
+    KILLED, Need, StoreOp, Stored, bad_effect, called, compensate, plan, restored, slept, stored,
 };
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
+use crate::component::gen_::runtime::typed::Input;
 use crate::store::{StoreError, StoreErrorKind};
 
 /// Feeds `input`, carries out the effects, answers the last one, until
@@ -25,7 +25,7 @@ use crate::store::{StoreError, StoreErrorKind};
 pub(super) async fn drive<F, Fut>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
-    input: String,
+    input: Input,
     op: &mut F,
 ) -> Result<StepReport, RuntimeError>
 where
@@ -43,7 +43,7 @@ where
 async fn drive_lane<F, Fut>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
-    mut input: String,
+    mut input: Input,
     op: &mut F,
 ) -> Result<StepReport, RuntimeError>
 where
@@ -54,9 +54,8 @@ where
     loop {
         let adv = rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
-        let effects = parse(&adv.effects)?;
         let mut next = None;
-        for fx in &effects {
+        for fx in &adv.effects {
             match plan(ctx, lane, None, fx, &mut next)? {
                 Need::Done => {}
                 Need::Finish(report) => return Ok(report),

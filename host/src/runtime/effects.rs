@@ -9,10 +9,8 @@
 //! it; both answer it with [`stored`], [`slept`], [`called`] or
 //! [`restored`], so the meaning of every effect is written once, here.
 
-use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -21,6 +19,10 @@ use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
 use crate::Error;
 use crate::retry::Decide;
+use crate::component::gen_::runtime::typed::{
+    Branch, CallResult, CallRole, Claimed, Effect, Input, InputKind, StepOutcome, StoredValue,
+    Swapped, Taken,
+};
 use crate::store::{Cas, Store, StoreError, StoreErrorKind};
 
 /// The report of a run a scenario killed (`kill_after_calls`).
@@ -37,65 +39,9 @@ pub(super) fn killed() -> StepReport {
     }
 }
 
-/// One effect of the loop (docs/runtime.md, "Effects"); its strings are
-/// borrowed from the batch's text where they have no escapes.
-#[derive(Deserialize)]
-pub(super) struct Fx<'a> {
-    #[serde(borrow)]
-    effect: Cow<'a, str>,
-    #[serde(borrow, default)]
-    keys: Vec<Cow<'a, str>>,
-    #[serde(borrow)]
-    key: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    value: Option<&'a RawValue>,
-    ttl_ms: Option<u64>,
-    expected: Option<u64>,
-    #[serde(borrow)]
-    call: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    tool: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    step: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    target: Option<Cow<'a, str>>,
-    attempt: Option<u32>,
-    timeout_ms: Option<u64>,
-    #[serde(borrow)]
-    observation: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    context: Option<Cow<'a, str>>,
-    ms: Option<u64>,
-    cancellable: Option<bool>,
-    cost: Option<u64>,
-    amount: Option<u64>,
-    capacity: Option<u64>,
-    #[serde(borrow)]
-    event: Option<&'a RawValue>,
-    #[serde(borrow)]
-    stream: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    record: Option<&'a RawValue>,
-    depth_threshold: Option<u64>,
-    #[serde(borrow)]
-    outcome: Option<Cow<'a, str>>,
-    run_finished: Option<bool>,
-    result: Option<Value>,
-    envelope: Option<Value>,
-    rendered: Option<Value>,
-    #[serde(borrow)]
-    token: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    branches: Vec<Fork<'a>>,
-    line: Option<String>,
-}
-
-/// One branch of a `fork` effect.
-#[derive(Deserialize)]
-pub(super) struct Fork<'a> {
-    pub(super) state: String,
-    #[serde(borrow)]
-    pub(super) step: &'a RawValue,
+/// An input at `now_ms`.
+pub(super) fn input(now_ms: u64, kind: InputKind) -> Input {
+    Input { now_ms, kind }
 }
 
 pub(super) fn json_str(s: &str) -> String {
@@ -109,21 +55,6 @@ pub(super) fn bad_effect(what: &str) -> RuntimeError {
             "the recovery loop emitted a malformed effect ({what}); this is a bug, please report it"
         ),
     ))
-}
-
-/// A batch of effects, read in one pass; a batch that does not read as
-/// effects is read again one effect at a time, to name the malformed one.
-pub(super) fn parse(effects: &str) -> Result<Vec<Fx<'_>>, RuntimeError> {
-    serde_json::from_str(effects).map_err(|_| malformed(effects))
-}
-
-fn malformed(effects: &str) -> RuntimeError {
-    let Ok(raw) = serde_json::from_str::<Vec<&RawValue>>(effects) else {
-        return bad_effect("not an array");
-    };
-    raw.iter()
-        .find(|r| serde_json::from_str::<Fx>(r.get()).is_err())
-        .map_or_else(|| bad_effect("not an array"), |r| bad_effect(r.get()))
 }
 
 /// What an effect needs of its driver after [`plan`].
@@ -149,7 +80,30 @@ pub(super) enum Need<'f> {
     /// Run the checkpoint hook of `step`, answer with [`restored`].
     Restore { step: &'f str },
     /// Drive these branches to their `finish` (the blocking driver only).
-    Fork(&'f [Fork<'f>]),
+    Fork(&'f [Branch]),
+}
+
+/// A JSON text member of an effect as a value (an envelope, a result).
+fn value_of(text: &Option<String>) -> Result<Option<Value>, RuntimeError> {
+    text.as_deref()
+        .map(|t| serde_json::from_str(t).map_err(|_| bad_effect(t)))
+        .transpose()
+}
+
+/// An outcome's name in reports and spans (`awaiting_input`, ...).
+pub(super) fn outcome_name(outcome: StepOutcome) -> &'static str {
+    match outcome {
+        StepOutcome::Ok => "ok",
+        StepOutcome::Failed => "failed",
+        StepOutcome::Escalated => "escalated",
+        StepOutcome::Replan => "replan",
+        StepOutcome::AwaitingInput => "awaiting_input",
+        StepOutcome::DeadLettered => "dead_lettered",
+        StepOutcome::Cancelled => "cancelled",
+        StepOutcome::InFlight => "in_flight",
+        StepOutcome::Interrupted => "interrupted",
+        StepOutcome::Completed => "completed",
+    }
 }
 
 /// Carries out an effect that needs no I/O, or says what it needs;
@@ -158,148 +112,98 @@ pub(super) fn plan<'f>(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
     lent: Option<&dyn Decide>,
-    fx: &'f Fx<'f>,
-    next: &mut Option<String>,
+    fx: &'f Effect,
+    next: &mut Option<Input>,
 ) -> Result<Need<'f>, RuntimeError> {
     let rt = ctx.rt;
-    let key = |what: &str| {
-        fx.key
-            .as_deref()
-            .map(str::to_owned)
-            .ok_or_else(|| bad_effect(what))
-    };
-    let value = |what: &str| {
-        fx.value
-            .map(|v| v.get().to_owned())
-            .ok_or_else(|| bad_effect(what))
-    };
-    let need = match &*fx.effect {
-        "emit" => {
-            let event = fx.event.ok_or_else(|| bad_effect("emit without event"))?;
+    let need = match fx {
+        Effect::Emit(event) => {
             if let Some(f) = &rt.on_event {
-                f(event.get());
+                f(event);
             }
-            lane.tel.event(event.get(), rt.clock.now_ms());
-            lane.events.push(event.get().to_owned());
+            lane.tel.event(event, rt.clock.now_ms());
+            lane.events.push(event.clone());
             Need::Done
         }
-        "read" => Need::Store(StoreOp::Read {
-            keys: fx.keys.iter().map(|k| k.as_ref().to_owned()).collect(),
+        Effect::Read(keys) => Need::Store(StoreOp::Read {
+            keys: keys.clone(),
             now: rt.clock.now_ms(),
         }),
-        "write" => Need::Store(StoreOp::Write {
-            key: key("write without key")?,
-            value: value("write without value")?,
-            ttl_ms: fx.ttl_ms,
+        Effect::Write(w) => Need::Store(StoreOp::Write {
+            key: w.key.clone(),
+            value: w.value.clone(),
+            ttl_ms: w.ttl_ms,
             now: rt.clock.now_ms(),
         }),
-        "claim" => Need::Store(StoreOp::Swap {
-            key: key("claim without key")?,
+        Effect::Claim(w) => Need::Store(StoreOp::Swap {
+            key: w.key.clone(),
             expected: None,
-            value: value("claim without value")?,
-            ttl_ms: fx.ttl_ms,
+            value: w.value.clone(),
+            ttl_ms: w.ttl_ms,
             now: rt.clock.now_ms(),
             claim: true,
         }),
-        "swap" => Need::Store(StoreOp::Swap {
-            key: key("swap without key")?,
-            expected: fx.expected,
-            value: value("swap without value")?,
-            ttl_ms: fx.ttl_ms,
+        Effect::Swap(w) => Need::Store(StoreOp::Swap {
+            key: w.key.clone(),
+            expected: w.expected,
+            value: w.value.clone(),
+            ttl_ms: w.ttl_ms,
             now: rt.clock.now_ms(),
             claim: false,
         }),
-        "take" | "refund" => {
-            let key = key("take or refund without key")?;
-            let capacity = fx
-                .capacity
-                .ok_or_else(|| bad_effect("take or refund without capacity"))?;
-            let now = rt.clock.now_ms();
-            Need::Store(if fx.effect == "take" {
-                StoreOp::Take {
-                    key,
-                    capacity,
-                    cost: fx.cost.ok_or_else(|| bad_effect("take without cost"))?,
-                    now,
-                }
-            } else {
-                StoreOp::Refund {
-                    key,
-                    capacity,
-                    amount: fx
-                        .amount
-                        .ok_or_else(|| bad_effect("refund without amount"))?,
-                    now,
-                }
-            })
-        }
-        "delete" => Need::Store(StoreOp::Delete {
-            key: key("delete without key")?,
+        Effect::Take(t) => Need::Store(StoreOp::Take {
+            key: t.key.clone(),
+            capacity: t.capacity,
+            cost: t.cost,
+            now: rt.clock.now_ms(),
         }),
-        "append" => {
-            let stream = fx
-                .stream
-                .as_deref()
-                .ok_or_else(|| bad_effect("append without stream"))?;
-            let record = fx
-                .record
-                .ok_or_else(|| bad_effect("append without record"))?;
-            let dead_letter = stream == super::scenario::DEAD_LETTER_STREAM;
-            let threshold = fx.depth_threshold.or(rt.depth_threshold);
+        Effect::Refund(r) => Need::Store(StoreOp::Refund {
+            key: r.key.clone(),
+            capacity: r.capacity,
+            amount: r.amount,
+            now: rt.clock.now_ms(),
+        }),
+        Effect::Delete(key) => Need::Store(StoreOp::Delete { key: key.clone() }),
+        Effect::Append(a) => {
+            let dead_letter = a.stream == super::scenario::DEAD_LETTER_STREAM;
+            let threshold = a.depth_threshold.or(rt.depth_threshold);
             Need::Store(StoreOp::Append {
-                stream: stream.to_owned(),
-                record: record.get().to_owned(),
+                stream: a.stream.clone(),
+                record: a.record.clone(),
                 now: rt.clock.now_ms(),
                 dead_letter,
                 count_depth: dead_letter && (threshold.is_some() || rt.telemetry.is_on()),
                 threshold,
             })
         }
-        "decide" => {
-            let obs = fx
-                .observation
-                .as_deref()
-                .ok_or_else(|| bad_effect("decide without observation"))?;
-            let context = fx
-                .context
-                .as_deref()
-                .ok_or_else(|| bad_effect("decide without context"))?;
+        Effect::Decide(d) => {
             let decision = match lent {
-                Some(lent) => lent.decide_json(obs, context)?,
-                None => rt.decider.decide_json(obs, context)?,
+                Some(lent) => lent.decide_json(&d.observation, &d.context)?,
+                None => rt.decider.decide_json(&d.observation, &d.context)?,
             };
             lane.tel.decided(&decision);
             // The decision log's `policy`: who decided, when the runtime knows.
-            let policy = rt
-                .decision_log
-                .as_ref()
-                .and_then(|(_, p)| p.json())
-                .map(|p| format!(r#","policy":{p}"#))
-                .unwrap_or_default();
-            *next = Some(format!(
-                r#"{{"input":"decision","now_ms":{},"decision":{decision}{policy}}}"#,
-                rt.clock.now_ms()
+            let policy = rt.decision_log.as_ref().and_then(|(_, p)| p.identity());
+            *next = Some(input(
+                rt.clock.now_ms(),
+                InputKind::Decision(crate::component::gen_::runtime::typed::Decision {
+                    decision: decision.clone(),
+                    policy,
+                }),
             ));
             lane.decision = Some(decision);
             Need::Done
         }
-        "log" => {
-            let line = fx
-                .line
-                .as_deref()
-                .ok_or_else(|| bad_effect("log without line"))?;
-            match &rt.decision_log {
-                Some((log, _)) if log.is_file() => Need::Log(line.to_owned()),
-                Some((log, _)) => {
-                    log.write(line);
-                    Need::Done
-                }
-                None => Need::Done,
+        Effect::Log(line) => match &rt.decision_log {
+            Some((log, _)) if log.is_file() => Need::Log(line.clone()),
+            Some((log, _)) => {
+                log.write(line);
+                Need::Done
             }
-        }
-        "sleep" => {
-            let ms = fx.ms.unwrap_or(0);
-            let cancellable = fx.cancellable.unwrap_or(true);
+            None => Need::Done,
+        },
+        Effect::Sleep(sleep) => {
+            let (ms, cancellable) = (sleep.ms, sleep.cancellable);
             if cancellable && ctx.cancelled() {
                 *next = Some(ctx.cancel_input());
                 Need::Done
@@ -315,19 +219,22 @@ pub(super) fn plan<'f>(
                 Need::Sleep { ms, cut: false }
             }
         }
-        "restore" => Need::Restore {
-            step: fx.step.as_deref().unwrap_or_default(),
-        },
-        "call" => {
+        Effect::Restore(step) => Need::Restore { step },
+        Effect::Call(c) => {
             let call = Call {
-                kind: fx.call.as_deref().unwrap_or_default().to_owned(),
-                step: fx.step.as_deref().unwrap_or_default().to_owned(),
-                target: fx.target.as_deref().unwrap_or_default().to_owned(),
-                key: fx.key.as_deref().unwrap_or_default().to_owned(),
-                attempt: fx.attempt.unwrap_or(1),
-                timeout_ms: fx.timeout_ms,
+                kind: match c.role {
+                    CallRole::Operation => "operation",
+                    CallRole::Fallback => "fallback",
+                    CallRole::Compensation => "compensation",
+                }
+                .to_owned(),
+                step: c.step.clone(),
+                target: c.target.clone(),
+                key: c.key.clone(),
+                attempt: c.attempt,
+                timeout_ms: c.timeout_ms,
             };
-            if call.kind != "compensation" && ctx.cancelled() {
+            if c.role != CallRole::Compensation && ctx.cancelled() {
                 *next = Some(ctx.cancel_input());
                 return Ok(Need::Done);
             }
@@ -335,27 +242,25 @@ pub(super) fn plan<'f>(
             lane.tel.call_start(&call, started);
             Need::Call {
                 call,
-                tool: fx.tool.as_deref().unwrap_or_default(),
+                tool: &c.tool,
                 started,
             }
         }
-        "fork" => Need::Fork(&fx.branches),
-        "finish" => {
-            lane.tel.finish(
-                fx.outcome.as_deref().unwrap_or_default(),
-                fx.envelope.as_ref(),
-                rt.clock.now_ms(),
-            );
+        Effect::Fork(f) => Need::Fork(&f.branches),
+        Effect::Finish(f) => {
+            let outcome = outcome_name(f.outcome);
+            let envelope = value_of(&f.envelope)?;
+            lane.tel
+                .finish(outcome, envelope.as_ref(), rt.clock.now_ms());
             Need::Finish(StepReport {
-                outcome: fx.outcome.as_deref().unwrap_or_default().to_owned(),
-                run_finished: fx.run_finished.unwrap_or(true),
-                result: fx.result.clone(),
-                envelope: fx.envelope.clone(),
-                rendered: fx.rendered.clone(),
-                token: fx.token.as_deref().map(str::to_owned),
+                outcome: outcome.to_owned(),
+                run_finished: f.run_finished,
+                result: value_of(&f.result)?,
+                envelope,
+                rendered: value_of(&f.rendered)?,
+                token: f.token.clone(),
             })
         }
-        other => return Err(bad_effect(other)),
     };
     Ok(need)
 }
@@ -412,7 +317,7 @@ pub(super) enum StoreOp {
 /// What store work gave back.
 pub(super) enum Stored {
     /// The input that answers the effect, if it is answered.
-    Answer(Option<String>),
+    Answer(Option<Input>),
     /// A record was appended as `seq`.
     Appended {
         stream: String,
@@ -429,30 +334,16 @@ impl StoreOp {
     pub(super) fn run(self, store: &dyn Store) -> Result<Stored, StoreError> {
         let answer = match self {
             StoreOp::Read { keys, now } => {
-                let mut values = String::from("{");
-                let mut versions = String::from("{");
-                for (i, key) in keys.iter().enumerate() {
-                    if i > 0 {
-                        values.push(',');
-                    }
-                    values.push_str(&json_str(key));
-                    values.push(':');
-                    match store.get(key, now)? {
-                        Some(v) => {
-                            values.push_str(&v.value);
-                            if versions.len() > 1 {
-                                versions.push(',');
-                            }
-                            versions.push_str(&format!("{}:{}", json_str(key), v.version));
-                        }
-                        None => values.push_str("null"),
-                    }
+                let mut values = Vec::with_capacity(keys.len());
+                for key in keys {
+                    let found = store.get(&key, now)?;
+                    values.push(StoredValue {
+                        key,
+                        version: found.as_ref().map(|v| v.version),
+                        value: found.map(|v| v.value),
+                    });
                 }
-                values.push('}');
-                versions.push('}');
-                Some(format!(
-                    r#"{{"input":"read","now_ms":{now},"values":{values},"versions":{versions}}}"#
-                ))
+                Some(input(now, InputKind::Read(values)))
             }
             StoreOp::Write {
                 key,
@@ -470,17 +361,19 @@ impl StoreOp {
                 ttl_ms,
                 now,
                 claim: true,
-            } => Some(
-                match store.compare_and_set(&key, expected, &value, ttl_ms, now)? {
-                    Cas::Written { .. } => {
-                        format!(r#"{{"input":"claimed","now_ms":{now},"ok":true}}"#)
-                    }
-                    Cas::Conflict { current } => format!(
-                        r#"{{"input":"claimed","now_ms":{now},"ok":false,"current":{}}}"#,
-                        current.map_or_else(|| "null".to_owned(), |v| v.value)
-                    ),
-                },
-            ),
+            } => {
+                let claimed = match store.compare_and_set(&key, expected, &value, ttl_ms, now)? {
+                    Cas::Written { .. } => Claimed {
+                        ok: true,
+                        current: None,
+                    },
+                    Cas::Conflict { current } => Claimed {
+                        ok: false,
+                        current: current.map(|v| v.value),
+                    },
+                };
+                Some(input(now, InputKind::Claimed(claimed)))
+            }
             StoreOp::Swap {
                 key,
                 expected,
@@ -488,20 +381,21 @@ impl StoreOp {
                 ttl_ms,
                 now,
                 claim: false,
-            } => Some(
-                match store.compare_and_set(&key, expected, &value, ttl_ms, now)? {
-                    Cas::Written { version } => format!(
-                        r#"{{"input":"swapped","now_ms":{now},"ok":true,"version":{version}}}"#
-                    ),
-                    Cas::Conflict { current: Some(v) } => format!(
-                        r#"{{"input":"swapped","now_ms":{now},"ok":false,"current":{},"version":{}}}"#,
-                        v.value, v.version
-                    ),
-                    Cas::Conflict { current: None } => format!(
-                        r#"{{"input":"swapped","now_ms":{now},"ok":false,"current":null,"version":null}}"#
-                    ),
-                },
-            ),
+            } => {
+                let swapped = match store.compare_and_set(&key, expected, &value, ttl_ms, now)? {
+                    Cas::Written { version } => Swapped {
+                        ok: true,
+                        current: None,
+                        version: Some(version),
+                    },
+                    Cas::Conflict { current } => Swapped {
+                        ok: false,
+                        version: current.as_ref().map(|v| v.version),
+                        current: current.map(|v| v.value),
+                    },
+                };
+                Some(input(now, InputKind::Swapped(swapped)))
+            }
             StoreOp::Take {
                 key,
                 capacity,
@@ -509,8 +403,12 @@ impl StoreOp {
                 now,
             } => {
                 let (ok, tokens) = quota(store, &key, capacity, now, |t| t.checked_sub(cost))?;
-                Some(format!(
-                    r#"{{"input":"taken","now_ms":{now},"ok":{ok},"tokens":{tokens}}}"#
+                Some(input(
+                    now,
+                    InputKind::Taken(Taken {
+                        ok,
+                        tokens: Some(tokens),
+                    }),
                 ))
             }
             StoreOp::Refund {
@@ -558,7 +456,7 @@ pub(super) fn stored(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
     done: Stored,
-    next: &mut Option<String>,
+    next: &mut Option<Input>,
 ) -> Result<(), RuntimeError> {
     let rt = ctx.rt;
     match done {
@@ -615,20 +513,17 @@ pub(super) fn stored(
 
 /// The input after a sleep: `slept`, or the cancellation when the sleep was
 /// cut at the run's cancel time.
-pub(super) fn slept(ctx: Ctx<'_>, cut: bool) -> String {
+pub(super) fn slept(ctx: Ctx<'_>, cut: bool) -> Input {
     if cut {
         ctx.cancel_input()
     } else {
-        format!(r#"{{"input":"slept","now_ms":{}}}"#, ctx.rt.clock.now_ms())
+        input(ctx.rt.clock.now_ms(), InputKind::Slept)
     }
 }
 
 /// The input after a restore: whether the hook restored.
-pub(super) fn restored(ctx: Ctx<'_>, ok: bool) -> String {
-    format!(
-        r#"{{"input":"restored","now_ms":{},"ok":{ok}}}"#,
-        ctx.rt.clock.now_ms()
-    )
+pub(super) fn restored(ctx: Ctx<'_>, ok: bool) -> Input {
+    input(ctx.rt.clock.now_ms(), InputKind::Restored(ok))
 }
 
 /// Answers a call: its span ends, a scenario's kill counts it, a call
@@ -640,7 +535,7 @@ pub(super) fn called(
     call: &Call,
     started: u64,
     outcome: Outcome,
-    next: &mut Option<String>,
+    next: &mut Option<Input>,
 ) -> Option<StepReport> {
     let rt = ctx.rt;
     lane.tel.call_end(rt.clock.now_ms());
@@ -657,14 +552,11 @@ pub(super) fn called(
         _ => outcome,
     };
     let result = match outcome {
-        Outcome::Ok(v) => format!(r#"{{"ok":{v}}}"#),
-        Outcome::Failed(obs) => format!(r#"{{"failed":{}}}"#, as_json(&obs)),
-        Outcome::Response(obs) => format!(r#"{{"response":{}}}"#, as_json(&obs)),
+        Outcome::Ok(v) => CallResult::Ok(v.to_string()),
+        Outcome::Failed(obs) => CallResult::Failed(as_json(obs)),
+        Outcome::Response(obs) => CallResult::Response(as_json(obs)),
     };
-    *next = Some(format!(
-        r#"{{"input":"attempt","now_ms":{},"result":{result}}}"#,
-        rt.clock.now_ms()
-    ));
+    *next = Some(input(rt.clock.now_ms(), InputKind::Attempt(result)));
     None
 }
 
@@ -686,9 +578,9 @@ pub(super) fn compensate(lane: &mut Lane<'_, '_>, call: &Call) -> Outcome {
 
 /// An observation that is not JSON text is reported as an exception rather
 /// than breaking the run.
-fn as_json(text: &str) -> String {
-    if serde_json::from_str::<&RawValue>(text).is_ok() {
-        text.to_owned()
+fn as_json(text: String) -> String {
+    if serde_json::from_str::<&RawValue>(&text).is_ok() {
+        text
     } else {
         format!(
             r#"{{"source":"exception","type":"agent_recovery.InvalidObservation","message":{}}}"#,

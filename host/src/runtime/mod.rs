@@ -3,7 +3,8 @@
 //!
 //! The loop (retries, fallbacks past open breakers, restores, compensations,
 //! dead letters, budgets, the idempotency cache) is the reference component's
-//! `agent:recovery/runtime@0.2.0` export, a sans-I/O state machine. This
+//! `agent:recovery/runtime@0.3.0` export (typed inputs and effects), a sans-I/O
+//! state machine. This
 //! module only does I/O: it calls your operation, sleeps on a [`Clock`], asks
 //! the active policy to decide (any 0.1 component: the reference, payments-policy,
 //! a [`PolicyHandle`] that hot-swaps) and reads and writes a [`Store`]. The

@@ -5,13 +5,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Runtime;
-use super::driver::{Ctx, Lane, Lent, ToolCall, ToolSet, Undo, Work, drive, json_str};
+use super::driver::{Ctx, Lane, Lent, ToolCall, ToolSet, Undo, Work, drive};
+use super::effects::input;
 use super::step::{Call, Outcome, Step};
 use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
+use crate::component::gen_::runtime::typed::{FanoutSpec, Input, InputKind, RunStart};
 use crate::store::StoreError;
 
 /// Why a run could not go on.
@@ -101,13 +103,13 @@ pub struct Run<'r, 'a> {
 impl<'r, 'a> Run<'r, 'a> {
     pub(crate) fn start(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
         super::names::check("run_id", run_id)?;
-        let seed = rt.seed.map_or_else(|| "null".to_owned(), |s| s.to_string());
-        let input = format!(
-            r#"{{"input":"run","now_ms":{},"run_id":{},"seed":{},"config":{}}}"#,
+        let input = input(
             rt.clock.now_ms(),
-            json_str(run_id),
-            seed,
-            rt.config
+            InputKind::Run(RunStart {
+                run_id: run_id.to_owned(),
+                seed: rt.seed,
+                config: Some(rt.config.clone()),
+            }),
         );
         let started_ms = rt.clock.now_ms();
         let adv = rt.looper.advance("", &input)?;
@@ -158,10 +160,7 @@ impl<'r, 'a> Run<'r, 'a> {
     /// Feeds the `recover` input to a run carried on from a journal entry
     /// and drives it to its end; `step` answers the resumed operation's calls.
     pub(crate) fn recover(&mut self, tools: &dyn ToolSet) -> Result<StepReport, RuntimeError> {
-        let input = format!(
-            r#"{{"input":"recover","now_ms":{}}}"#,
-            self.rt.clock.now_ms()
-        );
+        let input = input(self.rt.clock.now_ms(), InputKind::Recover);
         let tel = self.tel.lane(None, self.rt.clock.now_ms());
         self.drive(input, Work::Tools(ToolCall::new(tools)), tel)
     }
@@ -185,12 +184,12 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// The `end` input and its lane's spans, or `None` when the run already
     /// ended (then it is marked ended).
-    fn end_input(&mut self) -> Option<(String, super::telemetry::LaneTel)> {
+    fn end_input(&mut self) -> Option<(Input, super::telemetry::LaneTel)> {
         if self.finished.is_some() {
             return None;
         }
         self.finished = Some("completed".to_owned());
-        let input = format!(r#"{{"input":"end","now_ms":{}}}"#, self.rt.clock.now_ms());
+        let input = input(self.rt.clock.now_ms(), InputKind::End);
         Some((input, self.tel.lane(None, self.rt.clock.now_ms())))
     }
 
@@ -198,13 +197,9 @@ impl<'r, 'a> Run<'r, 'a> {
     fn step_input(
         &mut self,
         step: &Step<'a>,
-    ) -> Result<(String, super::telemetry::LaneTel), RuntimeError> {
+    ) -> Result<(Input, super::telemetry::LaneTel), RuntimeError> {
         step.check_names("step")?;
-        let input = format!(
-            r#"{{"input":"step","now_ms":{},"step":{}}}"#,
-            self.rt.clock.now_ms(),
-            step.spec()
-        );
+        let input = input(self.rt.clock.now_ms(), InputKind::Step(step.spec("step")?));
         let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
         Ok((input, self.tel.lane(Some(span), self.rt.clock.now_ms())))
     }
@@ -300,11 +295,16 @@ impl<'r, 'a> Run<'r, 'a> {
         for b in &branches {
             b.check_names("fanout.branches[]")?;
         }
-        let specs: Vec<Value> = branches.iter().map(Step::spec).collect();
-        let input = format!(
-            r#"{{"input":"fanout","now_ms":{},"fanout":{}}}"#,
+        let input = input(
             self.rt.clock.now_ms(),
-            json!({"id": id, "min_results": min_results, "branches": specs})
+            InputKind::Fanout(FanoutSpec {
+                id: id.to_owned(),
+                min_results,
+                branches: branches
+                    .iter()
+                    .map(|b| b.spec("fanout.branches[]"))
+                    .collect::<Result<_, _>>()?,
+            }),
         );
         let span = LaneSpan::Fanout(id, min_results, branches.len());
         let tel = self.tel.lane(Some(span), self.rt.clock.now_ms());
@@ -313,7 +313,7 @@ impl<'r, 'a> Run<'r, 'a> {
 
     fn drive(
         &mut self,
-        input: String,
+        input: Input,
         work: Work<'_, 'a>,
         mut tel: super::telemetry::LaneTel,
     ) -> Result<StepReport, RuntimeError> {
@@ -414,7 +414,7 @@ impl<'a> Run<'_, 'a> {
 
     async fn drive_async<F, Fut>(
         &mut self,
-        input: String,
+        input: Input,
         op: &mut F,
         mut tel: super::telemetry::LaneTel,
     ) -> Result<StepReport, RuntimeError>

@@ -1,6 +1,9 @@
 //! A step: what to call, where, and how to undo it.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::component::gen_::runtime::typed::{CallKind, ReplayOf, StepSpec};
+use crate::error::{Error, ErrorKind};
 
 /// One call the runtime makes: the operation on a target, a fallback target,
 /// or a compensation.
@@ -139,23 +142,53 @@ impl<'a> Step<'a> {
         self
     }
 
-    /// The `step` member of the loop's `step` input.
-    pub(crate) fn spec(&self) -> Value {
-        let mut spec = json!({
-            "id": self.id,
-            "tool": self.tool,
-            "call": self.call,
-            "args": self.args,
-            "target": self.target,
-            "fallbacks": self.fallbacks,
-            "side_effect": self.side_effect,
-            "compensation": self.compensate.is_some(),
-            "checkpoint": self.checkpoint.is_some(),
-            "idempotent": self.idempotent,
-        });
-        if let (Some(r), Some(o)) = (&self.replay_of, spec.as_object_mut()) {
-            o.insert("replay_of".into(), r.clone());
-        }
-        spec
+    /// The loop's step spec (the `step` input); `what` names the step in
+    /// an error (`step`, `fanout.branches[]`).
+    pub(crate) fn spec(&self, what: &str) -> Result<StepSpec, Error> {
+        let call = match self.call.as_deref() {
+            None => None,
+            Some("tool") => Some(CallKind::Tool),
+            Some("llm") => Some(CallKind::Llm),
+            Some("agent") => Some(CallKind::Agent),
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("`{what}.call` is {other:?}; use tool, llm or agent"),
+                ));
+            }
+        };
+        let replay_of = match &self.replay_of {
+            None => None,
+            Some(r) => Some(replay_of(r).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "`{what}.replay_of` is {r}; pass the dead-letter record's {{\"key\", \"n\", \"id\"}} (strings and a whole number)"
+                    ),
+                )
+            })?),
+        };
+        Ok(StepSpec {
+            id: self.id.clone(),
+            tool: self.tool.clone(),
+            call,
+            args: self.args.to_string(),
+            target: self.target.clone(),
+            fallbacks: self.fallbacks.clone(),
+            side_effect: self.side_effect,
+            compensation: self.compensate.is_some(),
+            checkpoint: self.checkpoint.is_some(),
+            idempotent: self.idempotent,
+            replay_of,
+        })
     }
+}
+
+/// A `{"key","n","id"}` replay mark, typed.
+fn replay_of(r: &Value) -> Option<ReplayOf> {
+    Some(ReplayOf {
+        key: r.get("key")?.as_str()?.to_owned(),
+        n: r.get("n")?.as_u64()?,
+        id: r.get("id")?.as_str()?.to_owned(),
+    })
 }

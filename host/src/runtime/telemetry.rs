@@ -333,8 +333,6 @@ impl RunTel {
 pub(super) enum LaneSpan<'s> {
     /// `agent_recovery.step`: id, tool, target.
     Step(&'s str, &'s str, Option<&'s str>),
-    /// A branch of a fan-out: its step spec (JSON text).
-    Branch(&'s str),
     /// `agent_recovery.fanout`: id, min_results, number of branches.
     Fanout(&'s str, u32, usize),
 }
@@ -495,24 +493,6 @@ impl LaneTel {
                 step_attrs(&mut attrs, id, tool, target.unwrap_or(tool));
                 "agent_recovery.step"
             }
-            LaneSpan::Branch(spec) => {
-                #[derive(Deserialize)]
-                struct Spec {
-                    id: String,
-                    tool: String,
-                    target: Option<String>,
-                }
-                if let Ok(s) = serde_json::from_str::<Spec>(spec) {
-                    step_attrs(
-                        &mut attrs,
-                        &s.id,
-                        &s.tool,
-                        s.target.as_ref().unwrap_or(&s.tool),
-                    );
-                    lane.step_id = Some(s.id);
-                }
-                "agent_recovery.step"
-            }
             LaneSpan::Fanout(id, min_results, branches) => {
                 attrs.push(KeyValue::new("agent_recovery.step.id", id.to_owned()));
                 attrs.push(KeyValue::new(
@@ -542,11 +522,17 @@ impl LaneTel {
     }
 
     /// A branch of this lane's fan-out: its step span is a child of the fan-out span.
-    pub(super) fn branch(&self, spec: &str, now_ms: u64) -> LaneTel {
+    pub(super) fn branch(
+        &self,
+        id: &str,
+        tool: &str,
+        target: Option<&str>,
+        now_ms: u64,
+    ) -> LaneTel {
         LaneTel::start(
             self.run.clone(),
             &self.cx,
-            Some(LaneSpan::Branch(spec)),
+            Some(LaneSpan::Step(id, tool, target)),
             now_ms,
         )
     }
