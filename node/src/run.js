@@ -158,9 +158,9 @@ export class Run {
   }
 
   /**
-   * @internal A step already prepared (`prepareStep`), then, when it ended ok
-   * and the run goes on, the run's end, in the same turn: a door's run of one
-   * step. Resolves to the step's report.
+   * @internal A step already prepared (`prepareStep`) sent with `"end": true`:
+   * the loop ends the run when the step finishes, in the same `advance` (a
+   * door's run of one step). Resolves to the step's report.
    */
   [STEP_AND_END](prepared) {
     return this.#step(prepared, true);
@@ -172,10 +172,9 @@ export class Run {
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock);
       const ctx = { step, last: undefined, tel };
-      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}}`;
+      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}${andEnd ? ',"end":true' : ''}}`;
       const report = this.#end(await this.#drive(this.#holder, input, ctx));
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#compensates(step);
-      if (andEnd && report.outcome === 'ok' && !report.runFinished) await this.#between('end');
       return report;
     });
   }
@@ -294,18 +293,30 @@ export class Run {
     return `{"input":"cancel","now_ms":${this.#rt.clock.nowMs()}}`;
   }
 
-  /** Feed `input`, carry out the effects, answer the last one, until `finish`. */
+  /**
+   * Feed `input`, carry out the effects, answer the last one, until `finish`.
+   * A step sent with `end` finishes, then the run's end follows in the same
+   * batch (its journal delete, its `finish`): the step's report is returned,
+   * the run is over.
+   */
   async #drive(holder, input, ctx) {
+    let step;
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
       holder.state = adv.state;
       const effects = effectsOf(adv.effects, adv.state);
       let next;
       for (let i = 0; i < effects.length; i++) {
-        let answer = this.#effect(effects[i], ctx, holder);
+        const fx = effects[i];
+        if (step !== undefined && fx.effect === 'finish') {
+          this.#finished = String(fx.outcome ?? '');
+          return step;
+        }
+        let answer = this.#effect(fx, ctx, holder);
         if (isThenable(answer)) answer = await answer;
         if (answer === NO_REPORT) continue;
         if (typeof answer === 'string') next = answer;
+        else if (i < effects.length - 1) step = answer;
         else return answer;
       }
       if (next === undefined) throw badEffect('a batch without an effect to answer');

@@ -12,8 +12,8 @@ import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { RAW, elementSpans, parseLossless } from './json.js';
 import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
-import { KILL_AFTER_CALLS, RunKilled, startRun } from './run.js';
-import { inputStep } from './step.js';
+import { KILL_AFTER_CALLS, RunKilled, STEP_AND_END, startRun } from './run.js';
+import { inputStep, prepareStep } from './step.js';
 import { streamLast } from './deadletters.js';
 import { DEAD_LETTER_STREAM } from './keys.js';
 
@@ -247,12 +247,15 @@ export function outputJson({ outcome, events, deadLetters }) {
  * MemoryStore), deciding with `policy` (default: the reference). Returns
  * `{outcome, events, deadLetters, json}` where `json` is the exact text Rust's
  * `ScenarioOutput::to_json` prints. Throws a ScenarioError.
+ * `endWithLastStep`: send the last step (not a fan-out) with `"end": true`, the
+ * way a door runs its one step, instead of a separate `end` (the output is the
+ * same, docs/runtime.md, "Inputs").
  */
-export async function runScenario(scenario, store = undefined, { policy } = {}) {
+export async function runScenario(scenario, store = undefined, { policy, endWithLastStep = false } = {}) {
   const s = parse(scenario);
   const st = store ?? new MemoryStore();
   try {
-    return await drive(s, st, policy);
+    return await drive(s, st, policy, endWithLastStep);
   } catch (e) {
     if (e instanceof ScenarioError) throw e;
     if (e instanceof PolicyError || e instanceof PolicyRuntimeError || e instanceof StoreError) {
@@ -262,7 +265,7 @@ export async function runScenario(scenario, store = undefined, { policy } = {}) 
   }
 }
 
-async function drive(s, store, policy) {
+async function drive(s, store, policy, endWithLastStep) {
   const clock = new VirtualClock(s.now_ms);
   const options = { store, clock, config: s.config ?? {} };
   if (s.seed !== undefined && s.seed !== null) options.seed = s.seed;
@@ -279,18 +282,22 @@ async function drive(s, store, policy) {
   if (s.cancel_at_ms !== undefined && s.cancel_at_ms !== null) run.cancelAt(s.now_ms + s.cancel_at_ms);
   let outcome = 'completed';
   try {
-    for (const step of s.steps) {
+    for (const [i, step] of s.steps.entries()) {
+      const fused = endWithLastStep && i === s.steps.length - 1;
       const report = step.fanout
         ? await run.fanout(step.id, step.fanout.min_results, step.fanout.branches.map((b) => scriptedStep(b, script)))
-        : await run.step(scriptedStep(step, script));
+        : fused
+          ? await run[STEP_AND_END](prepareStep(scriptedStep(step, script)))
+          : await run.step(scriptedStep(step, script));
       checkScript(script);
       if (report.outcome !== 'ok') {
         outcome = report.outcome;
         break;
       }
     }
-    // A completed run is ended, so it leaves no journal entry (docs/runtime.md, "Scenarios").
-    if (outcome === 'completed') await run.end();
+    // A completed run is ended, so it leaves no journal entry (docs/runtime.md, "Scenarios");
+    // a step sent with `end` ended it already.
+    if (outcome === 'completed' && run.finished === undefined) await run.end();
   } catch (e) {
     if (!(e instanceof RunKilled)) throw e;
     checkScript(script);

@@ -10,7 +10,9 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { JOURNAL_PREFIX, MemoryStore, runScenario } from '../src/index.js';
+import { JOURNAL_PREFIX, MemoryStore, Runtime, VirtualClock, runScenario } from '../src/index.js';
+import { STEP_AND_END } from '../src/run.js';
+import { prepareStep } from '../src/step.js';
 import { REPO } from './helpers.mjs';
 
 const DIR = join(REPO, 'tests', 'loops');
@@ -35,11 +37,11 @@ function subset(expected, actual, path) {
   return expected === actual ? [] : [`${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
 }
 
-async function runVector(v) {
+async function runVector(v, endWithLastStep = false) {
   const store = new MemoryStore();
   const out = [];
   for (const r of v.runs) {
-    const o = await runScenario(JSON.stringify(r.scenario), store);
+    const o = await runScenario(JSON.stringify(r.scenario), store, { endWithLastStep });
     // The run ids with a journal entry after the run, in key order (`expect.journal`).
     o.journal = store.keys(JOURNAL_PREFIX, Number.MAX_SAFE_INTEGER).map((k) => k.slice(JOURNAL_PREFIX.length));
     // The named keys' values (null: absent) when the run ended: its now_ms plus its last event's t_ms (`expect.store`).
@@ -87,6 +89,40 @@ for (const { file, v } of VECTORS) {
     );
   });
 }
+
+// docs/runtime.md, "Inputs": a `step` with `"end": true` ends the run as the
+// step then `end` do. Every vector, its last step sent with `end`, gives the
+// same bytes and the same journal as the step then `end`.
+for (const { file, v } of VECTORS) {
+  test(`loop vector ${file}, the last step sent with end`, async () => {
+    const [fused, plain] = [await runVector(v, true), await runVector(v, false)];
+    assert.deepEqual(
+      fused.map((o) => [o.json, o.journal]),
+      plain.map((o) => [o.json, o.journal]),
+    );
+  });
+}
+
+test('a step sent with end ends the run in the same advance', async () => {
+  const advances = async (fused) => {
+    const rt = await Runtime.create({ store: new MemoryStore(), clock: new VirtualClock(1_767_225_600_000), seed: 7 });
+    const loop = rt.loop;
+    const inputs = [];
+    rt.loop = { advance: (state, input) => (inputs.push(input), loop.advance(state, input)) };
+    const run = rt.run('r');
+    const step = { id: 's', tool: 'search', operation: () => ({ hits: 1 }) };
+    let report;
+    if (fused) report = await run[STEP_AND_END](prepareStep(step));
+    else {
+      report = await run.step(step);
+      await run.end();
+    }
+    return [inputs.length, report.outcome, report.value, run.finished];
+  };
+  const [fused, plain] = [await advances(true), await advances(false)];
+  assert.deepEqual(fused, [plain[0] - 1, 'ok', { hits: 1 }, 'completed']);
+  assert.deepEqual(plain.slice(1), ['ok', { hits: 1 }, 'completed']);
+});
 
 const OK_SCENARIO = { run_id: 'r', seed: 7, now_ms: 1_767_225_600_000, steps: [{ id: 'a', tool: 't', outcomes: ['ok'] }] };
 

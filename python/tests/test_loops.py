@@ -194,3 +194,52 @@ def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
             proc = rust_simulate(r["scenario"], tmp_path, "--store", str(db))
             assert proc.returncode == 0, proc.stderr
             assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"
+
+
+def run_fused(vector: Dict[str, Any], fused: bool) -> List[Tuple[str, List[str]]]:
+    """Each run's output and the journal keys after it, the last step sent with
+    `end` (`fused`) or followed by `end` (the other path)."""
+    store = MemoryStore()
+    out = []
+    for r in vector["runs"]:
+        text = run_scenario(r["scenario"], store, end_with_last_step=fused).to_json()
+        out.append((text, store.keys(JOURNAL, 0)))
+    return out
+
+
+@pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
+def test_a_last_step_sent_with_end_gives_the_same_bytes(name: str, vector: Dict[str, Any]) -> None:
+    """docs/runtime.md, "Inputs": a `step` with `"end": true` ends the run as
+    the step then `end` do; every vector, driven both ways, gives the same
+    events, dead letters and journal (a vector of recovered runs has no step to
+    send: both ways are the same path)."""
+    assert run_fused(vector, True) == run_fused(vector, False), name
+
+
+def test_a_step_sent_with_end_ends_the_run_in_the_same_advance() -> None:
+    """The fused path is the one taken: one `advance` less than the step then
+    `end`, the run over (`completed`) once the step's report is back."""
+    from agent_recovery.runtime import BLOCKING, Runtime, Step, VirtualClock, _no_wait
+
+    def advances(fused: bool) -> Tuple[int, Any, Any]:
+        rt = Runtime(store=MemoryStore(), clock=VirtualClock(1_767_225_600_000), seed=7)
+        looper = rt._looper
+        calls: List[str] = []
+
+        class Counting:
+            def advance(self, state: str, input: str) -> Any:
+                calls.append(input)
+                return looper.advance(state, input)
+
+        rt._looper = Counting()
+        run = rt.run("r")
+        step = Step("s", "search", lambda call: {"hits": 1})
+        if fused:
+            report = _no_wait(run._carry_step(BLOCKING, *run._step_of(step, {}, end=True)))
+        else:
+            report = run.step(step)
+            run.end()
+        return len(calls), report.result, run._finished
+
+    assert advances(True) == (advances(False)[0] - 1, {"hits": 1}, "completed")
+    assert advances(False)[1:] == ({"hits": 1}, "completed")

@@ -119,6 +119,10 @@ pub enum Input {
     },
     /// A step starts.
     Step(StepSpec),
+    /// A step starts, and the run ends when it finishes (`"end": true` on
+    /// the `step` input): the `end` input's effects follow the step's
+    /// `finish` in the same batch.
+    StepThenEnd(StepSpec),
     /// A fan-out starts.
     Fanout(FanoutSpec),
     /// The branches of the fan-out ended: their final states, in branch order.
@@ -206,6 +210,8 @@ struct Common<'a> {
     seed: Option<u64>,
     #[serde(borrow, default)]
     config: Option<&'a RawValue>,
+    #[serde(default)]
+    end: Option<bool>,
 }
 
 /// The inputs of a run and of a successful step (`run`, `step`, `read`,
@@ -236,7 +242,7 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
         "step" => {
             let spec = c.step?;
             check_step(&spec, "step").ok()?;
-            Input::Step(spec)
+            step_input(spec, c.end.unwrap_or(false))
         }
         "read" => Input::Read {
             values: c.values?,
@@ -310,7 +316,16 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
             let spec: StepSpec = serde_json::from_value(spec)
                 .map_err(|e| bad(format!("`step`: {e}; see docs/runtime.md for its members")))?;
             check_step(&spec, "step")?;
-            Input::Step(spec)
+            let end = match take("end") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => b,
+                Some(_) => {
+                    return Err(bad(
+                        "input `step`: `end` is a boolean (true: end the run when the step finishes); omit it to keep the run open",
+                    ));
+                }
+            };
+            step_input(spec, end)
         }
         "fanout" => {
             let spec = take("fanout").ok_or_else(|| bad("input `fanout` needs a `fanout` object"))?;
@@ -451,6 +466,15 @@ pub(super) fn run_config(config: Option<Value>) -> Result<RunConfig, PolicyError
         ));
     }
     Ok(config)
+}
+
+/// A `step` input, fused with the run's `end` when `end` is true.
+fn step_input(spec: StepSpec, end: bool) -> Input {
+    if end {
+        Input::StepThenEnd(spec)
+    } else {
+        Input::Step(spec)
+    }
 }
 
 /// The longest name the loop takes, in UTF-8 bytes: a run id, a step or

@@ -194,6 +194,16 @@ impl Machine {
                 self.phase_is(Phase::Idle, "step")?;
                 self.start_step(spec)
             }
+            Input::StepThenEnd(spec) => {
+                self.phase_is(Phase::Idle, "step")?;
+                if self.s.branch.is_some() {
+                    return Err(bad(
+                        "`step` with `end` on a fan-out branch's state; end the run itself after the join",
+                    ));
+                }
+                self.s.end_after_step = true;
+                self.start_step(spec)
+            }
             Input::Fanout(spec) => {
                 self.phase_is(Phase::Idle, "fanout")?;
                 self.start_fanout(spec)
@@ -1715,6 +1725,11 @@ impl Machine {
         } else {
             self.s.phase = Phase::Finished;
             self.s.outcome = Some(outcome.to_owned());
+        }
+        // A step sent with `end`: the run ends now, as if `end` followed
+        // (a step that ended otherwise than `ok` already ended the run).
+        if std::mem::take(&mut self.s.end_after_step) && ok {
+            return self.end();
         }
         Ok(())
     }

@@ -129,8 +129,11 @@ pub(crate) fn advance_parsed<T>(
             format!("could not serialize output ({e}); please report this"),
         )
     })?;
-    // The journal holds the state this batch returns: serialized once, the same bytes.
-    let written = out(&effects, &text)?;
+    // The journal holds the state this batch returns: serialized once, the same
+    // bytes; without the `end` of a step sent with one, so it holds what a step
+    // then `end` journals.
+    let journaled = journal_text(&state, &effects, &text)?;
+    let written = out(&effects, &journaled)?;
     effects.clear();
     if effects.capacity() <= SPARE_EFFECTS {
         SPARE_FX.with(|f| *f.borrow_mut() = effects);
@@ -143,6 +146,34 @@ pub(crate) fn advance_parsed<T>(
         });
     }
     Ok((text, written))
+}
+
+/// The state text a batch's journal entries hold: `text`, less the
+/// `end_after_step` member when set (and the batch journals at all).
+fn journal_text<'a>(
+    state: &state::State,
+    effects: &[effect::Effect],
+    text: &'a str,
+) -> Result<std::borrow::Cow<'a, str>, PolicyError> {
+    if !state.end_after_step
+        || !effects
+            .iter()
+            .any(|fx| matches!(fx, effect::Effect::Journal { .. }))
+    {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    let head = text
+        .strip_suffix(state::END_AFTER_STEP_TAIL)
+        .ok_or_else(|| {
+            PolicyError::new(
+                ErrorKind::Internal,
+                "the state does not end with its `end_after_step` member; please report this",
+            )
+        })?;
+    let mut out = String::with_capacity(head.len() + 1);
+    out.push_str(head);
+    out.push('}');
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// Fills the journal entries of a batch that have no state yet with `state`

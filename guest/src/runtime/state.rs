@@ -188,7 +188,16 @@ pub struct State {
     /// The decision asked for, while the decision log is on: what its line needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_log: Option<super::decision_log::PendingLog>,
+    /// The step in progress came with `end`: the run ends when it finishes.
+    /// Kept last: the journal holds the state without it
+    /// ([`END_AFTER_STEP_TAIL`]), the bytes a step then `end` journals.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub end_after_step: bool,
 }
+
+/// How the state's text ends when `end_after_step` is set (the member is
+/// the last one written, after at least `v`).
+pub const END_AFTER_STEP_TAIL: &str = r#","end_after_step":true}"#;
 
 impl State {
     /// A new run, idle, started at `now_ms`.
@@ -218,6 +227,7 @@ impl State {
             fan_recovery: None,
             fan_branches: None,
             pending_log: None,
+            end_after_step: false,
         }
     }
 

@@ -407,19 +407,18 @@ def _wrap(
 
 
 async def _call(io: _IO, begun: Tuple[Run, Any, _Outcome]) -> Any:
-    """One call through the door, on `io`'s path: a run of one step, ended
-    when the step ended ok; the step's result, or its failure raised."""
+    """One call through the door, on `io`'s path: a run of one step, sent
+    with `end` (the loop ends the run when the step ends ok, in the same
+    `advance`); the step's result, or its failure raised."""
     run, step, outcome = begun
     token = _CALL.set(outcome.decision)
     try:
-        report = await run._carry_step(io, *run._step_of(step, {}))
+        report = await run._carry_step(io, *run._step_of(step, {}, end=True))
     finally:
         _CALL.reset(token)
     if io is ASYNCIO:
         for task in outcome.decision[3:]:  # an async on_decision, awaited before the answer
             await task
-    if report.outcome == "ok" and run._finished is None:  # `run.end()`
-        await run._carry_step(io, run._end_input(), None)
     if report.outcome == "cancelled" and io is ASYNCIO:
         raise asyncio.CancelledError()
     return outcome.result(report)

@@ -1110,11 +1110,12 @@ class Run:
         if exc_type is None:
             await self.end_async()
 
-    def _step_of(self, step: Any, options: Dict[str, Any]) -> Tuple[str, Step]:
-        """The loop input of a step (a `Step` or its options) and the step, its id claimed."""
+    def _step_of(self, step: Any, options: Dict[str, Any], end: bool = False) -> Tuple[str, Step]:
+        """The loop input of a step (a `Step` or its options) and the step, its id claimed;
+        with `end`, the input ends the run when the step finishes (a door's run of one step)."""
         s = Step.of(step, options)
         self._claim_ids([s.id])
-        return self._step_text_input(s), s
+        return self._step_text_input(s, end), s
 
     def _fanout_of(self, id: str, min_results: int, branches: Sequence[Any]) -> Tuple[str, _Fanout]:
         f = _Fanout(id, min_results, branches)
@@ -1173,9 +1174,10 @@ class Run:
         except (TypeError, ValueError) as e:
             raise _bad(f"step {spec.get('id')!r} cannot be sent to the loop: {e}") from None
 
-    def _step_text_input(self, step: Step) -> str:
+    def _step_text_input(self, step: Step, end: bool = False) -> str:
         try:
-            return f'{{"input":"step","now_ms":{self._now()},"step":{step.spec_text()}}}'
+            tail = ',"end":true}' if end else "}"
+            return f'{{"input":"step","now_ms":{self._now()},"step":{step.spec_text()}{tail}'
         except (TypeError, ValueError) as e:
             raise _bad(f"step {step.id!r} cannot be sent to the loop: {e}") from None
 
@@ -1219,10 +1221,14 @@ class Run:
         inline = ops.inline
         clock = rt._clock
         looper = rt._looper
+        # A step sent with `end`: its report, once it finished; the run's end
+        # (its journal delete, its `finish`) follows in the same batch.
+        first: Optional[StepReport] = None
         while True:
             holder.state, effects_text = looper.advance(holder.state, input)
             nxt: Optional[str] = None
-            for fx, raw in _effects(effects_text):
+            effects = _effects(effects_text)
+            for fx, raw in effects:
                 kind = fx.get("effect")
                 if kind == "emit":
                     text = raw.get("event")
@@ -1354,12 +1360,15 @@ class Run:
                         raise _malformed("fork outside a fan-out")
                     nxt = yield ("fork", fx, step, holder)
                 elif kind == "finish":
-                    holder.tel.finish(fx, clock)
                     self._last_finish = fx
+                    if first is not None:  # the run's end after the step's
+                        self._finished = str(fx.get("outcome") or "")
+                        return first
+                    holder.tel.finish(fx, clock)
                     value = fx.get("result")
                     if fx.get("outcome") == "ok" and holder.value is not _UNSET:
                         value = holder.value
-                    return StepReport(
+                    report = StepReport(
                         outcome=str(fx.get("outcome") or ""),
                         run_finished=fx.get("run_finished", True) is not False,
                         result=value,
@@ -1367,6 +1376,10 @@ class Run:
                         rendered=fx.get("rendered"),
                         token=fx.get("token"),
                     )
+                    if fx is not effects[-1][0]:
+                        first = report
+                        continue
+                    return report
                 else:
                     raise _malformed(str(kind))
             if nxt is None:

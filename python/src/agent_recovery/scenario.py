@@ -322,16 +322,20 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
     )
 
 
-def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str, List[str]]:
-    """The scenario's steps as one run: (outcome, events)."""
+def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script, fused: bool) -> Tuple[str, List[str]]:
+    """The scenario's steps as one run: (outcome, events). `fused`: the last
+    step (not a fan-out, not a replay) is sent with `end`."""
     run = runtime.run(s["run_id"])
     run._kill_after = s.get("kill_after_calls")
     if s.get("cancel_at_ms") is not None:
         run.cancel_at(s["now_ms"] + s["cancel_at_ms"])
     outcome = "completed"
     try:
+        last = s["steps"][-1]
         for st in s["steps"]:
-            if st.get("fanout") is not None:
+            if fused and st is last and st.get("fanout") is None and st.get("replay_of") is None:
+                report = run._sync(*run._step_of(_step(st, script), {}, end=True))
+            elif st.get("fanout") is not None:
                 f = st["fanout"]
                 report = run.fanout(st["id"], f["min_results"], [_step(b, script) for b in f["branches"]])
             elif st.get("replay_of") is not None:
@@ -347,7 +351,7 @@ def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[st
                 outcome = report.outcome
                 break
         if outcome == "completed":
-            run.end()
+            run.end()  # nothing when a step sent with `end` ended the run
     except _Killed:
         outcome = "killed"
     return outcome, run.events
@@ -372,10 +376,15 @@ def _recover(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str,
     return (reports[-1].outcome if reports else "none"), [e for r in reports for e in r.events]
 
 
-def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> ScenarioOutput:
+def run_scenario(
+    scenario: Any, store: Any = None, policy: Any = None, *, end_with_last_step: bool = False
+) -> ScenarioOutput:
     """Run `scenario` (JSON text or a dict) against `store` (a fresh
     `MemoryStore` when None), deciding with `policy` (the reference when None),
-    on a virtual clock. Raises `ScenarioError`."""
+    on a virtual clock. Raises `ScenarioError`. `end_with_last_step`: send the
+    last step (not a fan-out) with `"end": true`, the way a door runs its one
+    step, instead of a separate `end` (the output is the same, docs/runtime.md,
+    "Inputs")."""
     s = _parse(scenario)
     store = store if store is not None else MemoryStore()
     try:
@@ -396,7 +405,7 @@ def run_scenario(scenario: Any, store: Any = None, policy: Any = None) -> Scenar
         if s.get("recover"):
             outcome, events = _recover(runtime, s, script)
         else:
-            outcome, events = _run_steps(runtime, s, script)
+            outcome, events = _run_steps(runtime, s, script, end_with_last_step)
         dead = [r for _, r in store.read(DEAD_LETTER_STREAM, dead_before, 2**53 - 1)]
     except (PolicyError, PolicyRuntimeError, StoreError) as e:
         raise ScenarioError("runtime", str(e)) from e
