@@ -19,8 +19,8 @@ pub(super) use super::effects::{json_str, missing_compensation};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::LaneTel;
-use crate::retry::Decide;
 use crate::component::gen_::runtime::typed::{Branch, Input, InputKind};
+use crate::retry::Decide;
 
 /// The undo of a completed step, by step id.
 pub(super) type Undo<'a> = Box<dyn FnMut(&Call) -> Outcome + Send + 'a>;

@@ -18,11 +18,11 @@ use super::driver::{Ctx, Lane};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
 use crate::Error;
-use crate::retry::Decide;
 use crate::component::gen_::runtime::typed::{
     Branch, CallResult, CallRole, Claimed, Effect, Input, InputKind, StepOutcome, StoredValue,
     Swapped, Taken,
 };
+use crate::retry::Decide;
 use crate::store::{Cas, Store, StoreError, StoreErrorKind};
 
 /// The report of a run a scenario killed (`kill_after_calls`).
