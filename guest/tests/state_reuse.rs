@@ -12,23 +12,11 @@ use agent_recovery_policy::__private::keep_state;
 use agent_recovery_policy::{advance, decide_json};
 use serde_json::{Value, json};
 
+mod common;
+use common::Store;
+
 /// One `advance` call and its answer (or error message).
 type Call = (String, String, Result<(String, String), String>);
-
-/// A store: key -> (value text, version).
-#[derive(Default)]
-struct Store {
-    kv: BTreeMap<String, (String, u64)>,
-    next: u64,
-}
-
-impl Store {
-    fn put(&mut self, key: &str, value: String) -> u64 {
-        self.next += 1;
-        self.kv.insert(key.to_owned(), (value, self.next));
-        self.next
-    }
-}
 
 struct Driver {
     now: u64,
@@ -79,56 +67,14 @@ impl Driver {
             let mut answer = None;
             for fx in effects {
                 let now = self.now;
-                let key = fx["key"].as_str().unwrap_or("").to_owned();
+                if let Some(store_answer) = self.store.carry(&fx, now) {
+                    if store_answer.is_some() {
+                        answer = store_answer;
+                    }
+                    continue;
+                }
                 match fx["effect"].as_str().unwrap() {
                     "emit" | "append" => {}
-                    "write" => {
-                        self.store.put(&key, fx["value"].to_string());
-                    }
-                    "delete" => {
-                        self.store.kv.remove(&key);
-                    }
-                    "read" => {
-                        let mut values = serde_json::Map::new();
-                        let mut versions = serde_json::Map::new();
-                        for k in fx["keys"].as_array().unwrap() {
-                            let k = k.as_str().unwrap();
-                            match self.store.kv.get(k) {
-                                Some((v, n)) => {
-                                    values.insert(k.into(), serde_json::from_str(v).unwrap());
-                                    versions.insert(k.into(), json!(n));
-                                }
-                                None => {
-                                    values.insert(k.into(), Value::Null);
-                                }
-                            }
-                        }
-                        answer = Some(
-                            json!({"input":"read","now_ms":now,"values":values,"versions":versions}),
-                        );
-                    }
-                    "claim" => {
-                        answer = Some(match self.store.kv.get(&key) {
-                            Some((v, _)) => json!({"input":"claimed","now_ms":now,"ok":false,
-                                "current": serde_json::from_str::<Value>(v).unwrap()}),
-                            None => {
-                                self.store.put(&key, fx["value"].to_string());
-                                json!({"input":"claimed","now_ms":now,"ok":true})
-                            }
-                        });
-                    }
-                    "swap" => {
-                        let found = self.store.kv.get(&key).map(|(_, n)| *n);
-                        answer = Some(if found == fx["expected"].as_u64() {
-                            let v = self.store.put(&key, fx["value"].to_string());
-                            json!({"input":"swapped","now_ms":now,"ok":true,"version":v})
-                        } else {
-                            let (v, n) = self.store.kv.get(&key).cloned().unwrap();
-                            json!({"input":"swapped","now_ms":now,"ok":false,
-                                "current": serde_json::from_str::<Value>(&v).unwrap(),"version":n})
-                        });
-                    }
-                    "take" => answer = Some(json!({"input":"taken","now_ms":now,"ok":true})),
                     "refund" => {}
                     "call" => {
                         self.made += 1;

@@ -13,22 +13,10 @@ use agent_recovery_policy::{ErrorKind, advance, decide_json};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+mod common;
+use common::Store;
+
 const T0: u64 = 1_767_225_600_000;
-
-/// A store: key -> (value text, version).
-#[derive(Default)]
-struct Store {
-    kv: BTreeMap<String, (String, u64)>,
-    next: u64,
-}
-
-impl Store {
-    fn put(&mut self, key: &str, value: String) -> u64 {
-        self.next += 1;
-        self.kv.insert(key.to_owned(), (value, self.next));
-        self.next
-    }
-}
 
 /// What the driver answers besides the store.
 #[derive(Clone, Default)]
@@ -102,54 +90,11 @@ impl Driver {
 
     fn carry(&mut self, fx: &Value) -> Option<Value> {
         let now = self.now;
-        let key = fx["key"].as_str().unwrap_or("").to_owned();
+        if let Some(answer) = self.store.carry(fx, now) {
+            return answer;
+        }
         match fx["effect"].as_str().unwrap() {
             "emit" | "append" | "log" | "refund" | "finish" => None,
-            "write" => {
-                self.store.put(&key, fx["value"].to_string());
-                None
-            }
-            "delete" => {
-                self.store.kv.remove(&key);
-                None
-            }
-            "read" => {
-                let mut values = serde_json::Map::new();
-                let mut versions = serde_json::Map::new();
-                for k in fx["keys"].as_array().unwrap() {
-                    let k = k.as_str().unwrap();
-                    match self.store.kv.get(k) {
-                        Some((v, n)) => {
-                            values.insert(k.into(), serde_json::from_str(v).unwrap());
-                            versions.insert(k.into(), json!(n));
-                        }
-                        None => {
-                            values.insert(k.into(), Value::Null);
-                        }
-                    }
-                }
-                Some(json!({"input":"read","now_ms":now,"values":values,"versions":versions}))
-            }
-            "claim" => Some(match self.store.kv.get(&key) {
-                Some((v, _)) => json!({"input":"claimed","now_ms":now,"ok":false,
-                    "current": serde_json::from_str::<Value>(v).unwrap()}),
-                None => {
-                    self.store.put(&key, fx["value"].to_string());
-                    json!({"input":"claimed","now_ms":now,"ok":true})
-                }
-            }),
-            "swap" => {
-                let found = self.store.kv.get(&key).map(|(_, n)| *n);
-                Some(if found == fx["expected"].as_u64() {
-                    let v = self.store.put(&key, fx["value"].to_string());
-                    json!({"input":"swapped","now_ms":now,"ok":true,"version":v})
-                } else {
-                    let (v, n) = self.store.kv.get(&key).cloned().unwrap();
-                    json!({"input":"swapped","now_ms":now,"ok":false,
-                        "current": serde_json::from_str::<Value>(&v).unwrap(),"version":n})
-                })
-            }
-            "take" => Some(json!({"input":"taken","now_ms":now,"ok":true})),
             "call" => {
                 let target = fx["target"].as_str().unwrap();
                 let next = self
