@@ -13,8 +13,11 @@
 //! A step is four `advance` calls (`step`, `read`, `claimed`, `attempt`):
 //! callgrind's total over the collected calls / (4 x N) is the instructions
 //! of one `advance`. Further arguments: `runs` makes every step a run of its
-//! own (+ `run` and `end`: six calls a step); `cold` makes every call parse
-//! its state (the state kept between calls switched off).
+//! own (+ `run` and `end`: six calls a step); `fused` (with `runs`) sends
+//! the step with `"end": true` instead of a separate `end` (five calls a
+//! step, as the door and `retry` do); `cold` makes every call parse its
+//! state (the state kept between calls switched off). `SHOW_CALLS=1` prints
+//! each call's input, state and effects sizes.
 use agent_recovery_policy::advance;
 use serde_json::Value;
 use std::hint::black_box;
@@ -35,6 +38,8 @@ fn main() {
     // `runs`: every step is a run of its own (`run`, the step, `end`), as the
     // host's runtime_overhead example measures it.
     let runs = modes.iter().any(|m| m == "runs");
+    let fused = runs && modes.iter().any(|m| m == "fused");
+    let show = std::env::var_os("SHOW_CALLS").is_some();
     let now = 1_767_225_600_000u64;
     let start = |id: &str| {
         advance(
@@ -52,12 +57,22 @@ fn main() {
             state = start(&format!("bench-{i}"));
             calls += 1;
         }
+        let end = if fused { r#","end":true"# } else { "" };
         let mut input = format!(
-            r#"{{"input":"step","now_ms":{now},"step":{{"id":"s{i}","tool":"search","call":"tool","args":{{"q":"weather","n":{i}}}}}}}"#
+            r#"{{"input":"step","now_ms":{now},"step":{{"id":"s{i}","tool":"search","call":"tool","args":{{"q":"weather","n":{i}}}}}{end}}}"#
         );
         loop {
             let out = advance(&state, &input).expect("advance");
             calls += 1;
+            if show {
+                println!(
+                    "input {} B, state {} B, effects {} B: {}",
+                    input.len(),
+                    out.state.len(),
+                    out.effects.len(),
+                    out.effects
+                );
+            }
             state = out.state;
             let fx = last_effect(&out.effects);
             input = match fx["effect"].as_str().unwrap_or("") {
@@ -81,7 +96,7 @@ fn main() {
                 other => panic!("unexpected effect {other} on the success path"),
             };
         }
-        if runs {
+        if runs && !fused {
             let end = format!(r#"{{"input":"end","now_ms":{now}}}"#);
             black_box(advance(&state, &end).expect("end"));
             calls += 1;

@@ -24,6 +24,29 @@ pub const QUOTA_PREFIX: &str = "agent-recovery/quota/";
 /// The dead-letter stream.
 pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
 
+/// A store value's JSON text, written as is in the batch (as `serde_json`
+/// writes a `RawValue`): a value the loop writes in one piece, the bytes
+/// `serde_json` writes for the same `Value`, without building that `Value`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawJson(pub String);
+
+impl RawJson {
+    /// The JSON text of `value`, as `serde_json::to_string` writes it.
+    pub fn of(value: &Value) -> Self {
+        RawJson(super::json_write::to_string(value, 64).unwrap_or_else(|_| value.to_string()))
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let token = super::json_write::RAW_TOKEN;
+        let mut raw = serializer.serialize_struct(token, 1)?;
+        raw.serialize_field(token, self.0.as_str())?;
+        raw.end()
+    }
+}
+
 /// One event of the timeline (`emit`). `step` and `target` are always present.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Event {
@@ -73,8 +96,8 @@ pub enum Effect {
     Write {
         /// Key.
         key: String,
-        /// Value.
-        value: Value,
+        /// Value (its JSON text).
+        value: RawJson,
         /// Expiry, ms from now; null: never.
         ttl_ms: Option<u64>,
     },
@@ -83,8 +106,8 @@ pub enum Effect {
     Claim {
         /// Key.
         key: String,
-        /// Value.
-        value: Value,
+        /// Value (its JSON text).
+        value: RawJson,
         /// Expiry, ms from now.
         ttl_ms: Option<u64>,
     },

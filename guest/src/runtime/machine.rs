@@ -8,7 +8,7 @@ use super::breaker::{Breaker, Gate, Report};
 use super::config::{DeadLetterConfig, OnOpen};
 use super::effect::{
     ATTEMPTS_PREFIX, BREAKER_PREFIX, DEAD_LETTER_STREAM, Effect, Event, IDEM_PREFIX,
-    JOURNAL_PREFIX, JournalEntry, PROBE_PREFIX,
+    JOURNAL_PREFIX, JournalEntry, PROBE_PREFIX, RawJson,
 };
 use super::input::{CallResult, Input, StepSpec};
 use super::state::{CompCurrent, CompState, DoneStep, LeaseScan, Phase, State, StepState};
@@ -586,7 +586,7 @@ impl Machine {
         self.s.phase = Phase::Claiming;
         self.fx.push(Effect::Claim {
             key,
-            value: json!({"status": "in_flight", "since_ms": now}),
+            value: in_flight_value(now),
             ttl_ms: Some(
                 self.s
                     .config
@@ -737,7 +737,7 @@ impl Machine {
                     self.s.phase = Phase::Leasing;
                     self.fx.push(Effect::Claim {
                         key: store_key(PROBE_PREFIX, &target),
-                        value: json!({"since_ms": now, "open_ms": open_ms, "step": id}),
+                        value: RawJson::of(&json!({"since_ms": now, "open_ms": open_ms, "step": id})),
                         ttl_ms: Some(open_ms),
                     });
                     return Ok(());
@@ -839,7 +839,7 @@ impl Machine {
         let gate_epoch = st.breakers.get(&target).map_or(0, |b| b.epoch);
         if let Some(scan) = probe {
             let then = super::swap::Then::Probe(scan);
-            if self.report_breaker(target, Report::Probe, gate_epoch, then)? {
+            if self.report_breaker(target, Report::Probe, gate_epoch, then)?.is_none() {
                 return Ok(());
             }
         }
@@ -861,7 +861,7 @@ impl Machine {
         let tool = st.spec.tool.clone();
         self.fx.push(Effect::Write {
             key: store_key(ATTEMPTS_PREFIX, &key),
-            value: json!({"count": attempt}),
+            value: count_value(attempt),
             ttl_ms: Some(ttl),
         });
         let timeout_ms = self.call_timeout();
@@ -925,12 +925,7 @@ impl Machine {
         let now = self.s.now_ms;
         self.fx.push(Effect::Write {
             key: store_key(IDEM_PREFIX, &st.key),
-            value: Value::Object(Map::from_iter([
-                ("status".to_owned(), Value::from("done")),
-                ("result".to_owned(), value.clone()),
-                ("target".to_owned(), Value::from(target.as_str())),
-                ("at_ms".to_owned(), Value::from(now)),
-            ])),
+            value: done_value(now, &value, &target),
             ttl_ms: Some(self.s.config.idempotency_ttl_ms),
         });
         let retry_cost = self.step()?.retry_cost;
@@ -986,10 +981,7 @@ impl Machine {
             return Ok(Some(then));
         };
         let gate_epoch = st.gate_epoch;
-        if self.report_breaker(target, report, gate_epoch, then.clone())? {
-            return Ok(None);
-        }
-        Ok(Some(then))
+        self.report_breaker(target, report, gate_epoch, then)
     }
 
     fn decide(&mut self, observation: Value) -> Result<(), PolicyError> {
@@ -1780,4 +1772,42 @@ pub(super) fn envelope_for(
         &crate::observation_view::ObservationView::from_value(&obs)?,
     )?;
     serde_json::to_value(env).map_err(|e| internal(e.to_string()))
+}
+
+/// The idempotency key's in-flight mark, as `serde_json` writes
+/// `{"status": "in_flight", "since_ms": now}` (members in key order).
+fn in_flight_value(now: u64) -> RawJson {
+    let mut out = Vec::with_capacity(48);
+    out.extend_from_slice(br#"{"since_ms":"#);
+    super::json_write::write_u64(&mut out, now);
+    out.extend_from_slice(br#","status":"in_flight"}"#);
+    RawJson(String::from_utf8(out).unwrap_or_default())
+}
+
+/// An attempt count, as `serde_json` writes `{"count": n}`.
+fn count_value(n: u32) -> RawJson {
+    let mut out = Vec::with_capacity(24);
+    out.extend_from_slice(br#"{"count":"#);
+    super::json_write::write_u64(&mut out, u64::from(n));
+    out.push(b'}');
+    RawJson(String::from_utf8(out).unwrap_or_default())
+}
+
+/// The idempotency entry of a success, as `serde_json` writes
+/// `{"status": "done", "result": result, "target": target, "at_ms": now}`
+/// (members in key order).
+fn done_value(now: u64, result: &Value, target: &str) -> RawJson {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(br#"{"at_ms":"#);
+    super::json_write::write_u64(&mut out, now);
+    out.extend_from_slice(br#","result":"#);
+    if super::json_write::write(&mut out, result).is_err() {
+        return RawJson::of(&serde_json::json!({
+            "status": "done", "result": result, "target": target, "at_ms": now
+        }));
+    }
+    out.extend_from_slice(br#","status":"done","target":"#);
+    super::json_write::write_str(&mut out, target);
+    out.push(b'}');
+    RawJson(String::from_utf8(out).unwrap_or_default())
 }

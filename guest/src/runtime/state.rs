@@ -128,6 +128,7 @@ pub struct State {
     /// The run id.
     pub run_id: String,
     /// Seed of every decision's jitter; none draws from WASI random.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// When the run started (Unix ms): `t_ms` of events counts from here.
     pub started_ms: u64,
@@ -136,18 +137,24 @@ pub struct State {
     /// The run's configuration.
     pub config: Texted<RunConfig>,
     /// Retry delay spent by the whole run (all steps): `elapsed_ms` of decisions.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub retry_spent_ms: u64,
     /// Completed steps with a side effect and a compensation, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<DoneStep>,
     /// What the loop waits for.
     pub phase: Phase,
     /// The step in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepState>,
     /// Compensations in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comp: Option<CompState>,
     /// The caller cancelled the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
     /// The run's outcome once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// In a fan-out branch's state: the fan-out's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -307,25 +314,32 @@ pub struct StepState {
     /// The chain: the target, then the fallbacks.
     pub targets: Vec<String>,
     /// The position in the chain.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
     pub index: usize,
     /// Calls made for this key over its lifetime (persisted).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub attempts: u32,
     /// Calls made in this run of the step.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub calls: u32,
     /// This run of the step holds the key's in-flight mark.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub claimed: bool,
     /// When the step started.
     pub started_ms: u64,
     /// Every failure's envelope, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trail: Vec<Value>,
     /// Breakers of the chain's targets, as read and updated.
     pub breakers: BTreeMap<String, Breaker>,
     /// The call in flight is a half-open probe.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
     /// The pending decision is about a short-circuit, not a call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub short_circuit: bool,
     /// The target of the call in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calling: Option<String>,
     /// While a probe lease is claimed (phase `leasing`): where the chain's
     /// scan started and the shortest wait of the open targets seen so far.
@@ -371,6 +385,14 @@ pub struct StepState {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 

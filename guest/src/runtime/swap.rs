@@ -49,15 +49,15 @@ pub struct PendingSwap {
 
 impl Machine {
     /// Records `report` for `target` (the call passed its gate at
-    /// `gate_epoch`): a `swap` when the breaker changes. Returns false when
-    /// nothing is to be written (the step goes on at once).
+    /// `gate_epoch`): a `swap` when the breaker changes, and `None`. Returns
+    /// `then` back when nothing is to be written (the step goes on at once).
     pub(super) fn report_breaker(
         &mut self,
         target: String,
         report: Report,
         gate_epoch: u64,
         then: Then,
-    ) -> Result<bool, PolicyError> {
+    ) -> Result<Option<Then>, PolicyError> {
         let now = self.s.now_ms;
         let current = self
             .step()?
@@ -67,7 +67,7 @@ impl Machine {
             .unwrap_or_default();
         let applied = current.apply(&report, gate_epoch, now);
         let Some(proposed) = applied.next else {
-            return Ok(false);
+            return Ok(Some(then));
         };
         self.push_swap(PendingSwap {
             target,
@@ -78,7 +78,7 @@ impl Machine {
             became: applied.became,
             then,
         })?;
-        Ok(true)
+        Ok(None)
     }
 
     fn push_swap(&mut self, p: PendingSwap) -> Result<(), PolicyError> {

@@ -603,7 +603,7 @@ fn effects_out(effects: &[fx::Effect], state: &str) -> Result<Vec<Effect>, Polic
                 fx::Effect::Read { keys } => Effect::Read(keys.clone()),
                 fx::Effect::Write { key, value, ttl_ms } => Effect::Write(Write {
                     key: key.clone(),
-                    value: text(value)?,
+                    value: value.0.clone(),
                     ttl_ms: *ttl_ms,
                 }),
                 fx::Effect::Journal { key, value, ttl_ms } => Effect::Write(Write {
@@ -619,7 +619,7 @@ fn effects_out(effects: &[fx::Effect], state: &str) -> Result<Vec<Effect>, Polic
                 }),
                 fx::Effect::Claim { key, value, ttl_ms } => Effect::Claim(Write {
                     key: key.clone(),
-                    value: text(value)?,
+                    value: value.0.clone(),
                     ttl_ms: *ttl_ms,
                 }),
                 fx::Effect::Swap {
