@@ -737,7 +737,9 @@ impl Machine {
                     self.s.phase = Phase::Leasing;
                     self.fx.push(Effect::Claim {
                         key: store_key(PROBE_PREFIX, &target),
-                        value: RawJson::of(&json!({"since_ms": now, "open_ms": open_ms, "step": id})),
+                        value: RawJson::of(
+                            &json!({"since_ms": now, "open_ms": open_ms, "step": id}),
+                        ),
                         ttl_ms: Some(open_ms),
                     });
                     return Ok(());
@@ -839,7 +841,10 @@ impl Machine {
         let gate_epoch = st.breakers.get(&target).map_or(0, |b| b.epoch);
         if let Some(scan) = probe {
             let then = super::swap::Then::Probe(scan);
-            if self.report_breaker(target, Report::Probe, gate_epoch, then)?.is_none() {
+            if self
+                .report_breaker(target, Report::Probe, gate_epoch, then)?
+                .is_none()
+            {
                 return Ok(());
             }
         }
