@@ -55,6 +55,200 @@ crate::__export_policy_impl!(
         }
     }
 
+    impl exports::agent::recovery0_3_0::telemetry::Guest for Adapter {
+        fn map_lane(
+            state: String,
+            observations: Vec<exports::agent::recovery0_3_0::telemetry::Observation>,
+        ) -> Result<exports::agent::recovery0_3_0::telemetry::Mapped, t::PolicyError> {
+            let obs = observations.into_iter().map(telemetry_wit::observation_in).collect();
+            let out = crate::telemetry::map_lane(&state, obs).map_err(err)?;
+            Ok(exports::agent::recovery0_3_0::telemetry::Mapped {
+                state: out.state,
+                instructions: out
+                    .instructions
+                    .into_iter()
+                    .map(telemetry_wit::instruction_out)
+                    .collect(),
+            })
+        }
+
+        fn map_lane_json(
+            state: String,
+            observations: String,
+        ) -> Result<exports::agent::recovery0_3_0::telemetry::MappedJson, t::PolicyError> {
+            let (state, instructions) =
+                crate::telemetry::map_lane_json(&state, &observations).map_err(err)?;
+            Ok(exports::agent::recovery0_3_0::telemetry::MappedJson { state, instructions })
+        }
+    }
+
+    /// Field-by-field conversions between the telemetry WIT values and
+    /// [`crate::telemetry`].
+    mod telemetry_wit {
+        use super::exports::agent::recovery0_3_0::runtime as rw;
+        use super::exports::agent::recovery0_3_0::telemetry as w;
+        use crate::telemetry as r;
+
+        fn policy_in(p: rw::PolicyIdentity) -> r::PolicyId {
+            r::PolicyId { name: p.name, version: p.version, sha256: p.digest }
+        }
+
+        fn role(c: rw::CallRole) -> &'static str {
+            match c {
+                rw::CallRole::Operation => "operation",
+                rw::CallRole::Fallback => "fallback",
+                rw::CallRole::Compensation => "compensation",
+            }
+        }
+
+        fn outcome(o: rw::StepOutcome) -> &'static str {
+            match o {
+                rw::StepOutcome::Ok => "ok",
+                rw::StepOutcome::Failed => "failed",
+                rw::StepOutcome::Escalated => "escalated",
+                rw::StepOutcome::Replan => "replan",
+                rw::StepOutcome::AwaitingInput => "awaiting_input",
+                rw::StepOutcome::DeadLettered => "dead_lettered",
+                rw::StepOutcome::Cancelled => "cancelled",
+                rw::StepOutcome::InFlight => "in_flight",
+                rw::StepOutcome::Interrupted => "interrupted",
+                rw::StepOutcome::Completed => "completed",
+            }
+        }
+
+        pub(super) fn observation_in(o: w::Observation) -> r::Observation {
+            use w::ObservationKind as K;
+            let kind = match o.kind {
+                K::Lane(l) => r::ObservationKind::Lane(r::LaneStart {
+                    run_id: l.run_id,
+                    kind: match l.kind {
+                        w::LaneKind::Step(s) => {
+                            r::LaneKind::Step { id: s.id, tool: s.tool, target: s.target }
+                        }
+                        w::LaneKind::Fanout(f) => r::LaneKind::Fanout {
+                            id: f.id,
+                            min_results: f.min_results,
+                            branches: f.branches,
+                        },
+                        w::LaneKind::Bare => r::LaneKind::Bare,
+                    },
+                    policy: l.policy.map(policy_in),
+                }),
+                K::CallStart(c) => r::ObservationKind::CallStart {
+                    role: role(c.role).to_owned(),
+                    step: c.step,
+                    target: c.target,
+                    key: c.key,
+                    attempt: c.attempt,
+                    timeout_ms: c.timeout_ms,
+                },
+                K::CallEnd => r::ObservationKind::CallEnd,
+                K::Decided(d) => r::ObservationKind::Decided {
+                    decision: d.decision,
+                    policy: d.policy.map(policy_in),
+                },
+                K::Event(e) => r::ObservationKind::Event(e),
+                K::Append(a) => r::ObservationKind::Append { stream: a.stream, record: a.record },
+                K::Finish(f) => r::ObservationKind::Finish {
+                    outcome: outcome(f.outcome).to_owned(),
+                    envelope: f.envelope,
+                },
+                K::Abandon => r::ObservationKind::Abandon,
+            };
+            r::Observation { now_ms: o.now_ms, kind }
+        }
+
+        fn key(k: r::SpanKey) -> w::SpanKey {
+            match k {
+                r::SpanKey::Lane => w::SpanKey::Lane,
+                r::SpanKey::Chain => w::SpanKey::Chain,
+                r::SpanKey::Attempt => w::SpanKey::Attempt,
+            }
+        }
+
+        fn attrs(a: Vec<r::Attribute>) -> Vec<w::Attribute> {
+            a.into_iter()
+                .map(|a| w::Attribute {
+                    key: a.key,
+                    value: match a.value {
+                        r::AttrValue::Text(s) => w::AttributeValue::Text(s),
+                        r::AttrValue::Int(n) => w::AttributeValue::Int(n),
+                        r::AttrValue::Float(f) => w::AttributeValue::Float(f),
+                        r::AttrValue::Flag(b) => w::AttributeValue::Flag(b),
+                    },
+                })
+                .collect()
+        }
+
+        pub(super) fn instruction_out(i: r::Instruction) -> w::Instruction {
+            use r::Instruction as I;
+            match i {
+                I::StartSpan { key: k, parent, name, start_ms, attributes } => {
+                    w::Instruction::StartSpan(w::StartSpan {
+                        key: key(k),
+                        parent: parent.map(key),
+                        name,
+                        kind: w::SpanKind::Internal,
+                        start_ms,
+                        attributes: attrs(attributes),
+                    })
+                }
+                I::AddEvent { key: k, name, time_ms, attributes } => {
+                    w::Instruction::AddEvent(w::SpanEvent {
+                        key: key(k),
+                        name,
+                        time_ms,
+                        attributes: attrs(attributes),
+                    })
+                }
+                I::AddLink { key: k, step, attributes } => w::Instruction::AddLink(w::SpanLink {
+                    key: key(k),
+                    step,
+                    attributes: attrs(attributes),
+                }),
+                I::SetAttributes { key: k, attributes } => {
+                    w::Instruction::SetAttributes(w::SpanAttributes {
+                        key: key(k),
+                        attributes: attrs(attributes),
+                    })
+                }
+                I::SetError { key: k, description } => {
+                    w::Instruction::SetError(w::SpanError { key: key(k), description })
+                }
+                I::EndSpan { key: k, end_ms } => {
+                    w::Instruction::EndSpan(w::SpanEnd { key: key(k), end_ms })
+                }
+                I::RememberStep { key: k, step } => {
+                    w::Instruction::RememberStep(w::RememberStep { key: key(k), step })
+                }
+                I::RecordMetric { instrument, value, attributes } => {
+                    w::Instruction::RecordMetric(w::Metric {
+                        instrument,
+                        value,
+                        attributes: attrs(attributes),
+                    })
+                }
+                I::EmitLog {
+                    key: k,
+                    event_name,
+                    time_ms,
+                    severity_number,
+                    severity_text,
+                    body,
+                    attributes,
+                } => w::Instruction::EmitLog(w::LogRecord {
+                    key: k.map(key),
+                    event_name,
+                    time_ms,
+                    severity_number,
+                    severity_text,
+                    body,
+                    attributes: attrs(attributes),
+                }),
+            }
+        }
+    }
+
     /// Field-by-field conversions between the WIT values and [`crate::typed`].
     mod typed_wit {
         use super::exports::agent::recovery0_3_0::runtime as w;

@@ -53,6 +53,7 @@ mod render;
 mod replay;
 mod runtime;
 mod sdk;
+pub mod telemetry;
 
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod bindings;

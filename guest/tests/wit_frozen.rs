@@ -35,10 +35,16 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "agent-recovery@0.3.0",
-        &[(
-            "runtime.wit",
-            "4b5cb430b93e4f82ecc172835c7a0e09fbec01eed972c4779be6b9b3b46f05b3",
-        )],
+        &[
+            (
+                "runtime.wit",
+                "b5510da286630809557cef463017ad3c1e522498ae1f24f7b1e31f6754803321",
+            ),
+            (
+                "telemetry.wit",
+                "cac74817360daa672d5c00bbd26f9a316cec62caf8519d08fa357783d4dbd8b7",
+            ),
+        ],
     ),
 ];
 

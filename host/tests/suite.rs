@@ -91,6 +91,8 @@ mod swap;
 mod swap_load;
 #[path = "telemetry.rs"]
 mod telemetry;
+#[path = "telemetry_map.rs"]
+mod telemetry_map;
 #[path = "telemetry_swaps.rs"]
 mod telemetry_swaps;
 #[path = "typed.rs"]

@@ -15,6 +15,7 @@ import { compileReference, instantiate } from './component.js';
 import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } from './errors.js';
 
 const INTERFACE = 'agent:recovery/runtime@0.2.0';
+const TELEMETRY = 'agent:recovery/telemetry@0.3.0';
 
 /** One instance of the loop; a trap drops it and the next call makes a fresh one. */
 export class LoopComponent {
@@ -48,6 +49,22 @@ export class LoopComponent {
       return api.advance(state, input);
     } catch (e) {
       throw this.#failed('advance', e);
+    }
+  }
+
+  /**
+   * `map-lane-json(state, observations)` of `telemetry@0.3.0`: `{state,
+   * instructions}` (both JSON text; docs/telemetry.md, "The mapping").
+   */
+  mapLaneJson(state, observations) {
+    const api = this.#api ?? this.#rebind();
+    if (typeof api.mapLaneJson !== 'function') {
+      throw new PolicyLoadError('contract', `the reference in gen/ does not export ${TELEMETRY}; rebuild it (\`npm run build\` in node/)`);
+    }
+    try {
+      return api.mapLaneJson(state, observations);
+    } catch (e) {
+      throw this.#failed('map-lane-json', e);
     }
   }
 
@@ -98,11 +115,14 @@ function bind(compiled, direct) {
       `the reference in gen/ does not export ${INTERFACE}; rebuild it (\`npm run build\` in node/)`,
     );
   }
+  // The telemetry mapping (`map-lane-json`), through jco's bindings: called
+  // only while telemetry records, once per lane.
+  const mapLaneJson = root?.[TELEMETRY]?.mapLaneJson;
   if (direct && core !== undefined) {
     const lean = directCalls(core);
-    if (lean !== null) return lean;
+    if (lean !== null) return { ...lean, mapLaneJson };
   }
-  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome };
+  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, mapLaneJson };
 }
 
 // ------------------------------------------------------------------ the canonical ABI of the two calls

@@ -93,7 +93,7 @@ export class Run {
     this.#store = asyncFace(rt.store);
     this.#killAt = killAt;
     this.runId = runId;
-    this.#tel = runTelemetry(rt.telemetry, runId);
+    this.#tel = runTelemetry(rt.telemetry, runId, rt.loop);
     if (cancelAtMs !== undefined && cancelAtMs !== null) {
       checkMs('cancelAtMs', cancelAtMs);
       this.#cancelAtMs = cancelAtMs;
@@ -300,6 +300,15 @@ export class Run {
    * the run is over.
    */
   async #drive(holder, input, ctx) {
+    try {
+      return await this.#driveLane(holder, input, ctx);
+    } finally {
+      // The lane's telemetry maps what it observed (its `finish` did already, unless it failed).
+      ctx.tel?.flush();
+    }
+  }
+
+  async #driveLane(holder, input, ctx) {
     let step;
     for (;;) {
       const adv = this.#rt.loop.advance(holder.state, input);
@@ -340,7 +349,7 @@ export class Run {
         holder.events.push(raw.event);
         if (Number.isSafeInteger(fx.event?.t_ms)) holder.lastTms = fx.event.t_ms;
         if (rt.onEvent) rt.onEvent(fx.event, raw.event);
-        ctx.tel.event(fx.event, rt.clock);
+        ctx.tel.event(raw.event, rt.clock);
         return NO_REPORT;
       }
       case 'read': {
@@ -438,7 +447,7 @@ export class Run {
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);
-            ctx.tel.event(ev.event, rt.clock);
+            ctx.tel.event(ev.text, rt.clock);
           }
         }
         return NO_REPORT;

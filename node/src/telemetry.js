@@ -8,13 +8,10 @@
 // each `append`) and the component's events. Only `@opentelemetry/api` is
 // used: with no SDK registered the global providers are no-ops.
 
-import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, ValueType, context, createNoopMeter, metrics, trace } from '@opentelemetry/api';
 import { describe } from './json.js';
 import { checkKeys, invalidConfig } from './step.js';
-// The dead-letter stream's appends become `agent_recovery.dead_letter` span events.
-import { DEAD_LETTER_STREAM } from './keys.js';
 
 /** The instrumentation scope (tracer and meter name) of every span and instrument. */
 export const SCOPE_NAME = 'agent-recovery';
@@ -222,9 +219,9 @@ export function recordDeadLetterDepth(bound, depth) {
   bound.tel.deadLetterDepth.record(value);
 }
 
-/** A run's telemetry: a no-op when off. */
-export function runTelemetry(bound, runId) {
-  return bound === null ? NOOP_RUN : new RunTel(bound, runId);
+/** A run's telemetry: a no-op when off. `loop` is the LoopComponent whose `mapLaneJson` maps each lane. */
+export function runTelemetry(bound, runId, loop) {
+  return bound === null ? NOOP_RUN : new RunTel(bound, runId, loop);
 }
 
 const NOOP_LANE = Object.freeze({
@@ -235,14 +232,16 @@ const NOOP_LANE = Object.freeze({
   appended() {},
   event() {},
   finish() {},
+  flush() {},
 });
 const NOOP_RUN = Object.freeze({ lane: () => NOOP_LANE });
 
 /** The run's telemetry: the span context of each step that ended `ok`, for the compensation chain's links. */
 class RunTel {
-  constructor(bound, runId) {
+  constructor(bound, runId, loop) {
     this.bound = bound;
     this.runId = runId;
+    this.loop = loop;
     this.done = null;
   }
 
@@ -257,290 +256,212 @@ class RunTel {
   }
 }
 
-/** SeverityNumber WARN of the OpenTelemetry log data model (api-logs' `SeverityNumber.WARN`). */
-const SEVERITY_WARN = 13;
-
 /** Unix ms as an HrTime: never mistaken for a performance.now() reading. */
 const hr = (ms) => [Math.floor(ms / 1000), (ms % 1000) * 1e6];
 
-/** `agent_recovery.idempotency_key.hash`: hex sha256 of the key's text, never the key. */
-const keyHash = (key) => createHash('sha256').update(key, 'utf8').digest('hex');
-
 const str = (v) => (typeof v === 'string' ? v : undefined);
-const int = (v) => (Number.isSafeInteger(v) ? v : undefined);
 
-/** Should the outcome mark the step span as an error? */
-const isError = (outcome) => outcome === 'failed' || outcome === 'escalated' || outcome === 'dead_lettered';
+/** The `agent_recovery.policy.*` attributes as the mapping's policy identity. */
+function identity(attrs) {
+  if (attrs === null || attrs === undefined) return null;
+  return { name: attrs['agent_recovery.policy.name'], version: attrs['agent_recovery.policy.version'], sha256: attrs['agent_recovery.policy.sha256'] };
+}
 
-/** An event's members as span-event attributes (the key only as its hash). */
-function eventAttributes(ev) {
+/** The mapping's typed attributes as an attributes object. */
+function attributes(list) {
   const a = {};
-  const put = (k, v) => {
-    if (v !== undefined) a[k] = v;
-  };
-  put('agent_recovery.step.id', str(ev.step));
-  put('agent_recovery.target', str(ev.target));
-  put('agent_recovery.attempt', int(ev.attempt));
-  put('agent_recovery.call.kind', str(ev.call));
-  if (typeof ev.key === 'string') a['agent_recovery.idempotency_key.hash'] = keyHash(ev.key);
-  put('agent_recovery.action', str(ev.action));
-  put('error.type', str(ev.code));
-  put('agent_recovery.delay_ms', int(ev.delay_ms));
-  put('agent_recovery.state', str(ev.state));
+  for (const { key, value } of list) {
+    if ('text' in value) a[key] = value.text;
+    else if ('int' in value) a[key] = value.int;
+    else if ('float' in value) a[key] = value.float;
+    else if ('flag' in value) a[key] = value.flag;
+  }
   return a;
 }
 
+const SLOTS = { lane: 0, chain: 1, attempt: 2 };
+
 /**
- * One lane's spans (the run's steps, or one fan-out branch): the step or
- * fan-out span, an open compensation chain, and the attempt whose span waits
- * for its `ok` or `decision` event.
+ * One lane's telemetry (the run's steps, or one fan-out branch): what the
+ * driver observed, mapped to instructions by the component's `map-lane-json`
+ * (docs/telemetry.md, "The mapping"), and the live spans those instructions
+ * name. Observations are kept until the lane ends or forks, then mapped in
+ * one call; every span and event carries its own time.
  */
 class LaneTel {
   #run;
   #tel;
-  /** The lane's step or fan-out span, or null (a cancellation between steps). */
-  #span = null;
-  /** The context its children start in: the lane span's, else the parent's. */
-  #cx;
-  /**
-   * Are the lane's spans recorded? Not under a non-recording step span (no
-   * SDK, or sampled out): then no attempt or chain span is built, no key
-   * hashed, no decision parsed; the metrics still count.
-   */
-  #recording = true;
-  #stepId;
-  /** {span, cx, started, failed} */
-  #chain = null;
-  /** {span (null when not recording), endMs, kind} */
-  #attempt = null;
-  /** {cls, retryable} of the last decision's envelope. */
-  #decided = null;
+  /** The context the lane started in (a branch: its fan-out's span). */
+  #ambient;
+  #state = '';
+  #pending = [];
+  /** Live spans by slot: [{span, cx}] for lane, chain, attempt. */
+  #live = [null, null, null];
+  #lastMs;
 
-  constructor(run, parent, what, nowMs) {
+  constructor(run, ambient, what, nowMs) {
     this.#run = run;
     this.#tel = run.bound.tel;
-    this.#cx = parent;
-    if (what === null) return;
-    const attrs = { 'agent_recovery.run.id': run.runId };
-    let name = 'agent_recovery.step';
-    if (what.fanout) {
-      name = 'agent_recovery.fanout';
-      attrs['agent_recovery.step.id'] = what.fanout.id;
-      attrs['agent_recovery.fanout.min_results'] = what.fanout.minResults;
-      attrs['agent_recovery.fanout.branches'] = what.fanout.branches;
-    } else if (what.step) {
-      const { id, tool, target } = what.step;
-      this.#stepId = id;
-      attrs['agent_recovery.step.id'] = id;
-      attrs['agent_recovery.tool'] = tool;
-      attrs['agent_recovery.target'] = target ?? tool;
-    }
-    Object.assign(attrs, run.bound.policy());
-    this.#span = this.#tel.tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: hr(nowMs), attributes: attrs }, parent);
-    this.#cx = trace.setSpan(parent, this.#span);
-    this.#recording = this.#span.isRecording();
+    this.#ambient = ambient;
+    this.#lastMs = nowMs;
+    let kind = 'bare';
+    if (what?.fanout) kind = { fanout: { id: what.fanout.id, min_results: what.fanout.minResults, branches: what.fanout.branches } };
+    else if (what?.step) kind = { step: { id: what.step.id, tool: what.step.tool, target: str(what.step.target) ?? null } };
+    this.#observe(nowMs, { lane: { run_id: run.runId, kind, policy: identity(run.bound.policy()) } });
+  }
+
+  #observe(nowMs, kind) {
+    this.#lastMs = nowMs;
+    this.#pending.push({ now_ms: nowMs, kind });
   }
 
   /** A branch of this lane's fan-out (its step spec, JSON text): a step span, child of the fan-out span. */
   branch(specText, clock) {
+    this.flush();
     let spec;
     try {
       const s = JSON.parse(specText);
       if (typeof s?.id === 'string' && typeof s.tool === 'string') spec = { id: s.id, tool: s.tool, target: str(s.target) };
     } catch {
-      // a branch without a readable spec still gets its span, without the step's attributes
+      // a branch without a readable spec: a span without the step's attributes
     }
-    return new LaneTel(this.#run, this.#cx, { step: spec }, clock.nowMs());
+    const ambient = this.#live[0]?.cx ?? this.#ambient;
+    return new LaneTel(this.#run, ambient, spec === undefined ? { step: { id: '', tool: '' } } : { step: spec }, clock.nowMs());
   }
 
   /** A `call` effect starts now: `call` is the operation's argument ({kind, step, target, key, attempt, timeoutMs}). */
   callStart(call, clock) {
-    const nowMs = clock.nowMs();
-    this.#endAttempt(null);
-    if (!this.#recording) {
-      this.#attempt = { span: null, endMs: nowMs, kind: call.kind };
-      return;
-    }
-    const parent = this.#chain !== null && call.kind === 'compensation' ? this.#chain.cx : this.#cx;
-    const attrs = {
-      'agent_recovery.step.id': call.step,
-      'agent_recovery.target': call.target,
-      'agent_recovery.call.kind': call.kind,
-      'agent_recovery.attempt': call.attempt,
-      'agent_recovery.idempotency_key.hash': keyHash(call.key),
-    };
-    if (call.attempt > 1) attrs['http.request.resend_count'] = call.attempt - 1;
-    if (int(call.timeoutMs) !== undefined) attrs['agent_recovery.timeout_ms'] = call.timeoutMs;
-    const span = this.#tel.tracer.startSpan('agent_recovery.attempt', { kind: SpanKind.INTERNAL, startTime: hr(nowMs), attributes: attrs }, parent);
-    this.#attempt = { span, endMs: nowMs, kind: call.kind };
+    const c = { role: call.kind, step: call.step, target: call.target, key: call.key, attempt: call.attempt };
+    if (Number.isSafeInteger(call.timeoutMs) && call.timeoutMs >= 0) c.timeout_ms = call.timeoutMs;
+    this.#observe(clock.nowMs(), { call_start: c });
   }
 
-  /** The call returned now; its span ends at this time once its `ok` or `decision` event says how it went. */
+  /** The call returned now. */
   callEnd(clock) {
-    if (this.#attempt !== null) this.#attempt.endMs = clock.nowMs();
+    this.#observe(clock.nowMs(), 'call_end');
   }
 
   /** The active policy answered a `decide` effect with `decision` (JSON text). */
   decided(decision) {
-    if (!this.#recording) return;
-    this.#decided = null;
-    try {
-      const env = JSON.parse(decision)?.envelope;
-      if (env !== null && typeof env === 'object') this.#decided = { cls: str(env.class) ?? '', retryable: typeof env.retryable === 'boolean' ? env.retryable : undefined };
-    } catch {
-      // not JSON: the loop reports it; the attempt span just lacks class and retryable
-    }
+    this.#observe(this.#lastMs, { decided: { decision, policy: identity(this.#run.bound.policy()) } });
   }
 
-  /** Ends the pending attempt span; `failure` is the decision event when it failed. */
-  #endAttempt(failure) {
-    const p = this.#attempt;
-    if (p === null) return;
-    this.#attempt = null;
-    // How it failed: the metric's attributes and the span's first ones.
-    const failed = failure === null ? null : { 'error.type': str(failure.code) ?? '' };
-    if (failed !== null && str(failure.action) !== undefined) failed['agent_recovery.action'] = failure.action;
-    if (p.span !== null) {
-      if (failed !== null) {
-        const attrs = { ...failed };
-        if (int(failure.delay_ms) !== undefined) attrs['agent_recovery.delay_ms'] = failure.delay_ms;
-        const decided = this.#decided;
-        this.#decided = null;
-        if (decided !== null) {
-          if (decided.cls !== '') attrs['agent_recovery.class'] = decided.cls;
-          if (decided.retryable !== undefined) attrs['agent_recovery.retryable'] = decided.retryable;
-          Object.assign(attrs, this.#run.bound.policy());
-        }
-        p.span.setAttributes(attrs);
-        p.span.setStatus({ code: SpanStatusCode.ERROR, message: failed['error.type'] });
-      }
-      p.span.end(hr(p.endMs));
-    }
-    this.#tel.attempts.add(1, { 'agent_recovery.call.kind': p.kind, ...failed });
-  }
-
-  /** An `append` effect: a dead-letter record (JSON text) becomes a span event. */
+  /** An `append` effect. */
   appended(stream, record, clock) {
-    if (stream !== DEAD_LETTER_STREAM) return;
-    const nowMs = clock.nowMs();
-    let code;
-    try {
-      code = str(JSON.parse(record)?.last_envelope?.code);
-    } catch {
-      // the record is the component's bytes; without a code the event just lacks error.type
-    }
-    // On the step's own span (the chain's when there is none: a cancellation).
-    const span = this.#span ?? this.#chain?.span;
-    if (this.#tel.logger !== null) {
-      const attributes = { 'agent_recovery.run.id': this.#run.runId };
-      if (this.#stepId !== undefined) attributes['agent_recovery.step.id'] = this.#stepId;
-      if (code !== undefined) attributes['error.type'] = code;
-      this.#tel.logger.emit({
-        eventName: 'agent_recovery.dead_letter',
-        timestamp: hr(nowMs),
-        severityNumber: SEVERITY_WARN,
-        severityText: 'WARN',
-        body: record,
-        attributes,
-        context: this.#span ? this.#cx : (this.#chain?.cx ?? this.#cx),
-      });
-    }
-    if (!span?.isRecording()) return;
-    const attrs = { 'agent_recovery.dead_letter.record': record };
-    if (code !== undefined) attrs['error.type'] = code;
-    span.addEvent('agent_recovery.dead_letter', attrs, hr(nowMs));
+    if (typeof stream !== 'string' || typeof record !== 'string') return;
+    this.#observe(clock.nowMs(), { append: { stream, record } });
   }
 
-  /** An event of the component, parsed (docs/runtime.md, "Events"). */
-  event(ev, clock) {
-    if (ev === null || typeof ev !== 'object' || typeof ev.event !== 'string') return;
-    const nowMs = clock.nowMs();
-    const tel = this.#tel;
-    const code = () => ({ 'error.type': str(ev.code) ?? '' });
-    const target = str(ev.target) ?? '';
-    switch (ev.event) {
-      case 'attempt':
-      case 'outcome':
-      case 'fanout':
-        return;
-      case 'ok':
-        this.#endAttempt(null);
-        return;
-      case 'decision': {
-        const m = code();
-        if (str(ev.action) !== undefined) m['agent_recovery.action'] = ev.action;
-        tel.decisions.add(1, m);
-        if (this.#attempt !== null) {
-          this.#endAttempt(ev);
-          return;
-        }
-        break;
-      }
-      case 'sleep':
-        tel.retryDelay.record(int(ev.delay_ms) ?? 0, { 'agent_recovery.target': target });
-        break;
-      case 'breaker':
-        tel.breaker.add(1, { 'agent_recovery.target': target, 'agent_recovery.breaker.state': str(ev.state) ?? '' });
-        break;
-      case 'short_circuit':
-        tel.shortCircuits.add(1, { 'agent_recovery.target': target });
-        break;
-      case 'dead_letter':
-        tel.deadLetters.add(1, code());
-        return;
-      case 'compensate':
-        this.#compensate(ev, nowMs);
-        return;
-      default:
-    }
-    const span = this.#chain?.span ?? this.#span;
-    if (span?.isRecording()) span.addEvent(`agent_recovery.${ev.event}`, eventAttributes(ev), hr(nowMs));
-  }
-
-  #compensate(ev, nowMs) {
-    const failed = ev.state === 'failed';
-    this.#tel.compensations.add(1, { 'agent_recovery.compensation.state': failed ? 'failed' : 'started' });
-    if (!this.#recording) return;
-    if (this.#chain === null) {
-      const span = this.#tel.tracer.startSpan(
-        'agent_recovery.compensation',
-        { kind: SpanKind.INTERNAL, startTime: hr(nowMs), attributes: { 'agent_recovery.run.id': this.#run.runId } },
-        this.#cx,
-      );
-      this.#chain = { span, cx: trace.setSpan(this.#cx, span), started: 0, failed: 0 };
-    }
-    const chain = this.#chain;
-    if (failed) {
-      chain.failed += 1;
-    } else {
-      chain.started += 1;
-      const undone = str(ev.step) ?? '';
-      const linked = this.#run.done?.get(undone);
-      if (linked !== undefined) chain.span.addLink({ context: linked, attributes: { 'agent_recovery.step.id': undone } });
-    }
-    if (chain.span.isRecording()) chain.span.addEvent('agent_recovery.compensate', eventAttributes(ev), hr(nowMs));
+  /** An event of the component, its JSON text (docs/runtime.md, "Events"). */
+  event(text, clock) {
+    if (typeof text !== 'string') return;
+    this.#observe(clock.nowMs(), { event: text });
   }
 
   /** The lane's `finish` effect: ends the open spans. */
   finish(outcome, envelope, clock) {
-    const nowMs = clock.nowMs();
-    this.#endAttempt(null);
-    const chain = this.#chain;
-    if (chain !== null) {
-      this.#chain = null;
-      chain.span.setAttributes({ 'agent_recovery.compensation.count': chain.started, 'agent_recovery.compensation.failed': chain.failed });
-      if (chain.failed > 0) chain.span.setStatus({ code: SpanStatusCode.ERROR, message: 'agent_recovery.compensation_failed' });
-      chain.span.end(hr(nowMs));
+    const env = envelope === undefined || envelope === null ? null : JSON.stringify(envelope);
+    this.#observe(clock.nowMs(), { finish: { outcome, envelope: env } });
+    this.flush();
+  }
+
+  /** Maps the observations kept so far and carries out the instructions; telemetry never fails what it observes. */
+  flush() {
+    if (this.#pending.length === 0) return;
+    const obs = JSON.stringify(this.#pending);
+    this.#pending = [];
+    let out;
+    try {
+      out = this.#run.loop.mapLaneJson(this.#state, obs);
+    } catch {
+      return;
     }
-    const span = this.#span;
-    // A cancellation between steps: no step of its own to count or end.
-    if (span === null) return;
-    this.#tel.steps.add(1, { 'agent_recovery.step.outcome': outcome });
-    span.setAttribute('agent_recovery.step.outcome', outcome);
-    const code = str(envelope?.code);
-    if (code !== undefined && outcome !== 'ok') span.setAttribute('error.type', code);
-    if (isError(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: code ?? outcome });
-    if (outcome === 'ok' && this.#stepId !== undefined) (this.#run.done ??= new Map()).set(this.#stepId, span.spanContext());
-    span.end(hr(nowMs));
+    this.#state = out.state;
+    for (const i of JSON.parse(out.instructions)) this.#apply(i);
+  }
+
+  /** The live span under `key` when it records, else undefined. */
+  #recording(key) {
+    const l = this.#live[SLOTS[key]];
+    return l !== null && l.span.isRecording() ? l : undefined;
+  }
+
+  /** Carries out one instruction (the rules are in wit/agent-recovery@0.3.0/telemetry.wit). */
+  #apply(i) {
+    const tel = this.#tel;
+    const [op] = Object.keys(i);
+    const x = i[op];
+    const live = x.key === undefined || x.key === null ? undefined : this.#live[SLOTS[x.key]];
+    switch (op) {
+      case 'start_span': {
+        let parent = this.#ambient;
+        if (x.parent !== null) {
+          const p = this.#recording(x.parent);
+          if (p === undefined) return;
+          parent = p.cx;
+        }
+        const span = tel.tracer.startSpan(x.name, { kind: SpanKind.INTERNAL, startTime: hr(x.start_ms), attributes: attributes(x.attributes) }, parent);
+        this.#live[SLOTS[x.key]] = { span, cx: trace.setSpan(parent, span) };
+        return;
+      }
+      case 'add_event': {
+        const l = this.#recording(x.key);
+        if (l !== undefined) l.span.addEvent(x.name, attributes(x.attributes), hr(x.time_ms));
+        return;
+      }
+      case 'add_link': {
+        const linked = this.#run.done?.get(x.step);
+        if (live !== null && live !== undefined && linked !== undefined) live.span.addLink({ context: linked, attributes: attributes(x.attributes) });
+        return;
+      }
+      case 'set_attributes':
+        if (live) live.span.setAttributes(attributes(x.attributes));
+        return;
+      case 'set_error':
+        if (live) live.span.setStatus({ code: SpanStatusCode.ERROR, message: x.description });
+        return;
+      case 'end_span':
+        if (live) {
+          this.#live[SLOTS[x.key]] = null;
+          live.span.end(hr(x.end_ms));
+        }
+        return;
+      case 'remember_step':
+        if (live) (this.#run.done ??= new Map()).set(x.step, live.span.spanContext());
+        return;
+      case 'record_metric': {
+        const m = METRICS[x.instrument];
+        if (m !== undefined) m(tel, x.value, attributes(x.attributes));
+        return;
+      }
+      case 'emit_log': {
+        if (tel.logger === null) return;
+        const cx = x.key === null ? this.#ambient : live?.cx;
+        tel.logger.emit({
+          eventName: x.event_name,
+          timestamp: hr(x.time_ms),
+          severityNumber: x.severity_number,
+          severityText: x.severity_text,
+          body: x.body,
+          attributes: attributes(x.attributes),
+          context: cx ?? this.#ambient,
+        });
+        return;
+      }
+      default:
+    }
   }
 }
+
+/** Each instrument of the mapping's `record_metric`, by name. */
+const METRICS = {
+  'agent_recovery.attempts': (t, v, a) => t.attempts.add(v, a),
+  'agent_recovery.decisions': (t, v, a) => t.decisions.add(v, a),
+  'agent_recovery.retry.delay': (t, v, a) => t.retryDelay.record(v, a),
+  'agent_recovery.breaker.transitions': (t, v, a) => t.breaker.add(v, a),
+  'agent_recovery.short_circuits': (t, v, a) => t.shortCircuits.add(v, a),
+  'agent_recovery.dead_letters': (t, v, a) => t.deadLetters.add(v, a),
+  'agent_recovery.compensations': (t, v, a) => t.compensations.add(v, a),
+  'agent_recovery.steps': (t, v, a) => t.steps.add(v, a),
+  'agent_recovery.dead_letter.depth': (t, v, a) => t.deadLetterDepth.record(v, a),
+};

@@ -11,6 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
+use crate::component::gen_::runtime::tele;
 use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
@@ -122,6 +123,29 @@ impl LoopComponent {
             Error::new(
                 ErrorKind::InvalidArgument,
                 format!("the recovery loop refused an input: {}", e.message),
+            )
+        })
+    }
+
+    /// `map-lane(state, observations)`: the lane's new state and the
+    /// instructions for the OpenTelemetry binding.
+    pub(crate) fn map_lane(
+        &self,
+        state: &str,
+        observations: &[tele::Observation],
+    ) -> Result<(String, Vec<tele::Instruction>)> {
+        let bytes = state.len() + observations.len() * 64;
+        let out = self.call("map-lane", bytes, |store, b| {
+            b.agent_recovery0_3_0_telemetry()
+                .call_map_lane(store, state, observations)
+        })?;
+        out.map(|m| (m.state, m.instructions)).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the telemetry mapping refused an observation: {}",
+                    e.message
+                ),
             )
         })
     }

@@ -229,6 +229,8 @@ fn fork<'a>(
     if forks.len() != branches.len() {
         return Err(bad_effect("fork with a different number of branches"));
     }
+    // The fan-out's span exists before its branches' spans start under it.
+    lane.tel.flush();
     let lanes = run_branches(ctx, forks, branches, lane.tel)?;
     if lanes.iter().any(|l| l.2.outcome == KILLED) {
         for (_, events, _) in lanes {

@@ -251,7 +251,7 @@ pub(super) fn plan<'f>(
             let outcome = outcome_name(f.outcome);
             let envelope = value_of(&f.envelope)?;
             lane.tel
-                .finish(outcome, envelope.as_ref(), rt.clock.now_ms());
+                .finish(f.outcome, f.envelope.as_deref(), rt.clock.now_ms());
             Need::Finish(StepReport {
                 outcome: outcome.to_owned(),
                 run_finished: f.run_finished,

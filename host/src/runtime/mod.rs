@@ -79,7 +79,7 @@ type OnEvent = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Runs steps under the recovery loop. Build it once, share it (`Send + Sync`).
 pub struct Runtime {
-    looper: LoopComponent,
+    looper: Arc<LoopComponent>,
     decider: Arc<dyn Decide + Send + Sync>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
@@ -417,8 +417,10 @@ impl RuntimeBuilder {
         let depth_threshold = config
             .pointer("/dead_letter/depth_threshold")
             .and_then(Value::as_u64);
+        let looper = Arc::new(LoopComponent::reference(&loader, limits)?);
         Ok(Runtime {
-            looper: LoopComponent::reference(&loader, limits)?,
+            telemetry: telemetry.bind(source, &looper),
+            looper,
             decider,
             store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             clock: self
@@ -428,7 +430,6 @@ impl RuntimeBuilder {
             seed: self.seed,
             config: config.to_string(),
             on_event: self.on_event,
-            telemetry: telemetry.bind(source),
             in_flight_ttl_ms,
             depth_threshold,
             decision_log,

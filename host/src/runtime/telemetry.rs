@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use opentelemetry::Value;
 use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider, Severity};
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, MeterProvider};
@@ -19,17 +20,15 @@ use opentelemetry::trace::{
     SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
+use super::component::LoopComponent;
 use super::step::Call;
+use crate::component::gen_::runtime::tele;
+use crate::component::gen_::runtime::typed::{CallRole, StepOutcome};
 use crate::{PolicyHandle, PolicyId};
 
 /// The instrumentation scope of every span and instrument.
 pub const SCOPE_NAME: &str = "agent-recovery";
-
-// The dead-letter stream's appends become `agent_recovery.dead_letter` span events.
-use super::scenario::DEAD_LETTER_STREAM;
 
 /// Where a [`Runtime`](super::Runtime) sends its spans and metrics.
 ///
@@ -179,52 +178,111 @@ impl Telemetry {
     }
 
     /// This telemetry, for a runtime whose policy is `policy`.
-    pub(super) fn bind(self, policy: PolicySource) -> Bound {
+    pub(super) fn bind(self, policy: PolicySource, looper: &Arc<LoopComponent>) -> Bound {
         Bound {
             inner: self.inner,
             policy: Arc::new(policy),
+            looper: Arc::clone(looper),
         }
     }
 }
 
-/// Emits the log record of one dead-letter write.
-type DeadLetterLog = Box<dyn Fn(&DeadLetterLine<'_>) + Send + Sync>;
+/// Emits one log record (an `emit-log` instruction).
+type LogEmitter = Box<dyn Fn(&LogLine<'_>) + Send + Sync>;
 
-/// What the log record of a dead-letter write says.
-struct DeadLetterLine<'a> {
-    record: &'a str,
-    code: Option<&'a str>,
-    run_id: &'a str,
-    step_id: Option<&'a str>,
-    now_ms: u64,
+/// A log record to emit.
+struct LogLine<'a> {
+    event_name: &'a str,
+    time_ms: u64,
+    severity_number: u8,
+    severity_text: &'a str,
+    body: &'a str,
+    attributes: Vec<KeyValue>,
     span: Option<SpanContext>,
 }
 
-fn dead_letter_logger<L>(provider: &L) -> DeadLetterLog
+fn dead_letter_logger<L>(provider: &L) -> LogEmitter
 where
     L: LoggerProvider,
     L::Logger: Send + Sync + 'static,
 {
     let logger = provider.logger_with_scope(scope());
-    Box::new(move |l: &DeadLetterLine<'_>| {
+    Box::new(move |l: &LogLine<'_>| {
         let mut r = logger.create_log_record();
-        r.set_event_name("agent_recovery.dead_letter");
-        r.set_timestamp(at(l.now_ms));
-        r.set_severity_number(Severity::Warn);
-        r.set_severity_text("WARN");
-        r.set_body(AnyValue::String(l.record.to_owned().into()));
-        r.add_attribute("agent_recovery.run.id", l.run_id.to_owned());
-        if let Some(step) = l.step_id {
-            r.add_attribute("agent_recovery.step.id", step.to_owned());
-        }
-        if let Some(code) = l.code {
-            r.add_attribute("error.type", code.to_owned());
+        r.set_event_name(intern(l.event_name));
+        r.set_timestamp(at(l.time_ms));
+        r.set_severity_number(severity(l.severity_number));
+        r.set_severity_text(intern(l.severity_text));
+        r.set_body(AnyValue::String(l.body.to_owned().into()));
+        for kv in &l.attributes {
+            r.add_attribute(kv.key.clone(), any(&kv.value));
         }
         if let Some(sc) = l.span.as_ref().filter(|sc| sc.is_valid()) {
             r.set_trace_context(sc.trace_id(), sc.span_id(), Some(sc.trace_flags()));
         }
         logger.emit(r);
     })
+}
+
+/// An attribute's value as a log record's.
+fn any(v: &Value) -> AnyValue {
+    match v {
+        Value::Bool(b) => AnyValue::Boolean(*b),
+        Value::I64(n) => AnyValue::Int(*n),
+        Value::F64(f) => AnyValue::Double(*f),
+        other => AnyValue::String(other.as_str().into_owned().into()),
+    }
+}
+
+/// The API takes `&'static str` event names and severity texts: the few the
+/// mapping uses, and any other leaked once.
+fn intern(s: &str) -> &'static str {
+    match s {
+        "agent_recovery.dead_letter" => "agent_recovery.dead_letter",
+        "WARN" => "WARN",
+        other => {
+            static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+            let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(s) = seen.iter().find(|s| **s == other) {
+                return s;
+            }
+            let leaked: &'static str = Box::leak(other.to_owned().into_boxed_str());
+            seen.push(leaked);
+            leaked
+        }
+    }
+}
+
+/// A severity number of the log data model as the API's enum.
+fn severity(n: u8) -> Severity {
+    use Severity as S;
+    const ALL: [Severity; 24] = [
+        S::Trace,
+        S::Trace2,
+        S::Trace3,
+        S::Trace4,
+        S::Debug,
+        S::Debug2,
+        S::Debug3,
+        S::Debug4,
+        S::Info,
+        S::Info2,
+        S::Info3,
+        S::Info4,
+        S::Warn,
+        S::Warn2,
+        S::Warn3,
+        S::Warn4,
+        S::Error,
+        S::Error2,
+        S::Error3,
+        S::Error4,
+        S::Fatal,
+        S::Fatal2,
+        S::Fatal3,
+        S::Fatal4,
+    ];
+    ALL[usize::from(n.clamp(1, 24) - 1)]
 }
 
 fn scope() -> InstrumentationScope {
@@ -236,7 +294,7 @@ fn scope() -> InstrumentationScope {
 struct Instruments {
     tracer: BoxedTracer,
     /// A log record per dead-letter write, when a logger provider was given.
-    log: Option<DeadLetterLog>,
+    log: Option<LogEmitter>,
     /// For instruments made elsewhere (a policy handle's swap counter).
     meter: Meter,
     attempts: Counter<u64>,
@@ -261,21 +319,18 @@ pub(super) enum PolicySource {
 }
 
 impl PolicySource {
-    fn attributes(&self, out: &mut Vec<KeyValue>) {
+    /// The identity of the policy that decides now, if known.
+    fn identity(&self) -> Option<tele::PolicyIdentity> {
         let id = match self {
-            PolicySource::Unknown => return,
+            PolicySource::Unknown => return None,
             PolicySource::Fixed(id) => Cow::Borrowed(id),
             PolicySource::Handle(h) => Cow::Owned((**h.active().id()).clone()),
         };
-        out.push(KeyValue::new("agent_recovery.policy.name", id.name.clone()));
-        out.push(KeyValue::new(
-            "agent_recovery.policy.version",
-            id.version.clone(),
-        ));
-        out.push(KeyValue::new(
-            "agent_recovery.policy.sha256",
-            id.sha256.clone(),
-        ));
+        Some(tele::PolicyIdentity {
+            name: id.name.clone(),
+            version: id.version.clone(),
+            digest: id.sha256.clone(),
+        })
     }
 }
 
@@ -284,6 +339,8 @@ impl PolicySource {
 pub(super) struct Bound {
     inner: Option<Arc<Instruments>>,
     policy: Arc<PolicySource>,
+    /// The component whose `map-lane` maps a lane's observations.
+    looper: Arc<LoopComponent>,
 }
 
 impl Bound {
@@ -325,7 +382,7 @@ impl RunTel {
             Some(_) => Context::current(),
             None => Context::new(),
         };
-        LaneTel::start(self.clone(), &parent, what, now_ms)
+        LaneTel::start(self.clone(), parent, what, now_ms)
     }
 }
 
@@ -337,191 +394,98 @@ pub(super) enum LaneSpan<'s> {
     Fanout(&'s str, u32, usize),
 }
 
-/// One lane's spans: the step (or fan-out) span, an open compensation chain,
-/// and the attempt whose span waits for its `ok` or `decision` event.
+/// One lane's telemetry: what the driver observed, mapped to instructions by
+/// the component's `map-lane` (docs/telemetry.md, "The mapping"), and the
+/// live spans those instructions name. Observations are kept until the lane
+/// ends, forks or is dropped, then mapped in one call; every span and event
+/// carries its own time, so nothing depends on when they are made.
 pub(super) struct LaneTel {
     run: RunTel,
-    /// The lane's step or fan-out span (the parent context when none).
-    cx: Context,
-    /// Is `cx`'s span the lane's own (never end or annotate the caller's)?
-    own: bool,
-    /// Are the lane's spans recorded? Not under a non-recording step span (the
-    /// no-op providers, or sampled out): then no attempt or chain span is
-    /// built, no key hashed, no decision parsed; the metrics still count.
-    recording: bool,
-    step_id: Option<String>,
-    chain: Option<Chain>,
-    attempt: Option<Pending>,
-    /// `class` and `retryable` of the last decision's envelope.
-    decided: Option<(String, Option<bool>)>,
+    /// The context the lane started in (a branch: its fan-out's span).
+    ambient: Context,
+    /// The lane's `map-lane` state.
+    state: String,
+    /// Observations not yet mapped.
+    pending: Vec<tele::Observation>,
+    /// The live spans, by key: lane, chain, attempt.
+    live: [Option<Context>; 3],
+    /// The clock at the last observation.
+    last_ms: u64,
 }
 
-struct Chain {
-    cx: Context,
-    started: i64,
-    failed: i64,
-}
-
-struct Pending {
-    /// The attempt span (none when the lane is not recording).
-    cx: Option<Context>,
-    end_ms: u64,
-    kind: String,
-}
-
-/// An event of the component (docs/runtime.md, "Events").
-#[derive(Deserialize)]
-struct Ev<'a> {
-    #[serde(borrow)]
-    event: Cow<'a, str>,
-    #[serde(borrow, default)]
-    step: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    target: Option<Cow<'a, str>>,
-    attempt: Option<u64>,
-    #[serde(borrow, default)]
-    call: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    key: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    action: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    code: Option<Cow<'a, str>>,
-    delay_ms: Option<u64>,
-    #[serde(borrow, default)]
-    state: Option<Cow<'a, str>>,
-}
-
-impl Ev<'_> {
-    /// The event's members as span-event attributes (the key only as its hash).
-    fn attributes(&self) -> Vec<KeyValue> {
-        let mut a = Vec::with_capacity(8);
-        let s = |k: &'static str, v: &Option<Cow<'_, str>>, a: &mut Vec<KeyValue>| {
-            if let Some(v) = v {
-                a.push(KeyValue::new(k, v.to_string()));
-            }
-        };
-        s("agent_recovery.step.id", &self.step, &mut a);
-        s("agent_recovery.target", &self.target, &mut a);
-        if let Some(n) = self.attempt {
-            a.push(KeyValue::new("agent_recovery.attempt", int(n)));
-        }
-        s("agent_recovery.call.kind", &self.call, &mut a);
-        if let Some(k) = &self.key {
-            a.push(key_hash(k));
-        }
-        s("agent_recovery.action", &self.action, &mut a);
-        s("error.type", &self.code, &mut a);
-        if let Some(d) = self.delay_ms {
-            a.push(KeyValue::new("agent_recovery.delay_ms", int(d)));
-        }
-        s("agent_recovery.state", &self.state, &mut a);
-        a
+fn slot(key: tele::SpanKey) -> usize {
+    match key {
+        tele::SpanKey::Lane => 0,
+        tele::SpanKey::Chain => 1,
+        tele::SpanKey::Attempt => 2,
     }
-}
-
-/// The part of a decision the attempt span reports.
-#[derive(Deserialize)]
-struct Decided<'a> {
-    #[serde(borrow, default)]
-    envelope: Option<Env<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Env<'a> {
-    #[serde(borrow, default)]
-    class: Option<Cow<'a, str>>,
-    retryable: Option<bool>,
-    #[serde(borrow, default)]
-    code: Option<Cow<'a, str>>,
-}
-
-/// A dead-letter record's code.
-#[derive(Deserialize)]
-struct Record<'a> {
-    #[serde(borrow, default)]
-    last_envelope: Option<Env<'a>>,
 }
 
 fn at(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
-fn int(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// `agent_recovery.idempotency_key.hash`: hex sha256 of the key, never the key.
-fn key_hash(key: &str) -> KeyValue {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(key.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push(char::from(HEX[usize::from(b >> 4)]));
-        hex.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    KeyValue::new("agent_recovery.idempotency_key.hash", hex)
-}
-
-/// Should the outcome mark the step span as an error?
-fn is_error(outcome: &str) -> bool {
-    matches!(outcome, "failed" | "escalated" | "dead_lettered")
+fn attributes(attrs: Vec<tele::Attribute>) -> Vec<KeyValue> {
+    attrs
+        .into_iter()
+        .map(|a| {
+            let value = match a.value {
+                tele::AttributeValue::Text(s) => Value::from(s),
+                tele::AttributeValue::Int(n) => Value::I64(n),
+                tele::AttributeValue::Float(f) => Value::F64(f),
+                tele::AttributeValue::Flag(b) => Value::Bool(b),
+            };
+            KeyValue::new(a.key, value)
+        })
+        .collect()
 }
 
 impl LaneTel {
-    fn start(run: RunTel, parent: &Context, what: Option<LaneSpan<'_>>, now_ms: u64) -> LaneTel {
+    fn start(run: RunTel, ambient: Context, what: Option<LaneSpan<'_>>, now_ms: u64) -> LaneTel {
         let mut lane = LaneTel {
             run,
-            cx: parent.clone(),
-            own: false,
-            recording: true,
-            step_id: None,
-            chain: None,
-            attempt: None,
-            decided: None,
+            ambient,
+            state: String::new(),
+            pending: Vec::new(),
+            live: [None, None, None],
+            last_ms: now_ms,
         };
-        let (Some(tel), Some(what)) = (lane.run.bound.inner.clone(), what) else {
+        if lane.run.bound.inner.is_none() {
             return lane;
-        };
-        let mut attrs = vec![KeyValue::new(
-            "agent_recovery.run.id",
-            lane.run.run_id.to_string(),
-        )];
-        let name = match what {
-            LaneSpan::Step(id, tool, target) => {
-                lane.step_id = Some(id.to_owned());
-                step_attrs(&mut attrs, id, tool, target.unwrap_or(tool));
-                "agent_recovery.step"
-            }
-            LaneSpan::Fanout(id, min_results, branches) => {
-                attrs.push(KeyValue::new("agent_recovery.step.id", id.to_owned()));
-                attrs.push(KeyValue::new(
-                    "agent_recovery.fanout.min_results",
-                    i64::from(min_results),
-                ));
-                attrs.push(KeyValue::new(
-                    "agent_recovery.fanout.branches",
-                    i64::try_from(branches).unwrap_or(i64::MAX),
-                ));
-                "agent_recovery.fanout"
+        }
+        let kind = match what {
+            None => tele::LaneKind::Bare,
+            Some(LaneSpan::Step(id, tool, target)) => tele::LaneKind::Step(tele::StepLane {
+                id: id.to_owned(),
+                tool: tool.to_owned(),
+                target: target.map(str::to_owned),
+            }),
+            Some(LaneSpan::Fanout(id, min_results, branches)) => {
+                tele::LaneKind::Fanout(tele::FanoutLane {
+                    id: id.to_owned(),
+                    min_results,
+                    branches: u32::try_from(branches).unwrap_or(u32::MAX),
+                })
             }
         };
-        lane.run.bound.policy.attributes(&mut attrs);
-        let span = tel.tracer.build_with_context(
-            tel.tracer
-                .span_builder(name)
-                .with_kind(SpanKind::Internal)
-                .with_start_time(at(now_ms))
-                .with_attributes(attrs),
-            parent,
-        );
-        lane.cx = parent.with_span(span);
-        lane.own = true;
-        lane.recording = lane.cx.span().is_recording();
+        let start = tele::LaneStart {
+            run_id: lane.run.run_id.to_string(),
+            kind,
+            policy: lane.run.bound.policy.identity(),
+        };
+        lane.observe(now_ms, tele::ObservationKind::Lane(start));
         lane
     }
 
-    /// A branch of this lane's fan-out: its step span is a child of the fan-out span.
+    fn observe(&mut self, now_ms: u64, kind: tele::ObservationKind) {
+        if self.run.bound.inner.is_some() {
+            self.last_ms = now_ms;
+            self.pending.push(tele::Observation { now_ms, kind });
+        }
+    }
+
+    /// A branch of this lane's fan-out: its step span is a child of the
+    /// fan-out span (map this lane first: [`LaneTel::flush`]).
     pub(super) fn branch(
         &self,
         id: &str,
@@ -529,9 +493,10 @@ impl LaneTel {
         target: Option<&str>,
         now_ms: u64,
     ) -> LaneTel {
+        let ambient = self.live[0].clone().unwrap_or_else(|| self.ambient.clone());
         LaneTel::start(
             self.run.clone(),
-            &self.cx,
+            ambient,
             Some(LaneSpan::Step(id, tool, target)),
             now_ms,
         )
@@ -539,385 +504,220 @@ impl LaneTel {
 
     /// A `call` effect starts now.
     pub(super) fn call_start(&mut self, call: &Call, now_ms: u64) {
-        let Some(tel) = self.run.bound.inner.clone() else {
-            return;
-        };
-        self.end_attempt(&tel, None);
-        if !self.recording {
-            self.attempt = Some(Pending {
-                cx: None,
-                end_ms: now_ms,
-                kind: call.kind.clone(),
-            });
+        if self.run.bound.inner.is_none() {
             return;
         }
-        let parent = match (&self.chain, call.kind.as_str()) {
-            (Some(chain), "compensation") => chain.cx.clone(),
-            _ => self.cx.clone(),
+        let role = match call.kind.as_str() {
+            "fallback" => CallRole::Fallback,
+            "compensation" => CallRole::Compensation,
+            _ => CallRole::Operation,
         };
-        let mut attrs = vec![
-            KeyValue::new("agent_recovery.step.id", call.step.clone()),
-            KeyValue::new("agent_recovery.target", call.target.clone()),
-            KeyValue::new("agent_recovery.call.kind", call.kind.clone()),
-            KeyValue::new("agent_recovery.attempt", i64::from(call.attempt)),
-            key_hash(&call.key),
-        ];
-        if call.attempt > 1 {
-            attrs.push(KeyValue::new(
-                "http.request.resend_count",
-                i64::from(call.attempt - 1),
-            ));
-        }
-        if let Some(t) = call.timeout_ms {
-            attrs.push(KeyValue::new("agent_recovery.timeout_ms", int(t)));
-        }
-        let span = tel.tracer.build_with_context(
-            tel.tracer
-                .span_builder("agent_recovery.attempt")
-                .with_kind(SpanKind::Internal)
-                .with_start_time(at(now_ms))
-                .with_attributes(attrs),
-            &parent,
-        );
-        self.attempt = Some(Pending {
-            cx: Some(parent.with_span(span)),
-            end_ms: now_ms,
-            kind: call.kind.clone(),
-        });
+        let c = tele::CallStart {
+            role,
+            step: call.step.clone(),
+            target: call.target.clone(),
+            key: call.key.clone(),
+            attempt: call.attempt,
+            timeout_ms: call.timeout_ms,
+        };
+        self.observe(now_ms, tele::ObservationKind::CallStart(c));
     }
 
     /// The call returned now; its span ends at this time once its `ok` or
     /// `decision` event says how it went.
     pub(super) fn call_end(&mut self, now_ms: u64) {
-        if let Some(p) = &mut self.attempt {
-            p.end_ms = now_ms;
-        }
+        self.observe(now_ms, tele::ObservationKind::CallEnd);
     }
 
     /// The active policy answered a `decide` effect with `decision` (JSON text).
     pub(super) fn decided(&mut self, decision: &str) {
-        if self.run.bound.inner.is_none() || !self.recording {
+        if self.run.bound.inner.is_none() {
             return;
         }
-        self.decided = serde_json::from_str::<Decided>(decision)
-            .ok()
-            .and_then(|d| d.envelope)
-            .map(|e| {
-                (
-                    e.class.map(|c| c.into_owned()).unwrap_or_default(),
-                    e.retryable,
-                )
-            });
+        let d = tele::Decided {
+            decision: decision.to_owned(),
+            policy: self.run.bound.policy.identity(),
+        };
+        self.observe(self.last_ms, tele::ObservationKind::Decided(d));
     }
 
-    /// Ends the pending attempt span; `failure` is the decision event when it failed.
-    fn end_attempt(&mut self, tel: &Instruments, failure: Option<&Ev<'_>>) {
-        let Some(p) = self.attempt.take() else {
-            return;
-        };
-        let mut metric = vec![KeyValue::new("agent_recovery.call.kind", p.kind)];
-        if let Some(ev) = failure {
-            let code = ev.code.as_deref().unwrap_or("");
-            metric.push(KeyValue::new("error.type", code.to_owned()));
-            if let Some(action) = &ev.action {
-                metric.push(KeyValue::new("agent_recovery.action", action.to_string()));
-            }
-        }
-        let Some(cx) = p.cx else {
-            tel.attempts.add(1, &metric);
-            return;
-        };
-        let span = cx.span();
-        if let Some(ev) = failure {
-            let code = ev.code.as_deref().unwrap_or("").to_owned();
-            let mut attrs = vec![KeyValue::new("error.type", code.clone())];
-            if let Some(action) = &ev.action {
-                attrs.push(KeyValue::new("agent_recovery.action", action.to_string()));
-            }
-            if let Some(d) = ev.delay_ms {
-                attrs.push(KeyValue::new("agent_recovery.delay_ms", int(d)));
-            }
-            if let Some((class, retryable)) = self.decided.take() {
-                if !class.is_empty() {
-                    attrs.push(KeyValue::new("agent_recovery.class", class));
-                }
-                if let Some(r) = retryable {
-                    attrs.push(KeyValue::new("agent_recovery.retryable", r));
-                }
-                self.run.bound.policy.attributes(&mut attrs);
-            }
-            span.set_attributes(attrs);
-            span.set_status(Status::error(code));
-        }
-        span.end_with_timestamp(at(p.end_ms));
-        tel.attempts.add(1, &metric);
-    }
-
-    /// An `append` effect: a dead-letter record becomes a span event (and a
-    /// log record when a logger provider was given).
+    /// An `append` effect.
     pub(super) fn appended(&mut self, stream: &str, record: &str, now_ms: u64) {
-        let Some(tel) = self.run.bound.inner.clone() else {
+        if self.run.bound.inner.is_none() {
             return;
+        }
+        let a = tele::Appended {
+            stream: stream.to_owned(),
+            record: record.to_owned(),
         };
-        if stream != DEAD_LETTER_STREAM {
-            return;
-        }
-        let code = serde_json::from_str::<Record>(record)
-            .ok()
-            .and_then(|r| r.last_envelope)
-            .and_then(|e| e.code);
-        // On the step's own span (the chain's when there is none: a cancellation).
-        let cx = match (&self.chain, self.own) {
-            (_, true) => Some(&self.cx),
-            (Some(c), false) => Some(&c.cx),
-            (None, false) => None,
-        };
-        if let Some(log) = &tel.log {
-            log(&DeadLetterLine {
-                record,
-                code: code.as_deref(),
-                run_id: &self.run.run_id,
-                step_id: self.step_id.as_deref(),
-                now_ms,
-                span: cx.map(|cx| cx.span().span_context().clone()),
-            });
-        }
-        let Some(cx) = cx else {
-            return;
-        };
-        let span = cx.span();
-        if !span.is_recording() {
-            return;
-        }
-        let mut attrs = vec![KeyValue::new(
-            "agent_recovery.dead_letter.record",
-            record.to_owned(),
-        )];
-        if let Some(code) = code {
-            attrs.push(KeyValue::new("error.type", code.into_owned()));
-        }
-        span.add_event_with_timestamp("agent_recovery.dead_letter", at(now_ms), attrs);
+        self.observe(now_ms, tele::ObservationKind::Append(a));
     }
 
     /// An event of the component (its JSON text).
     pub(super) fn event(&mut self, event: &str, now_ms: u64) {
-        let Some(tel) = self.run.bound.inner.clone() else {
-            return;
-        };
-        let Ok(ev) = serde_json::from_str::<Ev>(event) else {
-            return;
-        };
-        let code = || KeyValue::new("error.type", ev.code.as_deref().unwrap_or("").to_owned());
-        let target = || {
-            KeyValue::new(
-                "agent_recovery.target",
-                ev.target.as_deref().unwrap_or("").to_owned(),
-            )
-        };
-        match ev.event.as_ref() {
-            "attempt" | "outcome" | "fanout" => return,
-            "ok" => {
-                self.end_attempt(&tel, None);
-                return;
-            }
-            "decision" => {
-                let mut m = vec![code()];
-                if let Some(a) = &ev.action {
-                    m.push(KeyValue::new("agent_recovery.action", a.to_string()));
-                }
-                tel.decisions.add(1, &m);
-                if self.attempt.is_some() {
-                    self.end_attempt(&tel, Some(&ev));
-                    return;
-                }
-            }
-            "sleep" => tel
-                .retry_delay
-                .record(ev.delay_ms.unwrap_or(0), &[target()]),
-            "breaker" => tel.breaker.add(
-                1,
-                &[
-                    target(),
-                    KeyValue::new(
-                        "agent_recovery.breaker.state",
-                        ev.state.as_deref().unwrap_or("").to_owned(),
-                    ),
-                ],
-            ),
-            "short_circuit" => tel.short_circuits.add(1, &[target()]),
-            "dead_letter" => {
-                tel.dead_letters.add(1, &[code()]);
-                return;
-            }
-            "compensate" => {
-                self.compensate(&tel, &ev, now_ms);
-                return;
-            }
-            _ => {}
-        }
-        if let Some(span) = self.current() {
-            span.add_event_with_timestamp(
-                format!("agent_recovery.{}", ev.event),
-                at(now_ms),
-                ev.attributes(),
-            );
-        }
-    }
-
-    /// The span events go to: the open compensation chain, else the lane's span.
-    fn current(&self) -> Option<opentelemetry::trace::SpanRef<'_>> {
-        match &self.chain {
-            Some(c) => Some(c.cx.span()),
-            None if self.own => Some(self.cx.span()),
-            None => None,
-        }
-        .filter(|s| s.is_recording())
-    }
-
-    fn compensate(&mut self, tel: &Instruments, ev: &Ev<'_>, now_ms: u64) {
-        let failed = ev.state.as_deref() == Some("failed");
-        tel.compensations.add(
-            1,
-            &[KeyValue::new(
-                "agent_recovery.compensation.state",
-                if failed { "failed" } else { "started" },
-            )],
-        );
-        if !self.recording {
+        if self.run.bound.inner.is_none() {
             return;
         }
-        if self.chain.is_none() {
-            let span = tel.tracer.build_with_context(
-                tel.tracer
-                    .span_builder("agent_recovery.compensation")
-                    .with_kind(SpanKind::Internal)
-                    .with_start_time(at(now_ms))
-                    .with_attributes([KeyValue::new(
-                        "agent_recovery.run.id",
-                        self.run.run_id.to_string(),
-                    )]),
-                &self.cx,
-            );
-            self.chain = Some(Chain {
-                cx: self.cx.with_span(span),
-                started: 0,
-                failed: 0,
-            });
-        }
-        let Some(chain) = &mut self.chain else {
-            return;
-        };
-        let span = chain.cx.span();
-        if failed {
-            chain.failed += 1;
-        } else {
-            chain.started += 1;
-            let undone = ev.step.as_deref().unwrap_or("");
-            let linked = self
-                .run
-                .done
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(undone)
-                .cloned();
-            if let Some(sc) = linked {
-                span.add_link(
-                    sc,
-                    vec![KeyValue::new("agent_recovery.step.id", undone.to_owned())],
-                );
-            }
-        }
-        if span.is_recording() {
-            span.add_event_with_timestamp("agent_recovery.compensate", at(now_ms), ev.attributes());
-        }
+        self.observe(now_ms, tele::ObservationKind::Event(event.to_owned()));
     }
 
     /// The lane ended without a `finish` (the loop, the policy or the store
-    /// failed, or a scenario killed the run): ends the open spans now, with
-    /// no outcome and no metric: the attempt at the end of its call, the
-    /// compensation chain and the lane's own span at `now_ms`.
+    /// failed, or a scenario killed the run): its open spans end now.
     pub(super) fn abandon(&mut self, now_ms: u64) {
-        if let Some(cx) = self
-            .attempt
-            .take()
-            .and_then(|p| p.cx.map(|cx| (cx, p.end_ms)))
-        {
-            cx.0.span().end_with_timestamp(at(cx.1));
-        }
-        if let Some(chain) = self.chain.take() {
-            chain.cx.span().end_with_timestamp(at(now_ms));
-        }
-        if self.own {
-            self.own = false;
-            self.cx.span().end_with_timestamp(at(now_ms));
-        }
+        self.observe(now_ms, tele::ObservationKind::Abandon);
+        self.flush();
     }
 
     /// The lane's `finish` effect: ends the open spans.
-    pub(super) fn finish(
-        &mut self,
-        outcome: &str,
-        envelope: Option<&serde_json::Value>,
-        now_ms: u64,
-    ) {
+    pub(super) fn finish(&mut self, outcome: StepOutcome, envelope: Option<&str>, now_ms: u64) {
+        let f = tele::Finished {
+            outcome,
+            envelope: envelope.map(str::to_owned),
+        };
+        self.observe(now_ms, tele::ObservationKind::Finish(f));
+        self.flush();
+    }
+
+    /// Maps the observations kept so far and carries out the instructions.
+    /// Telemetry never fails what it observes: a refusal maps nothing.
+    pub(super) fn flush(&mut self) {
         let Some(tel) = self.run.bound.inner.clone() else {
             return;
         };
-        self.end_attempt(&tel, None);
-        if let Some(chain) = self.chain.take() {
-            let span = chain.cx.span();
-            span.set_attributes([
-                KeyValue::new("agent_recovery.compensation.count", chain.started),
-                KeyValue::new("agent_recovery.compensation.failed", chain.failed),
-            ]);
-            if chain.failed > 0 {
-                span.set_status(Status::error("agent_recovery.compensation_failed"));
-            }
-            span.end_with_timestamp(at(now_ms));
-        }
-        if !self.own {
-            // A cancellation between steps: no step of its own to count or end.
+        if self.pending.is_empty() {
             return;
         }
-        tel.steps.add(
-            1,
-            &[KeyValue::new(
-                "agent_recovery.step.outcome",
-                outcome.to_owned(),
-            )],
-        );
-        let span = self.cx.span();
-        let code = envelope
-            .and_then(|e| e.get("code"))
-            .and_then(|c| c.as_str())
-            .map(str::to_owned);
-        span.set_attribute(KeyValue::new(
-            "agent_recovery.step.outcome",
-            outcome.to_owned(),
-        ));
-        if let Some(code) = &code
-            && outcome != "ok"
-        {
-            span.set_attribute(KeyValue::new("error.type", code.clone()));
+        let mapped = self.run.bound.looper.map_lane(&self.state, &self.pending);
+        self.pending.clear();
+        let Ok((state, instructions)) = mapped else {
+            return;
+        };
+        self.state = state;
+        for i in instructions {
+            self.apply(&tel, i);
         }
-        if is_error(outcome) {
-            span.set_status(Status::error(code.unwrap_or_else(|| outcome.to_owned())));
+    }
+
+    /// The live, recording span under `key`.
+    fn recording(&self, key: tele::SpanKey) -> Option<&Context> {
+        self.live[slot(key)]
+            .as_ref()
+            .filter(|cx| cx.span().is_recording())
+    }
+
+    /// Carries out one instruction (the rules are in
+    /// `wit/agent-recovery@0.3.0/telemetry.wit`).
+    fn apply(&mut self, tel: &Instruments, i: tele::Instruction) {
+        use tele::Instruction as I;
+        match i {
+            I::StartSpan(s) => {
+                let parent = match s.parent {
+                    None => self.ambient.clone(),
+                    Some(k) => match self.recording(k) {
+                        Some(cx) => cx.clone(),
+                        None => return,
+                    },
+                };
+                let span = tel.tracer.build_with_context(
+                    tel.tracer
+                        .span_builder(s.name)
+                        .with_kind(SpanKind::Internal)
+                        .with_start_time(at(s.start_ms))
+                        .with_attributes(attributes(s.attributes)),
+                    &parent,
+                );
+                self.live[slot(s.key)] = Some(parent.with_span(span));
+            }
+            I::AddEvent(e) => {
+                if let Some(cx) = self.recording(e.key) {
+                    cx.span().add_event_with_timestamp(
+                        e.name,
+                        at(e.time_ms),
+                        attributes(e.attributes),
+                    );
+                }
+            }
+            I::AddLink(l) => {
+                let Some(cx) = &self.live[slot(l.key)] else {
+                    return;
+                };
+                let linked = self
+                    .run
+                    .done
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&l.step)
+                    .cloned();
+                if let Some(sc) = linked {
+                    cx.span().add_link(sc, attributes(l.attributes));
+                }
+            }
+            I::SetAttributes(a) => {
+                if let Some(cx) = &self.live[slot(a.key)] {
+                    cx.span().set_attributes(attributes(a.attributes));
+                }
+            }
+            I::SetError(e) => {
+                if let Some(cx) = &self.live[slot(e.key)] {
+                    cx.span().set_status(Status::error(e.description));
+                }
+            }
+            I::EndSpan(e) => {
+                if let Some(cx) = self.live[slot(e.key)].take() {
+                    cx.span().end_with_timestamp(at(e.end_ms));
+                }
+            }
+            I::RememberStep(r) => {
+                if let Some(cx) = &self.live[slot(r.key)] {
+                    self.run
+                        .done
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(r.step, cx.span().span_context().clone());
+                }
+            }
+            I::RecordMetric(m) => {
+                let attrs = attributes(m.attributes);
+                match m.instrument.as_str() {
+                    "agent_recovery.attempts" => tel.attempts.add(m.value, &attrs),
+                    "agent_recovery.decisions" => tel.decisions.add(m.value, &attrs),
+                    "agent_recovery.retry.delay" => tel.retry_delay.record(m.value, &attrs),
+                    "agent_recovery.breaker.transitions" => tel.breaker.add(m.value, &attrs),
+                    "agent_recovery.short_circuits" => tel.short_circuits.add(m.value, &attrs),
+                    "agent_recovery.dead_letters" => tel.dead_letters.add(m.value, &attrs),
+                    "agent_recovery.compensations" => tel.compensations.add(m.value, &attrs),
+                    "agent_recovery.steps" => tel.steps.add(m.value, &attrs),
+                    "agent_recovery.dead_letter.depth" => {
+                        tel.dead_letter_depth.record(m.value, &attrs);
+                    }
+                    _ => {}
+                }
+            }
+            I::EmitLog(l) => {
+                let Some(log) = &tel.log else {
+                    return;
+                };
+                let cx = match l.key {
+                    Some(k) => self.live[slot(k)].as_ref(),
+                    None => Some(&self.ambient),
+                };
+                log(&LogLine {
+                    event_name: &l.event_name,
+                    time_ms: l.time_ms,
+                    severity_number: l.severity_number,
+                    severity_text: &l.severity_text,
+                    body: &l.body,
+                    attributes: attributes(l.attributes),
+                    span: cx.map(|cx| cx.span().span_context().clone()),
+                });
+            }
         }
-        if outcome == "ok"
-            && let Some(id) = &self.step_id
-        {
-            self.run
-                .done
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(id.clone(), span.span_context().clone());
-        }
-        span.end_with_timestamp(at(now_ms));
     }
 }
 
-fn step_attrs(attrs: &mut Vec<KeyValue>, id: &str, tool: &str, target: &str) {
-    attrs.push(KeyValue::new("agent_recovery.step.id", id.to_owned()));
-    attrs.push(KeyValue::new("agent_recovery.tool", tool.to_owned()));
-    attrs.push(KeyValue::new("agent_recovery.target", target.to_owned()));
+impl Drop for LaneTel {
+    /// A lane dropped before its end still maps what it observed.
+    fn drop(&mut self) {
+        self.flush();
+    }
 }

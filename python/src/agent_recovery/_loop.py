@@ -36,12 +36,20 @@ _CONFIGS = 256
 #: The runtime interface and its version.
 RUNTIME_INTERFACE = f"{PACKAGE}/runtime@0.2.0"
 
+#: The telemetry mapping's interface (`map-lane-json`, docs/telemetry.md).
+TELEMETRY_INTERFACE = f"{PACKAGE}/telemetry@0.3.0"
+
 _POLICY_ERROR = "record{kind:enum,message:string}"
 _TYPES = {
     "advance": (("string", "string"), f"result<record{{state:string,effects:string}},{_POLICY_ERROR}>"),
     "check-outcome": (("string",), f"result<option<string>,{_POLICY_ERROR}>"),
     "render-named": (("string", "string", "string"), f"result<string,{_POLICY_ERROR}>"),
+    "map-lane-json": (("string", "string"), f"result<record{{state:string,instructions:string}},{_POLICY_ERROR}>"),
 }
+
+#: The interface each function is exported in.
+_INTERFACES = {name: RUNTIME_INTERFACE for name in _TYPES}
+_INTERFACES["map-lane-json"] = TELEMETRY_INTERFACE
 
 
 class _Instance:
@@ -63,7 +71,7 @@ class _Instance:
             func = instance.get_func(store, index)
             if func is None:
                 raise PolicyRuntimeError(
-                    "incompatible", f"`{RUNTIME_INTERFACE}#{name}` is not a function; reinstall"
+                    "incompatible", f"`{_INTERFACES[name]}#{name}` is not a function; reinstall"
                 )
             fty = func.type(store)
             params = tuple(shape(t) for _, t in fty.params)
@@ -71,7 +79,7 @@ class _Instance:
             if (params, result) != _TYPES[name]:
                 raise PolicyRuntimeError(
                     "incompatible",
-                    f"`{RUNTIME_INTERFACE}#{name}` has type ({', '.join(params)}) -> {result}, "
+                    f"`{_INTERFACES[name]}#{name}` has type ({', '.join(params)}) -> {result}, "
                     f"expected {_TYPES[name]}; reinstall the package (its component is not "
                     "the reference)",
                 )
@@ -92,14 +100,15 @@ class LoopComponent:
         self._compiled = compile_component(wasm)
         self._limits = limits or Limits()
         component = self._compiled.component
-        iface = component.get_export_index(RUNTIME_INTERFACE)
+        ifaces = {i: component.get_export_index(i) for i in set(_INTERFACES.values())}
         indices = {}
         for name in _TYPES:
+            iface = ifaces[_INTERFACES[name]]
             index = component.get_export_index(name, iface) if iface is not None else None
             if index is None:
                 raise PolicyRuntimeError(
                     "incompatible",
-                    f"the reference component does not export `{RUNTIME_INTERFACE}#{name}`; "
+                    f"the reference component does not export `{_INTERFACES[name]}#{name}`; "
                     "reinstall the package (`pip install ./python`) so that it bundles a "
                     "current build of the reference",
                 )
@@ -166,6 +175,14 @@ class LoopComponent:
         """`advance(state, input)` -> (new state, effects), both JSON text."""
         out: Tuple[str, str] = self._call(
             "advance", (utf8(state, "state"), utf8(input, "input")), _abi.read_advance
+        )
+        return out
+
+    def map_lane_json(self, state: str, observations: str) -> Tuple[str, str]:
+        """`map-lane-json(state, observations)` of `telemetry@0.3.0` -> (new
+        state, instructions), both JSON text (docs/telemetry.md, "The mapping")."""
+        out: Tuple[str, str] = self._call(
+            "map-lane-json", (utf8(state, "state"), utf8(observations, "observations")), _abi.read_advance
         )
         return out
 

@@ -834,7 +834,7 @@ class Runtime:
         self._config_dict: Dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         self._limits = limits or Limits()
         self._looper = _default_loop(self._limits)
-        self._telemetry = _bind_telemetry(telemetry, self._decider)
+        self._telemetry = _bind_telemetry(telemetry, self._decider, self._looper)
         self._store = store if store is not None else MemoryStore()
         self._ops = _StoreOps(self._store)
         # A store opened from a redis:// URL brings the server's clock, so
@@ -1145,7 +1145,7 @@ class Run:
         """Report a `dead_letter_depth` event (on the caller's thread)."""
         rt = self._rt
         holder.events.append(text)
-        holder.tel.event(json.loads(text), rt._clock)
+        holder.tel.event(text, rt._clock)
         rt._store_event(text)
 
     def _claim_ids(self, ids: List[str]) -> None:
@@ -1237,7 +1237,7 @@ class Run:
                     holder.events.append(text)
                     if rt._on_event is not None:
                         rt._store_event(text, fx["event"])
-                    holder.tel.event(fx["event"], clock)
+                    holder.tel.event(text, clock)
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())

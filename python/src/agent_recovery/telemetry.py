@@ -27,11 +27,11 @@ import functools
 import threading
 from typing import Any, Callable, Dict, Optional
 
-from ._lanes import _ns, _RunTel, key_hash
+from ._lanes import _ns, _RunTel
 from .handle import PolicyHandle
 from .policy import Policy
 
-__all__ = ["SCOPE_NAME", "Telemetry", "key_hash"]
+__all__ = ["SCOPE_NAME", "Telemetry"]
 
 #: The instrumentation scope (tracer and meter name) of every span and instrument.
 SCOPE_NAME = "agent-recovery"
@@ -195,7 +195,7 @@ class _Instruments:
 
             self.logger = t._logger_provider.get_logger(SCOPE_NAME, version)
             self.log_record = LogRecord
-            self.warn = SeverityNumber.WARN
+            self.severity = SeverityNumber
 
     def unconfigured(self) -> bool:
         """Global providers with nothing installed behind them yet (the API's
@@ -313,12 +313,14 @@ _OFF_RUN = _OffRun()
 class Bound:
     """A runtime's telemetry, bound to its decider (for the policy attributes)."""
 
-    __slots__ = ("_inst", "_policy")
+    __slots__ = ("_inst", "_policy", "_looper")
 
-    def __init__(self, telemetry: Optional[Telemetry], decider: Any) -> None:
+    def __init__(self, telemetry: Optional[Telemetry], decider: Any, looper: Any = None) -> None:
         telemetry = _checked(telemetry)
         self._inst = _instruments(telemetry) if telemetry.is_on else None
         self._policy = _policy_attrs(decider)
+        #: The loop component, whose `map-lane-json` maps each lane.
+        self._looper = looper
 
     def dead_letter_depth(self, depth: Callable[[], int]) -> None:
         """Record the `agent_recovery.dead_letter.depth` gauge when anything
@@ -336,12 +338,13 @@ class Bound:
         """The telemetry of one run."""
         if self._inst is None or self._inst.unconfigured():
             return _OFF_RUN
-        return _RunTel(self._inst, self._policy, run_id)
+        return _RunTel(self._inst, self._policy, run_id, self._looper)
 
 
-def bind(telemetry: Optional[Telemetry], decider: Any) -> Bound:
-    """The runtime option, checked and bound to the runtime's decider."""
-    return Bound(telemetry, decider)
+def bind(telemetry: Optional[Telemetry], decider: Any, looper: Any = None) -> Bound:
+    """The runtime option, checked and bound to the runtime's decider and
+    loop component (whose `map-lane-json` maps each lane)."""
+    return Bound(telemetry, decider, looper)
 
 
 # -- a PolicyHandle's swaps (docs/telemetry.md, "Policy swaps") -------------------------
