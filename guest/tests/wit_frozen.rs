@@ -35,10 +35,16 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "agent-recovery@0.3.0",
-        &[(
-            "runtime.wit",
-            "4b5cb430b93e4f82ecc172835c7a0e09fbec01eed972c4779be6b9b3b46f05b3",
-        )],
+        &[
+            (
+                "runtime.wit",
+                "8a19b93b18621817915043a9e9eadca45116925d52f3ace4ced3af8b013b46e1",
+            ),
+            (
+                "scenario.wit",
+                "7cd2b140d54cf0e4c0636d12426a63894c90e63dc44e15f06de65795f8c02e21",
+            ),
+        ],
     ),
 ];
 
