@@ -15,6 +15,8 @@ import { compileReference, instantiate } from './component.js';
 import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } from './errors.js';
 
 const INTERFACE = 'agent:recovery/runtime@0.2.0';
+/** Scripted scenarios' parsing and validation (`parse`), through jco's wrapper: it runs once per scenario. */
+const SCENARIO = 'agent:recovery/scenario@0.3.0';
 
 /** One instance of the loop; a trap drops it and the next call makes a fresh one. */
 export class LoopComponent {
@@ -62,6 +64,21 @@ export class LoopComponent {
     }
   }
 
+  /**
+   * `parse(text)` of `scenario@0.3.0`: `{ plan }` (the validated scenario, as
+   * jco lifts it: camelCase records, u64 as BigInt, variants as `{tag, val}`)
+   * or `{ message }` when the scenario is not valid.
+   */
+  parseScenario(text) {
+    const api = this.#api ?? this.#rebind();
+    try {
+      return { plan: api.parseScenario(text) };
+    } catch (e) {
+      if (isComponentError(e)) return { message: e.payload.message };
+      throw this.#failed('parse', e);
+    }
+  }
+
   #rebind() {
     try {
       this.#api = bind(this.#compiled, this.#direct);
@@ -98,11 +115,15 @@ function bind(compiled, direct) {
       `the reference in gen/ does not export ${INTERFACE}; rebuild it (\`npm run build\` in node/)`,
     );
   }
+  const parseScenario = root?.[SCENARIO]?.parse;
+  if (typeof parseScenario !== 'function') {
+    throw new PolicyLoadError('contract', `the reference in gen/ does not export ${SCENARIO}; rebuild it (\`npm run build\` in node/)`);
+  }
   if (direct && core !== undefined) {
     const lean = directCalls(core);
-    if (lean !== null) return lean;
+    if (lean !== null) return { ...lean, parseScenario };
   }
-  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome };
+  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, parseScenario };
 }
 
 // ------------------------------------------------------------------ the canonical ABI of the two calls
