@@ -26,7 +26,7 @@ def _outcomes(items: Any) -> List[Any]:
 
 
 def _step(s: Any) -> Dict[str, Any]:
-    compensation = getattr(s, "compensation")
+    compensation = s.compensation
     return {
         "id": s.id, "tool": s.tool, "call": s.call, "target": s.target, "args": s.args,
         "side_effect": getattr(s, "side-effect"), "idempotent": s.idempotent, "checkpoint": s.checkpoint,

@@ -86,9 +86,11 @@ impl<'a> Obj<'a> {
     /// `raw` as an object at `at` whose members are among `fields`, with `required` present.
     fn new(raw: &'a RawValue, at: String, fields: &[&str], required: &[&str]) -> Res<Self> {
         let members = match raw.get().as_bytes().first() {
-            Some(b'{') => serde_json::from_str::<Members<'a>>(raw.get())
-                .map_err(|e| format!("{at}: {e}; {HINT}"))?
-                .0,
+            Some(b'{') => {
+                serde_json::from_str::<Members<'a>>(raw.get())
+                    .map_err(|e| format!("{at}: {e}; {HINT}"))?
+                    .0
+            }
             _ => {
                 return Err(format!(
                     "{at}: expected an object, got {}; {HINT}",
@@ -134,7 +136,13 @@ impl<'a> Obj<'a> {
         )
     }
 
-    fn typed<T>(&self, raw: &RawValue, key: &str, kind: &str, f: impl Fn(&Value) -> Option<T>) -> Res<T> {
+    fn typed<T>(
+        &self,
+        raw: &RawValue,
+        key: &str,
+        kind: &str,
+        f: impl Fn(&Value) -> Option<T>,
+    ) -> Res<T> {
         serde_json::from_str::<Value>(raw.get())
             .ok()
             .as_ref()
@@ -144,20 +152,33 @@ impl<'a> Obj<'a> {
 
     /// A string member; `None` when absent (or null, when `nullable`).
     fn string(&self, key: &str, nullable: bool) -> Res<Option<String>> {
-        let raw = if nullable { self.nullish(key) } else { self.get(key) };
+        let raw = if nullable {
+            self.nullish(key)
+        } else {
+            self.get(key)
+        };
         raw.map(|r| self.typed(r, key, "a string", |v| v.as_str().map(str::to_owned)))
             .transpose()
     }
 
     fn boolean(&self, key: &str, nullable: bool) -> Res<Option<bool>> {
-        let raw = if nullable { self.nullish(key) } else { self.get(key) };
+        let raw = if nullable {
+            self.nullish(key)
+        } else {
+            self.get(key)
+        };
         raw.map(|r| self.typed(r, key, "a boolean", Value::as_bool))
             .transpose()
     }
 
     fn u64(&self, key: &str, nullable: bool) -> Res<Option<u64>> {
-        let raw = if nullable { self.nullish(key) } else { self.get(key) };
-        raw.map(|r| self.typed(r, key, "u64", Value::as_u64)).transpose()
+        let raw = if nullable {
+            self.nullish(key)
+        } else {
+            self.get(key)
+        };
+        raw.map(|r| self.typed(r, key, "u64", Value::as_u64))
+            .transpose()
     }
 
     /// An array member's elements (their text); empty when absent.
@@ -176,11 +197,18 @@ impl<'a> Obj<'a> {
 pub fn parse(text: &str) -> Result<Plan, String> {
     let raw: &RawValue =
         serde_json::from_str(text).map_err(|e| format!("scenario: {e}; {HINT}"))?;
-    let s = Obj::new(raw, "scenario".into(), SCENARIO_FIELDS, &["now_ms", "steps"])?;
+    let s = Obj::new(
+        raw,
+        "scenario".into(),
+        SCENARIO_FIELDS,
+        &["now_ms", "steps"],
+    )?;
     let run_id = s.string("run_id", false)?.unwrap_or_default();
     let seed = s.u64("seed", true)?;
     let now_ms = s.u64("now_ms", false)?.unwrap_or_default();
-    let config = s.nullish("config").map_or_else(|| "{}".to_owned(), |r| r.get().to_owned());
+    let config = s
+        .nullish("config")
+        .map_or_else(|| "{}".to_owned(), |r| r.get().to_owned());
     let cancel_at_ms = s.u64("cancel_at_ms", true)?;
     let kill_after_calls = s.u64("kill_after_calls", true)?;
     let recover = s.boolean("recover", false)?.unwrap_or(false);
@@ -244,7 +272,12 @@ fn step(raw: &RawValue, at: String) -> Res<Parsed> {
     }
     let compensation = match o.nullish("compensation") {
         Some(raw) => {
-            let c = Obj::new(raw, format!("{}.compensation", o.at), COMPENSATION_FIELDS, &[])?;
+            let c = Obj::new(
+                raw,
+                format!("{}.compensation", o.at),
+                COMPENSATION_FIELDS,
+                &[],
+            )?;
             Some(outcomes(&c, "outcomes")?)
         }
         None => None,

@@ -10,13 +10,19 @@ fn texts_are_kept_as_written() {
         panic!("{p:?}")
     };
     assert_eq!(s.args.as_deref(), Some("[1, 2.50]"));
-    assert_eq!(s.outcomes, [Outcome::Observation(r#"{"b":2, "a":1}"#.into())]);
+    assert_eq!(
+        s.outcomes,
+        [Outcome::Observation(r#"{"b":2, "a":1}"#.into())]
+    );
 }
 
 #[test]
 fn the_first_unknown_member_as_written_is_named() {
     let e = parse(r#"{"zz":1,"aa":2,"run_id":"r","now_ms":0,"steps":[]}"#).unwrap_err();
-    assert!(e.starts_with("scenario: unknown field `zz`, expected one of `run_id`"), "{e}");
+    assert!(
+        e.starts_with("scenario: unknown field `zz`, expected one of `run_id`"),
+        "{e}"
+    );
     assert!(e.ends_with(HINT), "{e}");
 }
 
@@ -30,14 +36,25 @@ fn structure_is_checked_before_the_rules() {
 #[test]
 fn a_long_value_is_cut_in_the_message() {
     let long = "x".repeat(200);
-    let e = parse(&format!(r#"{{"run_id":"{long}é","now_ms":"{long}","steps":[]}}"#)).unwrap_err();
+    let e = parse(&format!(
+        r#"{{"run_id":"{long}é","now_ms":"{long}","steps":[]}}"#
+    ))
+    .unwrap_err();
     let got = e.split("got ").nth(1).unwrap().split(';').next().unwrap();
     assert_eq!(got.chars().count(), 80, "{e}");
 }
 
 #[test]
 fn hostile_input_is_an_error_never_a_panic() {
-    for text in ["", "null", "\"s\"", "{", "[[[[", "{\"steps\":[null]}", "{\"now_ms\":0,\"steps\":[{\"id\":\"a\",\"fanout\":7}]}"] {
+    for text in [
+        "",
+        "null",
+        "\"s\"",
+        "{",
+        "[[[[",
+        "{\"steps\":[null]}",
+        "{\"now_ms\":0,\"steps\":[{\"id\":\"a\",\"fanout\":7}]}",
+    ] {
         assert!(parse(text).is_err(), "{text}");
     }
 }

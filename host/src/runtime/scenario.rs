@@ -16,10 +16,18 @@ use serde_json::Value;
 
 use super::component::LoopComponent;
 use super::{Call, Operations, Outcome, RecoverOptions, Runtime, RuntimeError, Step, VirtualClock};
-use crate::component::gen_::runtime::plan::{self, PlanStep};
-use crate::{Limits, Loader};
 use crate::retry::Decide;
 use crate::store::Store;
+use crate::{Limits, Loader};
+use plan::PlanStep;
+
+/// A validated scenario, as the component's `scenario@0.3.0` `parse` returns
+/// it (`wit/agent-recovery@0.3.0/scenario.wit`); see [`parse`].
+pub mod plan {
+    pub use crate::component::gen_::runtime::plan::{
+        Fallback, Fanout, Outcome, Plan, PlanStep, Step,
+    };
+}
 
 /// The dead-letter stream (`docs/runtime.md`, "Store keys").
 pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
@@ -301,8 +309,10 @@ fn plain(step: &PlanStep) -> &[plan::Step] {
     }
 }
 
-/// The scenario's plan: the component parses and checks it (`scenario@0.3.0`).
-fn parse(text: &str, loader: &Loader) -> Result<plan::Plan, ScenarioError> {
+/// Parse and check `scenario` (JSON text) with the component loaded by
+/// `loader` (`scenario@0.3.0`): its plan, or [`ScenarioError::Invalid`] with
+/// the message that names the bad member or rule.
+pub fn parse(text: &str, loader: &Loader) -> Result<plan::Plan, ScenarioError> {
     let looper = LoopComponent::reference(loader, Limits::default()).map_err(RuntimeError::from)?;
     looper
         .parse_scenario(text)

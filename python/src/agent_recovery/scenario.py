@@ -112,9 +112,9 @@ def _outcomes(items: Any) -> List[Any]:
 
 def _step_of(p: Any) -> Dict[str, Any]:
     """A plan `step` record as the dict the runner reads."""
-    args = getattr(p, "args")
+    args = p.args
     replay_of = getattr(p, "replay-of")
-    compensation = getattr(p, "compensation")
+    compensation = p.compensation
     return {
         "id": p.id,
         "tool": p.tool,
