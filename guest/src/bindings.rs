@@ -55,6 +55,77 @@ crate::__export_policy_impl!(
         }
     }
 
+    impl exports::agent::recovery0_3_0::scenario::Guest for Adapter {
+        fn parse(
+            text: String,
+        ) -> Result<exports::agent::recovery0_3_0::scenario::Plan, exports::agent::recovery0_3_0::scenario::ScenarioError> {
+            use exports::agent::recovery0_3_0::scenario as w;
+            crate::scenario::parse(&text)
+                .map(scenario_wit::plan_out)
+                .map_err(|message| w::ScenarioError { message })
+        }
+    }
+
+    /// Field-by-field conversions from [`crate::scenario`] to the WIT values.
+    mod scenario_wit {
+        use super::exports::agent::recovery0_3_0::scenario as w;
+        use crate::scenario as r;
+
+        fn outcomes(o: Vec<r::Outcome>) -> Vec<w::Outcome> {
+            o.into_iter()
+                .map(|o| match o {
+                    r::Outcome::Ok => w::Outcome::Ok,
+                    r::Outcome::Observation(t) => w::Outcome::Observation(t),
+                })
+                .collect()
+        }
+
+        fn step(s: r::Step) -> w::Step {
+            w::Step {
+                id: s.id,
+                tool: s.tool,
+                call: s.call,
+                target: s.target,
+                args: s.args,
+                side_effect: s.side_effect,
+                idempotent: s.idempotent,
+                checkpoint: s.checkpoint,
+                outcomes: outcomes(s.outcomes),
+                fallbacks: s
+                    .fallbacks
+                    .into_iter()
+                    .map(|f| w::Fallback { target: f.target, outcomes: outcomes(f.outcomes) })
+                    .collect(),
+                compensation: s.compensation.map(outcomes),
+                replay_of: s.replay_of,
+            }
+        }
+
+        pub(super) fn plan_out(p: r::Plan) -> w::Plan {
+            w::Plan {
+                run_id: p.run_id,
+                seed: p.seed,
+                now_ms: p.now_ms,
+                config: p.config,
+                cancel_at_ms: p.cancel_at_ms,
+                kill_after_calls: p.kill_after_calls,
+                recover: p.recover,
+                steps: p
+                    .steps
+                    .into_iter()
+                    .map(|s| match s {
+                        r::PlanStep::Step(s) => w::PlanStep::Step(step(s)),
+                        r::PlanStep::Fanout(f) => w::PlanStep::Fanout(w::Fanout {
+                            id: f.id,
+                            min_results: f.min_results,
+                            branches: f.branches.into_iter().map(step).collect(),
+                        }),
+                    })
+                    .collect(),
+            }
+        }
+    }
+
     impl exports::agent::recovery0_3_0::telemetry::Guest for Adapter {
         fn map_lane(
             state: String,

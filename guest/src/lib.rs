@@ -52,6 +52,7 @@ mod registry;
 mod render;
 mod replay;
 mod runtime;
+pub mod scenario;
 mod sdk;
 pub mod telemetry;
 

@@ -38,11 +38,15 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "runtime.wit",
-                "b5510da286630809557cef463017ad3c1e522498ae1f24f7b1e31f6754803321",
+                "d054e1c915a98b2bf0fc5cf4872a921053381eb3ada502c77dd1f99604975a4f",
             ),
             (
                 "telemetry.wit",
                 "cac74817360daa672d5c00bbd26f9a316cec62caf8519d08fa357783d4dbd8b7",
+            ),
+            (
+                "scenario.wit",
+                "7cd2b140d54cf0e4c0636d12426a63894c90e63dc44e15f06de65795f8c02e21",
             ),
         ],
     ),

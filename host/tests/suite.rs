@@ -70,6 +70,8 @@ mod runtime_agent;
 #[path = "sandbox.rs"]
 mod sandbox;
 #[cfg(feature = "sqlite")]
+#[path = "scenarios.rs"]
+mod scenarios;
 #[path = "signing.rs"]
 mod signing;
 #[cfg(feature = "sqlite")]

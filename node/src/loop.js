@@ -16,6 +16,8 @@ import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } fr
 
 const INTERFACE = 'agent:recovery/runtime@0.2.0';
 const TELEMETRY = 'agent:recovery/telemetry@0.3.0';
+/** Scripted scenarios' parsing and validation (`parse`), through jco's wrapper: it runs once per scenario. */
+const SCENARIO = 'agent:recovery/scenario@0.3.0';
 
 /** One instance of the loop; a trap drops it and the next call makes a fresh one. */
 export class LoopComponent {
@@ -79,6 +81,21 @@ export class LoopComponent {
     }
   }
 
+  /**
+   * `parse(text)` of `scenario@0.3.0`: `{ plan }` (the validated scenario, as
+   * jco lifts it: camelCase records, u64 as BigInt, variants as `{tag, val}`)
+   * or `{ message }` when the scenario is not valid.
+   */
+  parseScenario(text) {
+    const api = this.#api ?? this.#rebind();
+    try {
+      return { plan: api.parseScenario(text) };
+    } catch (e) {
+      if (isComponentError(e)) return { message: e.payload.message };
+      throw this.#failed('parse', e);
+    }
+  }
+
   #rebind() {
     try {
       this.#api = bind(this.#compiled, this.#direct);
@@ -118,11 +135,15 @@ function bind(compiled, direct) {
   // The telemetry mapping (`map-lane-json`), through jco's bindings: called
   // only while telemetry records, once per lane.
   const mapLaneJson = root?.[TELEMETRY]?.mapLaneJson;
+  const parseScenario = root?.[SCENARIO]?.parse;
+  if (typeof parseScenario !== 'function') {
+    throw new PolicyLoadError('contract', `the reference in gen/ does not export ${SCENARIO}; rebuild it (\`npm run build\` in node/)`);
+  }
   if (direct && core !== undefined) {
     const lean = directCalls(core);
-    if (lean !== null) return { ...lean, mapLaneJson };
+    if (lean !== null) return { ...lean, mapLaneJson, parseScenario };
   }
-  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, mapLaneJson };
+  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, mapLaneJson, parseScenario };
 }
 
 // ------------------------------------------------------------------ the canonical ABI of the two calls

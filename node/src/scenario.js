@@ -1,7 +1,8 @@
 // Scripted scenarios: a run whose operations answer from a script, on a
-// virtual clock. The twin of Rust's host/src/runtime/scenario.rs (same format,
-// same validation, same output text); the format is specified in
-// docs/runtime.md ("Scenarios"). The loop vectors (tests/loops/) run through it.
+// virtual clock. The twin of Rust's host/src/runtime/scenario.rs (same output
+// text); the format is specified in docs/runtime.md ("Scenarios"), and the
+// component parses and checks a scenario (`scenario@0.3.0`): this file runs
+// its plan. The loop vectors (tests/loops/) run through it.
 //
 // Each call of a step's operation (or of a fallback target, or of its
 // compensation) consumes the next entry of its `outcomes`: "ok", or an
@@ -9,7 +10,8 @@
 // failure, a 304 is not).
 
 import { PolicyError, PolicyRuntimeError } from './errors.js';
-import { RAW, elementSpans, parseLossless } from './json.js';
+import { elementSpans, parseLossless, stringify } from './json.js';
+import { LoopComponent } from './loop.js';
 import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
 import { KILL_AFTER_CALLS, RunKilled, STEP_AND_END, startRun } from './run.js';
@@ -39,156 +41,59 @@ export class ScenarioError extends Error {
 
 const invalid = (m) => new ScenarioError('invalid', m);
 
-const SCENARIO_MEMBERS = ['run_id', 'seed', 'now_ms', 'config', 'cancel_at_ms', 'kill_after_calls', 'recover', 'steps'];
-const STEP_MEMBERS = ['id', 'tool', 'call', 'target', 'args', 'side_effect', 'idempotent', 'checkpoint', 'outcomes', 'fallbacks', 'compensation', 'fanout', 'replay_of'];
-const FANOUT_MEMBERS = ['min_results', 'branches'];
-const TARGET_MEMBERS = ['target', 'outcomes'];
-const OUTCOMES_MEMBERS = ['outcomes'];
+/** The loop instance that parses scenarios (one per process, made on first use). */
+let parser;
 
-const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-const isU64 = (v) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n && v < 1n << 64n);
-
-function members(obj, known, where) {
-  for (const k of Object.keys(obj)) {
-    if (!known.includes(k)) {
-      throw invalid(`scenario: unknown field \`${k}\` in ${where}, expected one of ${known.map((x) => `\`${x}\``).join(', ')}; see docs/runtime.md, "Scenarios", for the format`);
-    }
-  }
-}
-
-function need(cond, msg) {
-  if (!cond) throw invalid(`scenario: ${msg}; see docs/runtime.md, "Scenarios", for the format`);
-}
-
-/** Parse and check a scenario (JSON text or an object); the checks of scenario.rs. */
-function parse(scenario) {
-  let s;
+/**
+ * The scenario's plan (JSON text or an object): the component parses and
+ * checks it (`scenario@0.3.0`), and the plan is put in the shape `drive` runs.
+ */
+async function parse(scenario) {
+  let text;
   if (typeof scenario === 'string') {
+    text = scenario;
+  } else {
     try {
-      s = parseLossless(scenario);
+      text = stringify(scenario) ?? 'null';
     } catch (e) {
       throw invalid(`scenario: ${e.message}; see docs/runtime.md, "Scenarios", for the format`);
     }
-  } else {
-    s = scenario;
   }
-  need(isObj(s), 'a scenario is a JSON object');
-  members(s, SCENARIO_MEMBERS, 'the scenario');
-  need(typeof s.run_id === 'string', 'missing field `run_id` (a string)');
-  need(s.now_ms !== undefined, 'missing field `now_ms`');
-  need(isU64(s.now_ms) && typeof s.now_ms === 'number', '`now_ms` must be a non-negative integer (Unix ms)');
-  need(s.seed === undefined || s.seed === null || isU64(s.seed), '`seed` must be an unsigned 64-bit integer');
-  need(s.cancel_at_ms === undefined || s.cancel_at_ms === null || (isU64(s.cancel_at_ms) && typeof s.cancel_at_ms === 'number'), '`cancel_at_ms` must be a non-negative integer');
-  need(
-    s.kill_after_calls === undefined || s.kill_after_calls === null || (typeof s.kill_after_calls === 'number' && Number.isSafeInteger(s.kill_after_calls) && s.kill_after_calls >= 1),
-    '`kill_after_calls` must be an integer >= 1',
-  );
-  need(s.recover === undefined || typeof s.recover === 'boolean', '`recover` must be a boolean');
-  need(Array.isArray(s.steps), 'missing field `steps` (an array)');
-  const steps = s.steps.map((st) => checkStep(st, 'a step'));
-  // A recovery runs no steps of its own: `steps` only lists the operations, `run_id` is not used.
-  if (s.run_id === '' && s.recover !== true) throw invalid('scenario: `run_id` is empty; name the run');
-  if (steps.length === 0 && s.recover !== true) throw invalid('scenario: `steps` is empty; give at least one step');
-  const seen = new Set();
-  for (const st of steps) {
-    if (st.fanout) {
-      if (!st.onlyFanout) {
-        throw invalid(`scenario step ${JSON.stringify(st.id)}: a fan-out step has only \`id\` and \`fanout\`; put tools and outcomes in its branches`);
-      }
-      if (st.fanout.branches.some((b) => b.fanout)) {
-        throw invalid(`scenario step ${JSON.stringify(st.id)}: a branch is itself a fan-out; fan-outs do not nest`);
-      }
-    } else if (st.tool === '') {
-      throw invalid(`scenario step ${JSON.stringify(st.id)}: \`tool\` is missing or empty; name the tool (or give a \`fanout\`)`);
-    }
-    for (const x of [st, ...(st.fanout?.branches ?? [])]) {
-      if (seen.has(x.id)) throw invalid(`scenario: step id ${JSON.stringify(x.id)} is used twice; step ids are unique in a run`);
-      seen.add(x.id);
-      checkOutcomes(x);
-    }
-  }
-  return { ...s, steps, configRaw: s[RAW]?.config };
-}
-
-function checkStep(st, where) {
-  need(isObj(st), `${where} must be an object`);
-  members(st, STEP_MEMBERS, where);
-  need(typeof st.id === 'string', 'missing field `id` (a string) in a step');
-  need(st.tool === undefined || typeof st.tool === 'string', '`tool` must be a string');
-  if (st.fanout !== undefined && st.fanout !== null) {
-    need(isObj(st.fanout), `step ${JSON.stringify(st.id)}: \`fanout\` must be {"min_results", "branches"}`);
-    members(st.fanout, FANOUT_MEMBERS, `the fanout of step ${JSON.stringify(st.id)}`);
-    need(Array.isArray(st.fanout.branches), `step ${JSON.stringify(st.id)}: missing field \`branches\` (an array of steps)`);
-    need(
-      typeof st.fanout.min_results === 'number' && Number.isSafeInteger(st.fanout.min_results) && st.fanout.min_results >= 0 && st.fanout.min_results <= 2 ** 32 - 1,
-      `step ${JSON.stringify(st.id)}: \`fanout.min_results\` must be an unsigned integer`,
-    );
-    const branches = st.fanout.branches.map((b) => checkStep(b, 'a fanout branch'));
-    const onlyFanout =
-      (st.tool ?? '') === '' &&
-      (st.call ?? null) === null &&
-      (st.target ?? null) === null &&
-      (st.args ?? null) === null &&
-      (st.side_effect ?? false) === false &&
-      (st.idempotent ?? null) === null &&
-      (st.checkpoint ?? null) === null &&
-      (st.outcomes ?? []).length === 0 &&
-      (st.fallbacks ?? []).length === 0 &&
-      (st.compensation ?? null) === null;
-    return { id: st.id, onlyFanout, fanout: { min_results: st.fanout.min_results, branches } };
-  }
-  need(st.replay_of === undefined || st.replay_of === null || isObj(st.replay_of), '`replay_of` must be an object {"key", "n", "id"}');
-  for (const f of ['call', 'target']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'string', `\`${f}\` must be a string`);
-  for (const f of ['side_effect']) need(st[f] === undefined || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
-  for (const f of ['idempotent', 'checkpoint']) need(st[f] === undefined || st[f] === null || typeof st[f] === 'boolean', `\`${f}\` must be a boolean`);
-  need(st.outcomes === undefined || Array.isArray(st.outcomes), '`outcomes` must be an array');
-  need(st.fallbacks === undefined || Array.isArray(st.fallbacks), '`fallbacks` must be an array');
-  for (const f of st.fallbacks ?? []) {
-    need(isObj(f), 'a fallback is {"target", "outcomes"}');
-    members(f, TARGET_MEMBERS, 'a fallback');
-    need(typeof f.target === 'string', 'missing field `target` (a string) in a fallback');
-    need(f.outcomes === undefined || Array.isArray(f.outcomes), '`outcomes` must be an array');
-  }
-  if (st.compensation !== undefined && st.compensation !== null) {
-    need(isObj(st.compensation), '`compensation` is {"outcomes"}');
-    members(st.compensation, OUTCOMES_MEMBERS, 'a compensation');
-    need(st.compensation.outcomes === undefined || Array.isArray(st.compensation.outcomes), '`outcomes` must be an array');
-  }
+  parser ??= await LoopComponent.load();
+  const { plan, message } = parser.parseScenario(text);
+  if (message !== undefined) throw invalid(message);
+  const opt = (v) => (v === undefined || v === null ? undefined : v);
+  const num = (v) => (v === undefined || v === null ? undefined : Number(v));
   return {
-    ...st,
-    tool: st.tool ?? '',
-    // The raw text of args and outcomes, when the scenario was JSON text, so
-    // the component sees the bytes of the file (10.0 stays 10.0), as in Rust.
-    argsRaw: st[RAW]?.args,
-    outcomes: withRaw(st, st.outcomes ?? []),
-    fallbacks: (st.fallbacks ?? []).map((f) => ({ target: f.target, outcomes: withRaw(f, f.outcomes ?? []) })),
-    compensation: st.compensation === undefined || st.compensation === null ? undefined : { outcomes: withRaw(st.compensation, st.compensation.outcomes ?? []) },
+    run_id: plan.runId,
+    seed: opt(plan.seed),
+    now_ms: Number(plan.nowMs),
+    config: parseLossless(plan.config),
+    cancel_at_ms: num(plan.cancelAtMs),
+    kill_after_calls: num(plan.killAfterCalls),
+    recover: plan.recover,
+    steps: plan.steps.map((s) => (s.tag === 'fanout' ? { id: s.val.id, fanout: { min_results: s.val.minResults, branches: s.val.branches.map(planStep) } } : planStep(s.val))),
   };
 }
 
-/** Each outcome with its raw text (when the object came from parseLossless). */
-function withRaw(obj, outcomes) {
-  const text = obj[RAW]?.outcomes;
-  let spans = [];
-  if (text !== undefined) {
-    try {
-      spans = elementSpans(text);
-    } catch {
-      spans = [];
-    }
-  }
-  const out = outcomes.slice();
-  out.raw = outcomes.map((_, i) => (spans.length === outcomes.length ? text.slice(spans[i][0], spans[i][1]) : undefined));
-  return out;
-}
-
-function checkOutcomes(st) {
-  if (st.fanout) return;
-  for (const o of [...st.outcomes, ...st.fallbacks.flatMap((f) => f.outcomes), ...(st.compensation?.outcomes ?? [])]) {
-    if (!(o === 'ok' || isObj(o))) {
-      throw invalid(`scenario step ${JSON.stringify(st.id)}: an outcome is ${JSON.stringify(o)}; use "ok" or an observation object`);
-    }
-  }
+/** A plan step in the shape `inputStep` and the Script read. */
+function planStep(p) {
+  const outcomes = (list) => list.map((o) => (o.tag === 'ok' ? 'ok' : new RawOutcome(o.val)));
+  const st = {
+    id: p.id,
+    tool: p.tool,
+    argsRaw: p.args ?? undefined,
+    side_effect: p.sideEffect,
+    outcomes: outcomes(p.outcomes),
+    fallbacks: p.fallbacks.map((f) => ({ target: f.target, outcomes: outcomes(f.outcomes) })),
+    compensation: p.compensation === undefined || p.compensation === null ? undefined : { outcomes: outcomes(p.compensation) },
+  };
+  if (p.call !== undefined && p.call !== null) st.call = p.call;
+  if (p.target !== undefined && p.target !== null) st.target = p.target;
+  if (p.idempotent !== undefined && p.idempotent !== null) st.idempotent = p.idempotent;
+  if (p.checkpoint !== undefined && p.checkpoint !== null) st.checkpoint = p.checkpoint;
+  if (p.replayOf !== undefined && p.replayOf !== null) st.replay_of = parseLossless(p.replayOf);
+  return st;
 }
 
 const COMPENSATION = '\u0000compensation';
@@ -200,10 +105,7 @@ class Script {
   missing;
 
   set(step, target, outcomes) {
-    this.queues.set(
-      `${step}\u0001${target}`,
-      outcomes.map((value, i) => ({ value, raw: outcomes.raw?.[i] })),
-    );
+    this.queues.set(`${step}\u0001${target}`, outcomes.slice());
   }
 
   /** The queues of a scenario step's target, fallbacks and compensation, under `name`. */
@@ -232,8 +134,8 @@ class Script {
       this.missing ??= `scenario step ${JSON.stringify(step)}: a call of ${what} ${JSON.stringify(target)} found no outcome left; add one to its \`outcomes\``;
       return new Failed(NO_OUTCOME);
     }
-    const { value, raw } = queue.shift();
-    return value === 'ok' ? null : new RawOutcome(raw ?? value);
+    const value = queue.shift();
+    return value === 'ok' ? null : value;
   }
 }
 
@@ -252,7 +154,7 @@ export function outputJson({ outcome, events, deadLetters }) {
  * same, docs/runtime.md, "Inputs").
  */
 export async function runScenario(scenario, store = undefined, { policy, endWithLastStep = false } = {}) {
-  const s = parse(scenario);
+  const s = await parse(scenario);
   const st = store ?? new MemoryStore();
   try {
     return await drive(s, st, policy, endWithLastStep);

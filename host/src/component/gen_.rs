@@ -9,12 +9,12 @@ wasmtime::component::bindgen!({
 });
 
 /// Bindings for the recovery loop the reference component exports next to
-/// the 0.1 contract: the typed `agent:recovery/runtime@0.3.0` (`advance`) and
-/// the frozen `runtime@0.2.0` (`check-outcome`, `render-named`), and the
-/// typed `telemetry@0.3.0` (`map-lane`).
+/// the 0.1 contract: the typed `agent:recovery/runtime@0.3.0` (`advance`),
+/// the frozen `runtime@0.2.0` (`check-outcome`, `render-named`), the typed
+/// `telemetry@0.3.0` (`map-lane`) and `scenario@0.3.0` (`parse`).
 pub(crate) mod runtime {
     wasmtime::component::bindgen!({
-        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; export agent:recovery/telemetry@0.3.0; }",
+        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; export agent:recovery/telemetry@0.3.0; export agent:recovery/scenario@0.3.0; }",
         path: [
             "../wit/agent-recovery@0.1.0",
             "../wit/agent-recovery@0.2.0",
@@ -28,4 +28,6 @@ pub(crate) mod runtime {
 
     /// The mapping of a lane to spans and metrics (`telemetry@0.3.0`).
     pub(crate) use exports::agent::recovery0_3_0::telemetry as tele;
+    /// A scripted scenario's validated plan (`scenario@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::scenario as plan;
 }

@@ -1,6 +1,6 @@
 //! The recovery loop's component: the reference's typed `runtime@0.3.0`
-//! export (`advance`) and its `runtime@0.2.0` one (`check-outcome`,
-//! `render-named`).
+//! export (`advance`), its `runtime@0.2.0` one (`check-outcome`,
+//! `render-named`) and `scenario@0.3.0` (`parse`).
 //!
 //! Whatever policy decides, the loop always comes from the embedded reference
 //! component (a 0.1 policy has no `runtime` export). It runs in the same
@@ -12,6 +12,7 @@ use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
 use crate::component::gen_::runtime::tele;
+use crate::component::gen_::runtime::plan::Plan;
 use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
@@ -54,7 +55,7 @@ impl LoopComponent {
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Incompatible,
-                    format!("the embedded reference does not export agent:recovery/runtime@0.3.0 and @0.2.0: {e:#}; rebuild the host"),
+                    format!("the embedded reference does not export agent:recovery/runtime@0.3.0, @0.2.0 and scenario@0.3.0: {e:#}; rebuild the host"),
                 )
             })?;
         Ok(LoopComponent {
@@ -148,6 +149,15 @@ impl LoopComponent {
                 ),
             )
         })
+    }
+
+    /// `parse(text)` of `scenario@0.3.0`: the scenario's validated plan, or
+    /// the message that names what is not valid.
+    pub(crate) fn parse_scenario(&self, text: &str) -> Result<std::result::Result<Plan, String>> {
+        let out = self.call("parse", text.len(), |store, b| {
+            b.agent_recovery0_3_0_scenario().call_parse(store, text)
+        })?;
+        Ok(out.map_err(|e| e.message))
     }
 
     /// `check-outcome(outcome)`: the failure's envelope, or none for a success.

@@ -1,7 +1,8 @@
 //! Scripted scenarios: a run whose operations answer from a script, on a
 //! virtual clock. `agent-recovery simulate` and the loop vectors
 //! (`tests/loops/`) run them; the format is specified in `docs/runtime.md`
-//! ("Scenarios").
+//! ("Scenarios"). The component parses and checks a scenario
+//! (`scenario@0.3.0`); this module runs its plan.
 //!
 //! Each call of a step's operation (or of a fallback target, or of its
 //! compensation) consumes the next entry of its `outcomes`: `"ok"`, or an
@@ -11,13 +12,22 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Deserialize;
 use serde_json::Value;
 
+use super::component::LoopComponent;
 use super::{Call, Operations, Outcome, RecoverOptions, Runtime, RuntimeError, Step, VirtualClock};
-use crate::Loader;
 use crate::retry::Decide;
 use crate::store::Store;
+use crate::{Limits, Loader};
+use plan::PlanStep;
+
+/// A validated scenario, as the component's `scenario@0.3.0` `parse` returns
+/// it (`wit/agent-recovery@0.3.0/scenario.wit`); see [`parse`].
+pub mod plan {
+    pub use crate::component::gen_::runtime::plan::{
+        Fallback, Fanout, Outcome, Plan, PlanStep, Step,
+    };
+}
 
 /// The dead-letter stream (`docs/runtime.md`, "Store keys").
 pub const DEAD_LETTER_STREAM: &str = "agent-recovery/dead-letter";
@@ -79,82 +89,11 @@ impl ScenarioOutput {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Scenario {
-    #[serde(default)]
-    run_id: String,
-    #[serde(default)]
-    seed: Option<u64>,
-    now_ms: u64,
-    #[serde(default)]
-    config: Option<Value>,
-    #[serde(default)]
-    cancel_at_ms: Option<u64>,
-    #[serde(default)]
-    kill_after_calls: Option<u64>,
-    #[serde(default)]
-    recover: bool,
-    steps: Vec<ScenarioStep>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioStep {
-    id: String,
-    #[serde(default)]
-    tool: String,
-    #[serde(default)]
-    call: Option<String>,
-    #[serde(default)]
-    target: Option<String>,
-    #[serde(default)]
-    args: Value,
-    #[serde(default)]
-    side_effect: bool,
-    #[serde(default)]
-    idempotent: Option<bool>,
-    #[serde(default)]
-    checkpoint: Option<bool>,
-    #[serde(default)]
-    outcomes: Vec<Value>,
-    #[serde(default)]
-    fallbacks: Vec<ScenarioTarget>,
-    #[serde(default)]
-    compensation: Option<ScenarioOutcomes>,
-    #[serde(default)]
-    fanout: Option<ScenarioFanout>,
-    #[serde(default)]
-    replay_of: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioFanout {
-    min_results: u32,
-    branches: Vec<ScenarioStep>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioTarget {
-    target: String,
-    #[serde(default)]
-    outcomes: Vec<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioOutcomes {
-    #[serde(default)]
-    outcomes: Vec<Value>,
-}
-
 /// Outcomes left per (step, target) and per compensated step, and the first
 /// call that found none.
 #[derive(Default)]
 struct Script {
-    queues: BTreeMap<(String, String), Vec<Value>>,
+    queues: BTreeMap<(String, String), Vec<plan::Outcome>>,
     missing: Option<String>,
 }
 
@@ -174,11 +113,9 @@ impl Script {
                 r#"{"source":"exception","type":"agent_recovery.simulate.NoOutcomeLeft"}"#.into(),
             );
         }
-        let v = queue.remove(0);
-        if v.as_str() == Some("ok") {
-            Outcome::Ok(Value::Null)
-        } else {
-            Outcome::Response(v.to_string())
+        match queue.remove(0) {
+            plan::Outcome::Ok => Outcome::Ok(Value::Null),
+            plan::Outcome::Observation(text) => Outcome::Response(text),
         }
     }
 }
@@ -191,23 +128,13 @@ pub fn run(
     policy: Option<Arc<dyn Decide + Send + Sync>>,
     loader: Loader,
 ) -> Result<ScenarioOutput, ScenarioError> {
-    let scenario: Scenario = serde_json::from_str(scenario).map_err(|e| {
-        ScenarioError::Invalid(format!(
-            "scenario: {e}; see docs/runtime.md, \"Scenarios\", for the format"
-        ))
-    })?;
-    validate(&scenario)?;
+    let scenario = parse(scenario, &loader)?;
     let clock = Arc::new(VirtualClock::new(scenario.now_ms));
     let mut builder = Runtime::builder()
         .loader(loader)
         .store(Arc::clone(&store))
         .clock(clock.clone())
-        .config_json(
-            scenario
-                .config
-                .clone()
-                .unwrap_or_else(|| Value::Object(Default::default())),
-        );
+        .config_json(json_value(&scenario.config)?);
     if let Some(seed) = scenario.seed {
         builder = builder.seed(seed);
     }
@@ -223,7 +150,7 @@ pub fn run(
     let script = Arc::new(Mutex::new(Script::default()));
     {
         let mut s = script.lock().unwrap_or_else(PoisonError::into_inner);
-        for step in scenario.steps.iter().flat_map(with_branches) {
+        for step in scenario.steps.iter().flat_map(plain) {
             let first = step.target.clone().unwrap_or_else(|| step.tool.clone());
             s.queues
                 .insert((step.id.clone(), first), step.outcomes.clone());
@@ -232,18 +159,16 @@ pub fn run(
                     .insert((step.id.clone(), fb.target.clone()), fb.outcomes.clone());
             }
             if let Some(c) = &step.compensation {
-                s.queues.insert(
-                    (step.id.clone(), "\u{0}compensation".into()),
-                    c.outcomes.clone(),
-                );
+                s.queues
+                    .insert((step.id.clone(), "\u{0}compensation".into()), c.clone());
             }
         }
     }
 
     if scenario.recover {
         let mut ops = Operations::new();
-        for step in scenario.steps.iter().flat_map(with_branches) {
-            ops.insert(scripted(step, &script, true));
+        for step in scenario.steps.iter().flat_map(plain) {
+            ops.insert(scripted(step, &script, true)?);
         }
         let reports = runtime.recover(&ops, RecoverOptions::older_than_ms(0))?;
         if let Some(missing) = script
@@ -276,16 +201,16 @@ pub fn run(
     }
     let mut outcome = "completed".to_owned();
     for step in &scenario.steps {
-        let report = match &step.fanout {
-            Some(f) => run.fanout(
-                &step.id,
+        let report = match step {
+            PlanStep::Fanout(f) => run.fanout(
+                &f.id,
                 f.min_results,
                 f.branches
                     .iter()
                     .map(|b| scripted(b, &script, false))
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             )?,
-            None => run.step(scripted(step, &script, false))?,
+            PlanStep::Step(step) => run.step(scripted(step, &script, false)?)?,
         };
         if let Some(missing) = script
             .lock()
@@ -319,7 +244,11 @@ pub fn run(
 /// A step whose operation and compensation answer from the script (by the
 /// scenario step's id when `own_id`, as in a recovery, where the call names
 /// the journaled step; else by the call's step id).
-fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>, own_id: bool) -> Step<'a> {
+fn scripted<'a>(
+    step: &plan::Step,
+    script: &Arc<Mutex<Script>>,
+    own_id: bool,
+) -> Result<Step<'a>, ScenarioError> {
     let op_script = Arc::clone(script);
     let id = own_id.then(|| step.id.clone());
     let comp_id = id.clone();
@@ -334,7 +263,7 @@ fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>, own_id: bool) 
             .unwrap_or_else(PoisonError::into_inner)
             .next(id.as_deref().unwrap_or(&call.step), &call.target, what)
     })
-    .args(step.args.clone())
+    .args(step.args.as_deref().map_or(Ok(Value::Null), json_value)?)
     .side_effect(step.side_effect)
     .fallbacks(
         &step
@@ -355,7 +284,7 @@ fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>, own_id: bool) 
     if let Some(ok) = step.checkpoint {
         s = s.checkpoint(move || ok);
     }
-    s.replay_of = step.replay_of.clone();
+    s.replay_of = step.replay_of.as_deref().map(json_value).transpose()?;
     if step.compensation.is_some() {
         let comp_script = Arc::clone(script);
         s = s.compensate(move |call: &Call| {
@@ -369,86 +298,34 @@ fn scripted<'a>(step: &ScenarioStep, script: &Arc<Mutex<Script>>, own_id: bool) 
                 )
         });
     }
-    s
+    Ok(s)
 }
 
-/// A scenario step and, for a fan-out, its branches.
-fn with_branches(step: &ScenarioStep) -> Vec<&ScenarioStep> {
-    let mut all = vec![step];
-    if let Some(f) = &step.fanout {
-        all.extend(f.branches.iter());
+/// A plan step's plain steps: itself, or a fan-out's branches.
+fn plain(step: &PlanStep) -> &[plan::Step] {
+    match step {
+        PlanStep::Step(s) => std::slice::from_ref(s),
+        PlanStep::Fanout(f) => &f.branches,
     }
-    all
 }
 
-fn validate(s: &Scenario) -> Result<(), ScenarioError> {
-    if s.kill_after_calls == Some(0) {
-        return Err(ScenarioError::Invalid(
-            "scenario: `kill_after_calls` is 0; give the call number to kill at, from 1".into(),
-        ));
-    }
-    if s.run_id.is_empty() && !s.recover {
-        return Err(ScenarioError::Invalid(
-            "scenario: `run_id` is empty; name the run".into(),
-        ));
-    }
-    if s.steps.is_empty() && !s.recover {
-        return Err(ScenarioError::Invalid(
-            "scenario: `steps` is empty; give at least one step".into(),
-        ));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for step in &s.steps {
-        if let Some(f) = &step.fanout {
-            if !(step.tool.is_empty()
-                && step.call.is_none()
-                && step.target.is_none()
-                && step.args.is_null()
-                && !step.side_effect
-                && step.idempotent.is_none()
-                && step.checkpoint.is_none()
-                && step.outcomes.is_empty()
-                && step.fallbacks.is_empty()
-                && step.compensation.is_none())
-            {
-                return Err(ScenarioError::Invalid(format!(
-                    "scenario step {:?}: a fan-out step has only `id` and `fanout`; put tools and outcomes in its branches",
-                    step.id
-                )));
-            }
-            if f.branches.iter().any(|b| b.fanout.is_some()) {
-                return Err(ScenarioError::Invalid(format!(
-                    "scenario step {:?}: a branch is itself a fan-out; fan-outs do not nest",
-                    step.id
-                )));
-            }
-        } else if step.tool.is_empty() {
-            return Err(ScenarioError::Invalid(format!(
-                "scenario step {:?}: `tool` is missing or empty; name the tool (or give a `fanout`)",
-                step.id
-            )));
-        }
-        for step in with_branches(step) {
-            if !seen.insert(step.id.as_str()) {
-                return Err(ScenarioError::Invalid(format!(
-                    "scenario: step id {:?} is used twice; step ids are unique in a run",
-                    step.id
-                )));
-            }
-            for o in step
-                .outcomes
-                .iter()
-                .chain(step.fallbacks.iter().flat_map(|f| &f.outcomes))
-                .chain(step.compensation.iter().flat_map(|c| &c.outcomes))
-            {
-                if !(o.as_str() == Some("ok") || o.is_object()) {
-                    return Err(ScenarioError::Invalid(format!(
-                        "scenario step {:?}: an outcome is {o}; use \"ok\" or an observation object",
-                        step.id
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
+/// Parse and check `scenario` (JSON text) with the component loaded by
+/// `loader` (`scenario@0.3.0`): its plan, or [`ScenarioError::Invalid`] with
+/// the message that names the bad member or rule.
+pub fn parse(text: &str, loader: &Loader) -> Result<plan::Plan, ScenarioError> {
+    let looper = LoopComponent::reference(loader, Limits::default()).map_err(RuntimeError::from)?;
+    looper
+        .parse_scenario(text)
+        .map_err(RuntimeError::from)?
+        .map_err(ScenarioError::Invalid)
+}
+
+/// A JSON text of the plan (valid JSON: the component checked it) as a value.
+fn json_value(text: &str) -> Result<Value, ScenarioError> {
+    serde_json::from_str(text).map_err(|e| {
+        ScenarioError::Runtime(RuntimeError::Policy(crate::Error::new(
+            crate::ErrorKind::InvalidOutput,
+            format!("the scenario plan holds text that is not JSON ({e}); rebuild the host"),
+        )))
+    })
 }

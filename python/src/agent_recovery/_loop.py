@@ -35,6 +35,8 @@ _CONFIGS = 256
 
 #: The runtime interface and its version.
 RUNTIME_INTERFACE = f"{PACKAGE}/runtime@0.2.0"
+#: Scripted scenarios' parsing and validation (`parse`).
+SCENARIO_INTERFACE = f"{PACKAGE}/scenario@0.3.0"
 
 #: The telemetry mapping's interface (`map-lane-json`, docs/telemetry.md).
 TELEMETRY_INTERFACE = f"{PACKAGE}/telemetry@0.3.0"
@@ -84,6 +86,7 @@ class _Instance:
                     "the reference)",
                 )
             self.funcs[name] = func
+        self.instance = instance
         self.store = store
         ctx = store._context()
         self.callers = {
@@ -114,6 +117,8 @@ class LoopComponent:
                 )
             indices[name] = index
         self._indices = indices
+        scenario = component.get_export_index(SCENARIO_INTERFACE)
+        self._parse_index = component.get_export_index("parse", scenario) if scenario is not None else None
         self._lock = threading.Lock()
         # Idle instances (a small pool, as in the Rust host): concurrent callers
         # (fan-out branches on threads) each take one; ctypes releases the GIL
@@ -158,6 +163,37 @@ class LoopComponent:
         if ok:
             return value
         raise PolicyError(value, f"the recovery loop refused an input: {message}")
+
+    def parse_scenario(self, text: str) -> Any:
+        """`parse(text)` of `scenario@0.3.0`, through wasmtime-py's public API
+        (it runs once per scenario): the plan as wasmtime lifts it (a `Record`
+        per record, its fields by their WIT names) or the message of a
+        scenario that is not valid (a `str`)."""
+        if self._parse_index is None:
+            raise PolicyRuntimeError(
+                "incompatible",
+                f"the reference component does not export `{SCENARIO_INTERFACE}#parse`; "
+                "reinstall the package (`pip install ./python`)",
+            )
+        data = utf8(text, "scenario")
+        try:
+            inst = self._idle.pop()
+        except IndexError:
+            inst = _Instance(self._compiled, self._indices, self._limits)
+        func = inst.instance.get_func(inst.store, self._parse_index)
+        if func is None:
+            raise PolicyRuntimeError("incompatible", f"`{SCENARIO_INTERFACE}#parse` is not a function; reinstall")
+        try:
+            inst.store.set_fuel(self._limits.fuel_for(len(data)))
+            out = func(inst.store, data.decode("utf-8"))
+        except WasmtimeError as e:  # the instance is dropped: the next call gets a fresh one
+            err = runtime_error(str(e))
+            raise PolicyRuntimeError(err.kind, f"the recovery loop failed in `parse`: {err.message}") from None
+        if len(self._idle) < _POOL:
+            self._idle.append(inst)
+        if getattr(out, "tag", None) == "err":
+            return str(out.payload.message)
+        return out.payload
 
     def check_config(self, config: str, run_input: Callable[[], str]) -> None:
         """Have the loop check the run configuration `config` (JSON text) by

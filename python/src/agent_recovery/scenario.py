@@ -1,7 +1,9 @@
 """Scripted scenarios: a run whose operations answer from a script, on a
 virtual clock. The twin of the Rust host's `runtime::scenario` (the format is
-specified in docs/runtime.md, "Scenarios"); the loop vectors (`tests/loops/`)
-run through it, and every runtime prints the same bytes for the same scenario.
+specified in docs/runtime.md, "Scenarios"; the component parses and checks a
+scenario, `scenario@0.3.0`, and this module runs its plan); the loop vectors
+(`tests/loops/`) run through it, and every runtime prints the same bytes for
+the same scenario.
 
 ```python
 from agent_recovery.scenario import run_scenario
@@ -40,13 +42,24 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._keys import DEAD_LETTER_STREAM
 from .errors import PolicyError, PolicyRuntimeError
-from .runtime import BLOCKING, Call, Failed, RawOutcome, Runtime, Step, VirtualClock, _Killed, _no_wait
+from .limits import Limits
+from .runtime import (
+    BLOCKING,
+    Call,
+    Failed,
+    RawOutcome,
+    Runtime,
+    Step,
+    VirtualClock,
+    _default_loop,
+    _Killed,
+    _no_wait,
+)
 from .store import MemoryStore, StoreError
 
 __all__ = ["DEAD_LETTER_STREAM", "ScenarioError", "ScenarioOutput", "main", "run_scenario"]
 
 
-_U64 = 2**64 - 1
 _HINT = 'see docs/runtime.md, "Scenarios", for the format'
 _COMPENSATION = "\0compensation"
 
@@ -91,92 +104,70 @@ def _invalid(message: str) -> ScenarioError:
     return ScenarioError("invalid", message)
 
 
-def _members(obj: Any, where: str, allowed: Tuple[str, ...], required: Tuple[str, ...]) -> Dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise _invalid(f"{where}: expected an object, got {json.dumps(obj)[:80]}; {_HINT}")
-    for k in obj:
-        if k not in allowed:
-            raise _invalid(
-                f"{where}: unknown field `{k}`, expected one of {', '.join('`' + a + '`' for a in allowed)}; {_HINT}"
-            )
-    for k in required:
-        if k not in obj:
-            raise _invalid(f"{where}: missing field `{k}`; {_HINT}")
-    return obj
+def _outcomes(items: Any) -> List[Any]:
+    """A plan's outcomes: `"ok"`, or the observation's JSON text (wasmtime
+    lifts the `outcome` variant untagged: None for `ok`, the text for the other)."""
+    return ["ok" if o is None else RawOutcome(o) for o in items]
 
 
-def _typed(obj: Dict[str, Any], key: str, where: str, kind: str, nullable: bool = True) -> Any:
-    if key not in obj or (obj[key] is None and nullable):
-        return None
-    v = obj[key]
-    ok = {
-        "str": isinstance(v, str),
-        "u64": isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _U64,
-        "bool": isinstance(v, bool),
-        "list": isinstance(v, list),
-        "object": isinstance(v, dict),
-    }[kind]
-    if not ok:
-        raise _invalid(f"{where}: `{key}` must be {kind}, got {json.dumps(v)[:80]}; {_HINT}")
-    return v
+def _step_of(p: Any) -> Dict[str, Any]:
+    """A plan `step` record as the dict the runner reads."""
+    args = p.args
+    replay_of = getattr(p, "replay-of")
+    compensation = p.compensation
+    return {
+        "id": p.id,
+        "tool": p.tool,
+        "call": p.call,
+        "target": p.target,
+        "args": None if args is None else json.loads(args),
+        "side_effect": getattr(p, "side-effect"),
+        "idempotent": p.idempotent,
+        "checkpoint": p.checkpoint,
+        "outcomes": _outcomes(p.outcomes),
+        "fallbacks": [{"target": f.target, "outcomes": _outcomes(f.outcomes)} for f in p.fallbacks],
+        "compensation": None if compensation is None else {"outcomes": _outcomes(compensation)},
+        "replay_of": None if replay_of is None else json.loads(replay_of),
+    }
 
 
-_STEP_FIELDS = ("id", "tool", "call", "target", "args", "side_effect", "idempotent", "checkpoint",
-                "outcomes", "fallbacks", "compensation", "fanout", "replay_of")
-_U32 = 2**32 - 1
-
-
-def _parse_step(raw: Any, where: str) -> Dict[str, Any]:
-    """A scenario step (Rust's `ScenarioStep`): unknown members refused, the
-    types checked, `tool` empty when absent; a `fanout` holds more steps."""
-    s = _members(raw, where, _STEP_FIELDS, ("id",))
-    _typed(s, "id", where, "str", nullable=False)
-    _typed(s, "tool", where, "str", nullable=False)
-    for k in ("call", "target"):
-        _typed(s, k, where, "str")
-    _typed(s, "side_effect", where, "bool", nullable=False)
-    for k in ("idempotent", "checkpoint"):
-        _typed(s, k, where, "bool")
-    _typed(s, "outcomes", where, "list", nullable=False)
-    _typed(s, "fallbacks", where, "list", nullable=False)
-    for i, fb in enumerate(s.get("fallbacks") or []):
-        _members(fb, f"{where}.fallbacks[{i}]", ("target", "outcomes"), ("target",))
-        _typed(fb, "target", f"{where}.fallbacks[{i}]", "str", nullable=False)
-        _typed(fb, "outcomes", f"{where}.fallbacks[{i}]", "list", nullable=False)
-    if s.get("compensation") is not None:
-        c = _members(s["compensation"], f"{where}.compensation", ("outcomes",), ())
-        _typed(c, "outcomes", f"{where}.compensation", "list", nullable=False)
-    _typed(s, "replay_of", where, "object")
-    if s.get("fanout") is not None:
-        f = _members(s["fanout"], f"{where}.fanout", ("min_results", "branches"), ("min_results", "branches"))
-        _typed(f, "min_results", f"{where}.fanout", "u64", nullable=False)
-        if f["min_results"] > _U32:
-            raise _invalid(f"{where}.fanout: `min_results` must be u32, got {f['min_results']}; {_HINT}")
-        _typed(f, "branches", f"{where}.fanout", "list", nullable=False)
-        f["branches"] = [_parse_step(b, f"{where}.fanout.branches[{i}]") for i, b in enumerate(f["branches"])]
-    return s
-
-
-def _parse(scenario: Any) -> Dict[str, Any]:
-    if isinstance(scenario, (str, bytes, bytearray)):
+def _parse(scenario: Any, loop: Any) -> Dict[str, Any]:
+    """The scenario's plan: the component parses and checks it
+    (`scenario@0.3.0`); returned as the dict the runner reads."""
+    if isinstance(scenario, (bytes, bytearray)):
         try:
-            scenario = json.loads(scenario)
-        except ValueError as e:
+            scenario = bytes(scenario).decode("utf-8")
+        except UnicodeDecodeError as e:
             raise _invalid(f"scenario: {e}; {_HINT}") from None
-    s = _members(scenario, "scenario", ("run_id", "seed", "now_ms", "config", "cancel_at_ms", "steps",
-                                        "kill_after_calls", "recover"),
-                 ("run_id", "now_ms", "steps"))
-    _typed(s, "run_id", "scenario", "str", nullable=False)
-    _typed(s, "now_ms", "scenario", "u64", nullable=False)
-    for k in ("seed", "cancel_at_ms", "kill_after_calls"):
-        _typed(s, k, "scenario", "u64")
-    _typed(s, "recover", "scenario", "bool")
-    if s.get("kill_after_calls") == 0:
-        raise _invalid(f"scenario: `kill_after_calls` must be at least 1, got 0; {_HINT}")
-    _typed(s, "steps", "scenario", "list", nullable=False)
-    s["steps"] = [_parse_step(st, f"scenario.steps[{i}]") for i, st in enumerate(s["steps"])]
-    _validate(s)
-    return s
+    if not isinstance(scenario, str):
+        try:
+            scenario = json.dumps(scenario, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise _invalid(f"scenario: {e}; {_HINT}") from None
+    try:
+        plan = loop.parse_scenario(scenario)
+    except PolicyError as e:  # not UTF-8 (a lone surrogate)
+        raise _invalid(f"scenario: {e}; {_HINT}") from None
+    if isinstance(plan, str):
+        raise _invalid(plan)
+    steps: List[Dict[str, Any]] = []
+    for st in plan.steps:
+        if st.tag == "fanout":
+            f = st.payload
+            steps.append({"id": f.id, "fanout": {"min_results": getattr(f, "min-results"),
+                                                 "branches": [_step_of(b) for b in f.branches]}})
+        else:
+            steps.append(_step_of(st.payload))
+    return {
+        "run_id": getattr(plan, "run-id"),
+        "seed": plan.seed,
+        "now_ms": getattr(plan, "now-ms"),
+        "config": plan.config,
+        "cancel_at_ms": getattr(plan, "cancel-at-ms"),
+        "kill_after_calls": getattr(plan, "kill-after-calls"),
+        "recover": plan.recover,
+        "steps": steps,
+    }
 
 
 def _with_branches(step: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -186,65 +177,7 @@ def _with_branches(step: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _plain_steps(steps: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return [st for step in steps for st in _with_branches(step)]
-
-
-def _is_bare(step: Dict[str, Any]) -> bool:
-    """Only `id` and `fanout` (other members absent or at their defaults)."""
-    return (
-        step.get("tool", "") == ""
-        and step.get("call") is None
-        and step.get("target") is None
-        and step.get("args") is None
-        and step.get("side_effect", False) is False
-        and step.get("idempotent") is None
-        and step.get("checkpoint") is None
-        and not step.get("outcomes")
-        and not step.get("fallbacks")
-        and step.get("compensation") is None
-        and step.get("replay_of") is None
-    )
-
-
-def _validate(s: Dict[str, Any]) -> None:
-    """The checks of Rust's `scenario::validate`, same order, same messages."""
-    if s["run_id"] == "":
-        raise _invalid("scenario: `run_id` is empty; name the run")
-    if not s["steps"]:
-        raise _invalid("scenario: `steps` is empty; give at least one step")
-    seen = set()
-    for step in s["steps"]:
-        sid = json.dumps(step["id"])
-        f = step.get("fanout")
-        if f is not None:
-            if not _is_bare(step):
-                raise _invalid(
-                    f"scenario step {sid}: a fan-out step has only `id` and `fanout`; "
-                    "put tools and outcomes in its branches"
-                )
-            if any(b.get("fanout") is not None for b in f["branches"]):
-                raise _invalid(f"scenario step {sid}: a branch is itself a fan-out; fan-outs do not nest")
-        elif step.get("tool", "") == "":
-            raise _invalid(
-                f"scenario step {sid}: `tool` is missing or empty; name the tool (or give a `fanout`)"
-            )
-        for st in _with_branches(step):
-            if st["id"] in seen:
-                raise _invalid(
-                    f"scenario: step id {json.dumps(st['id'])} is used twice; step ids are unique in a run"
-                )
-            seen.add(st["id"])
-            outcomes = list(st.get("outcomes") or [])
-            for fb in st.get("fallbacks") or []:
-                outcomes += fb.get("outcomes") or []
-            if st.get("compensation") is not None:
-                outcomes += st["compensation"].get("outcomes") or []
-            for o in outcomes:
-                if not (o == "ok" or isinstance(o, dict)):
-                    raise _invalid(
-                        f"scenario step {json.dumps(st['id'])}: an outcome is "
-                        f"{json.dumps(o, separators=(',', ':'))}; use \"ok\" or an observation object"
-                    )
+    return [st for step in steps for st in _with_branches(step) if step.get("fanout") is None or st is not step]
 
 
 class _Script:
@@ -267,7 +200,7 @@ class _Script:
                     )
                 return Failed('{"source":"exception","type":"agent_recovery.simulate.NoOutcomeLeft"}')
             v = left.pop(0)
-        return None if v == "ok" else RawOutcome(v)
+        return None if v == "ok" else v
 
     def fill(self, st: Dict[str, Any]) -> None:
         """The queues of scenario step `st`, keyed by its `id`."""
@@ -385,17 +318,19 @@ def run_scenario(
     last step (not a fan-out) with `"end": true`, the way a door runs its one
     step, instead of a separate `end` (the output is the same, docs/runtime.md,
     "Inputs")."""
-    s = _parse(scenario)
+    try:
+        s = _parse(scenario, _default_loop(Limits()))
+    except (PolicyError, PolicyRuntimeError) as e:
+        raise ScenarioError("runtime", str(e)) from e
     store = store if store is not None else MemoryStore()
     try:
         clock = VirtualClock(s["now_ms"])
-        config = s.get("config")
         runtime = Runtime(
             policy=policy,
             store=store,
             clock=clock,
             seed=s.get("seed"),
-            config=json.dumps(config if config is not None else {}, separators=(",", ":")),
+            config=json.dumps(json.loads(s["config"]), separators=(",", ":")),
         )
         before = store.read(DEAD_LETTER_STREAM, 0, 2**53 - 1)
         dead_before = before[-1][0] if before else 0
