@@ -35,10 +35,16 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "agent-recovery@0.3.0",
-        &[(
-            "runtime.wit",
-            "4b5cb430b93e4f82ecc172835c7a0e09fbec01eed972c4779be6b9b3b46f05b3",
-        )],
+        &[
+            (
+                "dead-letters.wit",
+                "7593316f1c7cb6e708a896a3449b4914e4e9b3d4dbb5d0393bfc66f35280f478",
+            ),
+            (
+                "runtime.wit",
+                "84f5b3fd48567fbd6824f8c1a7a11dc38e5b2e85c7e068c2af6604056eec628a",
+            ),
+        ],
     ),
 ];
 

@@ -15,6 +15,8 @@ import { compileReference, instantiate } from './component.js';
 import { PolicyError, PolicyLoadError, PolicyRuntimeError, isComponentError } from './errors.js';
 
 const INTERFACE = 'agent:recovery/runtime@0.2.0';
+/** The dead-letter lifecycle rules (docs/durability.md §3), called through jco's bindings. */
+const DEAD_LETTERS = 'agent:recovery/dead-letters@0.3.0';
 
 /** One instance of the loop; a trap drops it and the next call makes a fresh one. */
 export class LoopComponent {
@@ -62,6 +64,22 @@ export class LoopComponent {
     }
   }
 
+  /**
+   * A call of the dead-letter rules: `call(api)` with jco's bindings of
+   * `dead-letters@0.3.0` (u64 as BigInt). An `err` result is thrown as jco's
+   * ComponentError (its `payload` the `dead-letter-error`); a trap replaces
+   * the instance, as for `advance`.
+   */
+  deadLetters(what, call) {
+    const api = this.#api ?? this.#rebind();
+    try {
+      return call(api.deadLetters);
+    } catch (e) {
+      if (isComponentError(e)) throw e;
+      throw this.#failed(what, e);
+    }
+  }
+
   #rebind() {
     try {
       this.#api = bind(this.#compiled, this.#direct);
@@ -98,11 +116,15 @@ function bind(compiled, direct) {
       `the reference in gen/ does not export ${INTERFACE}; rebuild it (\`npm run build\` in node/)`,
     );
   }
+  const deadLetters = root[DEAD_LETTERS];
+  if (!deadLetters || typeof deadLetters.apply !== 'function') {
+    throw new PolicyLoadError('contract', `the reference in gen/ does not export ${DEAD_LETTERS}; rebuild it (\`npm run build\` in node/)`);
+  }
   if (direct && core !== undefined) {
     const lean = directCalls(core);
-    if (lean !== null) return lean;
+    if (lean !== null) return { ...lean, deadLetters };
   }
-  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome };
+  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, deadLetters };
 }
 
 // ------------------------------------------------------------------ the canonical ABI of the two calls

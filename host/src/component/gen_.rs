@@ -13,7 +13,7 @@ wasmtime::component::bindgen!({
 /// the frozen `runtime@0.2.0` (`check-outcome`, `render-named`).
 pub(crate) mod runtime {
     wasmtime::component::bindgen!({
-        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; }",
+        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; export agent:recovery/dead-letters@0.3.0; }",
         path: [
             "../wit/agent-recovery@0.1.0",
             "../wit/agent-recovery@0.2.0",
@@ -24,4 +24,7 @@ pub(crate) mod runtime {
 
     /// The typed loop's inputs and effects (`runtime@0.3.0`).
     pub(crate) use exports::agent::recovery0_3_0::runtime as typed;
+
+    /// The dead-letter lifecycle rules (`dead-letters@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::dead_letters;
 }

@@ -1,6 +1,6 @@
 //! The recovery loop's component: the reference's typed `runtime@0.3.0`
-//! export (`advance`) and its `runtime@0.2.0` one (`check-outcome`,
-//! `render-named`).
+//! export (`advance`), its `runtime@0.2.0` one (`check-outcome`,
+//! `render-named`) and the dead-letter rules (`dead-letters@0.3.0`).
 //!
 //! Whatever policy decides, the loop always comes from the embedded reference
 //! component (a 0.1 policy has no `runtime` export). It runs in the same
@@ -11,6 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
+use crate::component::gen_::runtime::dead_letters::Guest as DeadLettersGuest;
 use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
@@ -123,6 +124,19 @@ impl LoopComponent {
                 ErrorKind::InvalidArgument,
                 format!("the recovery loop refused an input: {}", e.message),
             )
+        })
+    }
+
+    /// A call of the dead-letter rules (`dead-letters@0.3.0`): `f` gets the
+    /// interface; `input_bytes` is what the call's fuel grows with.
+    pub(crate) fn dead_letters<R>(
+        &self,
+        what: &str,
+        input_bytes: usize,
+        f: impl FnOnce(&mut Store<Sandbox>, &DeadLettersGuest) -> wasmtime::Result<R>,
+    ) -> Result<R> {
+        self.call(what, 64 + input_bytes, |store, b| {
+            f(store, b.agent_recovery0_3_0_dead_letters())
         })
     }
 
