@@ -55,6 +55,109 @@ crate::__export_policy_impl!(
         }
     }
 
+    impl exports::agent::recovery0_3_0::dead_letters::Guest for Adapter {
+        fn cas_rounds() -> u32 {
+            crate::deadletters::CAS_ROUNDS
+        }
+
+        fn cas_exhausted(key: String) -> String {
+            crate::deadletters::cas_exhausted(&key)
+        }
+
+        fn parse_id(id: String) -> Result<u64, dead_letters_wit::Error> {
+            crate::deadletters::parse_id(&id).map_err(dead_letters_wit::error)
+        }
+
+        fn not_found(id: String) -> dead_letters_wit::Error {
+            dead_letters_wit::error(crate::deadletters::not_found(&id))
+        }
+
+        fn replay_key(key: String, n: u64) -> String {
+            crate::deadletters::replay_key(&key, n)
+        }
+
+        fn item(current: Option<String>) -> String {
+            crate::deadletters::item(current.as_deref())
+        }
+
+        fn apply(
+            action: dead_letters_wit::Action,
+            id: u64,
+            record: String,
+            current: Option<String>,
+            now_ms: u64,
+        ) -> Result<dead_letters_wit::Change, dead_letters_wit::Error> {
+            let action = dead_letters_wit::action(action);
+            crate::deadletters::apply(action, id, &record, current.as_deref(), now_ms)
+                .map(dead_letters_wit::change)
+                .map_err(dead_letters_wit::error)
+        }
+
+        fn finish(
+            current: Option<String>,
+            n: u64,
+            outcome: String,
+            now_ms: u64,
+        ) -> dead_letters_wit::Change {
+            let c = crate::deadletters::finish(current.as_deref(), n, &outcome, now_ms);
+            dead_letters_wit::change(c)
+        }
+
+        fn pending(current: Option<String>) -> Option<String> {
+            crate::deadletters::pending(current.as_deref())
+        }
+
+        fn close_one(closed: Option<String>) -> String {
+            crate::deadletters::close_one(closed.as_deref())
+        }
+
+        fn depth(records: u64, closed: Option<String>) -> u64 {
+            crate::deadletters::depth(records, closed.as_deref())
+        }
+
+        fn depth_event(threshold: u64, depth: u64, t_ms: u64, seq: u64, record: String) -> Option<String> {
+            crate::deadletters::depth_event(threshold, depth, t_ms, seq, &record)
+        }
+
+        fn replay_step(id: u64, record: String, n: u64) -> Result<String, dead_letters_wit::Error> {
+            crate::deadletters::replay_step(id, &record, n).map_err(dead_letters_wit::error)
+        }
+    }
+
+    /// The dead-letter values between WIT and [`crate::deadletters`].
+    mod dead_letters_wit {
+        use super::exports::agent::recovery0_3_0::dead_letters as w;
+        use crate::deadletters as d;
+        pub(super) use w::{Action, Change, DeadLetterError as Error};
+
+        pub(super) fn error(e: d::Error) -> Error {
+            Error {
+                kind: match e.kind {
+                    d::ErrorKind::InvalidArgument => w::ErrorKind::InvalidArgument,
+                    d::ErrorKind::NotFound => w::ErrorKind::NotFound,
+                    d::ErrorKind::Closed => w::ErrorKind::Closed,
+                    d::ErrorKind::Conflict => w::ErrorKind::Conflict,
+                    d::ErrorKind::InvalidRecord => w::ErrorKind::InvalidRecord,
+                },
+                id: e.id,
+                detail: e.detail,
+                message: e.message,
+            }
+        }
+
+        pub(super) fn action(a: Action) -> d::Action {
+            match a {
+                Action::Purge => d::Action::Purge,
+                Action::Request => d::Action::Request,
+                Action::Take => d::Action::Take,
+            }
+        }
+
+        pub(super) fn change(c: d::Change) -> Change {
+            Change { item: c.item, closes: c.closes, entry: c.entry }
+        }
+    }
+
     impl exports::agent::recovery0_3_0::scenario::Guest for Adapter {
         fn parse(
             text: String,

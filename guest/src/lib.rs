@@ -33,6 +33,7 @@ mod api;
 mod backoff;
 mod clock;
 mod config;
+pub mod deadletters;
 mod decide;
 pub mod docs;
 pub mod document;

@@ -37,16 +37,20 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
         "agent-recovery@0.3.0",
         &[
             (
-                "runtime.wit",
-                "d054e1c915a98b2bf0fc5cf4872a921053381eb3ada502c77dd1f99604975a4f",
+                "dead-letters.wit",
+                "7593316f1c7cb6e708a896a3449b4914e4e9b3d4dbb5d0393bfc66f35280f478",
             ),
             (
-                "telemetry.wit",
-                "cac74817360daa672d5c00bbd26f9a316cec62caf8519d08fa357783d4dbd8b7",
+                "runtime.wit",
+                "3058359bb2ae93416ab476573b5d59abd356c4cb32c1b4f12a2e7bbfdc6a361a",
             ),
             (
                 "scenario.wit",
                 "7cd2b140d54cf0e4c0636d12426a63894c90e63dc44e15f06de65795f8c02e21",
+            ),
+            (
+                "telemetry.wit",
+                "cac74817360daa672d5c00bbd26f9a316cec62caf8519d08fa357783d4dbd8b7",
             ),
         ],
     ),

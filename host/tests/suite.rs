@@ -18,6 +18,8 @@ mod breaker_policy;
 mod breaker_rate_threads;
 #[path = "cache.rs"]
 mod cache;
+#[path = "deadletters.rs"]
+mod deadletters;
 #[path = "decision_log.rs"]
 mod decision_log;
 #[path = "documents.rs"]

@@ -14,11 +14,18 @@
 // `agent-recovery/dead-letter/item/<id>`, changed only by compare-and-set, so
 // two operators or workers never lose each other's change. Depth = records in
 // the stream - `agent-recovery/dead-letter/closed`.count.
+//
+// Every rule (the item status state machine, the replay entry and its key,
+// the replay step, record ids, the depth and its event, the compare-and-set
+// round cap, the error kinds and messages) is the component's
+// (`agent:recovery/dead-letters@0.3.0`, through `runtime.loop`); this file
+// reads and writes the store and keeps the public API.
 
 import { createHash } from 'node:crypto';
-import { RAW, describe, parseLossless, stringify } from './json.js';
+import { RAW, describe, parseLossless } from './json.js';
 import { inputStep } from './step.js';
 import { StoreError, asyncFace } from './store.js';
+import { isComponentError } from './errors.js';
 import { Failed } from './outcome.js';
 import { DEAD_LETTERS, sequence, then } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
@@ -50,35 +57,41 @@ export class DeadLetterError extends Error {
   }
 }
 
-const CAS_ROUNDS = 64;
-
 /**
  * The idempotency key of the `n`-th replay of a record whose key was `key`:
  * `hex(sha256(canonical_json(["agent-recovery/replay", key, n])))`
- * (docs/durability.md §3, "Replay"). The loop derives the same key from the
- * step's `replay_of`; this copy names it in the item before the run starts.
+ * (docs/durability.md §3, "Replay"). The component derives the key a replay
+ * runs under (and writes it in the item); this function computes it without a
+ * runtime, to print or check it.
  */
 export function replayKey(key, n) {
   if (typeof key !== 'string') throw new DeadLetterError('invalid_argument', `a replay key needs the original key as a string, got ${describe(key)}`);
   if (!Number.isSafeInteger(n) || n < 1) throw new DeadLetterError('invalid_argument', `a replay number is an integer from 1, got ${describe(n)}`);
-  // Canonical JSON of [string, string, integer]: no whitespace, JSON.stringify's
-  // string escapes (those of RFC 8785), the integer in decimal.
   return createHash('sha256').update(JSON.stringify(['agent-recovery/replay', key, n]), 'utf8').digest('hex');
 }
 
-/** The run id of the `n`-th replay of a record of run `runId`. */
-export const replayRunId = (runId, n) => `${runId}/replay/${n}`;
+/** The WIT error kinds of `dead-letters@0.3.0` as DeadLetterError kinds. */
+const KINDS = Object.freeze({ 'invalid-argument': 'invalid_argument', 'not-found': 'not_found', closed: 'conflict', conflict: 'conflict', 'invalid-record': 'invalid_record' });
+
+/** A call of the component's dead-letter rules; its refusal as a DeadLetterError. */
+function core(rt, what, call) {
+  try {
+    return rt.loop.deadLetters(what, call);
+  } catch (e) {
+    if (isComponentError(e)) throw fromCore(e.payload);
+    throw e;
+  }
+}
+
+const fromCore = (p) => new DeadLetterError(KINDS[p.kind] ?? 'invalid_argument', p.message);
+
+/** `none` on the way in. */
+const opt = (v) => (v === null || v === undefined ? undefined : v);
 
 /** A record id as the decimal string the APIs use; throws on anything else. */
-export function recordId(id) {
-  const text = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : id;
-  if (typeof text !== 'string' || !/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-    throw new DeadLetterError(
-      'invalid_argument',
-      `a dead-letter id is the record's sequence number in the stream (a decimal string from "1"), got ${describe(id)}; list the queue to see the ids`,
-    );
-  }
-  return text;
+function recordId(rt, id) {
+  const text = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : typeof id === 'string' ? id : describe(id);
+  return String(core(rt, 'parse-id', (dl) => dl.parseId(text)));
 }
 
 /**
@@ -102,82 +115,74 @@ export function streamLast(store, stream = DEAD_LETTER_STREAM) {
   return then(sequence(streamEnd(store, stream)), (end) => end.last);
 }
 
-/** `closed.count` (0 when the key is absent). */
-function closedCount(store, nowMs) {
-  return then(store.get(CLOSED_KEY, nowMs), (v) => {
-    const count = v === null ? undefined : safeParse(v.value)?.count;
-    return Number.isSafeInteger(count) && count >= 0 ? count : 0;
-  });
-}
-
 /**
- * The depth: records in the dead-letter stream - `closed.count`. Like every
- * store helper here, a value on a store's synchronous face and a promise on
- * its asynchronous face (`asyncFace(store)`).
+ * The depth: records in the dead-letter stream - `closed.count` (the
+ * component's rule). Like every store helper here, a value on a store's
+ * synchronous face and a promise on its asynchronous face (`asyncFace(store)`).
  */
-export function depthOf(store, nowMs) {
+export function depthOf(rt, store, nowMs) {
   return sequence(
     (function* () {
-      const closed = yield closedCount(store, nowMs);
+      const closed = yield store.get(CLOSED_KEY, nowMs);
       const { count } = yield* streamEnd(store, DEAD_LETTER_STREAM);
-      return Math.max(0, count - closed);
+      return Number(core(rt, 'depth', (dl) => dl.depth(BigInt(count), opt(closed?.value))));
     })(),
   );
-}
-
-function safeParse(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /** What a `casUpdate` change returns to leave the value as it is (nothing written). */
 const UNCHANGED = Symbol('unchanged');
 
 /**
- * Change the JSON value of `key` by compare-and-set: `change(current)` (the
- * parsed value, or undefined when absent) returns the next value, UNCHANGED,
- * or throws; repeated on a conflict. Returns the value written.
+ * Change the value of `key` by compare-and-set: `change(current)` (its text,
+ * or undefined when absent) returns the next text, UNCHANGED, or throws;
+ * repeated on a conflict, at most the component's `cas-rounds` times.
  */
-function* casUpdate(store, key, nowMs, change) {
-  for (let round = 0; round < CAS_ROUNDS; round++) {
+function* casUpdate(rt, store, key, nowMs, change) {
+  const rounds = core(rt, 'cas-rounds', (dl) => dl.casRounds());
+  for (let round = 0; round < rounds; round++) {
     const cur = yield store.get(key, nowMs);
-    const next = change(cur === null ? undefined : safeParse(cur.value));
-    if (next === UNCHANGED) return cur;
-    const cas = yield store.compareAndSet(key, cur === null ? null : cur.version, stringify(next), null, nowMs);
-    if (cas.written) return next;
+    const next = change(cur === null ? undefined : cur.value);
+    if (next === UNCHANGED) return;
+    const cas = yield store.compareAndSet(key, cur === null ? null : cur.version, next, null, nowMs);
+    if (cas.written) return;
   }
-  throw new StoreError('unavailable', `could not update ${key}: ${CAS_ROUNDS} compare-and-set conflicts in a row; retry`);
+  throw new StoreError('unavailable', core(rt, 'cas-exhausted', (dl) => dl.casExhausted(key)));
 }
 
 /** closed.count + 1, by compare-and-set. */
-function closeOne(store, nowMs) {
-  return casUpdate(store, CLOSED_KEY, nowMs, (cur) => {
-    const count = Number.isSafeInteger(cur?.count) && cur.count >= 0 ? cur.count : 0;
-    return { ...(cur ?? {}), count: count + 1 };
-  });
+function closeOne(rt, store, nowMs) {
+  return casUpdate(rt, store, CLOSED_KEY, nowMs, (cur) => core(rt, 'close-one', (dl) => dl.closeOne(cur)));
+}
+
+/** The component's `apply(action, ...)`: `{item, closes, entry}` (item/entry undefined for none). */
+function apply(rt, action, rid, recordText, cur, nowMs) {
+  return core(rt, 'apply', (dl) => dl.apply(action, BigInt(rid), recordText, cur, BigInt(nowMs)));
+}
+
+/** The pending replay entry of an item value (parsed), or undefined. */
+function pendingEntry(rt, cur) {
+  const text = core(rt, 'pending', (dl) => dl.pending(opt(cur)));
+  return text === null || text === undefined ? undefined : JSON.parse(text);
 }
 
 /**
- * The `dead_letter_depth` event after record `seq` was appended, when the
- * threshold is set (the append effect's `depth_threshold`, the loop's choice
- * of the run configuration's and the policy document's; else the run
- * configuration's `dead_letter.depth_threshold`) and the depth crossed it
- * with this append (before < threshold <= after); else undefined.
+ * The `dead_letter_depth` event after record `seq` (its text) was appended,
+ * when the threshold is set (the append effect's `depth_threshold`, the
+ * loop's choice of the run configuration's and the policy document's; else
+ * the run configuration's `dead_letter.depth_threshold`) and the depth crossed
+ * it with this append (the component's `depth-event`); else undefined.
  * `{event, text}`; `t_ms` is that of the loop's `dead_letter` event just
- * before the append, `step` the record's `step_id` (docs/durability.md §3);
- * `depthNow()` is the depth after the append (read only when a threshold is set).
+ * before the append; `depthNow()` is the depth after the append (read only
+ * when a threshold is set).
  */
-export function depthEvent(rt, seq, record, tMs, depthNow, effectThreshold = undefined) {
+export function depthEvent(rt, seq, recordText, tMs, depthNow, effectThreshold = undefined) {
   const threshold = effectThreshold ?? rt.depthThreshold;
   if (threshold === null || threshold === undefined) return undefined;
   const depth = depthNow();
-  if (!(depth >= threshold && depth - 1 < threshold)) return undefined;
-  const step = typeof record?.step_id === 'string' ? record.step_id : null;
-  const event = { t_ms: tMs, event: 'dead_letter_depth', step, target: null, depth, threshold, id: String(seq) };
-  return { event, text: JSON.stringify(event) };
+  const text = core(rt, 'depth-event', (dl) => dl.depthEvent(BigInt(threshold), BigInt(depth), BigInt(tMs), BigInt(seq), recordText));
+  if (text === null || text === undefined) return undefined;
+  return { event: JSON.parse(text), text };
 }
 
 /** The observation a recovered call gets when `recover` was given no operations for its tool. */
@@ -190,13 +195,6 @@ export function unknownToolFailure(tool) {
       retryable: false,
     },
   });
-}
-
-/** An item value as stored, or the value an absent item stands for (`open`, no replays). */
-function itemValue(v) {
-  if (v === undefined || v === null || typeof v !== 'object' || Array.isArray(v)) return { status: 'open', replays: [] };
-  const status = DEAD_LETTER_STATUSES.includes(v.status) ? v.status : 'open';
-  return { ...v, status, replays: Array.isArray(v.replays) ? v.replays : [] };
 }
 
 /**
@@ -228,16 +226,14 @@ export class DeadLetters {
   /** The record `id` as [parsed, raw text], or a not_found error (a promise of it on the asynchronous face). */
   #record(id, store = this.#store) {
     return then(store.read(DEAD_LETTER_STREAM, Number(id) - 1, 1), (rows) => {
-      if (rows.length === 0 || rows[0][0] !== Number(id)) {
-        throw new DeadLetterError('not_found', `no dead-letter record ${id} in ${DEAD_LETTER_STREAM}; list the queue to see the ids`);
-      }
+      if (rows.length === 0 || rows[0][0] !== Number(id)) throw fromCore(core(this.#rt, 'not-found', (dl) => dl.notFound(id)));
       return [parseLossless(rows[0][1]), rows[0][1]];
     });
   }
 
   #item(id, recordText) {
     const v = this.#store.get(ITEM_PREFIX + id, this.#now());
-    const item = itemValue(v === null ? undefined : safeParse(v.value));
+    const item = JSON.parse(core(this.#rt, 'item', (dl) => dl.item(opt(v?.value))));
     return { id, status: item.status, record: parseLossless(recordText), replays: item.replays, ...(item.purged_ms === undefined ? {} : { purgedMs: item.purged_ms }) };
   }
 
@@ -252,7 +248,7 @@ export class DeadLetters {
       throw new DeadLetterError('invalid_argument', `status must be one of ${DEAD_LETTER_STATUSES.join(', ')} or all, got ${describe(status)}`);
     }
     let from = 0;
-    if (after !== undefined && after !== null && after !== 0 && after !== '0') from = Number(recordId(after));
+    if (after !== undefined && after !== null && after !== 0 && after !== '0') from = Number(recordId(this.#rt, after));
     if (limit !== undefined && limit !== null && !(Number.isSafeInteger(limit) && limit >= 0)) {
       throw new DeadLetterError('invalid_argument', `limit must be a non-negative integer, got ${describe(limit)}`);
     }
@@ -275,40 +271,36 @@ export class DeadLetters {
 
   /** One item `{id, status, record, replays}`; a DeadLetterError `not_found` when there is no such record. */
   show(id) {
-    const rid = recordId(id);
+    const rid = recordId(this.#rt, id);
     const [, text] = this.#record(rid);
     return this.#item(rid, text);
   }
 
   /** The depth: records in the stream - records closed (replayed successfully or purged). */
   depth() {
-    return depthOf(this.#store, this.#now());
+    return depthOf(this.#rt, this.#store, this.#now());
   }
 
   /**
-   * Give up on item `id`: status `purged` (+ `purged_ms`), `closed.count + 1`.
-   * The record stays in the stream (streams are append-only); `list` hides it.
-   * Purging a purged item changes nothing; a `replayed` one is refused
-   * (`conflict`: it is closed already). Returns the item.
+   * Give up on item `id`: status `purged` (+ `purged_ms`), `closed.count + 1`
+   * (a replayed item was counted closed already). The record stays in the
+   * stream (streams are append-only); `list` hides it. Purging a purged item
+   * changes nothing. Returns the item.
    */
   purge(id) {
-    const rid = recordId(id);
+    const rt = this.#rt;
+    const rid = recordId(rt, id);
     const [, text] = this.#record(rid);
     const now = this.#now();
     let closes = false;
-    sequence(casUpdate(this.#store, ITEM_PREFIX + rid, now, (cur) => {
-      const item = itemValue(cur);
-      closes = false;
-      if (item.status === 'purged') return UNCHANGED;
-      if (item.status === 'replayed') {
-        throw new DeadLetterError('conflict', `dead-letter ${rid} was replayed ok; it is closed already, nothing to purge`);
-      }
-      closes = true;
-      return { ...item, status: 'purged', purged_ms: now };
+    sequence(casUpdate(rt, this.#store, ITEM_PREFIX + rid, now, (cur) => {
+      const change = apply(rt, 'purge', rid, text, cur, now);
+      closes = change.closes;
+      return change.item ?? UNCHANGED;
     }));
     if (closes) {
-      sequence(closeOne(this.#store, now));
-      recordDeadLetterDepth(this.#rt.telemetry, () => this.depth());
+      sequence(closeOne(rt, this.#store, now));
+      recordDeadLetterDepth(rt.telemetry, () => this.depth());
     }
     return this.#item(rid, text);
   }
@@ -321,30 +313,27 @@ export class DeadLetters {
    * the key and run id the replay will use.
    */
   requestReplay(id) {
-    const rid = recordId(id);
-    const [record] = this.#record(rid);
-    const entry = this.#request(rid, record, false);
+    const rid = recordId(this.#rt, id);
+    const [, text] = this.#record(rid);
+    const entry = this.#request(rid, text, 'request');
     return { id: rid, n: entry.n, key: entry.key, runId: entry.run_id };
   }
 
   /**
-   * A new replays entry (the item must be open), or with `takePending` the
-   * pending one; on `store`'s face (a promise of it on the asynchronous one).
+   * The component's `request` (a new replays entry) or `take` (the pending
+   * one, else a new one) on the item; on `store`'s face (a promise of it on
+   * the asynchronous one). Returns the entry.
    */
-  #request(rid, record, takePending, store = this.#store) {
-    mustReplay(rid, record);
+  #request(rid, recordText, action, store = this.#store) {
+    const rt = this.#rt;
     const now = this.#now();
     let entry;
-    const updated = sequence(casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
-      const item = itemValue(cur);
-      entry = takePending && item.status === 'replay_requested' ? pending(item) : undefined;
-      if (entry !== undefined) return UNCHANGED;
-      if (item.status !== 'open') throw new DeadLetterError('conflict', notOpen(rid, item.status));
-      const n = item.replays.length + 1;
-      entry = { n, key: replayKey(record.key, n), run_id: replayRunId(record.run_id, n), requested_ms: now };
-      return { ...item, status: 'replay_requested', replays: [...item.replays, entry] };
+    const updated = sequence(casUpdate(rt, store, ITEM_PREFIX + rid, now, (cur) => {
+      const change = apply(rt, action, rid, recordText, cur, now);
+      entry = change.entry;
+      return change.item ?? UNCHANGED;
     }));
-    return then(updated, () => entry);
+    return then(updated, () => JSON.parse(entry));
   }
 
   /**
@@ -356,16 +345,17 @@ export class DeadLetters {
    * carried out instead of a new one. Returns `{id, n, key, runId, outcome}`.
    */
   async replay(id, operations) {
-    const rid = recordId(id);
-    const [record] = await this.#record(rid, this.#async);
+    const rt = this.#rt;
+    const rid = recordId(rt, id);
+    const [record, text] = await this.#record(rid, this.#async);
     checkOperations(operations);
-    mustReplay(rid, record);
+    core(rt, 'replay-step', (dl) => dl.replayStep(BigInt(rid), text, 1n));
     const tool = record.input?.tool;
     if (typeof tool === 'string' && operationsOf(operations, tool) === undefined) {
       throw new DeadLetterError('invalid_argument', `no operation for tool ${JSON.stringify(tool)} of dead-letter record ${rid}; pass {${JSON.stringify(tool)}: {operation}}`);
     }
-    const entry = await this.#request(rid, record, true, this.#async);
-    const done = await this.runPending(rid, record, entry, operations);
+    const entry = await this.#request(rid, text, 'take', this.#async);
+    const done = await this.runPending(rid, record, entry, operations, text);
     if (done === undefined) {
       throw new DeadLetterError('conflict', `dead-letter ${rid}: replay ${entry.n} is being run by another worker (lease ${LEASE_PREFIX}${entry.run_id}); try later`);
     }
@@ -373,11 +363,11 @@ export class DeadLetters {
   }
 
   /**
-   * @internal Run the pending replay `entry` of record `rid` under its lease;
-   * undefined when another worker holds the lease. Used by `replay` and by
-   * `runtime.recover` for requested replays.
+   * @internal Run the pending replay `entry` of record `rid` (`text`: the
+   * record's JSON text) under its lease; undefined when another worker holds
+   * the lease. Used by `replay` and by `runtime.recover` for requested replays.
    */
-  async runPending(rid, record, entry, operations) {
+  async runPending(rid, record, entry, operations, text) {
     const rt = this.#rt;
     const store = this.#async;
     const lease = LEASE_PREFIX + entry.run_id;
@@ -391,10 +381,9 @@ export class DeadLetters {
       // Another worker may have carried it out between our read and the lease.
       const now0 = this.#now();
       const cur = await store.get(ITEM_PREFIX + rid, now0);
-      const still = pending(itemValue(cur === null ? undefined : safeParse(cur.value)));
-      if (still?.n !== entry.n) return undefined;
+      if (pendingEntry(rt, cur?.value)?.n !== entry.n) return undefined;
       const ops = operationsOf(operations, record.input.tool);
-      const step = replayStep(record, entry, rid, ops);
+      const step = replayStep(rt, text, entry, rid, ops);
       const run = rt.run(entry.run_id);
       const report = await run.step(step);
       outcome = report.outcome;
@@ -403,17 +392,13 @@ export class DeadLetters {
       deadLetterId = run[DEAD_LETTERS].at(-1)?.id ?? null;
       const now = this.#now();
       let closes = false;
-      await sequence(casUpdate(store, ITEM_PREFIX + rid, now, (cur) => {
-        const item = itemValue(cur);
-        const replays = item.replays.map((r) => (r?.n === entry.n ? { ...r, outcome, finished_ms: now } : r));
-        const ok = outcome === 'ok';
-        // A purge while the replay ran wins: the item stays purged (and closed once).
-        const status = item.status === 'purged' || item.status === 'replayed' ? item.status : ok ? 'replayed' : 'open';
-        closes = ok && item.status !== 'purged' && item.status !== 'replayed';
-        return { ...item, status, replays };
+      await sequence(casUpdate(rt, store, ITEM_PREFIX + rid, now, (cur) => {
+        const change = core(rt, 'finish', (dl) => dl.finish(opt(cur), BigInt(entry.n), outcome, BigInt(now)));
+        closes = change.closes;
+        return change.item ?? UNCHANGED;
       }));
       if (closes) {
-        await sequence(closeOne(store, now));
+        await sequence(closeOne(rt, store, now));
         await this.#recordDepth(now);
       }
     } finally {
@@ -428,83 +413,41 @@ export class DeadLetters {
     if (tel === null || tel === undefined || tel.tel.inert()) return;
     let depth;
     try {
-      depth = await depthOf(this.#async, now);
+      depth = await depthOf(this.#rt, this.#async, now);
     } catch {
       return; // telemetry never fails what it observes
     }
     recordDeadLetterDepth(tel, () => depth);
   }
 
-  /** @internal The items with a pending replay request: [{rid, record, entry}], in id order (awaits the store). */
+  /** @internal The items with a pending replay request: [{rid, record, text, entry}], in id order (awaits the store). */
   async pendingReplays() {
+    const rt = this.#rt;
     const now = this.#now();
     const out = [];
     for (const key of await this.#async.keys(ITEM_PREFIX, now)) {
       const rid = key.slice(ITEM_PREFIX.length);
       const v = await this.#async.get(key, now);
-      const item = itemValue(v === null ? undefined : safeParse(v.value));
-      const entry = item.status === 'replay_requested' ? pending(item) : undefined;
+      const entry = pendingEntry(rt, v?.value);
       if (entry === undefined) continue;
       let record;
+      let text;
       try {
-        [record] = await this.#record(recordId(rid), this.#async);
+        [record, text] = await this.#record(recordId(rt, rid), this.#async);
+        core(rt, 'replay-step', (dl) => dl.replayStep(BigInt(rid), text, BigInt(entry.n)));
       } catch (e) {
-        if (e instanceof DeadLetterError) continue; // an item key without its record: nothing to run
+        if (e instanceof DeadLetterError) continue; // no record, or one a replay cannot run: nothing to run
         throw e;
       }
-      if (replayable(record)) out.push({ rid, record, entry });
+      out.push({ rid, record, text, entry });
     }
     return out.sort((a, b) => Number(a.rid) - Number(b.rid));
   }
 }
 
-function notOpen(rid, status) {
-  if (status === 'purged') return `dead-letter ${rid} is purged; it cannot be replayed`;
-  if (status === 'replayed') return `dead-letter ${rid} was replayed ok already; it is closed`;
-  return `dead-letter ${rid} has a replay pending; a worker's recover() carries it out (or call replay)`;
-}
-
-function mustReplay(rid, record) {
-  if (!replayable(record)) {
-    throw new DeadLetterError(
-      'invalid_record',
-      `dead-letter ${rid} has no \`input\` step to run again (written before record format 1, or a fan-out's record), so it cannot be replayed; run the steps again yourself and purge the item`,
-    );
-  }
-}
-
-/**
- * Can the record's step run again: it has its `input` step (record format 1)
- * and its key and run id, and it is not a fan-out's record (whose `input` is
- * the fan-out itself, tool `fanout` with `args.branches`: not a step;
- * docs/durability.md §3).
- */
-function replayable(record) {
-  const input = record?.input;
-  return (
-    input !== null &&
-    typeof input === 'object' &&
-    !Array.isArray(input) &&
-    typeof input.id === 'string' &&
-    typeof input.tool === 'string' &&
-    !(input.tool === 'fanout' && Array.isArray(input.args?.branches)) &&
-    typeof record.key === 'string' &&
-    typeof record.run_id === 'string'
-  );
-}
-
 /** Take a recovery lease (a claim: created only when absent or expired); false when another worker holds it. */
 export async function takeLease(store, key, nowMs, ttlMs) {
   return (await store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs)).written;
-}
-
-/** The last replays entry without an outcome. */
-function pending(item) {
-  for (let i = item.replays.length - 1; i >= 0; i--) {
-    const r = item.replays[i];
-    if (r && typeof r === 'object' && r.outcome === undefined && Number.isSafeInteger(r.n) && typeof r.key === 'string' && typeof r.run_id === 'string') return r;
-  }
-  return undefined;
 }
 
 function missingCompensation(call) {
@@ -533,13 +476,16 @@ export function operationsOf(operations, tool) {
   return Object.hasOwn(operations, tool) ? operations[tool] : undefined;
 }
 
-/** The step of a replay: the record's `input` as given (args byte for byte), plus `replayOf`. */
-function replayStep(record, entry, rid, ops) {
-  const input = record.input;
+/**
+ * The step of a replay: the component's `replay-step` (the record's `input`
+ * as recorded, args byte for byte, plus `replay_of`) with the operations.
+ */
+function replayStep(rt, recordText, entry, rid, ops) {
+  const input = parseLossless(core(rt, 'replay-step', (dl) => dl.replayStep(BigInt(rid), recordText, BigInt(entry.n))));
   const step = inputStep(input, input[RAW]?.args, {
     fallbacks: Array.isArray(input.fallbacks) ? input.fallbacks : [],
     operation: ops.operation,
-    replayOf: { key: record.key, n: entry.n, id: rid },
+    replayOf: input.replay_of,
   });
   // The flags as recorded (so the replay's step input is the record's): a
   // compensation the operations lack answers as the runtime does for a step

@@ -49,10 +49,10 @@ export async function recover(rt, operations, options = {}) {
     if (report !== undefined) reports.push(report);
   }
   const dlq = rt.deadLetters;
-  for (const { rid, record, entry } of await dlq.pendingReplays()) {
+  for (const { rid, record, text, entry } of await dlq.pendingReplays()) {
     const tool = record.input?.tool;
     const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: () => new Failed(unknownToolFailure(tool)) };
-    const done = await dlq.runPending(rid, record, entry, { [tool]: ops });
+    const done = await dlq.runPending(rid, record, entry, { [tool]: ops }, text);
     if (done === undefined) continue; // another worker is replaying it
     // As Rust's report of a replay: the outcome is the replayed step's.
     reports.push({ runId: done.runId, outcome: done.outcome, step: record.input.id, stepOutcome: done.outcome, deadLetterId: done.deadLetterId, events: done.events, replayOf: rid });

@@ -18,6 +18,8 @@ const INTERFACE = 'agent:recovery/runtime@0.2.0';
 const TELEMETRY = 'agent:recovery/telemetry@0.3.0';
 /** Scripted scenarios' parsing and validation (`parse`), through jco's wrapper: it runs once per scenario. */
 const SCENARIO = 'agent:recovery/scenario@0.3.0';
+/** The dead-letter lifecycle rules (docs/durability.md §3), called through jco's bindings. */
+const DEAD_LETTERS = 'agent:recovery/dead-letters@0.3.0';
 
 /** One instance of the loop; a trap drops it and the next call makes a fresh one. */
 export class LoopComponent {
@@ -96,6 +98,22 @@ export class LoopComponent {
     }
   }
 
+  /**
+   * A call of the dead-letter rules: `call(api)` with jco's bindings of
+   * `dead-letters@0.3.0` (u64 as BigInt). An `err` result is thrown as jco's
+   * ComponentError (its `payload` the `dead-letter-error`); a trap replaces
+   * the instance, as for `advance`.
+   */
+  deadLetters(what, call) {
+    const api = this.#api ?? this.#rebind();
+    try {
+      return call(api.deadLetters);
+    } catch (e) {
+      if (isComponentError(e)) throw e;
+      throw this.#failed(what, e);
+    }
+  }
+
   #rebind() {
     try {
       this.#api = bind(this.#compiled, this.#direct);
@@ -139,11 +157,15 @@ function bind(compiled, direct) {
   if (typeof parseScenario !== 'function') {
     throw new PolicyLoadError('contract', `the reference in gen/ does not export ${SCENARIO}; rebuild it (\`npm run build\` in node/)`);
   }
+  const deadLetters = root[DEAD_LETTERS];
+  if (!deadLetters || typeof deadLetters.apply !== 'function') {
+    throw new PolicyLoadError('contract', `the reference in gen/ does not export ${DEAD_LETTERS}; rebuild it (\`npm run build\` in node/)`);
+  }
   if (direct && core !== undefined) {
     const lean = directCalls(core);
-    if (lean !== null) return { ...lean, mapLaneJson, parseScenario };
+    if (lean !== null) return { ...lean, mapLaneJson, parseScenario, deadLetters };
   }
-  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, mapLaneJson, parseScenario };
+  return { bindings: 'jco', advance: api.advance, checkOutcome: api.checkOutcome, mapLaneJson, parseScenario, deadLetters };
 }
 
 // ------------------------------------------------------------------ the canonical ABI of the two calls

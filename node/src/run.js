@@ -436,14 +436,14 @@ export class Run {
           holder.deadLetters.push({ id: String(seq), record: raw.record });
           // The depth, read once (awaited) when the gauge or the depth event needs it.
           const wanted = !(rt.telemetry === null || rt.telemetry === undefined || rt.telemetry.tel.inert()) || rt.depthThreshold != null;
-          const depth = wanted ? await Promise.resolve(depthOf(this.#store, now)).then((n) => ({ n }), (error) => ({ error })) : undefined;
+          const depth = wanted ? await Promise.resolve(depthOf(rt, this.#store, now)).then((n) => ({ n }), (error) => ({ error })) : undefined;
           const depthNow = () => {
             if (depth.error !== undefined) throw depth.error;
             return depth.n;
           };
           recordDeadLetterDepth(rt.telemetry, depthNow);
           // The only event a runtime makes itself: only the store knows the sequence number.
-          const ev = depthEvent(rt, seq, fx.record, holder.lastTms, depthNow, fx.depth_threshold);
+          const ev = depthEvent(rt, seq, raw.record, holder.lastTms, depthNow, fx.depth_threshold);
           if (ev !== undefined) {
             holder.events.push(ev.text);
             if (rt.onEvent) rt.onEvent(ev.event, ev.text);

@@ -14,7 +14,7 @@ wasmtime::component::bindgen!({
 /// `telemetry@0.3.0` (`map-lane`) and `scenario@0.3.0` (`parse`).
 pub(crate) mod runtime {
     wasmtime::component::bindgen!({
-        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; export agent:recovery/telemetry@0.3.0; export agent:recovery/scenario@0.3.0; }",
+        inline: "package agent-recovery:host; world runtime-host { export agent:recovery/runtime@0.2.0; export agent:recovery/runtime@0.3.0; export agent:recovery/telemetry@0.3.0; export agent:recovery/scenario@0.3.0; export agent:recovery/dead-letters@0.3.0; }",
         path: [
             "../wit/agent-recovery@0.1.0",
             "../wit/agent-recovery@0.2.0",
@@ -30,4 +30,6 @@ pub(crate) mod runtime {
     pub(crate) use exports::agent::recovery0_3_0::telemetry as tele;
     /// A scripted scenario's validated plan (`scenario@0.3.0`).
     pub(crate) use exports::agent::recovery0_3_0::scenario as plan;
+    /// The dead-letter lifecycle rules (`dead-letters@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::dead_letters;
 }

@@ -1,6 +1,7 @@
 //! The recovery loop's component: the reference's typed `runtime@0.3.0`
 //! export (`advance`), its `runtime@0.2.0` one (`check-outcome`,
-//! `render-named`) and `scenario@0.3.0` (`parse`).
+//! `render-named`), `scenario@0.3.0` (`parse`) and the dead-letter rules
+//! (`dead-letters@0.3.0`).
 //!
 //! Whatever policy decides, the loop always comes from the embedded reference
 //! component (a 0.1 policy has no `runtime` export). It runs in the same
@@ -13,6 +14,7 @@ use wasmtime::{Store, Trap};
 
 use crate::component::gen_::runtime::tele;
 use crate::component::gen_::runtime::plan::Plan;
+use crate::component::gen_::runtime::dead_letters::Guest as DeadLettersGuest;
 use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
@@ -158,6 +160,19 @@ impl LoopComponent {
             b.agent_recovery0_3_0_scenario().call_parse(store, text)
         })?;
         Ok(out.map_err(|e| e.message))
+    }
+
+    /// A call of the dead-letter rules (`dead-letters@0.3.0`): `f` gets the
+    /// interface; `input_bytes` is what the call's fuel grows with.
+    pub(crate) fn dead_letters<R>(
+        &self,
+        what: &str,
+        input_bytes: usize,
+        f: impl FnOnce(&mut Store<Sandbox>, &DeadLettersGuest) -> wasmtime::Result<R>,
+    ) -> Result<R> {
+        self.call(what, 64 + input_bytes, |store, b| {
+            f(store, b.agent_recovery0_3_0_dead_letters())
+        })
     }
 
     /// `check-outcome(outcome)`: the failure's envelope, or none for a success.

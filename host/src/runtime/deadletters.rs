@@ -7,10 +7,15 @@
 //! records replayed successfully or purged in `agent-recovery/dead-letter/closed`;
 //! both change by compare-and-set only, so two operators or workers never
 //! lose each other's change.
+//!
+//! Every rule (the item status state machine, the replay entry and its key,
+//! the replay step, record ids, the depth and its event, the compare-and-set
+//! round cap, the errors) is the component's (`agent:recovery/dead-letters@0.3.0`,
+//! called through `bindgen!` types); this file reads and writes the store.
 
 use std::fmt;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Runtime;
@@ -24,9 +29,6 @@ use crate::store::{Cas, Store, StoreError, StoreErrorKind};
 pub const ITEM_PREFIX: &str = "agent-recovery/dead-letter/item/";
 /// The key of the closed count: `{"count": N}`.
 pub const CLOSED_KEY: &str = "agent-recovery/dead-letter/closed";
-
-/// Compare-and-set rounds before an update gives up (a contended store).
-const CAS_ROUNDS: usize = 64;
 
 /// Why a dead-letter operation failed.
 #[derive(Debug)]
@@ -197,7 +199,9 @@ impl ReplayTicket {
 }
 
 /// The idempotency key of the `n`-th replay of a record whose key is `key`:
-/// `hex(sha256(canonical_json(["agent-recovery/replay", key, n])))`.
+/// `hex(sha256(canonical_json(["agent-recovery/replay", key, n])))`. The
+/// component derives the key a replay runs under (and writes it in the item);
+/// this function computes it without a runtime, to print or check it.
 ///
 /// ```
 /// // sha256 of the 31 bytes ["agent-recovery/replay","abc",1]
@@ -212,7 +216,132 @@ pub fn replay_key(key: &str, n: u64) -> String {
         .collect()
 }
 
-/// The item status value (`{"status","replays","purged_ms"?}`).
+/// The dead-letter rules of the component (`dead-letters@0.3.0`): every
+/// transition, check, key and message comes from there; this file only reads
+/// and writes the store.
+struct Core<'r>(&'r Runtime);
+
+impl Core<'_> {
+    fn call<R>(
+        &self,
+        what: &str,
+        bytes: usize,
+        f: impl FnOnce(
+            &mut wasmtime::Store<crate::component::sandbox::Sandbox>,
+            &DlGuest,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, DeadLetterError> {
+        self.0
+            .looper
+            .dead_letters(what, bytes, f)
+            .map_err(|e| DeadLetterError::Runtime(e.into()))
+    }
+
+    fn cas_rounds(&self) -> Result<u32, DeadLetterError> {
+        self.call("cas-rounds", 0, |s, g| g.call_cas_rounds(s))
+    }
+
+    fn cas_exhausted(&self, key: &str) -> Result<String, DeadLetterError> {
+        self.call("cas-exhausted", key.len(), |s, g| {
+            g.call_cas_exhausted(s, key)
+        })
+    }
+
+    fn parse_id(&self, id: &str) -> Result<u64, DeadLetterError> {
+        self.call("parse-id", id.len(), |s, g| g.call_parse_id(s, id))?
+            .map_err(error)
+    }
+
+    fn not_found(&self, id: &str) -> DeadLetterError {
+        match self.call("not-found", id.len(), |s, g| g.call_not_found(s, id)) {
+            Ok(e) => error(e),
+            Err(e) => e,
+        }
+    }
+
+    fn item(&self, current: Option<&str>) -> Result<Status, DeadLetterError> {
+        let text = self.call("item", current.map_or(0, str::len), |s, g| {
+            g.call_item(s, current)
+        })?;
+        Ok(Status::parse(&text))
+    }
+
+    fn apply(
+        &self,
+        action: dl::Action,
+        seq: u64,
+        record: &str,
+        current: Option<&str>,
+        now: u64,
+    ) -> Result<dl::Change, DeadLetterError> {
+        let bytes = record.len() + current.map_or(0, str::len);
+        self.call("apply", bytes, |s, g| {
+            g.call_apply(s, action, seq, record, current, now)
+        })?
+        .map_err(error)
+    }
+
+    fn finish(
+        &self,
+        current: Option<&str>,
+        n: u64,
+        outcome: &str,
+        now: u64,
+    ) -> Result<dl::Change, DeadLetterError> {
+        self.call("finish", current.map_or(0, str::len), |s, g| {
+            g.call_finish(s, current, n, outcome, now)
+        })
+    }
+
+    fn pending(&self, current: Option<&str>) -> Result<Option<ReplayTicket>, DeadLetterError> {
+        let entry = self.call("pending", current.map_or(0, str::len), |s, g| {
+            g.call_pending(s, current)
+        })?;
+        Ok(entry.as_deref().and_then(ticket_of))
+    }
+
+    fn replay_step(&self, seq: u64, record: &str, n: u64) -> Result<Value, DeadLetterError> {
+        let text = self
+            .call("replay-step", record.len(), |s, g| {
+                g.call_replay_step(s, seq, record, n)
+            })?
+            .map_err(error)?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// `closed.count + 1`, by compare-and-set.
+    fn close_one(&self, now: u64) -> Result<(), DeadLetterError> {
+        update(self, CLOSED_KEY, now, |cur| {
+            let next = self.call("close-one", 16, |s, g| g.call_close_one(s, cur))?;
+            Ok(Some((next, ())))
+        })?;
+        Ok(())
+    }
+}
+
+use crate::component::gen_::runtime::dead_letters::{self as dl, Guest as DlGuest};
+
+/// The component's error as the Rust API's.
+fn error(e: dl::DeadLetterError) -> DeadLetterError {
+    match e.kind {
+        dl::ErrorKind::InvalidArgument => DeadLetterError::BadId(e.id),
+        dl::ErrorKind::NotFound => DeadLetterError::NotFound(e.id),
+        dl::ErrorKind::Closed => DeadLetterError::Closed {
+            id: e.id,
+            status: e.detail,
+        },
+        dl::ErrorKind::Conflict => DeadLetterError::Conflict {
+            id: e.id,
+            reason: e.detail,
+        },
+        dl::ErrorKind::InvalidRecord => DeadLetterError::InvalidRecord {
+            id: e.id,
+            reason: e.detail,
+        },
+    }
+}
+
+/// An item value as the component shows it (`{"status","replays","purged_ms"?}`).
 #[derive(Clone, Debug, Default)]
 struct Status {
     status: String,
@@ -221,10 +350,8 @@ struct Status {
 }
 
 impl Status {
-    fn parse(text: Option<&str>) -> Status {
-        let v: Value = text
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or(Value::Null);
+    fn parse(text: &str) -> Status {
+        let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         Status {
             status: v
                 .get("status")
@@ -239,42 +366,19 @@ impl Status {
             purged_ms: v.get("purged_ms").and_then(Value::as_u64),
         }
     }
-    fn text(&self) -> String {
-        let mut o = Map::new();
-        o.insert("status".into(), json!(self.status));
-        o.insert("replays".into(), json!(self.replays));
-        if let Some(ms) = self.purged_ms {
-            o.insert("purged_ms".into(), json!(ms));
-        }
-        Value::Object(o).to_string()
-    }
-    fn closed(&self) -> bool {
-        self.status == "replayed" || self.status == "purged"
-    }
 }
 
-/// The seq of a record id, or `BadId`.
-fn parse_id(id: &str) -> Result<u64, DeadLetterError> {
-    let bad = || DeadLetterError::BadId(id.chars().take(40).collect());
-    if id.is_empty()
-        || id.len() > 19
-        || !id.bytes().all(|b| b.is_ascii_digit())
-        || id.starts_with('0')
-    {
-        return Err(bad());
-    }
-    id.parse::<u64>().map_err(|_| bad())
-}
-
-/// Compare-and-set loop on `key`: `f` edits the current value (None when
-/// absent) into the one to write, or returns None to write nothing.
+/// Compare-and-set loop on `key`: `f` turns the current value (None when
+/// absent) into the one to write, or returns None to write nothing; at most
+/// the component's `cas-rounds` rounds.
 fn update<T>(
-    store: &dyn Store,
+    core: &Core<'_>,
     key: &str,
     now: u64,
     mut f: impl FnMut(Option<&str>) -> Result<Option<(String, T)>, DeadLetterError>,
 ) -> Result<Option<T>, DeadLetterError> {
-    for _ in 0..CAS_ROUNDS {
+    let store = &*core.0.store;
+    for _ in 0..core.cas_rounds()? {
         let current = store.get(key, now)?;
         let Some((value, out)) = f(current.as_ref().map(|c| c.value.as_str()))? else {
             return Ok(None);
@@ -284,33 +388,7 @@ fn update<T>(
             Cas::Conflict { .. } => continue,
         }
     }
-    Err(StoreError::new(
-        StoreErrorKind::Unavailable,
-        format!("could not update {key}: {CAS_ROUNDS} compare-and-set conflicts in a row; retry"),
-    )
-    .into())
-}
-
-fn closed_count(store: &dyn Store, now: u64) -> Result<u64, StoreError> {
-    Ok(store
-        .get(CLOSED_KEY, now)?
-        .and_then(|v| serde_json::from_str::<Value>(&v.value).ok())
-        .and_then(|v| v.get("count").and_then(Value::as_u64))
-        .unwrap_or(0))
-}
-
-fn close_one(store: &dyn Store, now: u64) -> Result<(), DeadLetterError> {
-    update(store, CLOSED_KEY, now, |cur| {
-        let n = cur
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .and_then(|v| v.get("count").and_then(Value::as_u64))
-            .unwrap_or(0);
-        Ok(Some((
-            json!({"count": n.saturating_add(1)}).to_string(),
-            (),
-        )))
-    })?;
-    Ok(())
+    Err(StoreError::new(StoreErrorKind::Unavailable, core.cas_exhausted(key)?).into())
 }
 
 /// Records the `agent_recovery.dead_letter.depth` gauge, when telemetry is
@@ -344,32 +422,46 @@ fn stream_count(store: &dyn Store) -> Result<u64, StoreError> {
     }
 }
 
-/// The dead-letter queue's depth as [`DeadLetters::depth`] reads it.
-pub(super) fn depth_of(store: &dyn Store, now: u64) -> Result<u64, StoreError> {
-    Ok(stream_count(store)?.saturating_sub(closed_count(store, now)?))
+/// What the depth is computed from: the records in the stream and the
+/// `closed` value (the component's `depth`).
+pub(super) fn depth_reads(
+    store: &dyn Store,
+    now: u64,
+) -> Result<(u64, Option<String>), StoreError> {
+    Ok((
+        stream_count(store)?,
+        store.get(CLOSED_KEY, now)?.map(|v| v.value),
+    ))
+}
+
+/// The depth from [`depth_reads`], by the component's rule.
+pub(super) fn depth_of(
+    rt: &Runtime,
+    records: u64,
+    closed: Option<&str>,
+) -> Result<u64, RuntimeError> {
+    Ok(rt
+        .looper
+        .dead_letters("depth", 16, |s, g| g.call_depth(s, records, closed))?)
 }
 
 /// The runtime's `dead_letter_depth` event after it appended record `seq`
 /// and the queue is `depth` deep, when the depth crossed `threshold` (the
 /// append effect's: the loop's choice, the run configuration's, else the
-/// policy document's; else the runtime's).
+/// policy document's; else the runtime's): the component's `depth-event`.
 pub(super) fn depth_event(
+    rt: &Runtime,
     threshold: u64,
     depth: u64,
     t_ms: u64,
     seq: u64,
     record: &str,
-) -> Option<String> {
-    if depth < threshold || depth.saturating_sub(1) >= threshold {
-        return None;
-    }
-    let step = serde_json::from_str::<Value>(record)
-        .ok()
-        .and_then(|r| r.get("step_id").and_then(Value::as_str).map(json_str))
-        .unwrap_or_else(|| "null".to_owned());
-    Some(format!(
-        r#"{{"t_ms":{t_ms},"event":"dead_letter_depth","step":{step},"target":null,"depth":{depth},"threshold":{threshold},"id":"{seq}"}}"#
-    ))
+) -> Result<Option<String>, RuntimeError> {
+    Ok(rt
+        .looper
+        .dead_letters("depth-event", record.len(), |s, g| {
+            g.call_depth_event(s, threshold, depth, t_ms, seq, record)
+        })?)
 }
 
 /// The dead-letter queue of a runtime's store; see the [module docs](self).
@@ -387,22 +479,51 @@ impl<'r> DeadLetters<'r> {
         self.rt.clock.now_ms()
     }
 
-    fn record(&self, seq: u64) -> Result<Option<Value>, StoreError> {
+    fn core(&self) -> Core<'r> {
+        Core(self.rt)
+    }
+
+    /// Record `seq`'s text, if the stream holds it.
+    fn record_text(&self, seq: u64) -> Result<Option<String>, StoreError> {
         Ok(self
             .rt
             .store
             .read(DEAD_LETTER_STREAM, seq.saturating_sub(1), 1)?
             .into_iter()
             .find(|(s, _)| *s == seq)
-            .map(|(_, r)| serde_json::from_str(&r).unwrap_or(Value::String(r))))
+            .map(|(_, r)| r))
     }
 
-    fn status(&self, seq: u64) -> Result<Status, StoreError> {
-        let v = self
+    /// The record of id `id` (its seq and text), or `BadId` / `NotFound`.
+    fn found(&self, id: &str) -> Result<(u64, String), DeadLetterError> {
+        let seq = self.core().parse_id(id)?;
+        match self.record_text(seq)? {
+            Some(text) => Ok((seq, text)),
+            None => Err(self.core().not_found(id)),
+        }
+    }
+
+    fn item_value(&self, seq: u64) -> Result<Option<String>, StoreError> {
+        Ok(self
             .rt
             .store
-            .get(&format!("{ITEM_PREFIX}{seq}"), self.now())?;
-        Ok(Status::parse(v.as_ref().map(|v| v.value.as_str())))
+            .get(&format!("{ITEM_PREFIX}{seq}"), self.now())?
+            .map(|v| v.value))
+    }
+
+    fn status(&self, seq: u64) -> Result<Status, DeadLetterError> {
+        self.core().item(self.item_value(seq)?.as_deref())
+    }
+
+    fn item(&self, seq: u64, text: String) -> Result<Item, DeadLetterError> {
+        let st = self.status(seq)?;
+        Ok(Item {
+            id: seq.to_string(),
+            status: st.status,
+            record: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            replays: st.replays,
+            purged_ms: st.purged_ms,
+        })
     }
 
     /// The records, oldest first, with their status.
@@ -416,21 +537,15 @@ impl<'r> DeadLetters<'r> {
             };
             after = *last;
             for (seq, text) in page {
-                let st = self.status(seq)?;
+                let item = self.item(seq, text)?;
                 let shown = match &options.status {
-                    Some(s) => *s == st.status,
-                    None => options.all || st.status != "purged",
+                    Some(s) => *s == item.status,
+                    None => options.all || item.status != "purged",
                 };
                 if !shown {
                     continue;
                 }
-                out.push(Item {
-                    id: seq.to_string(),
-                    status: st.status,
-                    record: serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                    replays: st.replays,
-                    purged_ms: st.purged_ms,
-                });
+                out.push(item);
                 if options.limit.is_some_and(|l| out.len() >= l) {
                     return Ok(out);
                 }
@@ -441,66 +556,41 @@ impl<'r> DeadLetters<'r> {
 
     /// One record with its status.
     pub fn show(&self, id: &str) -> Result<Item, DeadLetterError> {
-        let seq = parse_id(id)?;
-        let record = self
-            .record(seq)?
-            .ok_or_else(|| DeadLetterError::NotFound(id.to_owned()))?;
-        let st = self.status(seq)?;
-        Ok(Item {
-            id: seq.to_string(),
-            status: st.status,
-            record,
-            replays: st.replays,
-            purged_ms: st.purged_ms,
-        })
+        let (seq, text) = self.found(id)?;
+        self.item(seq, text)
     }
 
     /// Records in the stream minus those replayed successfully or purged.
     pub fn depth(&self) -> Result<u64, DeadLetterError> {
-        let count = stream_count(&*self.rt.store)?;
-        Ok(count.saturating_sub(closed_count(&*self.rt.store, self.now())?))
+        let (records, closed) = depth_reads(&*self.rt.store, self.now())?;
+        Ok(depth_of(self.rt, records, closed.as_deref())?)
     }
 
     /// Marks the record purged (`list` hides it; the stream keeps it) and
-    /// counts it closed. Purging a purged record changes nothing.
+    /// counts it closed (a replayed record was counted already). Purging a
+    /// purged record changes nothing.
     pub fn purge(&self, id: &str) -> Result<Item, DeadLetterError> {
-        let seq = parse_id(id)?;
-        if self.record(seq)?.is_none() {
-            return Err(DeadLetterError::NotFound(id.to_owned()));
-        }
+        let (seq, text) = self.found(id)?;
         let now = self.now();
+        let core = self.core();
         let key = format!("{ITEM_PREFIX}{seq}");
-        let newly_closed = update(&*self.rt.store, &key, now, |cur| {
-            let mut st = Status::parse(cur);
-            match st.status.as_str() {
-                "purged" => return Ok(None),
-                "replayed" => {
-                    return Err(DeadLetterError::Conflict {
-                        id: seq.to_string(),
-                        reason: "it was replayed successfully (closed); nothing to purge".into(),
-                    });
-                }
-                _ => {}
-            }
-            st.status = "purged".into();
-            st.purged_ms = Some(now);
-            Ok(Some((st.text(), true)))
+        let closes = update(&core, &key, now, |cur| {
+            let c = core.apply(dl::Action::Purge, seq, &text, cur, now)?;
+            Ok(c.item.map(|v| (v, c.closes)))
         })?;
-        if newly_closed == Some(true) {
-            close_one(&*self.rt.store, now)?;
+        if closes == Some(true) {
+            core.close_one(now)?;
             record_depth(self.rt, None);
         }
-        self.show(id)
+        self.item(seq, text)
     }
 
     /// Records a replay request for any worker's `recover` to carry out:
     /// status `replay_requested` and a `replays` entry without an outcome.
     /// A record whose request is pending is a [`DeadLetterError::Conflict`].
     pub fn request_replay(&self, id: &str) -> Result<ReplayTicket, DeadLetterError> {
-        let (seq, record) = self.open_record(id)?;
-        replay_input(id, &record)?;
-        let now = self.now();
-        self.add_replay(seq, &record, now, true)
+        let (seq, text) = self.found(id)?;
+        self.add_replay(seq, &text, dl::Action::Request)
     }
 
     /// Replays the record now: its step runs again as the run
@@ -510,10 +600,9 @@ impl<'r> DeadLetters<'r> {
     /// A pending request is carried out (same `n`, same key) rather than
     /// adding another.
     pub fn replay(&self, id: &str, ops: &Operations<'_>) -> Result<ReplayTicket, DeadLetterError> {
-        let (seq, record) = self.open_record(id)?;
-        replay_input(id, &record)?;
+        let (seq, text) = self.found(id)?;
         let now = self.now();
-        let mut ticket = self.add_replay(seq, &record, now, false)?;
+        let mut ticket = self.add_replay(seq, &text, dl::Action::Take)?;
         if !take_lease(self.rt, &ticket.run_id, now)? {
             return Err(DeadLetterError::Conflict {
                 id: id.to_owned(),
@@ -523,128 +612,41 @@ impl<'r> DeadLetters<'r> {
                 ),
             });
         }
-        let result = run_replay(self.rt, ops, &ticket, &record);
+        let result = run_replay(self.rt, ops, &ticket, &text);
         drop_lease(self.rt, &ticket.run_id)?;
         let report = result?;
         ticket.outcome = Some(report.outcome);
         Ok(ticket)
     }
 
-    fn open_record(&self, id: &str) -> Result<(u64, Value), DeadLetterError> {
-        let seq = parse_id(id)?;
-        let record = self
-            .record(seq)?
-            .ok_or_else(|| DeadLetterError::NotFound(id.to_owned()))?;
-        let st = self.status(seq)?;
-        if st.closed() {
-            return Err(DeadLetterError::Closed {
-                id: id.to_owned(),
-                status: st.status,
-            });
-        }
-        Ok((seq, record))
-    }
-
-    /// Appends the next replay entry; a pending request is a conflict for
-    /// `request_replay` and is the replay to run for `replay`.
+    /// The component's `request` or `take` on the item, written by
+    /// compare-and-set: the replay entry made, or the pending one taken.
     fn add_replay(
         &self,
         seq: u64,
-        record: &Value,
-        now: u64,
-        request: bool,
+        record: &str,
+        action: dl::Action,
     ) -> Result<ReplayTicket, DeadLetterError> {
-        let key = record
-            .get("key")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let run_id = record
-            .get("run_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let item_key = format!("{ITEM_PREFIX}{seq}");
-        let mut pending = None;
-        let written = update(&*self.rt.store, &item_key, now, |cur| {
-            let mut st = Status::parse(cur);
-            if st.closed() {
-                return Err(DeadLetterError::Closed {
-                    id: seq.to_string(),
-                    status: st.status.clone(),
-                });
-            }
-            if st.status == "replay_requested" {
-                pending = st.replays.last().and_then(ticket_of);
-                if pending.is_some() {
-                    if request {
-                        return Err(DeadLetterError::Conflict {
-                            id: seq.to_string(),
-                            reason:
-                                "a replay request is pending; a worker's recover carries it out"
-                                    .into(),
-                        });
-                    }
-                    return Ok(None);
-                }
-            }
-            let n = st.replays.len() as u64 + 1;
-            let t = ReplayTicket {
-                id: seq.to_string(),
-                n,
-                key: replay_key(&key, n),
-                run_id: format!("{run_id}/replay/{n}"),
-                outcome: None,
-            };
-            st.replays
-                .push(json!({"n": n, "key": t.key, "run_id": t.run_id, "requested_ms": now}));
-            st.status = "replay_requested".into();
-            Ok(Some((st.text(), t)))
+        let now = self.now();
+        let core = self.core();
+        let mut entry = None;
+        update(&core, &format!("{ITEM_PREFIX}{seq}"), now, |cur| {
+            let c = core.apply(action, seq, record, cur, now)?;
+            entry = c.entry;
+            Ok(c.item.map(|v| (v, ())))
         })?;
-        match (written, pending) {
-            (Some(t), _) => Ok(t),
-            (None, Some(mut t)) => {
-                t.id = seq.to_string();
-                Ok(t)
-            }
-            (None, None) => Err(DeadLetterError::NotFound(seq.to_string())),
-        }
+        let mut ticket = entry
+            .as_deref()
+            .and_then(ticket_of)
+            .ok_or_else(|| core.not_found(&seq.to_string()))?;
+        ticket.id = seq.to_string();
+        Ok(ticket)
     }
 }
 
-/// The record's `input` when it is a step a replay can run.
-fn replay_input<'v>(id: &str, record: &'v Value) -> Result<&'v Value, DeadLetterError> {
-    let invalid = |reason: &str| DeadLetterError::InvalidRecord {
-        id: id.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let input = record
-        .get("input")
-        .filter(|i| i.is_object())
-        .ok_or_else(|| invalid("it has no `input` (written before record format 1)"))?;
-    if input.get("tool").and_then(Value::as_str) == Some("fanout")
-        && input.pointer("/args/branches").is_some()
-    {
-        return Err(invalid("its `input` is a fan-out, not a step"));
-    }
-    if input
-        .get("id")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-        || input
-            .get("tool")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-    {
-        return Err(invalid("its `input` has no step id or tool"));
-    }
-    Ok(input)
-}
-
-fn ticket_of(entry: &Value) -> Option<ReplayTicket> {
-    if entry.get("outcome").is_some() {
-        return None;
-    }
+/// A replay entry's ticket (its `n`, `key` and `run_id`).
+fn ticket_of(entry: &str) -> Option<ReplayTicket> {
+    let entry: Value = serde_json::from_str(entry).ok()?;
     Some(ReplayTicket {
         id: String::new(),
         n: entry.get("n")?.as_u64()?,
@@ -654,14 +656,16 @@ fn ticket_of(entry: &Value) -> Option<ReplayTicket> {
     })
 }
 
-/// Runs replay `ticket` of `record` and records its end on the item.
+/// Runs replay `ticket` of `record` (its text) and records its end on the item.
 fn run_replay(
     rt: &Runtime,
     ops: &Operations<'_>,
     ticket: &ReplayTicket,
-    record: &Value,
+    record: &str,
 ) -> Result<RecoverReport, DeadLetterError> {
-    let input = replay_input(&ticket.id, record)?.clone();
+    let core = Core(rt);
+    let seq = core.parse_id(&ticket.id)?;
+    let input = core.replay_step(seq, record, ticket.n)?;
     let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_owned);
     let id = s("id").unwrap_or_default();
     let tool = s("tool").unwrap_or_default();
@@ -700,8 +704,7 @@ fn run_replay(
     if input.get("checkpoint").and_then(Value::as_bool) != Some(true) {
         step.checkpoint = None;
     }
-    let original_key = record.get("key").and_then(Value::as_str).unwrap_or("");
-    step.replay_of = Some(json!({"key": original_key, "n": ticket.n, "id": ticket.id}));
+    step.replay_of = input.get("replay_of").cloned();
 
     let mut run = rt.run(&ticket.run_id)?;
     let report = run.step(step)?;
@@ -713,32 +716,13 @@ fn run_replay(
         drop(run);
     }
     let now = rt.clock.now_ms();
-    let ok = report.outcome == "ok";
-    let n = ticket.n;
     let outcome = report.outcome.clone();
-    let newly_closed = update(
-        &*rt.store,
-        &format!("{ITEM_PREFIX}{}", ticket.id),
-        now,
-        |cur| {
-            let mut st = Status::parse(cur);
-            let was_closed = st.closed();
-            for r in st.replays.iter_mut() {
-                if r.get("n").and_then(Value::as_u64) == Some(n)
-                    && let Some(o) = r.as_object_mut()
-                {
-                    o.insert("outcome".into(), json!(outcome));
-                    o.insert("finished_ms".into(), json!(now));
-                }
-            }
-            if !was_closed {
-                st.status = if ok { "replayed" } else { "open" }.into();
-            }
-            Ok(Some((st.text(), ok && !was_closed)))
-        },
-    )?;
-    if newly_closed == Some(true) {
-        close_one(&*rt.store, now)?;
+    let closes = update(&core, &format!("{ITEM_PREFIX}{}", ticket.id), now, |cur| {
+        let c = core.finish(cur, ticket.n, &outcome, now)?;
+        Ok(c.item.map(|v| (v, c.closes)))
+    })?;
+    if closes == Some(true) {
+        core.close_one(now)?;
         record_depth(rt, None);
     }
     Ok(RecoverReport {
@@ -760,35 +744,40 @@ pub(super) fn carry_out_requests(
     let store = &*rt.store;
     let mut reports = Vec::new();
     let dl = DeadLetters::new(rt);
+    let core = Core(rt);
+    let pending = |seq: u64| -> Result<Option<ReplayTicket>, DeadLetterError> {
+        core.pending(dl.item_value(seq)?.as_deref())
+    };
+    let store_error = |e: DeadLetterError| match e {
+        DeadLetterError::Runtime(e) => e,
+        other => RuntimeError::Store(StoreError::new(
+            StoreErrorKind::Unavailable,
+            other.to_string(),
+        )),
+    };
     for key in store.keys(ITEM_PREFIX, rt.clock.now_ms())? {
         let Some(id) = key.strip_prefix(ITEM_PREFIX) else {
             continue;
         };
-        let Ok(seq) = parse_id(id) else {
+        let Ok(seq) = core.parse_id(id) else {
             continue;
         };
-        let st = dl.status(seq)?;
-        if st.status != "replay_requested" {
-            continue;
-        }
-        let Some(mut ticket) = st.replays.last().and_then(ticket_of) else {
+        let Some(mut ticket) = pending(seq).map_err(store_error)? else {
             continue;
         };
         ticket.id = seq.to_string();
-        let Some(record) = dl.record(seq)? else {
+        let Some(record) = dl.record_text(seq)? else {
             continue;
         };
         if !take_lease(rt, &ticket.run_id, rt.clock.now_ms())? {
             continue;
         }
         // Another worker may have carried it out between the read and the lease.
-        let still = dl
-            .status(seq)
-            .map(|s| s.replays.last().and_then(ticket_of).map(|t| t.n) == Some(ticket.n));
+        let still = pending(seq).map(|t| t.map(|t| t.n) == Some(ticket.n));
         let result = match still {
             Ok(true) => run_replay(rt, ops, &ticket, &record).map(Some),
             Ok(false) => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         };
         drop_lease(rt, &ticket.run_id)?;
         match result {

@@ -325,7 +325,8 @@ pub(super) enum Stored {
         seq: u64,
         dead_letter: bool,
         threshold: Option<u64>,
-        depth: Option<Result<u64, StoreError>>,
+        /// The reads the depth is computed from (records, `closed`).
+        depth: Option<Result<(u64, Option<String>), StoreError>>,
     },
 }
 
@@ -435,7 +436,7 @@ impl StoreOp {
                 threshold,
             } => {
                 let seq = store.append(&stream, &record, now)?;
-                let depth = count_depth.then(|| super::deadletters::depth_of(store, now));
+                let depth = count_depth.then(|| super::deadletters::depth_reads(store, now));
                 return Ok(Stored::Appended {
                     stream,
                     record,
@@ -488,6 +489,15 @@ pub(super) fn stored(
                 .find(|e| e.get("event").and_then(Value::as_str) == Some("dead_letter"))
                 .and_then(|e| e.get("t_ms").and_then(Value::as_u64))
                 .unwrap_or_else(|| rt.clock.now_ms().saturating_sub(ctx.started_ms));
+            let depth = match depth {
+                Some(Ok((records, closed))) => Some(Ok(super::deadletters::depth_of(
+                    rt,
+                    records,
+                    closed.as_deref(),
+                )?)),
+                Some(Err(e)) => Some(Err(e)),
+                None => None,
+            };
             // Telemetry never fails the operation it observes.
             if let Some(Ok(depth)) = &depth
                 && rt.telemetry.is_on()
@@ -498,7 +508,7 @@ pub(super) fn stored(
                 return Ok(());
             };
             if let Some(event) =
-                super::deadletters::depth_event(threshold, depth?, t_ms, seq, &record)
+                super::deadletters::depth_event(rt, threshold, depth?, t_ms, seq, &record)?
             {
                 if let Some(f) = &rt.on_event {
                     f(&event);

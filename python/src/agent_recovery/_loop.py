@@ -8,7 +8,9 @@ capped, fuel per call for its input size; a trap drops the instance and the
 next call instantiates the component again.
 
 `advance`, `check-outcome` and `render-named` are called through `_abi` (no per-call type walk);
-their types are checked once against the contract below.
+their types are checked once against the contract below. The dead-letter rules
+(`agent:recovery/dead-letters@0.3.0`, off the hot path) go through wasmtime-py's
+own component API.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from wasmtime import WasmtimeError
+from wasmtime.component import Func
 
 from . import _abi
 from ._component import PACKAGE, Compiled, compile_component, engine_and_linker, shape
@@ -41,6 +44,13 @@ SCENARIO_INTERFACE = f"{PACKAGE}/scenario@0.3.0"
 #: The telemetry mapping's interface (`map-lane-json`, docs/telemetry.md).
 TELEMETRY_INTERFACE = f"{PACKAGE}/telemetry@0.3.0"
 
+#: The dead-letter lifecycle rules (docs/durability.md §3) and their functions.
+DEAD_LETTERS_INTERFACE = f"{PACKAGE}/dead-letters@0.3.0"
+_DEAD_LETTER_FUNCS = (
+    "cas-rounds", "cas-exhausted", "parse-id", "not-found", "replay-key", "item", "apply",
+    "finish", "pending", "close-one", "depth", "depth-event", "replay-step",
+)
+
 _POLICY_ERROR = "record{kind:enum,message:string}"
 _TYPES = {
     "advance": (("string", "string"), f"result<record{{state:string,effects:string}},{_POLICY_ERROR}>"),
@@ -57,7 +67,9 @@ _INTERFACES["map-lane-json"] = TELEMETRY_INTERFACE
 class _Instance:
     """One store and one instance of the loop."""
 
-    def __init__(self, compiled: Compiled, indices: Dict[str, Any], limits: Limits) -> None:
+    def __init__(
+        self, compiled: Compiled, indices: Dict[str, Any], limits: Limits, dead_letters: Dict[str, Any]
+    ) -> None:
         _, linker = engine_and_linker()
         store = new_store(limits)
         try:
@@ -88,6 +100,14 @@ class _Instance:
             self.funcs[name] = func
         self.instance = instance
         self.store = store
+        self.dead_letters: Dict[str, Func] = {}
+        for name, index in dead_letters.items():
+            dl_func = instance.get_func(store, index)
+            if dl_func is None:
+                raise PolicyRuntimeError(
+                    "incompatible", f"`{DEAD_LETTERS_INTERFACE}#{name}` is not a function; reinstall"
+                )
+            self.dead_letters[name] = dl_func
         ctx = store._context()
         self.callers = {
             n: _abi.Caller(ctypes.byref(f._func), ctx, (_abi.KIND_STRING,) * len(_TYPES[n][0]))
@@ -119,11 +139,23 @@ class LoopComponent:
         self._indices = indices
         scenario = component.get_export_index(SCENARIO_INTERFACE)
         self._parse_index = component.get_export_index("parse", scenario) if scenario is not None else None
+        dl_iface = component.get_export_index(DEAD_LETTERS_INTERFACE)
+        self._dead_letters = {}
+        for name in _DEAD_LETTER_FUNCS:
+            index = component.get_export_index(name, dl_iface) if dl_iface is not None else None
+            if index is None:
+                raise PolicyRuntimeError(
+                    "incompatible",
+                    f"the reference component does not export `{DEAD_LETTERS_INTERFACE}#{name}`; "
+                    "reinstall the package (`pip install ./python`) so that it bundles a "
+                    "current build of the reference",
+                )
+            self._dead_letters[name] = index
         self._lock = threading.Lock()
         # Idle instances (a small pool, as in the Rust host): concurrent callers
         # (fan-out branches on threads) each take one; ctypes releases the GIL
         # during the call, so they really run side by side.
-        self._idle: List[_Instance] = [_Instance(self._compiled, indices, self._limits)]
+        self._idle: List[_Instance] = [_Instance(self._compiled, indices, self._limits, self._dead_letters)]
         #: Run configurations the loop accepted (`check_config`), a bounded set.
         self._configs: Set[str] = set()
 
@@ -146,7 +178,7 @@ class LoopComponent:
         try:
             inst = idle.pop()  # atomic (the GIL): no lock around the pool
         except IndexError:
-            inst = _Instance(self._compiled, self._indices, limits)
+            inst = _Instance(self._compiled, self._indices, limits, self._dead_letters)
         try:
             ok, value, message = read(inst.callers[name](limits.fuel_for(size), args))
         except _abi.Trapped as e:  # the instance is dropped: the next call gets a fresh one
@@ -179,7 +211,7 @@ class LoopComponent:
         try:
             inst = self._idle.pop()
         except IndexError:
-            inst = _Instance(self._compiled, self._indices, self._limits)
+            inst = _Instance(self._compiled, self._indices, self._limits, self._dead_letters)
         func = inst.instance.get_func(inst.store, self._parse_index)
         if func is None:
             raise PolicyRuntimeError("incompatible", f"`{SCENARIO_INTERFACE}#parse` is not a function; reinstall")
@@ -194,6 +226,28 @@ class LoopComponent:
         if getattr(out, "tag", None) == "err":
             return str(out.payload.message)
         return out.payload
+
+    def dead_letters(self, name: str, *args: Any) -> Any:
+        """`dead-letters@0.3.0#name(*args)` through wasmtime-py's API: the
+        value (a `result`'s ok payload, or a `wasmtime.component.Variant`
+        when its ok and err cases are both records)."""
+        idle = self._idle
+        try:
+            inst = idle.pop()
+        except IndexError:
+            inst = _Instance(self._compiled, self._indices, self._limits, self._dead_letters)
+        size = sum(len(a) for a in args if isinstance(a, str))
+        try:
+            inst.store.set_fuel(self._limits.fuel_for(size))
+            out = inst.dead_letters[name](inst.store, *args)
+        except WasmtimeError as e:  # the instance is dropped: the next call gets a fresh one
+            err = runtime_error(str(e))
+            raise PolicyRuntimeError(
+                err.kind, f"the recovery loop failed in `{name}`: {err.message}"
+            ) from None
+        if len(idle) < _POOL:
+            idle.append(inst)
+        return out
 
     def check_config(self, config: str, run_input: Callable[[], str]) -> None:
         """Have the loop check the run configuration `config` (JSON text) by

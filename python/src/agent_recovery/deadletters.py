@@ -36,6 +36,12 @@ a new run `<run_id>/replay/<n>`, whose idempotency key is
 key, n])))`: a fresh key (the tool does the action again, on purpose) that any
 runtime derives alike. The loop derives it from the step input's `replay_of`
 member; `replay_key` is here to print it before the run.
+
+**Where the rules live.** The item status state machine, the replay entry and
+its key, the replay step, record ids, the depth and its event, the
+compare-and-set round cap and the errors' kinds and messages are the
+component's (`agent:recovery/dead-letters@0.3.0`, called through the runtime's
+loop); this module reads and writes the store and keeps the API.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from wasmtime.component import Record, Variant
 
 # The dead-letter stream, the item status keys (`ITEM_PREFIX + id`) and the
 # count of records replayed ok or purged (docs/runtime.md, "Store keys").
@@ -79,8 +87,15 @@ DEAD_LETTER_ERROR_KINDS = (
 )
 
 _PAGE = 256
-_CAS_TRIES = 64
 _MAX_ID = 2**53 - 1
+#: The component's error kinds as `DeadLetterError.kind`s.
+_KINDS = {
+    "invalid-argument": "invalid_argument",
+    "not-found": "not_found",
+    "closed": "conflict",
+    "conflict": "conflict",
+    "invalid-record": "invalid_record",
+}
 
 
 class DeadLetterError(Exception):
@@ -153,22 +168,81 @@ def replay_key(original_key: str, n: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _id_of(id: Any) -> int:
-    """A record id (decimal string or int) as its sequence number."""
-    if isinstance(id, bool):
-        seq = None
-    elif isinstance(id, int):
-        seq = id
-    elif isinstance(id, str) and id.isascii() and id.isdigit() and len(id) <= 16 and not id.startswith("0"):
-        seq = int(id)
-    else:
-        seq = None
-    if seq is None or not 1 <= seq <= _MAX_ID:
-        raise DeadLetterError(
-            "invalid_argument",
-            f"dead-letter id {id!r} is not a record id; ids are the decimal sequence numbers `list` prints (1, 2, ...)",
-        )
-    return seq
+def _error(e: Any) -> DeadLetterError:
+    """The component's `dead-letter-error` as a `DeadLetterError`."""
+    return DeadLetterError(_KINDS.get(e.kind, "invalid_argument"), e.message)
+
+
+class _Core:
+    """The component's dead-letter rules (`dead-letters@0.3.0`) for one runtime."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self._loop = runtime._looper
+
+    def call(self, name: str, *args: Any) -> Any:
+        """The function's value; an `err` raised as a `DeadLetterError`."""
+        out = self._loop.dead_letters(name, *args)
+        if isinstance(out, Variant):
+            if out.tag == "err":
+                raise _error(out.payload)
+            return out.payload
+        if isinstance(out, Record) and hasattr(out, "detail"):
+            raise _error(out)
+        return out
+
+    def parse_id(self, id: Any) -> int:
+        """A record id (a decimal string or an int) as its sequence number."""
+        if isinstance(id, int) and not isinstance(id, bool):
+            text = str(id)
+        else:
+            text = id if isinstance(id, str) else repr(id)
+        seq: int = self.call("parse-id", text)
+        return seq
+
+    def not_found(self, id: str) -> DeadLetterError:
+        """The error for an id the stream does not hold."""
+        return _error(self._loop.dead_letters("not-found", id))
+
+    def update(self, store: Any, key: str, change: Callable[[Optional[str]], Any], now_ms: int) -> None:
+        """Compare-and-set loop: `change(current text or None)` returns the text
+        to write, or None to write nothing (raising leaves the key as it was);
+        at most the component's `cas-rounds` rounds."""
+        for _ in range(self.call("cas-rounds")):
+            current = store.get(key, now_ms)
+            new = change(current.value if current is not None else None)
+            if new is None:
+                return
+            version = current.version if current is not None else None
+            if isinstance(store.compare_and_set(key, version, new, None, now_ms), Written):
+                return
+        raise StoreError("unavailable", self.call("cas-exhausted", key))
+
+    def apply(self, action: str, seq: int, record: str, store: Any, now_ms: int) -> Tuple[bool, Optional[str]]:
+        """`action` on item `seq`, written: (closes, the replay entry made or taken)."""
+        out: Dict[str, Any] = {}
+
+        def change(cur: Optional[str]) -> Optional[str]:
+            c = self.call("apply", action, seq, record, cur, now_ms)
+            out["closes"], out["entry"] = c.closes, c.entry
+            item: Optional[str] = c.item
+            return item
+
+        self.update(store, ITEM_PREFIX + str(seq), change, now_ms)
+        return bool(out.get("closes")), out.get("entry")
+
+    def close_one(self, store: Any, now_ms: int) -> None:
+        """`closed.count + 1`."""
+        self.update(store, CLOSED_KEY, lambda cur: str(self.call("close-one", cur)), now_ms)
+
+    def depth(self, store: Any, now_ms: int) -> int:
+        got = store.get(CLOSED_KEY, now_ms)
+        depth: int = self.call("depth", stream_count(store), got.value if got is not None else None)
+        return depth
+
+    def pending(self, value: Optional[str]) -> Optional[Dict[str, Any]]:
+        """The pending replay entry of an item value, or None."""
+        text = self.call("pending", value)
+        return _loads(text) if text is not None else None
 
 
 def _loads(text: Optional[str]) -> Any:
@@ -178,46 +252,6 @@ def _loads(text: Optional[str]) -> Any:
         return json.loads(text)
     except ValueError:
         return None
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _item_state(value: Any) -> Tuple[str, List[Dict[str, Any]], Optional[int]]:
-    """(status, replays, purged_ms) of a stored item value (absent or unreadable: open)."""
-    if not isinstance(value, dict):
-        return "open", [], None
-    status = value.get("status")
-    replays = value.get("replays")
-    purged = value.get("purged_ms")
-    return (
-        status if status in STATUSES else "open",
-        [r for r in replays if isinstance(r, dict)] if isinstance(replays, list) else [],
-        purged if isinstance(purged, int) and not isinstance(purged, bool) else None,
-    )
-
-
-#: Returned by an `update` change: write nothing.
-KEEP = object()
-
-
-def update(store: Any, key: str, change: Callable[[Any], Any], now_ms: int, ttl_ms: Optional[int] = None) -> Any:
-    """Compare-and-set loop: `change(current parsed value or None)` returns the
-    new value, or `KEEP` to write nothing (raising leaves the key as it was);
-    retried on conflict. Returns the value written (or kept)."""
-    for _ in range(_CAS_TRIES):
-        current = store.get(key, now_ms)
-        parsed = _loads(current.value) if current is not None else None
-        new = change(parsed)
-        if new is KEEP:
-            return parsed
-        version = current.version if current is not None else None
-        if isinstance(store.compare_and_set(key, version, _dumps(new), ttl_ms, now_ms), Written):
-            return new
-    raise StoreError(
-        "unavailable", f"could not update {key}: {_CAS_TRIES} compare-and-set conflicts in a row; retry"
-    )
 
 
 def stream_count(store: Any, stream: str = DEAD_LETTER_STREAM) -> int:
@@ -233,42 +267,24 @@ def stream_count(store: Any, stream: str = DEAD_LETTER_STREAM) -> int:
         after = page[-1][0]
 
 
-def closed_count(store: Any, now_ms: int) -> int:
-    """`closed.count` (0 when absent)."""
-    value = store.get(CLOSED_KEY, now_ms)
-    parsed = _loads(value.value) if value is not None else None
-    count = parsed.get("count") if isinstance(parsed, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
-
-
-def _bump_closed(store: Any, now_ms: int) -> None:
-    def change(cur: Any) -> Any:
-        count = cur.get("count") if isinstance(cur, dict) else None
-        return {"count": (count if isinstance(count, int) and not isinstance(count, bool) else 0) + 1}
-
-    update(store, CLOSED_KEY, change, now_ms)
-
-
 def depth_event(
-    store: Any, config: Any, seq: int, step: Any, t_ms: int, now_ms: int, threshold: Any = None
+    runtime: "Runtime", seq: int, record: str, t_ms: int, threshold: Any = None
 ) -> Optional[str]:
-    """The `dead_letter_depth` event text after record `seq` was appended, when
-    a threshold is set (`threshold`: the append effect's, the loop's choice of
-    the run configuration's and the policy document's; else the
-    configuration's `dead_letter.depth_threshold`) and the depth crossed it
-    with this append (`before < T <= after`); else None."""
+    """The `dead_letter_depth` event text after record `seq` (its text) was
+    appended, when a threshold is set (`threshold`: the append effect's, the
+    loop's choice of the run configuration's and the policy document's; else
+    the configuration's `dead_letter.depth_threshold`) and the depth crossed it
+    with this append (the component's `depth-event`); else None."""
     if threshold is None:
+        config = runtime._config_dict
         dl = config.get("dead_letter") if isinstance(config, dict) else None
         threshold = dl.get("depth_threshold") if isinstance(dl, dict) else None
-    if not isinstance(threshold, int) or isinstance(threshold, bool):
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 0:
         return None
-    after = stream_count(store) - closed_count(store, now_ms)
-    if not (after - 1 < threshold <= after):
-        return None
-    return (
-        f'{{"t_ms":{t_ms},"event":"dead_letter_depth","step":{_dumps(step)},"target":null,'
-        f'"depth":{after},"threshold":{threshold},"id":"{seq}"}}'
-    )
+    core = _Core(runtime)
+    depth = core.depth(runtime._store, runtime._clock.now_ms())
+    text: Optional[str] = core.call("depth-event", threshold, depth, t_ms, seq, record)
+    return text
 
 
 class DeadLetters:
@@ -281,6 +297,7 @@ class DeadLetters:
 
     def __init__(self, runtime: "Runtime") -> None:
         self._rt = runtime
+        self._core = _Core(runtime)
 
     @property
     def _store(self) -> Any:
@@ -289,20 +306,20 @@ class DeadLetters:
     def _now(self) -> int:
         return self._rt.clock.now_ms()
 
-    def _items(self) -> Dict[int, Any]:
+    def _items(self) -> Dict[int, Optional[str]]:
         now = self._now()
-        out: Dict[int, Any] = {}
+        out: Dict[int, Optional[str]] = {}
         for key in self._store.keys(ITEM_PREFIX, now):
             tail = key[len(ITEM_PREFIX):]
             if tail.isascii() and tail.isdigit():
                 got = self._store.get(key, now)
                 if got is not None:
-                    out[int(tail)] = _loads(got.value)
+                    out[int(tail)] = got.value
         return out
 
-    def _item(self, seq: int, text: str, value: Any) -> DeadLetter:
-        status, replays, purged = _item_state(value)
-        return DeadLetter(str(seq), status, _loads(text), replays, purged, text)
+    def _item(self, seq: int, text: str, value: Optional[str]) -> DeadLetter:
+        shown = json.loads(self._core.call("item", value))
+        return DeadLetter(str(seq), shown["status"], _loads(text), shown["replays"], shown.get("purged_ms"), text)
 
     def list(
         self, status: Optional[str] = None, after: Any = None, limit: Optional[int] = None
@@ -316,7 +333,7 @@ class DeadLetters:
             )
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise DeadLetterError("invalid_argument", f"limit must be an integer >= 0, got {limit!r}")
-        cursor = 0 if after is None or after in (0, "0") else _id_of(after)
+        cursor = 0 if after is None or after in (0, "0") else self._core.parse_id(after)
         items = self._items()
         out: List[DeadLetter] = []
         while limit is None or len(out) < limit:
@@ -335,18 +352,16 @@ class DeadLetters:
 
     def show(self, id: Any) -> DeadLetter:
         """One item; `DeadLetterError` `not_found` when the stream has no such record."""
-        seq = _id_of(id)
+        seq = self._core.parse_id(id)
         page = self._store.read(DEAD_LETTER_STREAM, seq - 1, 1)
         if not page or page[0][0] != seq:
-            raise DeadLetterError(
-                "not_found", f"no dead-letter record {seq} in this store; `list` shows the ids there are"
-            )
+            raise self._core.not_found(str(seq))
         got = self._store.get(ITEM_PREFIX + str(seq), self._now())
-        return self._item(seq, page[0][1], _loads(got.value) if got is not None else None)
+        return self._item(seq, page[0][1], got.value if got is not None else None)
 
     def depth(self) -> int:
         """Records in the stream − `closed.count`: neither replayed ok nor purged."""
-        return max(0, stream_count(self._store) - closed_count(self._store, self._now()))
+        return self._core.depth(self._store, self._now())
 
     def purge(self, id: Any) -> DeadLetter:
         """Give up on an item: status `purged` (+ `purged_ms`), `closed.count + 1`.
@@ -355,22 +370,9 @@ class DeadLetters:
         `purged` without counting it closed again (it was)."""
         item = self.show(id)
         now = self._now()
-        changed: List[bool] = []
-
-        def change(cur: Any) -> Any:
-            status, replays, purged = _item_state(cur)
-            changed.clear()
-            if status == "purged":
-                return KEEP
-            if status != "replayed":
-                changed.append(True)
-            value = dict(cur) if isinstance(cur, dict) else {}
-            value.update({"status": "purged", "replays": replays, "purged_ms": now})
-            return value
-
-        update(self._store, ITEM_PREFIX + item.id, change, now)
-        if changed:
-            _bump_closed(self._store, now)
+        closes, _ = self._core.apply("purge", int(item.id), item.record_json, self._store, now)
+        if closes:
+            self._core.close_one(self._store, now)
             self._rt._telemetry.dead_letter_depth(self.depth)
         return self.show(item.id)
 
@@ -382,36 +384,13 @@ class DeadLetters:
         replayed ok."""
         return self._pending(id)[1]
 
-    def _request(self, item: DeadLetter, now: int) -> ReplayReport:
-        record = item.record
-        entry: Dict[str, Any] = {}
-        # (a request is recorded under the item's CAS: two workers asking at once get one request)
-
-        def change(cur: Any) -> Any:
-            status, replays, _ = _item_state(cur)
-            entry.clear()
-            if status == "replay_requested" and replays and "outcome" not in replays[-1]:
-                entry.update(replays[-1])  # a request is pending: that one
-                return KEEP
-            if status not in ("open", "replay_requested"):
-                raise DeadLetterError("conflict", _not_open(item.id, status))
-            n = len(replays) + 1
-            entry.update(
-                {"n": n, "key": replay_key(record["key"], n), "run_id": f"{record['run_id']}/replay/{n}",
-                 "requested_ms": now}
-            )
-            value = dict(cur) if isinstance(cur, dict) else {}
-            value.update({"status": "replay_requested", "replays": replays + [dict(entry)]})
-            return value
-
-        update(self._store, ITEM_PREFIX + item.id, change, now)
-        return ReplayReport(item.id, int(entry["n"]), str(entry["key"]), str(entry["run_id"]))
-
     def _pending(self, id: Any) -> Tuple[DeadLetter, ReplayReport]:
-        """The item and its pending replay (requesting one when there is none)."""
+        """The item and its pending replay (requesting one when there is none):
+        the component's `take`."""
         item = self.show(id)
-        _replayable(item)
-        return item, self._request(item, self._now())
+        _, entry = self._core.apply("take", int(item.id), item.record_json, self._store, self._now())
+        e = json.loads(entry or "{}")
+        return item, ReplayReport(item.id, int(e["n"]), str(e["key"]), str(e["run_id"]))
 
     def replay(self, id: Any, operations: Dict[str, Any]) -> ReplayReport:
         """Run the replay now (blocking) with these operations (tool name ->
@@ -440,65 +419,48 @@ class DeadLetters:
         return pending if done is None else ReplayReport(done.id, done.n, done.key, done.run_id, done.outcome)
 
     def pending_replays(self) -> List[Tuple[DeadLetter, ReplayReport]]:
-        """Items whose status is `replay_requested`, with their pending replay."""
+        """Items whose status is `replay_requested`, with their pending replay
+        (records a replay can run only)."""
         out = []
         for item in self.list(status="replay_requested"):
-            if item.replays and "outcome" not in item.replays[-1] and _can_replay(item):
-                last = item.replays[-1]
-                out.append((item, ReplayReport(item.id, int(last["n"]), str(last["key"]), str(last["run_id"]))))
+            entry = self._core.pending(self._store_value(item.id))
+            if entry is None:
+                continue
+            try:
+                self.replay_step(item, int(entry["n"]))
+            except DeadLetterError:
+                continue
+            out.append((item, ReplayReport(item.id, int(entry["n"]), str(entry["key"]), str(entry["run_id"]))))
         return out
 
+    def _store_value(self, id: str) -> Optional[str]:
+        got = self._store.get(ITEM_PREFIX + id, self._now())
+        return got.value if got is not None else None
 
-def finish_replay(store: Any, item_id: str, n: int, outcome: str, now_ms: int) -> bool:
-    """Record how replay `n` of item `item_id` ended: the entry gets `outcome`
-    and `finished_ms`; status `replayed` (and `closed.count + 1`) when `ok`, else `open`."""
-    closed: List[bool] = []
+    def still_pending(self, id: str, n: int) -> bool:
+        """Replay `n` of item `id` is the pending one (another worker may have
+        carried it out between our read and our lease)."""
+        entry = self._core.pending(self._store_value(id))
+        return entry is not None and entry.get("n") == n
 
-    def change(cur: Any) -> Any:
-        status, replays, _ = _item_state(cur)
-        closed.clear()
-        replays = [dict(r) for r in replays]
-        for r in replays:
-            if r.get("n") == n and "outcome" not in r:
-                r["outcome"] = outcome
-                r["finished_ms"] = now_ms
-        value = dict(cur) if isinstance(cur, dict) else {}
-        value["replays"] = replays
-        if status not in ("purged", "replayed"):
-            value["status"] = "replayed" if outcome == "ok" else "open"
-            if outcome == "ok":
-                closed.append(True)
-        return value
+    def replay_step(self, item: DeadLetter, n: int) -> Dict[str, Any]:
+        """The step input of replay `n` of `item`: the component's `replay-step`."""
+        spec: Dict[str, Any] = json.loads(self._core.call("replay-step", int(item.id), item.record_json, n))
+        return spec
 
-    update(store, ITEM_PREFIX + item_id, change, now_ms)
-    if closed:
-        _bump_closed(store, now_ms)
-    return bool(closed)
+    def finish_replay(self, item_id: str, n: int, outcome: str, now_ms: int) -> bool:
+        """Record how replay `n` of item `item_id` ended (the component's
+        `finish`); True when that closed the item (`closed.count + 1`)."""
+        closed: List[bool] = []
 
+        def change(cur: Optional[str]) -> Optional[str]:
+            c = self._core.call("finish", cur, n, outcome, now_ms)
+            closed[:] = [bool(c.closes)]
+            item: Optional[str] = c.item
+            return item
 
-def _can_replay(item: DeadLetter) -> bool:
-    """A record with its key, run id and step: the `input` (record format 1),
-    or for an older record its `step_id` and `tool`."""
-    r = item.record
-    if not (isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("run_id"), str)):
+        self._core.update(self._store, ITEM_PREFIX + item_id, change, now_ms)
+        if closed and closed[0]:
+            self._core.close_one(self._store, now_ms)
+            return True
         return False
-    given = r.get("input")
-    step: Dict[str, Any] = given if isinstance(given, dict) else r
-    args = step.get("args")
-    if step.get("tool") == "fanout" and isinstance(args, dict) and isinstance(args.get("branches"), list):
-        return False  # a fan-out's record: its branches are not a step (each wrote its own record)
-    return isinstance(r.get("input"), dict) or (isinstance(r.get("step_id"), str) and isinstance(r.get("tool"), str))
-
-
-def _replayable(item: DeadLetter) -> None:
-    if not _can_replay(item):
-        raise DeadLetterError(
-            "invalid_record",
-            f"dead-letter {item.id} cannot be replayed: it is a fan-out's record (replay its branches' "
-            "records) or has no key, run id or step; purge it",
-        )
-
-
-def _not_open(id: str, status: str) -> str:
-    return f"dead-letter record {id} is {status}; only open records are replayed or purged"
-

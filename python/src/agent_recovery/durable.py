@@ -45,7 +45,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, ReplayReport, _loads, finish_replay
+from .deadletters import DEAD_LETTER_STREAM, LEASE_PREFIX, DeadLetter, DeadLetters, ReplayReport, _loads
 from .errors import PolicyError, PolicyRuntimeError
 from .store import Written
 
@@ -356,29 +356,22 @@ class _Replayed(ReplayReport):
     report: Optional[RecoverReport] = None
 
 
-def _replay_spec(item: DeadLetter, pending: ReplayReport) -> Dict[str, Any]:
-    """The record's `input` step (a record written before format 1 has none:
-    its `step_id`, `tool`, `args`, `target`, as in Rust) with `replay_of`."""
-    record = item.record
-    if isinstance(record.get("input"), dict):
-        spec = dict(record["input"])
-    else:
-        spec = {"id": record.get("step_id"), "tool": record.get("tool"), "args": record.get("args"),
-                "target": record.get("target")}
-    spec["replay_of"] = {"key": record.get("key"), "n": pending.n, "id": item.id}
-    return spec
+def _replay_spec(runtime: "Runtime", item: DeadLetter, pending: ReplayReport) -> Dict[str, Any]:
+    """The record's `input` step with `replay_of` (the component's `replay-step`)."""
+    dead_letters: DeadLetters = runtime.dead_letters
+    return dead_letters.replay_step(item, pending.n)
 
 
 def _still_pending(runtime: "Runtime", pending: ReplayReport) -> bool:
-    """Replay `pending.n` of its item has no outcome yet (another worker may
-    have carried it out between our read and our lease)."""
-    item = runtime.dead_letters.show(pending.id)
-    return any(r.get("n") == pending.n and "outcome" not in r for r in item.replays)
+    """Replay `pending.n` of its item is still the pending one (another worker
+    may have carried it out between our read and our lease)."""
+    dead_letters: DeadLetters = runtime.dead_letters
+    return dead_letters.still_pending(pending.id, pending.n)
 
 
 def _replayed(runtime: "Runtime", run: "Run", spec: Dict[str, Any], pending: ReplayReport,
               outcome: str) -> "_Replayed":
-    if finish_replay(runtime.store, pending.id, pending.n, outcome, runtime.clock.now_ms()):
+    if runtime.dead_letters.finish_replay(pending.id, pending.n, outcome, runtime.clock.now_ms()):
         runtime._telemetry.dead_letter_depth(runtime.dead_letters.depth)
     ids = run._dead_letter_ids
     report = RecoverReport(
@@ -404,7 +397,7 @@ async def run_replay(
     try:
         if not await io.store(store, _still_pending, runtime, pending):
             return None
-        spec = _replay_spec(item, pending)
+        spec = _replay_spec(runtime, item, pending)
         run = runtime.run(pending.run_id)
         run._ops = ops
         report = await run._step_spec(io, spec, ops.step(spec))

@@ -1127,19 +1127,18 @@ class Run:
         self._claim_ids([step.id])
         return await self._carry_step(io, self._step_input(spec), step)
 
-    def _dead_letter_depth(self, seq: int, record: Any, t_ms: int, threshold: Any = None) -> Optional[str]:
+    def _dead_letter_depth(self, seq: int, record: str, t_ms: int, threshold: Any = None) -> Optional[str]:
         """Store work after the loop appended dead-letter record `seq`: record the
         depth gauge, and return the `dead_letter_depth` event text when the depth
         crossed the threshold (the only event a runtime makes: only the store
         knows the sequence number), else None. `t_ms` is the `dead_letter`
         event's, emitted just before the append; `threshold` the append
         effect's `depth_threshold`."""
-        from .deadletters import closed_count, depth_event, stream_count
+        from .deadletters import depth_event
 
         rt = self._rt
-        rt._telemetry.dead_letter_depth(lambda: max(0, stream_count(rt._store) - closed_count(rt._store, rt._clock.now_ms())))
-        step = record.get("step_id") if isinstance(record, dict) else None
-        return depth_event(rt._store, rt._config_dict, seq, step, t_ms, rt._clock.now_ms(), threshold)
+        rt._telemetry.dead_letter_depth(rt.dead_letters.depth)
+        return depth_event(rt, seq, record, t_ms, threshold)
 
     def _depth_event(self, holder: _Holder, text: str) -> None:
         """Report a `dead_letter_depth` event (on the caller's thread)."""
@@ -1295,7 +1294,7 @@ class Run:
                     if stream == _DEAD_LETTER_STREAM:
                         self._dead_letter_ids.append(seq)
                         t_ms = _last_t_ms(holder)
-                        text = yield ("store", self._dead_letter_depth, seq, fx.get("record"), t_ms, fx.get("depth_threshold"))
+                        text = yield ("store", self._dead_letter_depth, seq, record, t_ms, fx.get("depth_threshold"))
                         if text is not None:
                             self._depth_event(holder, text)
                 elif kind == "decide":
