@@ -186,13 +186,7 @@ struct Record {
 
 /// `agent_recovery.idempotency_key.hash`: hex sha256 of the key, never the key.
 fn key_hash(key: &str) -> Attribute {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(key.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push(char::from(HEX[usize::from(b >> 4)]));
-        hex.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
+    let hex = crate::idempotency::lower_hex(&Sha256::digest(key.as_bytes()));
     Attribute::text("agent_recovery.idempotency_key.hash", hex)
 }
 

@@ -26,10 +26,10 @@ pub(crate) mod runtime {
     /// The typed loop's inputs and effects (`runtime@0.3.0`).
     pub(crate) use exports::agent::recovery0_3_0::runtime as typed;
 
-    /// The mapping of a lane to spans and metrics (`telemetry@0.3.0`).
-    pub(crate) use exports::agent::recovery0_3_0::telemetry as tele;
-    /// A scripted scenario's validated plan (`scenario@0.3.0`).
-    pub(crate) use exports::agent::recovery0_3_0::scenario as plan;
     /// The dead-letter lifecycle rules (`dead-letters@0.3.0`).
     pub(crate) use exports::agent::recovery0_3_0::dead_letters;
+    /// A scripted scenario's validated plan (`scenario@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::scenario as plan;
+    /// The mapping of a lane to spans and metrics (`telemetry@0.3.0`).
+    pub(crate) use exports::agent::recovery0_3_0::telemetry as tele;
 }

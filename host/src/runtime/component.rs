@@ -12,9 +12,9 @@ use std::sync::{Mutex, PoisonError};
 use wasmtime::component::Linker;
 use wasmtime::{Store, Trap};
 
-use crate::component::gen_::runtime::tele;
-use crate::component::gen_::runtime::plan::Plan;
 use crate::component::gen_::runtime::dead_letters::Guest as DeadLettersGuest;
+use crate::component::gen_::runtime::plan::Plan;
+use crate::component::gen_::runtime::tele;
 use crate::component::gen_::runtime::typed::{Effect, Input, InputKind};
 use crate::component::gen_::runtime::{RuntimeHost, RuntimeHostPre};
 use crate::component::sandbox::Sandbox;
