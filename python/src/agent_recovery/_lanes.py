@@ -100,9 +100,15 @@ class _Lane:
         self.last_ms = now
         self.pending.append({"now_ms": now, "kind": kind})
 
-    def branch(self, spec: Any, clock: Any) -> "_Lane":
-        """A branch of this fan-out: its step span is a child of the fan-out span."""
+    def fork(self) -> None:
+        """The fan-out forks now: map what the lane observed so far, so that
+        its span exists before any branch starts (branches may start on
+        threads, each reading the fan-out's span)."""
         self.flush()
+
+    def branch(self, spec: Any, clock: Any) -> "_Lane":
+        """A branch of this fan-out (after `fork`): its step span is a child
+        of the fan-out span."""
         if isinstance(spec, dict) and isinstance(spec.get("id"), str) and isinstance(spec.get("tool"), str):
             target = spec.get("target")
             kind = _step_kind(spec["id"], spec["tool"], target if isinstance(target, str) else None)

@@ -1539,6 +1539,7 @@ class Run:
         branches = _fork_branches(fx, fanout)
         start = clock.now_ms()
         holders: List[_Holder] = []
+        lane.tel.fork()
 
         async def one(item: Tuple[str, Dict[str, Any], Step]) -> _Holder:
             state, spec, branch = item

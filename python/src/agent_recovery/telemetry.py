@@ -272,6 +272,9 @@ class _OffLane:
 
     __slots__ = ()
 
+    def fork(self) -> None:
+        pass
+
     def branch(self, spec: Any, clock: Any) -> "_OffLane":
         return self
 
