@@ -27,6 +27,38 @@ use crate::component::gen_::runtime::tele;
 use crate::component::gen_::runtime::typed::{CallRole, StepOutcome};
 use crate::{PolicyHandle, PolicyId};
 
+/// Whether `provider` is the API's no-op meter provider (the global one
+/// until an SDK is installed). The API gives no way to ask; the no-op
+/// provider is the only one with no state at all (a zero-sized type), where
+/// an SDK's holds its pipeline.
+fn is_noop_meter_provider(provider: &(dyn MeterProvider + Send + Sync)) -> bool {
+    std::mem::size_of_val(provider) == 0
+}
+
+/// Whether `tracer` is the API's no-op tracer. A span started under a
+/// remote parent that is not sampled: the no-op tracer hands back the
+/// parent's own span context, an SDK's tracer a span of its own (not
+/// recorded under the SDK's default, parent-based sampler). Should a
+/// sampler that ignores the parent record it, the probe is leaked rather
+/// than ended, so that it is never exported.
+fn is_noop_tracer(tracer: &BoxedTracer) -> bool {
+    use opentelemetry::trace::{Span as _, SpanId, TraceFlags, TraceId, TraceState};
+    let parent = SpanContext::new(
+        TraceId::from(1_u128),
+        SpanId::from(1_u64),
+        TraceFlags::default(),
+        true,
+        TraceState::default(),
+    );
+    let cx = Context::new().with_remote_span_context(parent.clone());
+    let span = tracer.start_with_context("agent_recovery.probe", &cx);
+    let noop = span.span_context() == &parent;
+    if span.is_recording() {
+        std::mem::forget(span);
+    }
+    noop
+}
+
 /// The instrumentation scope of every span and instrument.
 pub const SCOPE_NAME: &str = "agent-recovery";
 
@@ -58,10 +90,18 @@ impl Default for Telemetry {
 
 impl Telemetry {
     /// The global tracer and meter providers (no-ops unless installed).
+    ///
+    /// While both are still the API's no-ops (no SDK installed when the
+    /// runtime is built), this is [`Telemetry::off`]: nothing could record,
+    /// so the runtime does not map its runs to spans at all.
     pub fn global() -> Telemetry {
         let scope = scope();
         let tracer = global::tracer_provider().tracer_with_scope(scope.clone());
-        let meter = global::meter_provider().meter_with_scope(scope);
+        let meters = global::meter_provider();
+        if is_noop_meter_provider(&*meters) && is_noop_tracer(&tracer) {
+            return Telemetry::off();
+        }
+        let meter = meters.meter_with_scope(scope);
         Telemetry::from_parts(tracer, &meter)
     }
 
