@@ -123,34 +123,27 @@ class LoopComponent:
         self._compiled = compile_component(wasm)
         self._limits = limits or Limits()
         component = self._compiled.component
-        ifaces = {i: component.get_export_index(i) for i in set(_INTERFACES.values())}
-        indices = {}
-        for name in _TYPES:
-            iface = ifaces[_INTERFACES[name]]
+        ifaces: Dict[str, Any] = {}
+
+        def export(interface: str, name: str) -> Any:
+            if interface not in ifaces:
+                ifaces[interface] = component.get_export_index(interface)
+            iface = ifaces[interface]
             index = component.get_export_index(name, iface) if iface is not None else None
             if index is None:
                 raise PolicyRuntimeError(
                     "incompatible",
-                    f"the reference component does not export `{_INTERFACES[name]}#{name}`; "
+                    f"the reference component does not export `{interface}#{name}`; "
                     "reinstall the package (`pip install ./python`) so that it bundles a "
                     "current build of the reference",
                 )
-            indices[name] = index
+            return index
+
+        indices = {name: export(_INTERFACES[name], name) for name in _TYPES}
         self._indices = indices
         scenario = component.get_export_index(SCENARIO_INTERFACE)
         self._parse_index = component.get_export_index("parse", scenario) if scenario is not None else None
-        dl_iface = component.get_export_index(DEAD_LETTERS_INTERFACE)
-        self._dead_letters = {}
-        for name in _DEAD_LETTER_FUNCS:
-            index = component.get_export_index(name, dl_iface) if dl_iface is not None else None
-            if index is None:
-                raise PolicyRuntimeError(
-                    "incompatible",
-                    f"the reference component does not export `{DEAD_LETTERS_INTERFACE}#{name}`; "
-                    "reinstall the package (`pip install ./python`) so that it bundles a "
-                    "current build of the reference",
-                )
-            self._dead_letters[name] = index
+        self._dead_letters = {name: export(DEAD_LETTERS_INTERFACE, name) for name in _DEAD_LETTER_FUNCS}
         self._lock = threading.Lock()
         # Idle instances (a small pool, as in the Rust host): concurrent callers
         # (fan-out branches on threads) each take one; ctypes releases the GIL
