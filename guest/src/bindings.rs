@@ -275,21 +275,6 @@ crate::__export_policy_impl!(
             }
         }
 
-        fn outcome(o: rw::StepOutcome) -> &'static str {
-            match o {
-                rw::StepOutcome::Ok => "ok",
-                rw::StepOutcome::Failed => "failed",
-                rw::StepOutcome::Escalated => "escalated",
-                rw::StepOutcome::Replan => "replan",
-                rw::StepOutcome::AwaitingInput => "awaiting_input",
-                rw::StepOutcome::DeadLettered => "dead_lettered",
-                rw::StepOutcome::Cancelled => "cancelled",
-                rw::StepOutcome::InFlight => "in_flight",
-                rw::StepOutcome::Interrupted => "interrupted",
-                rw::StepOutcome::Completed => "completed",
-            }
-        }
-
         pub(super) fn observation_in(o: w::Observation) -> r::Observation {
             use w::ObservationKind as K;
             let kind = match o.kind {
@@ -324,7 +309,7 @@ crate::__export_policy_impl!(
                 K::Event(e) => r::ObservationKind::Event(e),
                 K::Append(a) => r::ObservationKind::Append { stream: a.stream, record: a.record },
                 K::Finish(f) => r::ObservationKind::Finish {
-                    outcome: outcome(f.outcome).to_owned(),
+                    outcome: super::typed_wit::outcome_in(f.outcome).as_str().to_owned(),
                     envelope: f.envelope,
                 },
                 K::Abandon => r::ObservationKind::Abandon,
@@ -428,6 +413,22 @@ crate::__export_policy_impl!(
         use super::exports::agent::recovery0_3_0::runtime as w;
         use super::t::CallKind as WitCall;
         use crate::typed as r;
+
+        /// A step outcome as the loop names it (`StepOutcome::as_str`).
+        pub(super) fn outcome_in(o: w::StepOutcome) -> r::StepOutcome {
+            match o {
+                w::StepOutcome::Ok => r::StepOutcome::Ok,
+                w::StepOutcome::Failed => r::StepOutcome::Failed,
+                w::StepOutcome::Escalated => r::StepOutcome::Escalated,
+                w::StepOutcome::Replan => r::StepOutcome::Replan,
+                w::StepOutcome::AwaitingInput => r::StepOutcome::AwaitingInput,
+                w::StepOutcome::DeadLettered => r::StepOutcome::DeadLettered,
+                w::StepOutcome::Cancelled => r::StepOutcome::Cancelled,
+                w::StepOutcome::InFlight => r::StepOutcome::InFlight,
+                w::StepOutcome::Interrupted => r::StepOutcome::Interrupted,
+                w::StepOutcome::Completed => r::StepOutcome::Completed,
+            }
+        }
 
         fn call_kind(c: WitCall) -> crate::CallKind {
             match c {
