@@ -256,9 +256,14 @@ class LoopComponent:
 
     def advance(self, state: str, input: str) -> Tuple[str, str]:
         """`advance(state, input)` -> (new state, effects), both JSON text."""
-        out: Tuple[str, str] = self._call(
-            "advance", (utf8(state, "state"), utf8(input, "input")), _abi.read_advance
-        )
+        if type(state) is str and type(input) is str:
+            try:  # the common case: text, encoded without `utf8`'s checks
+                args = (state.encode("utf-8"), input.encode("utf-8"))
+            except UnicodeEncodeError:  # `utf8` names what is wrong
+                args = (utf8(state, "state"), utf8(input, "input"))
+        else:
+            args = (utf8(state, "state"), utf8(input, "input"))
+        out: Tuple[str, str] = self._call("advance", args, _abi.read_advance)
         return out
 
     def map_lane_json(self, state: str, observations: str) -> Tuple[str, str]:

@@ -82,9 +82,21 @@ def _is_plain(v: Any, depth: int) -> bool:
     return False
 
 
-#: `json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`,
-#: with the encoder built once instead of on every call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+def _encoder() -> Callable[[Any], str]:
+    """`json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`:
+    the C encoder that `json.JSONEncoder.encode` builds on every call (the same
+    arguments), built once. Without cycle checks (`markers` None) and without
+    `default`: it only ever sees plain values (`_is_plain`, or `_plain`'s
+    copy), which hold no cycle and nothing to convert."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encode
+    iterencode = make(None, None, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    return lambda value: "".join(iterencode(value, 0))
+
+
+_ENCODE = _encoder()
 
 
 def _refuse(path: str, what: str) -> JsonValueError:

@@ -473,8 +473,6 @@ _WS = re.compile(r"[ \t\n\r]*")
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 #: Effect members whose exact bytes the runtime passes on (events, records, values).
 _RAW = ("event", "value", "record")
-#: The effects that carry one of them (the others are parsed in one scan).
-_WITH_RAW = frozenset(("emit", "write", "claim", "swap", "append"))
 _SPACE = " \t\n\r"
 #: Where an effect's kind starts in `{"effect":"<kind>"`.
 _KIND_AT = len('{"effect":"')
@@ -488,27 +486,44 @@ def _skip(text: str, i: int) -> int:
     return _WS.match(text, i).end()  # type: ignore[union-attr]
 
 
-def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
+def _effects(text: str, state: str = "") -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
     """The effects array, each effect parsed, with the raw text of its
-    `event`, `value` and `record` (the component's bytes, passed on unchanged)."""
+    `event`, `value` and `record` (the component's bytes, passed on unchanged).
+
+    `state`: the state text `advance` returned with the batch. A journal
+    entry's `state` member is that text (less the `end_after_step` member),
+    found with one comparison and jumped over rather than parsed: such a
+    `value` is then only in the raw members, as every value the runtime only
+    passes on may be (a `write`'s, a `claim`'s, an `append`'s record)."""
     out: List[Tuple[Dict[str, Any], Dict[str, str]]] = []
     try:
-        i = _skip(text, 0)
+        i = _skip(text, 0) if text[0] in _SPACE else 0
         if text[i] != "[":
             raise _malformed("not an array")
-        i = _skip(text, i + 1)
+        i += 1
+        if text[i] in _SPACE:
+            i = _skip(text, i)
         if text[i] == "]":
             return out
         while True:
             if text[i] != "{":
                 raise _malformed(text[i : i + 200])
-            # `{"effect":"<kind>"` of a kind without a raw member: one scan.
-            if text.startswith('{"effect":"', i) and text[i + _KIND_AT : text.index('"', i + _KIND_AT)] not in _WITH_RAW:
-                fx, end = _scan(text, i)
-                if "event" in fx or "value" in fx or "record" in fx:  # after all: read again
-                    fx, raw, i = _members(text, i)
+            if text.startswith('{"effect":"', i):
+                kind = text[i + _KIND_AT : text.index('"', i + _KIND_AT)]
+                template = _TEMPLATES.get(kind)
+                if template is None:
+                    # A kind without a raw member: one scan.
+                    fx, end = _scan(text, i)
+                    if "event" in fx or "value" in fx or "record" in fx:  # after all: read again
+                        fx, raw, i = _members(text, i)
+                    else:
+                        raw, i = _NO_RAW, end
                 else:
-                    raw, i = _NO_RAW, end
+                    got = _templated(text, i + _KIND_AT + len(kind) + 1, kind, template, state)
+                    if got is None:
+                        fx, raw, i = _members(text, i)
+                    else:
+                        fx, raw, i = got
             else:
                 fx, raw, i = _members(text, i)
             out.append((fx, raw))
@@ -526,6 +541,83 @@ def _effects(text: str) -> List[Tuple[Dict[str, Any], Dict[str, str]]]:
             raise _malformed(text[i:])
     except (IndexError, StopIteration, ValueError):
         raise _malformed(text) from None
+
+
+#: The members of each effect that carries a raw one, in the order the
+#: component writes them after `{"effect":"<kind>"` (as `,"<name>":`). An
+#: effect written otherwise (another order, whitespace, another member) is
+#: read member by member (`_members`); the members a template reads must be a
+#: prefix of its list (the rest absent).
+_TEMPLATES: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    kind: tuple((name, f',"{name}":') for name in names)
+    for kind, names in (
+        ("emit", ("event",)),
+        ("write", ("key", "value", "ttl_ms")),
+        ("claim", ("key", "value", "ttl_ms")),
+        ("swap", ("key", "expected", "value", "ttl_ms")),
+        ("append", ("stream", "record", "depth_threshold")),
+    )
+}
+#: The tail of a state text whose run ends after its step; a journal entry
+#: holds the state without it (the component's `END_AFTER_STEP_TAIL`).
+_END_AFTER_STEP_TAIL = ',"end_after_step":true}'
+
+
+def _templated(
+    text: str, i: int, kind: str, template: Tuple[Tuple[str, str], ...], state: str
+) -> Optional[Tuple[Dict[str, Any], Dict[str, str], int]]:
+    """The effect whose `{"effect":"<kind>"` ends at `text[i]`, read as
+    `_members` reads it when its members are written as `template` lists them
+    (no whitespace): each value scanned once, without a member name to scan
+    or a separator to look for; None when they are not (then `_members`)."""
+    fx: Dict[str, Any] = {"effect": kind}
+    raw: Dict[str, str] = {}
+    for name, lit in template:
+        if not text.startswith(lit, i):
+            break
+        v = i + len(lit)
+        if name in _RAW:
+            end = _journal_end(text, v, state) if state and kind == "write" else 0
+            if end:
+                i = end
+            else:
+                fx[name], i = _scan(text, v)
+            raw[name] = text[v:i]
+        else:
+            fx[name], i = _scan(text, v)
+    if text[i] != "}":
+        return None
+    return fx, raw, i + 1
+
+
+def _journal_end(text: str, v: int, state: str) -> int:
+    """Where a journal entry (`{"run_id":..,"state":..,"v":..,"written_ms":..}`)
+    that starts at `text[v]` ends, when its state is `state` (the component's
+    state text, a complete JSON object: jumped over, not parsed) or `state`
+    less its `end_after_step` member; else 0."""
+    if not text.startswith('{"run_id":', v):
+        return 0
+    _, i = _scan(text, v + 10)
+    if not text.startswith(',"state":', i):
+        return 0
+    i += 9
+    if text.startswith(state, i):
+        i += len(state)
+    elif (
+        state.endswith(_END_AFTER_STEP_TAIL)
+        and text.startswith(state[: -len(_END_AFTER_STEP_TAIL)], i)
+        and text.startswith("}", i + len(state) - len(_END_AFTER_STEP_TAIL))
+    ):
+        i += len(state) - len(_END_AFTER_STEP_TAIL) + 1
+    else:
+        return 0
+    if not text.startswith(',"v":', i):
+        return 0
+    _, i = _scan(text, i + 5)
+    if not text.startswith(',"written_ms":', i):
+        return 0
+    _, i = _scan(text, i + 14)
+    return i + 1 if text[i] == "}" else 0
 
 
 def _members(text: str, start: int, raws: Tuple[str, ...] = _RAW) -> Tuple[Dict[str, Any], Dict[str, str], int]:
@@ -1226,7 +1318,7 @@ class Run:
         while True:
             holder.state, effects_text = looper.advance(holder.state, input)
             nxt: Optional[str] = None
-            effects = _effects(effects_text)
+            effects = _effects(effects_text, holder.state)
             for fx, raw in effects:
                 kind = fx.get("effect")
                 if kind == "emit":
@@ -1240,18 +1332,27 @@ class Run:
                 elif kind == "read":
                     now = clock.now_ms()
                     keys = list(fx.get("keys") or ())
-                    got = yield from _store(inline, ops.read, keys, now)
-                    parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
-                    vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
-                    nxt = (
-                        f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}},'
-                        f'"versions":{{{",".join(vers)}}}}}'
-                    )
+                    # A store that never blocks is called in place (no `_store` generator).
+                    got = ops.read(keys, now) if inline else (yield ("store", ops.read, keys, now))
+                    if type(got) is list and len(got) == len(keys) and got.count(None) == len(got):
+                        # Every key absent (a first step): the same text, without the pairs.
+                        values = ":null,".join(map(_jstr, keys)) + ":null" if keys else ""
+                        nxt = f'{{"input":"read","now_ms":{now},"values":{{{values}}},"versions":{{}}}}'
+                    else:
+                        parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
+                        vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
+                        nxt = (
+                            f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}},'
+                            f'"versions":{{{",".join(vers)}}}}}'
+                        )
                 elif kind == "write":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
                         raise _malformed("write without key or value")
-                    yield from _store(inline, ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
+                    if inline:
+                        ops.put(key, value, fx.get("ttl_ms"), clock.now_ms())
+                    else:
+                        yield ("store", ops.put, key, value, fx.get("ttl_ms"), clock.now_ms())
                 elif kind == "claim" or kind == "swap":
                     # A swap: a compare-and-set the loop re-applies itself on a conflict (a breaker update).
                     key, value = fx.get("key"), raw.get("value")
@@ -1259,7 +1360,11 @@ class Run:
                     if not isinstance(key, str) or value is None:
                         raise _malformed(f"{kind} without key or value")
                     now = clock.now_ms()
-                    cas = yield from _store(inline, ops.cas, key, expected, value, fx.get("ttl_ms"), now)
+                    ttl_ms = fx.get("ttl_ms")
+                    if inline:
+                        cas = ops.cas(key, expected, value, ttl_ms, now)
+                    else:
+                        cas = yield ("store", ops.cas, key, expected, value, ttl_ms, now)
                     done = isinstance(cas, Written)
                     cur = None if done else cas.current
                     current = "" if done else f',"current":{cur.value if cur is not None else "null"}'
@@ -1503,7 +1608,7 @@ class Run:
             ok = False
             if hook is not None:
                 out = hook()
-                if inspect.isawaitable(out):
+                if _isawaitable(out):
                     out, _ = await io.awaited(io.awaitable(out, "the checkpoint hook is async; use step_async"), None, clock)
                 ok = bool(out)
             return f'{{"input":"restored","now_ms":{clock.now_ms()},"ok":{"true" if ok else "false"}}}'
@@ -1516,7 +1621,7 @@ class Run:
                 value = fn(call)
             except Exception as exc:  # noqa: BLE001 - every failure is observed
                 value, result = _UNSET, _failed_exception(exc)
-            if value is not _UNSET and inspect.isawaitable(value):
+            if value is not _UNSET and _isawaitable(value):
                 value = io.awaitable(value, f"the operation of step {call.step!r} is async; use step_async")
                 try:
                     value, timed_out = await io.awaited(value, call.timeout_ms, clock)
@@ -1740,6 +1845,15 @@ class _Killed(BaseException):
 
 def _after_the_end(outcome: str) -> StepReport:
     return StepReport(outcome=outcome, run_finished=True)
+
+
+#: Types whose values are never awaitable (what most operations return).
+_PLAIN_TYPES = frozenset((dict, list, str, int, float, bool, type(None), tuple, bytes))
+
+
+def _isawaitable(value: Any) -> bool:
+    """`inspect.isawaitable`, without its ABC check for a plain value."""
+    return type(value) not in _PLAIN_TYPES and inspect.isawaitable(value)
 
 
 def _is_count(v: Any) -> TypeGuard[int]:

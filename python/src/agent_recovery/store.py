@@ -199,6 +199,9 @@ def _invalid(message: str) -> StoreError:
 
 
 def _check_name(what: str, name: object, empty_ok: bool = False) -> str:
+    # The common case first: ASCII text (one byte a character, no surrogate).
+    if type(name) is str and name.isascii() and 0 < len(name) <= MAX_NAME_BYTES and "\0" not in name:
+        return name
     if not isinstance(name, str):
         raise _invalid(f"the {what} is a {type(name).__name__}, not a str; pass a str")
     if not name:
@@ -229,6 +232,8 @@ _STRICT_DECODE = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
 def _check_json(what: str, key: str, text: object, parse: bool = True) -> str:
+    if not parse and type(text) is str and text.isascii() and len(text) <= MAX_VALUE_BYTES:
+        return text  # the common case of a value not parsed: its size is its length
     if not isinstance(text, str):
         raise _invalid(
             f"the {what} for {key!r} is a {type(text).__name__}, not JSON text; pass json.dumps(value)"
@@ -256,6 +261,8 @@ def _check_json(what: str, key: str, text: object, parse: bool = True) -> str:
 
 
 def _check_int(what: str, n: object) -> int:
+    if type(n) is int and 0 <= n <= MAX_INTEGER:
+        return n
     if not isinstance(n, int) or isinstance(n, bool):
         raise _invalid(f"{what} is {n!r}, not an integer; pass whole Unix milliseconds or a count")
     if n < 0 or n > MAX_INTEGER:
@@ -357,8 +364,8 @@ class MemoryStore:
         """Last-writer-wins (the runtime's `_put`, which never conflicts here)."""
         expires_at_ms = _check_cas(key, None, value, ttl_ms, now_ms, parse=False)
         with self._lock:
-            current = self._live(key, now_ms)
-            self._cas(key, current.version if current else None, value, expires_at_ms, now_ms)
+            # `_cas` with the live version expected, which always writes.
+            self._assign(key, value, expires_at_ms, now_ms)
 
     def _get_many_loop(self, keys: List[str], now_ms: int) -> List[Optional[Versioned]]:
         for key in keys:
@@ -372,6 +379,10 @@ class MemoryStore:
         current = self._live(key, now_ms)
         if (current.version if current else None) != expected:
             return Conflict(current)
+        return Written(self._assign(key, value, expires_at_ms, now_ms))
+
+    def _assign(self, key: str, value: str, expires_at_ms: Optional[int], now_ms: int) -> int:
+        """Write the entry (the compare-and-set's check passed), under the lock; its version."""
         self._purge(now_ms)  # like SqliteStore: a write (not a conflict) purges on its way
         if self._revision >= MAX_INTEGER:
             raise StoreError(
@@ -384,7 +395,7 @@ class MemoryStore:
         self._entries[key] = (value, version, expires_at_ms)
         if expires_at_ms is not None:
             heapq.heappush(self._expiries, (expires_at_ms, key, version))
-        return Written(version)
+        return version
 
     def append(self, stream: str, record: str, now_ms: int) -> int:
         _check_name("stream", stream)
