@@ -29,7 +29,7 @@ pub fn id_digest(id: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct Texted<T> {
     value: T,
-    text: std::cell::OnceCell<Box<str>>,
+    text: std::cell::OnceCell<String>,
 }
 
 impl<T> Texted<T> {
@@ -60,7 +60,8 @@ impl<T: Serialize> Serialize for Texted<T> {
         if self.text.get().is_none() {
             match super::json_write::to_string(&self.value, 256) {
                 Ok(text) => {
-                    let _ = self.text.set(text.into_boxed_str());
+                    // Kept as written (not shrunk: one reallocation less).
+                    let _ = self.text.set(text);
                 }
                 Err(_) => return self.value.serialize(serializer),
             }
@@ -71,7 +72,7 @@ impl<T: Serialize> Serialize for Texted<T> {
                 use serde::ser::SerializeStruct;
                 let token = super::json_write::RAW_TOKEN;
                 let mut raw = serializer.serialize_struct(token, 1)?;
-                raw.serialize_field(token, &**text)?;
+                raw.serialize_field(token, text.as_str())?;
                 raw.end()
             }
             None => self.value.serialize(serializer),
