@@ -145,12 +145,19 @@ fn quoted(out: &mut Vec<u8>, comma: bool, s: &str, colon: bool) {
     let bytes = s.as_bytes();
     let n = bytes.len();
     if n <= SHORT {
-        if let Some(buf) = short(bytes, comma) {
-            let start = out.len();
-            out.extend_from_slice(&buf);
-            out.truncate(start + usize::from(comma) + n + 2 + usize::from(colon));
+        let start = out.len();
+        // Room for the longest, filled with commas (the first one kept
+        // when `comma`), the string written over them, the rest cut off.
+        out.extend_from_slice(&[b','; SHORT + 8]);
+        let at = usize::from(comma);
+        if out
+            .get_mut(start + at..)
+            .is_some_and(|room| short(room, bytes))
+        {
+            out.truncate(start + at + n + 2 + usize::from(colon));
             return;
         }
+        out.truncate(start);
     } else if clean(bytes) {
         out.reserve(n + 4);
         if comma {
@@ -173,49 +180,67 @@ fn quoted(out: &mut Vec<u8>, comma: bool, s: &str, colon: bool) {
     }
 }
 
-/// `[,]"bytes":` at the start of a fixed-size buffer (the rest is
-/// filler; the caller keeps the `:` or not), when `bytes` (at most [`SHORT`]) has nothing to escape.
+/// Writes `"bytes":` at the start of `room` (at least [`SHORT`] + 3 bytes)
+/// when `bytes` (at most [`SHORT`]) has nothing to escape; false if it has.
+/// The string is read as two words (or its bytes when under 4), overlapping
+/// when it is shorter than both together, and written in two copies (the
+/// second over the overlap again, the same bytes): no call to `memcpy`.
 #[inline]
-fn short(bytes: &[u8], comma: bool) -> Option<[u8; 24]> {
+fn short(room: &mut [u8], bytes: &[u8]) -> bool {
     let n = bytes.len();
-    let mut buf = [0u8; 24];
-    buf[0] = b',';
-    let at = usize::from(comma);
-    // The string is read as two words, overlapping when it is shorter
-    // than both together, and written at its place in `buf` in two copies
-    // (the second over the overlap again, the same bytes).
     let w = if n >= 8 {
-        let (lo, hi) = (word(bytes, 0)?, word(bytes, n - 8)?);
-        buf.get_mut(at + 1..at + 9)?
-            .copy_from_slice(&lo.to_le_bytes());
-        buf.get_mut(at + n - 7..at + n + 1)?
-            .copy_from_slice(&hi.to_le_bytes());
+        let (Some(lo), Some(hi)) = (word(bytes, 0), word(bytes, n - 8)) else {
+            return false;
+        };
         if needs_escape(lo) {
-            return None;
+            return false;
         }
+        let Some(d) = room.get_mut(1..9) else {
+            return false;
+        };
+        d.copy_from_slice(&lo.to_le_bytes());
+        let Some(d) = room.get_mut(n - 7..n + 1) else {
+            return false;
+        };
+        d.copy_from_slice(&hi.to_le_bytes());
         hi
     } else if n >= 4 {
         let four = |from: usize| -> Option<[u8; 4]> { bytes.get(from..from + 4)?.try_into().ok() };
-        let (lo, hi) = (four(0)?, four(n - 4)?);
-        buf.get_mut(at + 1..at + 5)?.copy_from_slice(&lo);
-        buf.get_mut(at + n - 3..at + n + 1)?.copy_from_slice(&hi);
+        let (Some(lo), Some(hi)) = (four(0), four(n - 4)) else {
+            return false;
+        };
+        let Some(d) = room.get_mut(1..5) else {
+            return false;
+        };
+        d.copy_from_slice(&lo);
+        let Some(d) = room.get_mut(n - 3..n + 1) else {
+            return false;
+        };
+        d.copy_from_slice(&hi);
         u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
     } else {
         // 0 to 3 bytes, padded with `a`.
         let mut w = [b'a'; 8];
         for (i, &b) in bytes.iter().enumerate() {
-            *buf.get_mut(at + 1 + i)? = b;
-            *w.get_mut(i)? = b;
+            match (room.get_mut(1 + i), w.get_mut(i)) {
+                (Some(d), Some(x)) => (*d, *x) = (b, b),
+                _ => return false,
+            }
         }
         u64::from_le_bytes(w)
     };
     if needs_escape(w) {
-        return None;
+        return false;
     }
-    *buf.get_mut(at)? = b'"';
-    *buf.get_mut(at + n + 1)? = b'"';
-    *buf.get_mut(at + n + 2)? = b':';
-    Some(buf)
+    let Some(close) = room.get_mut(n + 1..n + 3) else {
+        return false;
+    };
+    close.copy_from_slice(b"\":");
+    let Some(open) = room.first_mut() else {
+        return false;
+    };
+    *open = b'"';
+    true
 }
 
 /// A string with bytes to escape, byte by byte.
