@@ -496,18 +496,27 @@ pub fn check_id(what: &str, name: &str) -> Result<(), PolicyError> {
     Ok(())
 }
 
+/// [`check_id`] of member `member` of `what`, its name written only to
+/// refuse it.
+fn check_member(what: &str, member: &str, name: &str) -> Result<(), PolicyError> {
+    if name.len() > MAX_ID_BYTES {
+        return check_id(&format!("{what}.{member}"), name);
+    }
+    Ok(())
+}
+
 /// A step's members the types do not check.
 pub(super) fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError> {
     if spec.id.is_empty() || spec.tool.is_empty() {
         return Err(bad(format!("`{what}` needs a non-empty `id` and `tool`")));
     }
-    check_id(&format!("{what}.id"), &spec.id)?;
-    check_id(&format!("{what}.tool"), &spec.tool)?;
+    check_member(what, "id", &spec.id)?;
+    check_member(what, "tool", &spec.tool)?;
     if let Some(t) = &spec.target {
-        check_id(&format!("{what}.target"), t)?;
+        check_member(what, "target", t)?;
     }
     for f in &spec.fallbacks {
-        check_id(&format!("{what}.fallbacks[]"), f)?;
+        check_member(what, "fallbacks[]", f)?;
     }
     if let Some(c) = &spec.call
         && crate::model::CallKind::parse(c).is_none()
@@ -538,7 +547,7 @@ pub(super) fn check_step(spec: &StepSpec, what: &str) -> Result<(), PolicyError>
                 "`{what}.replay_of.id` is empty; pass the dead-letter record's id"
             )));
         }
-        check_id(&format!("{what}.replay_of.id"), &r.id)?;
+        check_member(what, "replay_of.id", &r.id)?;
     }
     Ok(())
 }

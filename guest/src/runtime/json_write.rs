@@ -103,68 +103,144 @@ fn word(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(w))
 }
 
-/// Whether no byte of `bytes` needs escaping, read 8 at a time (a short
-/// string in one word made of its bytes, some read twice).
+/// Whether no byte of `bytes` (longer than 8) needs escaping, read 8 at a
+/// time.
 #[inline]
 fn clean(bytes: &[u8]) -> bool {
     let n = bytes.len();
-    if n >= 8 {
-        let mut at = 0;
-        while at + 8 < n {
-            match word(bytes, at) {
-                Some(w) if !needs_escape(w) => at += 8,
-                _ => return false,
-            }
-        }
-        // The last 8 bytes, overlapping the word before.
-        return word(bytes, n - 8).is_some_and(|w| !needs_escape(w));
-    }
-    let w = if n >= 4 {
-        // The first 4 bytes and the last 4 (overlapping when n < 8).
-        let four = |at: usize| -> Option<u64> {
-            let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-            Some(u64::from(u32::from_le_bytes(b)))
-        };
-        match (four(0), four(n - 4)) {
-            (Some(lo), Some(hi)) => lo | hi << 32,
+    let mut at = 0;
+    while at + 8 < n {
+        match word(bytes, at) {
+            Some(w) if !needs_escape(w) => at += 8,
             _ => return false,
         }
-    } else {
-        // 1 to 3 bytes: the first, the middle and the last, padded with `a`.
-        match (bytes.first(), bytes.get(n / 2), bytes.last()) {
-            (Some(&a), Some(&m), Some(&z)) => {
-                u64::from_le_bytes([a, m, z, b'a', b'a', b'a', b'a', b'a'])
-            }
-            _ => return true,
-        }
-    };
-    !needs_escape(w)
+    }
+    // The last 8 bytes, overlapping the word before.
+    n >= 8 && word(bytes, n - 8).is_some_and(|w| !needs_escape(w))
 }
 
 /// `s` as a JSON string, escaped as `serde_json` escapes it.
 #[inline]
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    quoted(out, false, s, false);
+}
+
+/// A member's name: `,` first unless `first`, then `"key":`.
+#[inline]
+fn write_key(out: &mut Vec<u8>, first: bool, key: &str) {
+    quoted(out, !first, key, true);
+}
+
+/// The longest string [`short`] writes.
+const SHORT: usize = 16;
+
+/// `,` when `comma`, `s` as a JSON string, `:` when `colon`. A string of
+/// up to [`SHORT`] bytes with nothing to escape (a member's name, an id, a
+/// phase) is read in two words and appended in one fixed-size copy, no
+/// call to `memcpy` and one capacity check; a longer one is checked 8
+/// bytes at a time and copied whole; one with bytes to escape is escaped
+/// byte by byte.
+#[inline]
+fn quoted(out: &mut Vec<u8>, comma: bool, s: &str, colon: bool) {
     let bytes = s.as_bytes();
-    if !clean(bytes) {
-        return write_escaped(out, bytes);
-    }
     let n = bytes.len();
-    out.reserve(n + 2);
-    out.push(b'"');
-    if (8..=16).contains(&n) {
-        // Two 8-byte copies, the second overlapping the first: no call to
-        // `memcpy` for a name or a short id.
-        let (Some(head), Some(tail)) = (word(bytes, 0), word(bytes, n - 8)) else {
-            return write_escaped(out, bytes);
-        };
+    if n <= SHORT {
         let start = out.len();
-        out.extend_from_slice(&head.to_le_bytes());
-        out.truncate(start + n - 8);
-        out.extend_from_slice(&tail.to_le_bytes());
-    } else {
+        // Room for the longest, filled with commas (the first one kept
+        // when `comma`), the string written over them, the rest cut off.
+        out.extend_from_slice(&[b','; SHORT + 8]);
+        let at = usize::from(comma);
+        if out
+            .get_mut(start + at..)
+            .is_some_and(|room| short(room, bytes))
+        {
+            out.truncate(start + at + n + 2 + usize::from(colon));
+            return;
+        }
+        out.truncate(start);
+    } else if clean(bytes) {
+        out.reserve(n + 4);
+        if comma {
+            out.push(b',');
+        }
+        out.push(b'"');
         out.extend_from_slice(bytes);
+        out.push(b'"');
+        if colon {
+            out.push(b':');
+        }
+        return;
     }
-    out.push(b'"');
+    if comma {
+        out.push(b',');
+    }
+    write_escaped(out, bytes);
+    if colon {
+        out.push(b':');
+    }
+}
+
+/// Writes `"bytes":` at the start of `room` (at least [`SHORT`] + 3 bytes)
+/// when `bytes` (at most [`SHORT`]) has nothing to escape; false if it has.
+/// The string is read as two words (or its bytes when under 4), overlapping
+/// when it is shorter than both together, and written in two copies (the
+/// second over the overlap again, the same bytes): no call to `memcpy`.
+#[inline]
+fn short(room: &mut [u8], bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let w = if n >= 8 {
+        let (Some(lo), Some(hi)) = (word(bytes, 0), word(bytes, n - 8)) else {
+            return false;
+        };
+        if needs_escape(lo) {
+            return false;
+        }
+        let Some(d) = room.get_mut(1..9) else {
+            return false;
+        };
+        d.copy_from_slice(&lo.to_le_bytes());
+        let Some(d) = room.get_mut(n - 7..n + 1) else {
+            return false;
+        };
+        d.copy_from_slice(&hi.to_le_bytes());
+        hi
+    } else if n >= 4 {
+        let four = |from: usize| -> Option<[u8; 4]> { bytes.get(from..from + 4)?.try_into().ok() };
+        let (Some(lo), Some(hi)) = (four(0), four(n - 4)) else {
+            return false;
+        };
+        let Some(d) = room.get_mut(1..5) else {
+            return false;
+        };
+        d.copy_from_slice(&lo);
+        let Some(d) = room.get_mut(n - 3..n + 1) else {
+            return false;
+        };
+        d.copy_from_slice(&hi);
+        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
+    } else {
+        // 0 to 3 bytes, padded with `a`.
+        let mut w = [b'a'; 8];
+        for (i, &b) in bytes.iter().enumerate() {
+            match (room.get_mut(1 + i), w.get_mut(i)) {
+                (Some(d), Some(x)) => (*d, *x) = (b, b),
+                _ => return false,
+            }
+        }
+        u64::from_le_bytes(w)
+    };
+    if needs_escape(w) {
+        return false;
+    }
+    let Some(close) = room.get_mut(n + 1..n + 3) else {
+        return false;
+    };
+    close.copy_from_slice(b"\":");
+    let Some(open) = room.first_mut() else {
+        return false;
+    };
+    *open = b'"';
+    true
 }
 
 /// A string with bytes to escape, byte by byte.
@@ -206,7 +282,8 @@ pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(buf.get(buf.len() - used..).unwrap_or_default());
 }
 
-fn write_i64(out: &mut Vec<u8>, n: i64) {
+/// `n` in decimal.
+pub fn write_i64(out: &mut Vec<u8>, n: i64) {
     if n < 0 {
         out.push(b'-');
     }
@@ -240,8 +317,8 @@ pub enum Struct<'a> {
 }
 
 impl<'a> Writer<'a> {
-    fn open(self, open: &[u8], close: &'static [u8]) -> Compound<'a> {
-        self.out.extend_from_slice(open);
+    fn open(self, open: u8, close: &'static [u8]) -> Compound<'a> {
+        self.out.push(open);
         Compound {
             out: self.out,
             first: true,
@@ -252,8 +329,7 @@ impl<'a> Writer<'a> {
     /// `{"variant":` then the value's opening.
     fn variant(self, variant: &str, open: u8, close: &'static [u8]) -> Compound<'a> {
         self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.push(b':');
+        write_key(self.out, true, variant);
         self.out.push(open);
         Compound {
             out: self.out,
@@ -365,8 +441,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         value: &T,
     ) -> Result<(), GiveUp> {
         self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.push(b':');
+        write_key(self.out, true, variant);
         value.serialize(Writer {
             out: &mut *self.out,
         })?;
@@ -374,17 +449,17 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, GiveUp> {
-        Ok(self.open(b"[", b"]"))
+        Ok(self.open(b'[', b"]"))
     }
     fn serialize_tuple(self, _len: usize) -> Result<Compound<'a>, GiveUp> {
-        Ok(self.open(b"[", b"]"))
+        Ok(self.open(b'[', b"]"))
     }
     fn serialize_tuple_struct(
         self,
         _name: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>, GiveUp> {
-        Ok(self.open(b"[", b"]"))
+        Ok(self.open(b'[', b"]"))
     }
     fn serialize_tuple_variant(
         self,
@@ -396,13 +471,13 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(self.variant(variant, b'[', b"]}"))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, GiveUp> {
-        Ok(self.open(b"{", b"}"))
+        Ok(self.open(b'{', b"}"))
     }
     fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Struct<'a>, GiveUp> {
         if name == RAW_TOKEN || name == NUMBER_TOKEN {
             return Ok(Struct::Raw(Raw { out: self.out }));
         }
-        Ok(Struct::Object(self.open(b"{", b"}")))
+        Ok(Struct::Object(self.open(b'{', b"}")))
     }
     fn serialize_struct_variant(
         self,
@@ -433,16 +508,18 @@ impl Compound<'_> {
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), GiveUp> {
-        self.comma();
-        write_str(self.out, key);
-        self.out.push(b':');
+        write_key(self.out, self.first, key);
+        self.first = false;
         value.serialize(Writer {
             out: &mut *self.out,
         })
     }
 
     fn close(self) -> Result<(), GiveUp> {
-        self.out.extend_from_slice(self.close);
+        // One or two bytes: pushed, no call to `memcpy` for them.
+        for &b in self.close {
+            self.out.push(b);
+        }
         Ok(())
     }
 }
@@ -756,6 +833,57 @@ mod tests {
         keyed.insert(3u32, "three");
         same(&keyed);
         same(&Value::from(serde_json::Number::from_f64(0.1).unwrap()));
+    }
+
+    #[test]
+    fn member_names_are_written_as_serde_json_writes_them() {
+        // Names of every length around the short path's (16 bytes), and
+        // ones with bytes to escape, first and later in their object.
+        #[derive(serde::Serialize)]
+        struct Names {
+            a: u8,
+            abc: u8,
+            abcd: u8,
+            abcdefg: u8,
+            abcdefgh: u8,
+            abcdefghijklmnop: u8,
+            abcdefghijklmnopq: u8,
+            #[serde(rename = "q\"")]
+            quote: u8,
+            #[serde(rename = "abcdefghijklmno\\")]
+            slash: u8,
+            #[serde(rename = "abcdefghijklmnopq\n")]
+            newline: u8,
+            #[serde(rename = "")]
+            empty: u8,
+        }
+        #[derive(serde::Serialize)]
+        struct First {
+            #[serde(rename = "\u{1}")]
+            control: Names,
+        }
+        #[derive(serde::Serialize)]
+        enum V {
+            #[serde(rename = "v\"")]
+            Odd { x: u8 },
+            #[serde(rename = "abcdefghijklmnopqr")]
+            Long(u8),
+        }
+        let names = Names {
+            a: 1,
+            abc: 2,
+            abcd: 3,
+            abcdefg: 4,
+            abcdefgh: 5,
+            abcdefghijklmnop: 6,
+            abcdefghijklmnopq: 7,
+            quote: 8,
+            slash: 9,
+            newline: 10,
+            empty: 11,
+        };
+        same(&First { control: names });
+        same(&[V::Odd { x: 1 }, V::Long(2)]);
     }
 
     #[test]

@@ -1654,17 +1654,20 @@ impl Machine {
         result: Option<Value>,
         envelope: Option<Value>,
     ) -> Result<(), PolicyError> {
-        let (id, key, claimed) = self
-            .s
-            .step
-            .as_ref()
-            .map_or((String::new(), String::new(), false), |st| {
-                (st.spec.id.clone(), st.key.clone(), st.claimed)
-            });
+        let (id, claimed) = self.s.step.as_ref().map_or((String::new(), false), |st| {
+            (st.spec.id.clone(), st.claimed)
+        });
+        // The step's key, copied only where an effect holds it (the step
+        // is dropped at the end, its key unchanged until then).
+        let key = |s: &State| {
+            s.step
+                .as_ref()
+                .map_or_else(String::new, |st| st.key.clone())
+        };
         let ok = outcome == "ok";
         if !ok && claimed {
             self.fx.push(Effect::Delete {
-                key: store_key(IDEM_PREFIX, &key),
+                key: store_key(IDEM_PREFIX, &key(&self.s)),
             });
         }
         if self.s.recovering
@@ -1698,7 +1701,7 @@ impl Machine {
         self.emit(e);
         if self.s.branch.is_some() {
             self.s.last = Some(
-                json!({"outcome": outcome, "result": result, "envelope": envelope, "key": key}),
+                json!({"outcome": outcome, "result": result, "envelope": envelope, "key": key(&self.s)}),
             );
             // The branch's end is durable too: recovery knows it ran.
             self.journal();
@@ -1713,7 +1716,7 @@ impl Machine {
             result,
             envelope,
             rendered,
-            token: (outcome == "awaiting_input").then_some(key),
+            token: (outcome == "awaiting_input").then(|| key(&self.s)),
         });
         self.s.step = None;
         self.s.comp = None;

@@ -24,7 +24,7 @@ pub mod effect;
 mod fanout;
 mod fanout_recover;
 pub mod input;
-mod json_write;
+pub(crate) mod json_write;
 mod machine;
 pub mod outcome;
 pub mod state;

@@ -29,7 +29,7 @@ pub fn id_digest(id: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct Texted<T> {
     value: T,
-    text: std::cell::OnceCell<Box<str>>,
+    text: std::cell::OnceCell<String>,
 }
 
 impl<T> Texted<T> {
@@ -38,6 +38,15 @@ impl<T> Texted<T> {
         Texted {
             value,
             text: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// `value` with its text already written (`text` must be what
+    /// [`super::json_write::to_string`] writes for it).
+    fn with_text(value: T, text: String) -> Self {
+        Texted {
+            value,
+            text: std::cell::OnceCell::from(text),
         }
     }
 
@@ -60,7 +69,8 @@ impl<T: Serialize> Serialize for Texted<T> {
         if self.text.get().is_none() {
             match super::json_write::to_string(&self.value, 256) {
                 Ok(text) => {
-                    let _ = self.text.set(text.into_boxed_str());
+                    // Kept as written (not shrunk: one reallocation less).
+                    let _ = self.text.set(text);
                 }
                 Err(_) => return self.value.serialize(serializer),
             }
@@ -71,7 +81,7 @@ impl<T: Serialize> Serialize for Texted<T> {
                 use serde::ser::SerializeStruct;
                 let token = super::json_write::RAW_TOKEN;
                 let mut raw = serializer.serialize_struct(token, 1)?;
-                raw.serialize_field(token, &**text)?;
+                raw.serialize_field(token, text.as_str())?;
                 raw.end()
             }
             None => self.value.serialize(serializer),
@@ -83,6 +93,31 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Texted<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         T::deserialize(deserializer).map(Texted::new)
     }
+}
+
+std::thread_local! {
+    /// The configuration of the last run started, and its text: the next
+    /// run's, most often the same, reuses the text instead of writing it.
+    static LAST_CONFIG: std::cell::RefCell<Option<(RunConfig, String)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `config` with its text: the last run's when the configuration is the
+/// same, else written now (once; the state holding it is written next).
+fn texted_config(config: RunConfig) -> Texted<RunConfig> {
+    LAST_CONFIG.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((_, text)) = last.as_ref().filter(|(c, _)| *c == config) {
+            return Texted::with_text(config, text.clone());
+        }
+        match super::json_write::to_string(&config, 256) {
+            Ok(text) => {
+                *last = Some((config.clone(), text.clone()));
+                Texted::with_text(config, text)
+            }
+            Err(_) => Texted::new(config),
+        }
+    })
 }
 
 fn no_ids(ids: &Texted<Vec<String>>) -> bool {
@@ -215,7 +250,7 @@ impl State {
             seed,
             started_ms: now_ms,
             now_ms,
-            config: Texted::new(config),
+            config: texted_config(config),
             retry_spent_ms: 0,
             done: Vec::new(),
             phase: Phase::Idle,
