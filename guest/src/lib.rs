@@ -143,8 +143,10 @@ pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
 /// `serde_json::from_value`, read through the value's JSON text: every type is
 /// then deserialized by the one text reader in the component, not also by
 /// `Value`'s deserializer (each reader instantiates every derive of a type
-/// tree again: about 120 KB of code for the runtime's state and inputs). Only
-/// for values read off the success path (the text is written and read again).
+/// tree again: about 140 KB of code for the runtime's state and inputs). Only
+/// for values read off the hot paths (the text is written and read again): the
+/// stored breaker, read on every step of a target that failed, keeps
+/// `serde_json::from_value`.
 /// Same result and same error text as `from_value`: the text lists an object's
 /// members in the order `from_value` visits them, and the error leaves out the
 /// position (`at line 1 column N`) that only the text reader has.

@@ -1752,7 +1752,7 @@ fn stored_breakers(
         let b: Breaker = if stored.is_null() {
             Breaker::default()
         } else {
-            crate::from_value(&stored).map_err(|e| {
+            serde_json::from_value(stored).map_err(|e| {
                 bad(format!("the stored breaker of target {t:?} is not a breaker ({e}); delete the key {BREAKER_PREFIX}{t}"))
             })?
         };

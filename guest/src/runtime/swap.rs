@@ -116,7 +116,7 @@ impl Machine {
         } else if current.is_null() {
             Breaker::default()
         } else {
-            crate::from_value(&current).map_err(|e| {
+            serde_json::from_value(current).map_err(|e| {
                 bad(format!(
                     "the stored breaker of target {target:?} is not a breaker ({e}); delete the key {BREAKER_PREFIX}{target}"
                 ))
