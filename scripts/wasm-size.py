@@ -197,10 +197,12 @@ def by_export(exports, table, code):
     for name, idx in exports:
         groups[name.split("#")[0]].append(idx)
     reached = {g: reach(ids) for g, ids in groups.items()}
+    def size(functions):
+        return sum(len(code[f]) for f in functions)
+
     rows = []
     for g, seen in reached.items():
         others = set().union(*(s for k, s in reached.items() if k != g))
-        size = lambda fs: sum(len(code[f]) for f in fs)  # noqa: E731
         rows.append((size(seen), size(seen - others), g))
     return sorted(rows, reverse=True)
 
