@@ -139,14 +139,14 @@ impl Context {
         // and every other error is `invalid_context`.
         let config = match m.remove("config") {
             None | Some(Value::Null) => None,
-            Some(c) => Some(serde_json::from_value::<ConfigOverrides>(c).map_err(|e| {
+            Some(c) => Some(crate::from_value::<ConfigOverrides>(&c).map_err(|e| {
                 PolicyError::new(
                     ErrorKind::InvalidConfig,
                     format!("context.config is invalid: {e}; see the defaults in docs/envelope-and-decision.md"),
                 )
             })?),
         };
-        let mut ctx: Context = serde_json::from_value(Value::Object(m)).map_err(|e| {
+        let mut ctx: Context = crate::from_value(&Value::Object(m)).map_err(|e| {
             PolicyError::new(
                 ErrorKind::InvalidContext,
                 format!(

@@ -139,3 +139,67 @@ pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
         serde_json::Value::Object(_) => "an object",
     }
 }
+
+/// `serde_json::from_value`, read through the value's JSON text: every type is
+/// then deserialized by the one text reader in the component, not also by
+/// `Value`'s deserializer (each reader instantiates every derive of a type
+/// tree again: about 140 KB of code for the runtime's state and inputs). Only
+/// for values read off the hot paths (the text is written and read again): the
+/// stored breaker, read on every step of a target that failed, keeps
+/// `serde_json::from_value`.
+/// Same result and same error text as `from_value`: the text lists an object's
+/// members in the order `from_value` visits them, and the error leaves out the
+/// position (`at line 1 column N`) that only the text reader has.
+pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
+    v: &serde_json::Value,
+) -> Result<T, String> {
+    serde_json::from_str(&v.to_string()).map_err(|e| {
+        let text = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        match text.strip_suffix(at.as_str()) {
+            Some(message) if e.line() != 0 => message.to_owned(),
+            _ => text,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Shape {
+        a: u64,
+        #[serde(default)]
+        b: Option<String>,
+        c: Vec<f64>,
+        #[serde(default)]
+        d: Option<Value>,
+    }
+
+    /// `crate::from_value` gives what `serde_json::from_value` gives: the same
+    /// value, or the same error text.
+    #[test]
+    fn from_value_reads_and_fails_as_serde_json_does() {
+        let cases = [
+            json!({"a": 1, "c": [1.5, 0.1, 1e300, -0.0]}),
+            json!({"a": u64::MAX, "b": "é\"\n\u{1}", "c": [9007199254740993.0], "d": {"z": [1, {"y": null}]}}),
+            json!({"a": -1, "c": []}),
+            json!({"a": 1.5, "c": []}),
+            json!({"a": "7", "c": []}),
+            json!({"a": 1}),
+            json!({"a": 1, "c": [], "zz": 0}),
+            json!({"zz": 0, "b": 2, "a": 1}),
+            json!({"a": 1, "c": [true]}),
+            json!([1, "x", [2.5]]),
+            json!(null),
+            json!("text"),
+        ];
+        for v in cases {
+            let ours = crate::from_value::<Shape>(&v);
+            let theirs = serde_json::from_value::<Shape>(v.clone()).map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{v}");
+        }
+    }
+}

@@ -76,8 +76,7 @@ fn leak(s: String) -> &'static str {
 }
 
 fn member<T: serde::de::DeserializeOwned>(v: &Value, path: &str) -> Result<T, PolicyError> {
-    serde_json::from_value(v.clone())
-        .map_err(|e| bad(path, format!("{e}; see docs/schema/policy.schema.json")))
+    crate::from_value(v).map_err(|e| bad(path, format!("{e}; see docs/schema/policy.schema.json")))
 }
 
 fn one_of<T: Copy>(

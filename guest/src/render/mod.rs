@@ -205,7 +205,7 @@ fn parse_envelope(text: &str) -> Result<EnvelopeIn, PolicyError> {
             _ => v,
         },
     };
-    let parsed: EnvelopeIn = serde_json::from_value(env).map_err(|e| {
+    let parsed: EnvelopeIn = crate::from_value(&env).map_err(|e| {
         PolicyError::new(
             ErrorKind::InvalidArgument,
             format!("envelope is invalid ({e}); pass the JSON printed by classify or decide"),
@@ -234,7 +234,7 @@ fn parse_options(text: &str) -> Result<Options, PolicyError> {
             ),
         ));
     }
-    serde_json::from_value(v).map_err(|e| {
+    crate::from_value(&v).map_err(|e| {
         PolicyError::new(
             ErrorKind::InvalidArgument,
             format!("options are invalid ({e}); allowed: id, task_id, context_id, current_agent, downstream_agent"),

@@ -77,7 +77,7 @@ impl Machine {
                 rec.outcomes.push(branch_entry(id, None, "not_started"));
                 continue;
             };
-            let b: State = serde_json::from_value(state.clone()).map_err(|e| {
+            let b: State = crate::from_value(state).map_err(|e| {
                 bad(format!(
                     "the journal entry {key} of branch {id:?} holds no branch state ({e}); delete it to recover the run without it"
                 ))

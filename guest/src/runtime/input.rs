@@ -313,7 +313,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         }
         "step" => {
             let spec = take("step").ok_or_else(|| bad("input `step` needs a `step` object"))?;
-            let spec: StepSpec = serde_json::from_value(spec)
+            let spec: StepSpec = crate::from_value(&spec)
                 .map_err(|e| bad(format!("`step`: {e}; see docs/runtime.md for its members")))?;
             check_step(&spec, "step")?;
             let end = match take("end") {
@@ -329,7 +329,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         }
         "fanout" => {
             let spec = take("fanout").ok_or_else(|| bad("input `fanout` needs a `fanout` object"))?;
-            let spec: FanoutSpec = serde_json::from_value(spec).map_err(|e| {
+            let spec: FanoutSpec = crate::from_value(&spec).map_err(|e| {
                 bad(format!(
                     "`fanout`: {e}; it is {{\"id\", \"min_results\", \"branches\": [step, ..]}}"
                 ))
@@ -359,7 +359,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
             Some(Value::Object(values)) => {
                 let versions = match take("versions") {
                     None | Some(Value::Null) => Default::default(),
-                    Some(v) => serde_json::from_value(v).map_err(|e| {
+                    Some(v) => crate::from_value(&v).map_err(|e| {
                         bad(format!(
                             "input `read`: `versions` is key -> store version, a positive integer ({e}); omit it if the store has none"
                         ))
@@ -448,7 +448,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
 pub(super) fn run_config(config: Option<Value>) -> Result<RunConfig, PolicyError> {
     let config: RunConfig = match config {
         None | Some(Value::Null) => RunConfig::default(),
-        Some(c) => serde_json::from_value(c).map_err(|e| {
+        Some(c) => crate::from_value(&c).map_err(|e| {
             PolicyError::new(
                 ErrorKind::InvalidConfig,
                 format!("run `config`: {e}; see docs/runtime.md for its members"),

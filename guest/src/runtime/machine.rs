@@ -104,8 +104,7 @@ impl Decided {
         let breaker = match d.get("breaker") {
             None | Some(Value::Null) => None,
             Some(b) => Some(
-                serde_json::from_value::<BreakerThresholds>(b.clone())
-                    .map_err(|e| e.to_string())
+                crate::from_value::<BreakerThresholds>(b)
                     .and_then(|t| t.validate("breaker").map(|()| t).map_err(|e| e.message))
                     .map_err(|e| {
                         bad(format!(
@@ -150,7 +149,7 @@ fn table<T: serde::de::DeserializeOwned>(
 ) -> Result<Option<T>, PolicyError> {
     match d.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+        Some(v) => crate::from_value(v).map(Some).map_err(|e| {
             bad(format!(
                 "the decision's `{name}` is invalid ({e}); the policy must answer {shape} or omit it"
             ))
