@@ -244,7 +244,11 @@ fn what_the_fused_form_refuses() {
     i["end"] = json!(true);
     let e = refuse(i);
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
-    assert!(e.message.contains("`end` goes with a `step`"), "{}", e.message);
+    assert!(
+        e.message.contains("`end` goes with a `step`"),
+        "{}",
+        e.message
+    );
     // `end` is a boolean.
     let e = refuse(fused_input(&json!({}), &step, None).tap_end(json!("yes")));
     assert!(e.message.contains("`end` is a boolean"), "{}", e.message);
@@ -261,12 +265,24 @@ fn what_the_fused_form_refuses() {
         assert_eq!((a.kind, a.message), (b.kind, b.message), "{bad}");
     }
     // A bad configuration is refused before the step.
-    let e = refuse(fused_input(&json!({"in_flight_wait_ms": u64::MAX}), &step, None));
+    let e = refuse(fused_input(
+        &json!({"in_flight_wait_ms": u64::MAX}),
+        &step,
+        None,
+    ));
     assert_eq!(e.kind, ErrorKind::InvalidConfig);
     // A run that started already refuses a `run`, with a step or not.
     let run = advance("", &run_input(&json!({})).to_string()).unwrap();
-    let e = advance(&run.state, &fused_input(&json!({}), &step, None).to_string()).unwrap_err();
-    assert!(e.message.contains("the run already started"), "{}", e.message);
+    let e = advance(
+        &run.state,
+        &fused_input(&json!({}), &step, None).to_string(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("the run already started"),
+        "{}",
+        e.message
+    );
     // `"step": null` is no step.
     let mut i = run_input(&json!({}));
     i["step"] = Value::Null;
@@ -290,7 +306,9 @@ fn typed_step(s: &Value) -> typed::StepSpec {
         id: s["id"].as_str().unwrap().to_owned(),
         tool: s["tool"].as_str().unwrap().to_owned(),
         call: None,
-        args: s.get("args").map_or_else(|| "null".to_owned(), Value::to_string),
+        args: s
+            .get("args")
+            .map_or_else(|| "null".to_owned(), Value::to_string),
         target: s["target"].as_str().map(str::to_owned),
         fallbacks: Vec::new(),
         side_effect: false,
@@ -325,7 +343,10 @@ fn the_typed_run_with_its_first_step_is_the_json_one() {
         assert_eq!(typed_out.state, json_out.state);
         let fx: Vec<Value> = serde_json::from_str(&json_out.effects).unwrap();
         assert_eq!(typed_out.effects.len(), fx.len());
-        assert!(matches!(typed_out.effects.last(), Some(typed::Effect::Read(_))));
+        assert!(matches!(
+            typed_out.effects.last(),
+            Some(typed::Effect::Read(_))
+        ));
     }
     // A bad first step is refused as the typed `step` input refuses it.
     let mut bad = typed_step(&step);
