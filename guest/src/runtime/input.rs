@@ -119,7 +119,7 @@ pub enum Input {
         /// The run's first step, started in the same call, and whether the
         /// run ends when it finishes (the `run` input's `step` and `end`):
         /// exactly `run` then that `step` input at the same `now_ms`.
-        first: Option<(StepSpec, bool)>,
+        first: Option<Box<(StepSpec, bool)>>,
     },
     /// A step starts.
     Step(StepSpec),
@@ -240,7 +240,7 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
             let first = match c.step {
                 Some(spec) => {
                     check_step(&spec, "step").ok()?;
-                    Some((spec, c.end.unwrap_or(false)))
+                    Some(Box::new((spec, c.end.unwrap_or(false))))
                 }
                 None if c.end.is_some() => return None,
                 None => None,
@@ -327,7 +327,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     }
                     None
                 }
-                Some(spec) => Some(first_step("run", spec, take("end"))?),
+                Some(spec) => Some(Box::new(first_step("run", spec, take("end"))?)),
             };
             Input::Run {
                 run_id,

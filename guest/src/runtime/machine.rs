@@ -50,9 +50,10 @@ pub fn advance(
             },
         ) => {
             let s = Box::new(State::new(run_id, seed, config, now));
-            let Some((spec, end)) = first else {
+            let Some(first) = first else {
                 return Ok((s, fx));
             };
+            let (spec, end) = *first;
             // The run's first step in the same call: exactly `run`, then the
             // `step` input at the same `now_ms` (`run` has no effects).
             let mut m = Machine { s, fx };

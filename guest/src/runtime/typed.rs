@@ -504,7 +504,7 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
                 Some(f) => {
                     let spec = step_in(f.step, "step")?;
                     inp::check_step(&spec, "step")?;
-                    Some((spec, f.end))
+                    Some(Box::new((spec, f.end)))
                 }
             };
             inp::Input::Run {
