@@ -15,7 +15,9 @@
 //! of one `advance`. Further arguments: `runs` makes every step a run of its
 //! own (+ `run` and `end`: six calls a step); `fused` (with `runs`) sends
 //! the step with `"end": true` instead of a separate `end` (five calls a
-//! step, as the door and `retry` do); `cold` makes every call parse its
+//! step); `first` (with `runs fused`) sends the step and `end` in the `run`
+//! input itself (four calls a step, as the door and `retry` do); `cold`
+//! makes every call parse its
 //! state (the state kept between calls switched off). `SHOW_CALLS=1` prints
 //! each call's input, state and effects sizes.
 use agent_recovery_policy::advance;
@@ -39,6 +41,7 @@ fn main() {
     // host's runtime_overhead example measures it.
     let runs = modes.iter().any(|m| m == "runs");
     let fused = runs && modes.iter().any(|m| m == "fused");
+    let first = fused && modes.iter().any(|m| m == "first");
     let show = std::env::var_os("SHOW_CALLS").is_some();
     let now = 1_767_225_600_000u64;
     let start = |id: &str| {
@@ -53,13 +56,19 @@ fn main() {
     let mut calls = 0u64;
     let t = Instant::now();
     for i in 0..n {
-        if runs {
+        if runs && !first {
             state = start(&format!("bench-{i}"));
             calls += 1;
         }
         let end = if fused { r#","end":true"# } else { "" };
+        let head = if first {
+            state.clear();
+            format!(r#"{{"input":"run","now_ms":{now},"run_id":"bench-{i}","seed":7"#)
+        } else {
+            format!(r#"{{"input":"step","now_ms":{now}"#)
+        };
         let mut input = format!(
-            r#"{{"input":"step","now_ms":{now},"step":{{"id":"s{i}","tool":"search","call":"tool","args":{{"q":"weather","n":{i}}}}}{end}}}"#
+            r#"{head},"step":{{"id":"s{i}","tool":"search","call":"tool","args":{{"q":"weather","n":{i}}}}}{end}}}"#
         );
         loop {
             let out = advance(&state, &input).expect("advance");

@@ -493,6 +493,7 @@ crate::__export_policy_impl!(
                     run_id: x.run_id,
                     seed: x.seed,
                     config: x.config,
+                    first: x.first.map(|f| r::FirstStep { step: step_in(f.step), end: f.end }),
                 }),
                 K::Step(s) => r::InputKind::Step(step_in(s)),
                 K::Fanout(f) => r::InputKind::Fanout(r::FanoutSpec {

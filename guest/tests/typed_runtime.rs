@@ -58,6 +58,10 @@ fn typed_input(i: &Value) -> typed::Input {
             run_id: i["run_id"].as_str().unwrap().to_owned(),
             seed: i["seed"].as_u64(),
             config: opt_text(i.get("config")),
+            first: i.get("step").map(|s| typed::FirstStep {
+                step: step_of(s),
+                end: i["end"].as_bool().unwrap_or(false),
+            }),
         }),
         "step" => InputKind::Step(step_of(&i["step"])),
         "fanout" => InputKind::Fanout(typed::FanoutSpec {
@@ -529,7 +533,7 @@ fn spec(s: &Value) -> Value {
 }
 
 /// Runs one scenario against `world`: its outcome and events.
-fn run_scenario(world: &mut World, sc: &Value) -> (String, Vec<Value>) {
+fn run_scenario(world: &mut World, sc: &Value, fuse: bool) -> (String, Vec<Value>) {
     let now = sc["now_ms"].as_u64().unwrap();
     let mut all: Vec<Value> = Vec::new();
     for s in sc["steps"].as_array().unwrap() {
@@ -606,15 +610,27 @@ fn run_scenario(world: &mut World, sc: &Value) -> (String, Vec<Value>) {
     }
     let start = json!({"input": "run", "now_ms": now, "run_id": sc["run_id"], "seed": sc["seed"],
         "config": sc.get("config").cloned().unwrap_or_else(|| json!({}))});
-    let (mut state, _) = run.adv("", &start);
+    let steps = sc["steps"].as_array().unwrap();
+    // `fuse`: the `run` input carries the first step (not a fan-out).
+    let fuse = fuse && steps[0].get("fanout").is_none();
+    let mut state = if fuse {
+        String::new()
+    } else {
+        run.adv("", &start).0
+    };
     let mut outcome = "completed".to_owned();
-    for s in sc["steps"].as_array().unwrap() {
-        let input = match s.get("fanout") {
+    for (i, s) in steps.iter().enumerate() {
+        let mut input = match s.get("fanout") {
             Some(f) => json!({"input": "fanout", "now_ms": run.now, "fanout": {
                 "id": s["id"], "min_results": f["min_results"],
                 "branches": f["branches"].as_array().unwrap().iter().map(spec).collect::<Vec<_>>()}}),
             None => json!({"input": "step", "now_ms": run.now, "step": spec(s)}),
         };
+        if fuse && i == 0 {
+            let mut first = start.clone();
+            first["step"] = input["step"].take();
+            input = first;
+        }
         let (next, fin) = run.drive(state, input);
         state = next;
         let Some(fin) = fin else {
@@ -659,13 +675,21 @@ fn every_loop_vector_gives_the_same_states_and_effects_typed_and_as_json() {
         files.len()
     );
     let mut compared = 0;
-    for file in &files {
+    // Each vector twice: `run` then the first step, and the `run` input
+    // carrying the first step (docs/runtime.md, "Inputs"): the same
+    // expectations, and the same events byte for byte.
+    for (file, fuse) in files.iter().flat_map(|f| [(f, false), (f, true)]) {
         let vector: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let name = vector["name"].as_str().unwrap();
         let mut world = World::default();
+        let mut twin = World::default();
         for (i, r) in vector["runs"].as_array().unwrap().iter().enumerate() {
             let before = world.dead_letters.len();
-            let (outcome, events) = run_scenario(&mut world, &r["scenario"]);
+            let (outcome, events) = run_scenario(&mut world, &r["scenario"], fuse);
+            if fuse {
+                let (o, e) = run_scenario(&mut twin, &r["scenario"], false);
+                assert_eq!((&o, &e), (&outcome, &events), "{name} run {i}: fused");
+            }
             let expect = &r["expect"];
             assert_eq!(
                 outcome,
@@ -686,6 +710,10 @@ fn every_loop_vector_gives_the_same_states_and_effects_typed_and_as_json() {
             );
         }
         compared += world.compared;
+        if fuse {
+            assert_eq!(world.kv, twin.kv, "{name}: the store, fused");
+            assert_eq!(world.dead_letters, twin.dead_letters, "{name}: fused");
+        }
     }
     assert!(compared > 500, "only {compared} calls compared");
 }

@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "3058359bb2ae93416ab476573b5d59abd356c4cb32c1b4f12a2e7bbfdc6a361a",
+                "05d66edd0ce1064c30143000a04ea0655ae66990ef03aba2cacc9cb367d9c85b",
             ),
             (
                 "scenario.wit",

@@ -429,17 +429,16 @@ impl Retry {
                 let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 current.slept(ms, took);
             };
-            let mut run = runtime.run(&self.run_id)?;
+            let mut run = runtime.run_of_one_step(&self.run_id)?;
             let lent = Lent {
                 call: &mut call,
                 sleep: Some(&mut sleep_ms),
                 decide: Some(&decider),
             };
-            let report = run.step_lent(&step, lent)?;
+            // The one step is the whole run (docs/durability.md): the run, the
+            // step and its end in the step's calls.
+            let report = run.step_then_end(&step, lent)?;
             let events = run.events().to_vec();
-            if report.outcome == "ok" {
-                run.end()?; // the one step is the whole run (docs/durability.md)
-            }
             Ok((report, events))
         });
         match ended {

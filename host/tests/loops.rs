@@ -162,6 +162,38 @@ fn every_attempt_of_a_step_carries_one_key_and_compensations_their_own() {
     }
 }
 
+/// docs/runtime.md, "Inputs": the `run` input carrying the run's first step
+/// is `run` then that step. Every vector, its first step sent in the `run`
+/// input, gives the same bytes, journal and store.
+#[test]
+fn every_vector_gives_the_same_bytes_with_its_first_step_in_the_run_input() {
+    for (file, v) in vectors() {
+        let plain: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let fused: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
+            let text = r["scenario"].to_string();
+            let a = run(&r["scenario"], Arc::clone(&plain)).to_json();
+            let b =
+                scenario::run_with_first_step(&text, Arc::clone(&fused), None, Loader::default())
+                    .unwrap_or_else(|e| panic!("{file} run {i}: {e}"))
+                    .to_json();
+            assert_eq!(b, a, "{file} run {i}");
+            let now = r["scenario"]["now_ms"].as_u64().expect("now_ms");
+            let dump = |s: &Arc<dyn Store>| -> Vec<(String, Option<String>)> {
+                s.keys("agent-recovery/", now)
+                    .expect("keys")
+                    .into_iter()
+                    .map(|k| {
+                        let v = s.get(&k, now).expect("get");
+                        (k, v.map(|v| v.value))
+                    })
+                    .collect()
+            };
+            assert_eq!(dump(&fused), dump(&plain), "{file} run {i}: the stores");
+        }
+    }
+}
+
 #[test]
 fn the_same_scenario_gives_the_same_bytes() {
     for (file, v) in vectors() {

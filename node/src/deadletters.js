@@ -27,7 +27,7 @@ import { inputStep } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { isComponentError } from './errors.js';
 import { Failed } from './outcome.js';
-import { DEAD_LETTERS, sequence, then } from './run.js';
+import { DEAD_LETTERS, WITH_FIRST_STEP, sequence, then } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
 import { CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX } from './keys.js';
 
@@ -384,7 +384,8 @@ export class DeadLetters {
       if (pendingEntry(rt, cur?.value)?.n !== entry.n) return undefined;
       const ops = operationsOf(operations, record.input.tool);
       const step = replayStep(rt, text, entry, rid, ops);
-      const run = rt.run(entry.run_id);
+      // The run's `run` input carries the replayed step (one `advance` fewer).
+      const run = rt.run(entry.run_id, { [WITH_FIRST_STEP]: true });
       const report = await run.step(step);
       outcome = report.outcome;
       if (!report.runFinished) await run.end();

@@ -12,7 +12,7 @@ import { PolicyError, RecoveryError } from './errors.js';
 import { describe, parseLossless, stringify } from './json.js';
 import { Policy } from './policy.js';
 import { Runtime, WITH } from './runtime.js';
-import { STEP_AND_END } from './run.js';
+import { STEP_AND_END, WITH_FIRST_STEP } from './run.js';
 import { invalidArg, prepareCall, prepareStep } from './step.js';
 import { MemoryStore } from './store.js';
 
@@ -223,7 +223,8 @@ export async function callDoor(door, shared, fn, args, warnKey, store = undefine
   let returned; // what the last attempt returned (a response the component judged a failure)
   let keyRead = false;
   const runId = typeof o.runId === 'function' ? String(o.runId()) : (o.runId ?? `${tool}-${randomUUID()}`);
-  const run = rt.run(runId, o.signal === undefined ? undefined : { signal: o.signal });
+  // The run's `run` input carries its one step (one `advance` fewer).
+  const run = rt.run(runId, o.signal === undefined ? { [WITH_FIRST_STEP]: true } : { signal: o.signal, [WITH_FIRST_STEP]: true });
   // The step is checked and written once per door; each call adds its args.
   door.prepared ??= prepareStep(doorStep(door));
   const step = {

@@ -38,6 +38,12 @@ export function resumeRun(rt, runId, state) {
 export const STEP_AND_END = Symbol('Run.stepAndEnd');
 /** @internal `run[RECOVER](operations, tools)`: feed the `recover` input (docs/durability.md §2). */
 export const RECOVER = Symbol('Run.recover');
+/**
+ * @internal `runtime.run(id, {[WITH_FIRST_STEP]: true})`: the `run` input is
+ * sent with the run's first step (docs/runtime.md, "Inputs"), in one `advance`
+ * (a door's run of one step); before any other input, alone.
+ */
+export const WITH_FIRST_STEP = Symbol('Run.withFirstStep');
 /** @internal `runtime.run(id, {[KILL_AFTER_CALLS]: n})`: the scenario member `kill_after_calls`. */
 export const KILL_AFTER_CALLS = Symbol('kill_after_calls');
 
@@ -76,6 +82,8 @@ export class Run {
   #tel;
   #killAt;
   #calls = 0;
+  /** The `run` input is still to be sent (WITH_FIRST_STEP). */
+  #unstarted = false;
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
   get events() {
     return this.#holder.events;
@@ -87,7 +95,7 @@ export class Run {
     return this.#holder.deadLetters;
   }
 
-  constructor(key, rt, runId, { signal, cancelAtMs, [KILL_AFTER_CALLS]: killAt } = {}, resumed = undefined) {
+  constructor(key, rt, runId, { signal, cancelAtMs, [KILL_AFTER_CALLS]: killAt, [WITH_FIRST_STEP]: withFirstStep } = {}, resumed = undefined) {
     if (key !== token) throw new TypeError('use runtime.run(runId) to start a run');
     this.#rt = rt;
     this.#store = asyncFace(rt.store);
@@ -107,12 +115,29 @@ export class Run {
       this.#holder.state = resumed;
       return;
     }
-    const input = `{"input":"run","now_ms":${rt.clock.nowMs()},"run_id":${q(runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}}`;
-    this.#holder.state = rt.loop.advance('', input).state;
+    if (withFirstStep === true) {
+      this.#unstarted = true;
+      return;
+    }
+    this.#holder.state = rt.loop.advance('', `${this.#runInput()}}`).state;
+  }
+
+  /** The `run` input's text less its closing brace (its first step may follow). */
+  #runInput() {
+    const rt = this.#rt;
+    return `{"input":"run","now_ms":${rt.clock.nowMs()},"run_id":${q(this.runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}`;
+  }
+
+  /** Send the `run` input alone when it is still to be sent. */
+  #started() {
+    if (!this.#unstarted) return;
+    this.#unstarted = false;
+    this.#holder.state = this.#rt.loop.advance('', `${this.#runInput()}}`).state;
   }
 
   /** The run's state as the loop returned it (JSON text; do not edit it). */
   get state() {
+    this.#started();
     return this.#holder.state;
   }
 
@@ -172,7 +197,10 @@ export class Run {
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock);
       const ctx = { step, last: undefined, tel };
-      const input = `{"input":"step","now_ms":${this.#rt.clock.nowMs()},"step":${preparedText(prepared)}${andEnd ? ',"end":true' : ''}}`;
+      const members = `"step":${preparedText(prepared)}${andEnd ? ',"end":true' : ''}}`;
+      // The run not started yet: the `run` input carries its first step.
+      const input = this.#unstarted ? `${this.#runInput()},${members}` : `{"input":"step","now_ms":${this.#rt.clock.nowMs()},${members}`;
+      this.#unstarted = false;
       const report = this.#end(await this.#drive(this.#holder, input, ctx));
       if (report.outcome === 'ok' && typeof step.compensate === 'function') this.#compensates(step);
       return report;
@@ -199,6 +227,7 @@ export class Run {
       const tel = this.#tel.lane({ fanout: { id, minResults, branches: steps.length } }, this.#rt.clock);
       const ctx = { step: null, branches: byId, last: undefined, tel };
       const spec = { id, min_results: minResults, branches: prepared.map((p) => p.spec) };
+      this.#started();
       const input = `{"input":"fanout","now_ms":${this.#rt.clock.nowMs()},"fanout":${specText(spec)}}`;
       return this.#end(await this.#drive(this.#holder, input, ctx));
     });
@@ -235,6 +264,7 @@ export class Run {
 
   /** Feed an input of no step (`cancel`, `end`, `recover`) and carry out its effects. */
   async #between(input, ctx = {}) {
+    this.#started();
     ctx.tel = this.#tel.lane(null, this.#rt.clock);
     return this.#end(await this.#drive(this.#holder, `{"input":"${input}","now_ms":${this.#rt.clock.nowMs()}}`, { step: null, last: undefined, ...ctx }));
   }

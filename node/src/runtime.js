@@ -19,7 +19,7 @@ import { LoopComponent } from './loop.js';
 import { Policy } from './policy.js';
 import { MemoryStore } from './store.js';
 import { SystemClock, VirtualClock, integerClock } from './clock.js';
-import { Run, startRun } from './run.js';
+import { Run, WITH_FIRST_STEP, startRun } from './run.js';
 import { checkName, configFacts, configText, invalidArg, invalidConfig, RUNTIME_OPTIONS, checkKeys } from './step.js';
 import { DeadLetters } from './deadletters.js';
 import { recover, withRun } from './durable.js';
@@ -157,10 +157,10 @@ export class Runtime {
    * steps; breakers, attempt counts and the idempotency cache live in the
    * store and span runs. `signal` (an AbortSignal) cancels the run.
    */
-  run(runId, { signal, cancelAtMs } = {}) {
+  run(runId, { signal, cancelAtMs, [WITH_FIRST_STEP]: withFirstStep } = {}) {
     if (typeof runId !== 'string' || runId === '') throw invalidArg(`runId must be a non-empty string, got ${describe(runId)}`);
     checkName('run_id', runId);
-    return startRun(this, runId, { signal, cancelAtMs });
+    return startRun(this, runId, { signal, cancelAtMs, [WITH_FIRST_STEP]: withFirstStep });
   }
 
   /**

@@ -14,7 +14,7 @@ import { elementSpans, parseLossless, stringify } from './json.js';
 import { LoopComponent } from './loop.js';
 import { Failed, RawOutcome, Runtime, VirtualClock } from './runtime.js';
 import { MemoryStore, StoreError } from './store.js';
-import { KILL_AFTER_CALLS, RunKilled, STEP_AND_END, startRun } from './run.js';
+import { KILL_AFTER_CALLS, RunKilled, STEP_AND_END, WITH_FIRST_STEP, startRun } from './run.js';
 import { inputStep, prepareStep } from './step.js';
 import { streamLast } from './deadletters.js';
 import { DEAD_LETTER_STREAM } from './keys.js';
@@ -151,13 +151,14 @@ export function outputJson({ outcome, events, deadLetters }) {
  * `ScenarioOutput::to_json` prints. Throws a ScenarioError.
  * `endWithLastStep`: send the last step (not a fan-out) with `"end": true`, the
  * way a door runs its one step, instead of a separate `end` (the output is the
- * same, docs/runtime.md, "Inputs").
+ * same, docs/runtime.md, "Inputs"). `withFirstStep`: send the first step in
+ * the `run` input, the way a door starts its run (the output is the same).
  */
-export async function runScenario(scenario, store = undefined, { policy, endWithLastStep = false } = {}) {
+export async function runScenario(scenario, store = undefined, { policy, endWithLastStep = false, withFirstStep = false } = {}) {
   const s = await parse(scenario);
   const st = store ?? new MemoryStore();
   try {
-    return await drive(s, st, policy, endWithLastStep);
+    return await drive(s, st, policy, endWithLastStep, withFirstStep);
   } catch (e) {
     if (e instanceof ScenarioError) throw e;
     if (e instanceof PolicyError || e instanceof PolicyRuntimeError || e instanceof StoreError) {
@@ -167,7 +168,7 @@ export async function runScenario(scenario, store = undefined, { policy, endWith
   }
 }
 
-async function drive(s, store, policy, endWithLastStep) {
+async function drive(s, store, policy, endWithLastStep, withFirstStep) {
   const clock = new VirtualClock(s.now_ms);
   const options = { store, clock, config: s.config ?? {} };
   if (s.seed !== undefined && s.seed !== null) options.seed = s.seed;
@@ -180,7 +181,7 @@ async function drive(s, store, policy, endWithLastStep) {
   for (const step of s.steps.flatMap((st) => (st.fanout ? st.fanout.branches : [st]))) script.load(step.id, step);
 
   const kill = s.kill_after_calls ?? undefined;
-  const run = startRun(runtime, s.run_id, kill === undefined ? {} : { [KILL_AFTER_CALLS]: kill });
+  const run = startRun(runtime, s.run_id, { [KILL_AFTER_CALLS]: kill, [WITH_FIRST_STEP]: withFirstStep });
   if (s.cancel_at_ms !== undefined && s.cancel_at_ms !== null) run.cancelAt(s.now_ms + s.cancel_at_ms);
   let outcome = 'completed';
   try {

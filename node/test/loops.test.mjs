@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { JOURNAL_PREFIX, MemoryStore, Runtime, VirtualClock, runScenario } from '../src/index.js';
-import { STEP_AND_END } from '../src/run.js';
+import { STEP_AND_END, WITH_FIRST_STEP } from '../src/run.js';
 import { prepareStep } from '../src/step.js';
 import { REPO } from './helpers.mjs';
 
@@ -37,11 +37,11 @@ function subset(expected, actual, path) {
   return expected === actual ? [] : [`${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
 }
 
-async function runVector(v, endWithLastStep = false) {
+async function runVector(v, endWithLastStep = false, withFirstStep = false) {
   const store = new MemoryStore();
   const out = [];
   for (const r of v.runs) {
-    const o = await runScenario(JSON.stringify(r.scenario), store, { endWithLastStep });
+    const o = await runScenario(JSON.stringify(r.scenario), store, { endWithLastStep, withFirstStep });
     // The run ids with a journal entry after the run, in key order (`expect.journal`).
     o.journal = store.keys(JOURNAL_PREFIX, Number.MAX_SAFE_INTEGER).map((k) => k.slice(JOURNAL_PREFIX.length));
     // The named keys' values (null: absent) when the run ended: its now_ms plus its last event's t_ms (`expect.store`).
@@ -102,6 +102,36 @@ for (const { file, v } of VECTORS) {
     );
   });
 }
+
+// docs/runtime.md, "Inputs": the `run` input carrying the run's first step
+// is `run` then that step. Every vector, its first step sent in the `run`
+// input (and its last with `end`, as a door runs), gives the same bytes, the
+// same journal and the same store as `run`, the steps, then `end`.
+for (const { file, v } of VECTORS) {
+  test(`loop vector ${file}, the first step sent in the run input`, async () => {
+    const dump = (o) => [o.json, o.journal];
+    const plain = (await runVector(v)).map(dump);
+    assert.deepEqual((await runVector(v, false, true)).map(dump), plain);
+    assert.deepEqual((await runVector(v, true, true)).map(dump), plain);
+  });
+}
+
+test('a run of one step, its end and its run input in the calls of the step alone', async () => {
+  const advances = async (withFirstStep) => {
+    const rt = await Runtime.create({ store: new MemoryStore(), clock: new VirtualClock(1_767_225_600_000), seed: 7 });
+    const loop = rt.loop;
+    const inputs = [];
+    rt.loop = { advance: (state, input) => (inputs.push(JSON.parse(input).input), loop.advance(state, input)) };
+    const run = rt.run('r', { [WITH_FIRST_STEP]: withFirstStep });
+    const report = await run[STEP_AND_END](prepareStep({ id: 's', tool: 'search', operation: () => ({ hits: 1 }) }));
+    return [inputs, report.outcome, report.value, run.finished, run.events];
+  };
+  const [fused, plain] = [await advances(true), await advances(false)];
+  assert.deepEqual(fused[0], ['run', 'read', 'claimed', 'attempt']);
+  assert.deepEqual(plain[0], ['run', 'step', 'read', 'claimed', 'attempt']);
+  assert.deepEqual(fused.slice(1), plain.slice(1));
+  assert.deepEqual(fused.slice(1, 4), ['ok', { hits: 1 }, 'completed']);
+});
 
 test('a step sent with end ends the run in the same advance', async () => {
   const advances = async (fused) => {

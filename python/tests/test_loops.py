@@ -196,15 +196,55 @@ def test_rust_simulate_prints_the_same_bytes(tmp_path: Path) -> None:
             assert proc.stdout.rstrip("\n") == ours, f"{name} run {i}"
 
 
-def run_fused(vector: Dict[str, Any], fused: bool) -> List[Tuple[str, List[str]]]:
+def run_fused(vector: Dict[str, Any], fused: bool, with_first_step: bool = False) -> List[Tuple[str, List[str]]]:
     """Each run's output and the journal keys after it, the last step sent with
-    `end` (`fused`) or followed by `end` (the other path)."""
+    `end` (`fused`) or followed by `end` (the other path); `with_first_step`:
+    the first step sent in the `run` input."""
     store = MemoryStore()
     out = []
     for r in vector["runs"]:
-        text = run_scenario(r["scenario"], store, end_with_last_step=fused).to_json()
+        text = run_scenario(r["scenario"], store, end_with_last_step=fused, with_first_step=with_first_step).to_json()
         out.append((text, store.keys(JOURNAL, 0)))
     return out
+
+
+@pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
+def test_a_first_step_sent_in_the_run_input_gives_the_same_bytes(name: str, vector: Dict[str, Any]) -> None:
+    """docs/runtime.md, "Inputs": the `run` input carrying the run's first
+    step is `run` then that step; every vector, its first step sent in the
+    `run` input (and its last with `end`, as a door runs), gives the same
+    events, dead letters and journal as `run`, the steps, then `end`."""
+    plain = run_fused(vector, False)
+    assert run_fused(vector, False, with_first_step=True) == plain, name
+    assert run_fused(vector, True, with_first_step=True) == plain, name
+
+
+def test_a_door_run_sends_its_step_in_the_run_input() -> None:
+    """A door's run of one step: `run` with the step and `end`, then the
+    step's answers (four `advance` calls on the success path, not five)."""
+    from agent_recovery.runtime import BLOCKING, Runtime, Step, VirtualClock, _no_wait
+
+    def inputs(first: bool) -> Tuple[List[str], Any]:
+        rt = Runtime(store=MemoryStore(), clock=VirtualClock(1_767_225_600_000), seed=7)
+        looper = rt._looper
+        calls: List[str] = []
+
+        class Counting:
+            def advance(self, state: str, input: str) -> Any:
+                calls.append(json.loads(input)["input"])
+                return looper.advance(state, input)
+
+        rt._looper = Counting()
+        run = rt._run_with_first_step("r") if first else rt.run("r")
+        step = Step("s", "search", lambda call: {"hits": 1})
+        report = _no_wait(run._carry_step(BLOCKING, *run._step_of(step, {}, end=True)))
+        return calls, (report.outcome, report.result, run._finished, run.events)
+
+    fused, plain = inputs(True), inputs(False)
+    assert fused[0] == ["run", "read", "claimed", "attempt"]
+    assert plain[0] == ["run", "step", "read", "claimed", "attempt"]
+    assert fused[1] == plain[1]
+    assert fused[1][:3] == ("ok", {"hits": 1}, "completed")
 
 
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])

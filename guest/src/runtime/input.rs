@@ -116,6 +116,10 @@ pub enum Input {
         seed: Option<u64>,
         /// Configuration.
         config: RunConfig,
+        /// The run's first step, started in the same call, and whether the
+        /// run ends when it finishes (the `run` input's `step` and `end`):
+        /// exactly `run` then that `step` input at the same `now_ms`.
+        first: Option<Box<(StepSpec, bool)>>,
     },
     /// A step starts.
     Step(StepSpec),
@@ -233,10 +237,19 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
             if config.in_flight_wait_ms > crate::config::MAX_MS {
                 return None;
             }
+            let first = match c.step {
+                Some(spec) => {
+                    check_step(&spec, "step").ok()?;
+                    Some(Box::new((spec, c.end.unwrap_or(false))))
+                }
+                None if c.end.is_some() => return None,
+                None => None,
+            };
             Input::Run {
                 run_id: run_id.to_owned(),
                 seed: c.seed,
                 config,
+                first,
             }
         }
         "step" => {
@@ -305,26 +318,27 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 })?),
             };
             let config = run_config(take("config"))?;
+            let first = match take("step") {
+                None | Some(Value::Null) => {
+                    if !matches!(take("end"), None | Some(Value::Null)) {
+                        return Err(bad(
+                            "input `run`: `end` goes with a `step` (the run's first step); omit it, or give the step",
+                        ));
+                    }
+                    None
+                }
+                Some(spec) => Some(Box::new(first_step("run", spec, take("end"))?)),
+            };
             Input::Run {
                 run_id,
                 seed,
                 config,
+                first,
             }
         }
         "step" => {
             let spec = take("step").ok_or_else(|| bad("input `step` needs a `step` object"))?;
-            let spec: StepSpec = crate::from_value(&spec)
-                .map_err(|e| bad(format!("`step`: {e}; see docs/runtime.md for its members")))?;
-            check_step(&spec, "step")?;
-            let end = match take("end") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => b,
-                Some(_) => {
-                    return Err(bad(
-                        "input `step`: `end` is a boolean (true: end the run when the step finishes); omit it to keep the run open",
-                    ));
-                }
-            };
+            let (spec, end) = first_step("step", spec, take("end"))?;
             step_input(spec, end)
         }
         "fanout" => {
@@ -468,8 +482,30 @@ pub(super) fn run_config(config: Option<Value>) -> Result<RunConfig, PolicyError
     Ok(config)
 }
 
+/// The `step` and `end` members of a `step` input (or of a `run` input
+/// that starts its first step), checked.
+fn first_step(
+    kind: &str,
+    spec: Value,
+    end: Option<Value>,
+) -> Result<(StepSpec, bool), PolicyError> {
+    let spec: StepSpec = crate::from_value(&spec)
+        .map_err(|e| bad(format!("`step`: {e}; see docs/runtime.md for its members")))?;
+    check_step(&spec, "step")?;
+    let end = match end {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => {
+            return Err(bad(format!(
+                "input `{kind}`: `end` is a boolean (true: end the run when the step finishes); omit it to keep the run open"
+            )));
+        }
+    };
+    Ok((spec, end))
+}
+
 /// A `step` input, fused with the run's `end` when `end` is true.
-fn step_input(spec: StepSpec, end: bool) -> Input {
+pub(super) fn step_input(spec: StepSpec, end: bool) -> Input {
     if end {
         Input::StepThenEnd(spec)
     } else {

@@ -46,10 +46,19 @@ pub fn advance(
                 run_id,
                 seed,
                 config,
+                first,
             },
         ) => {
-            let s = State::new(run_id, seed, config, now);
-            return Ok((Box::new(s), fx));
+            let s = Box::new(State::new(run_id, seed, config, now));
+            let Some(first) = first else {
+                return Ok((s, fx));
+            };
+            let (spec, end) = *first;
+            // The run's first step in the same call: exactly `run`, then the
+            // `step` input at the same `now_ms` (`run` has no effects).
+            let mut m = Machine { s, fx };
+            m.input(super::input::step_input(spec, end))?;
+            m
         }
         (Some(_), Input::Run { .. }) => {
             return Err(bad(

@@ -69,6 +69,17 @@ pub struct RunStart {
     pub seed: Option<u64>,
     /// The run configuration, JSON text; none: the defaults.
     pub config: Option<String>,
+    /// The run's first step, in the same call.
+    pub first: Option<FirstStep>,
+}
+
+/// A run's first step, started by the `run` input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstStep {
+    /// The step.
+    pub step: StepSpec,
+    /// End the run when the step finishes.
+    pub end: bool,
 }
 
 /// One key of a `read` answer.
@@ -487,10 +498,20 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
                 None => None,
                 Some(text) => Some(json("config", text)?),
             };
+            let config = inp::run_config(config)?;
+            let first = match r.first {
+                None => None,
+                Some(f) => {
+                    let spec = step_in(f.step, "step")?;
+                    inp::check_step(&spec, "step")?;
+                    Some(Box::new((spec, f.end)))
+                }
+            };
             inp::Input::Run {
                 run_id: r.run_id,
                 seed: r.seed,
-                config: inp::run_config(config)?,
+                config,
+                first,
             }
         }
         InputKind::Step(s) => {

@@ -103,7 +103,7 @@ impl Door {
         mut attempt: impl FnMut(&Call, &AtomicBool) -> Outcome,
     ) -> Result<Finished, RuntimeError> {
         let step = self.step(args);
-        let mut run = self.runtime.run(&self.run_id())?;
+        let mut run = self.runtime.run_of_one_step(&self.run_id())?;
         let cancel = run.cancel_flag();
         let mut call = |call: &Call| attempt(call, &cancel);
         let lent = Lent {
@@ -111,11 +111,9 @@ impl Door {
             sleep: None,
             decide: None,
         };
-        let report = run.step_lent(&step, lent)?;
+        // The run, its step and (when the step ends ok) its end.
+        let report = run.step_then_end(&step, lent)?;
         let decision = run.last_decision().map(str::to_owned);
-        if report.outcome == "ok" {
-            run.end()?;
-        }
         Ok(Finished { report, decision })
     }
 
@@ -132,10 +130,11 @@ impl Door {
         Fut: std::future::Future<Output = Outcome> + Send,
     {
         let step = self.step(&args);
-        let mut run = self.runtime.run(&self.run_id())?;
+        let mut run = self.runtime.run_of_one_step(&self.run_id())?;
         let cancel = run.cancel_flag();
         let mut op = move |call: Call| attempt(call, Arc::clone(&cancel));
-        let report = match run.step_async(step, &mut op).await {
+        // The run, its step and (when the step ends ok) its end.
+        let report = match run.step_then_end_async(step, &mut op).await {
             Ok(report) => report,
             Err(e) => {
                 let _ = run.end_async().await;
@@ -143,9 +142,7 @@ impl Door {
             }
         };
         let decision = run.last_decision().map(str::to_owned);
-        if report.outcome == "ok" {
-            run.end_async().await?;
-        }
+        run.end_async().await?;
         Ok(Finished { report, decision })
     }
 

@@ -225,7 +225,11 @@ fn input_bytes(input: &Input) -> usize {
             + s.fallbacks.iter().map(|f| f.len() + 3).sum::<usize>()
     };
     64 + match &input.kind {
-        InputKind::Run(r) => r.run_id.len() + r.config.as_ref().map_or(0, String::len),
+        InputKind::Run(r) => {
+            r.run_id.len()
+                + r.config.as_ref().map_or(0, String::len)
+                + r.first.as_ref().map_or(0, |f| step(&f.step))
+        }
         InputKind::Step(s) => step(s),
         InputKind::Fanout(f) => f.id.len() + f.branches.iter().map(step).sum::<usize>(),
         InputKind::Joined(states) => states.iter().map(|s| s.len() + 3).sum(),

@@ -706,7 +706,8 @@ fn run_replay(
     }
     step.replay_of = input.get("replay_of").cloned();
 
-    let mut run = rt.run(&ticket.run_id)?;
+    // The run's `run` input carries the step (one `advance` fewer).
+    let mut run = rt.run_of_one_step(&ticket.run_id)?;
     let report = run.step(step)?;
     let dead_letter = run.dead_letter_seq();
     let events = run.events().to_vec();

@@ -19,7 +19,7 @@ pub(super) use super::effects::{json_str, missing_compensation};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::LaneTel;
-use crate::component::gen_::runtime::typed::{Branch, Input, InputKind};
+use crate::component::gen_::runtime::typed::{Branch, Effect, Input, InputKind};
 use crate::retry::Decide;
 
 /// The undo of a completed step, by step id.
@@ -141,9 +141,17 @@ fn drive_lane<'a>(
         let adv = rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
         let mut next = None;
-        for fx in &adv.effects {
+        // A step sent with `end`: its finish, then the run's end in the same
+        // batch (the journal delete, a finish of the run): the step's report.
+        let mut step_done: Option<StepReport> = None;
+        let last = adv.effects.len().saturating_sub(1);
+        for (i, fx) in adv.effects.iter().enumerate() {
+            if step_done.is_some() && matches!(fx, Effect::Finish(_)) {
+                break;
+            }
             match plan(ctx, lane, lent_decider, fx, &mut next)? {
                 Need::Done => {}
+                Need::Finish(report) if i < last => step_done = Some(report),
                 Need::Finish(report) => return Ok(report),
                 Need::Store(op) => stored(ctx, lane, op.run(&*rt.store)?, &mut next)?,
                 Need::Log(line) => {
@@ -194,6 +202,9 @@ fn drive_lane<'a>(
                     }
                 }
             }
+        }
+        if let Some(report) = step_done {
+            return Ok(report);
         }
         input = next.ok_or_else(|| bad_effect("a batch without an effect to answer"))?;
     }

@@ -17,7 +17,7 @@ use super::effects::{
 };
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
-use crate::component::gen_::runtime::typed::Input;
+use crate::component::gen_::runtime::typed::{Effect, Input};
 use crate::store::{StoreError, StoreErrorKind};
 
 /// Feeds `input`, carries out the effects, answers the last one, until
@@ -55,9 +55,17 @@ where
         let adv = rt.looper.advance(lane.state, &input)?;
         *lane.state = adv.state;
         let mut next = None;
-        for fx in &adv.effects {
+        // A step sent with `end`: its finish, then the run's end in the same
+        // batch (the journal delete, a finish of the run): the step's report.
+        let mut step_done: Option<StepReport> = None;
+        let last = adv.effects.len().saturating_sub(1);
+        for (i, fx) in adv.effects.iter().enumerate() {
+            if step_done.is_some() && matches!(fx, Effect::Finish(_)) {
+                break;
+            }
             match plan(ctx, lane, None, fx, &mut next)? {
                 Need::Done => {}
+                Need::Finish(report) if i < last => step_done = Some(report),
                 Need::Finish(report) => return Ok(report),
                 Need::Store(work) => stored(ctx, lane, store(rt, work).await?, &mut next)?,
                 Need::Log(line) => log(rt, line).await,
@@ -79,6 +87,9 @@ where
                 }
                 Need::Fork(_) => return Err(bad_effect("a fork in an awaited step")),
             }
+        }
+        if let Some(report) = step_done {
+            return Ok(report);
         }
         input = next.ok_or_else(|| bad_effect("a batch without an effect to answer"))?;
     }

@@ -118,6 +118,12 @@ impl Runtime {
         Run::start(self, run_id)
     }
 
+    /// A run of one step (a door's call, a retry): its `run` input is sent
+    /// with the step and `end` by [`Run::step_then_end`], in one `advance`.
+    pub(crate) fn run_of_one_step(&self, run_id: &str) -> Result<Run<'_, '_>, RuntimeError> {
+        Run::start_with_step(self, run_id)
+    }
+
     /// Was this outcome (an observation-shaped JSON text) a failure? The
     /// failure's envelope (JSON text), or `None` for a success. The component
     /// decides: a 200 carrying a refusal is a failure, a 304 is not.

@@ -13,7 +13,7 @@ use super::effects::input;
 use super::step::{Call, Outcome, Step};
 use super::telemetry::{LaneSpan, RunTel};
 use crate::Error;
-use crate::component::gen_::runtime::typed::{FanoutSpec, Input, InputKind, RunStart};
+use crate::component::gen_::runtime::typed::{FanoutSpec, FirstStep, Input, InputKind, RunStart};
 use crate::store::StoreError;
 
 /// Why a run could not go on.
@@ -98,6 +98,9 @@ pub struct Run<'r, 'a> {
     decision: Option<String>,
     calls: AtomicU64,
     kill_after_calls: Option<u64>,
+    /// The `run` input, not sent yet: a run of one step (a door's call, a
+    /// retry) sends it with its step, in one `advance` ([`Run::start_with_step`]).
+    start: Option<RunStart>,
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -109,11 +112,37 @@ impl<'r, 'a> Run<'r, 'a> {
                 run_id: run_id.to_owned(),
                 seed: rt.seed,
                 config: Some(rt.config.clone()),
+                first: None,
             }),
         );
         let started_ms = rt.clock.now_ms();
         let adv = rt.looper.advance("", &input)?;
         Ok(Run::with_state(rt, run_id, adv.state, started_ms))
+    }
+
+    /// A run whose `run` input is sent with its first step (the `run` input
+    /// carrying it, docs/runtime.md, "Inputs"), or before any other input:
+    /// [`Run::step_then_end`] starts the run, its one step and its end in
+    /// the calls of the step alone.
+    pub(crate) fn start_with_step(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
+        super::names::check("run_id", run_id)?;
+        let mut run = Run::with_state(rt, run_id, String::new(), rt.clock.now_ms());
+        run.start = Some(RunStart {
+            run_id: run_id.to_owned(),
+            seed: rt.seed,
+            config: Some(rt.config.clone()),
+            first: None,
+        });
+        Ok(run)
+    }
+
+    /// Sends the `run` input alone when it is still to be sent.
+    fn started(&mut self) -> Result<(), RuntimeError> {
+        if let Some(start) = self.start.take() {
+            let input = input(self.rt.clock.now_ms(), InputKind::Run(start));
+            self.state = self.rt.looper.advance("", &input)?.state;
+        }
+        Ok(())
     }
 
     /// A run carried on from `state` (a journal entry's), started at `started_ms`.
@@ -137,6 +166,7 @@ impl<'r, 'a> Run<'r, 'a> {
             decision: None,
             calls: AtomicU64::new(0),
             kill_after_calls: None,
+            start: None,
         }
     }
 
@@ -175,6 +205,9 @@ impl<'r, 'a> Run<'r, 'a> {
     }
 
     fn end_now(&mut self) -> Result<(), RuntimeError> {
+        if self.finished.is_none() {
+            self.started()?;
+        }
         let Some((input, tel)) = self.end_input() else {
             return Ok(());
         };
@@ -193,13 +226,23 @@ impl<'r, 'a> Run<'r, 'a> {
         Some((input, self.tel.lane(None, self.rt.clock.now_ms())))
     }
 
-    /// The `step` input for `step` and its lane's spans.
+    /// The `step` input for `step` and its lane's spans; the `run` input
+    /// carrying the step (with `end`) when the run is still to be started.
     fn step_input(
         &mut self,
         step: &Step<'a>,
+        end: bool,
     ) -> Result<(Input, super::telemetry::LaneTel), RuntimeError> {
         step.check_names("step")?;
-        let input = input(self.rt.clock.now_ms(), InputKind::Step(step.spec("step")?));
+        let spec = step.spec("step")?;
+        let kind = match self.start.take() {
+            Some(start) => InputKind::Run(RunStart {
+                first: Some(FirstStep { step: spec, end }),
+                ..start
+            }),
+            None => InputKind::Step(spec),
+        };
+        let input = input(self.rt.clock.now_ms(), kind);
         let span = LaneSpan::Step(&step.id, &step.tool, step.target.as_deref());
         Ok((input, self.tel.lane(Some(span), self.rt.clock.now_ms())))
     }
@@ -242,7 +285,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
-        let (input, tel) = self.step_input(&step)?;
+        let (input, tel) = self.step_input(&step, false)?;
         let report = self.drive(input, Work::Step(&mut step), tel)?;
         if report.outcome == "ok"
             && let Some(undo) = step.compensate.take()
@@ -268,8 +311,40 @@ impl<'r, 'a> Run<'r, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
-        let (input, tel) = self.step_input(step)?;
+        let (input, tel) = self.step_input(step, false)?;
         self.drive(input, Work::Lent(lent), tel)
+    }
+
+    /// [`Run::step_lent`], then the run's end when the step ended `ok`
+    /// (a run of one step). A run made by [`Run::start_with_step`] sends
+    /// the `run` input carrying the step and `end`: the run, the step and
+    /// its end in the calls of the step alone.
+    pub(crate) fn step_then_end<'l>(
+        &mut self,
+        step: &Step<'a>,
+        lent: Lent<'l>,
+    ) -> Result<StepReport, RuntimeError>
+    where
+        'a: 'l,
+    {
+        if self.start.is_none() {
+            let report = self.step_lent(step, lent)?;
+            if report.outcome == "ok" {
+                self.end_now()?;
+            }
+            return Ok(report);
+        }
+        let (input, tel) = self.step_input(step, true)?;
+        let report = self.drive(input, Work::Lent(lent), tel)?;
+        Ok(self.ended_with_step(report))
+    }
+
+    /// A step sent with `end` that ended `ok` ended the run too (`completed`).
+    fn ended_with_step(&mut self, report: StepReport) -> StepReport {
+        if report.outcome == "ok" {
+            self.finished = Some("completed".to_owned());
+        }
+        report
     }
 
     /// Runs `branches` concurrently (each an ordinary step with its own
@@ -295,6 +370,7 @@ impl<'r, 'a> Run<'r, 'a> {
         for b in &branches {
             b.check_names("fanout.branches[]")?;
         }
+        self.started()?;
         let input = input(
             self.rt.clock.now_ms(),
             InputKind::Fanout(FanoutSpec {
@@ -373,6 +449,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
+        self.started()?;
         let mut noop = Step::new("", "", |_: &Call| Outcome::Ok(Value::Null));
         let input = self.ctx().cancel_input();
         let tel = self.tel.lane(None, self.rt.clock.now_ms());
@@ -399,12 +476,41 @@ impl<'a> Run<'_, 'a> {
         if let Some(outcome) = &self.finished {
             return Ok(StepReport::after_the_end(outcome));
         }
-        let (input, tel) = self.step_input(&step)?;
+        let (input, tel) = self.step_input(&step, false)?;
         self.drive_async(input, op, tel).await
+    }
+
+    /// [`Run::step_then_end`], awaited.
+    pub(crate) async fn step_then_end_async<F, Fut>(
+        &mut self,
+        step: Step<'a>,
+        op: &mut F,
+    ) -> Result<StepReport, RuntimeError>
+    where
+        F: FnMut(Call) -> Fut + Send,
+        Fut: std::future::Future<Output = Outcome> + Send,
+    {
+        if self.start.is_none() {
+            let report = self.step_async(step, op).await?;
+            if report.outcome == "ok" {
+                self.end_async_now().await?;
+            }
+            return Ok(report);
+        }
+        let (input, tel) = self.step_input(&step, true)?;
+        let report = self.drive_async(input, op, tel).await?;
+        Ok(self.ended_with_step(report))
     }
 
     /// [`Run::end`], awaited.
     pub(crate) async fn end_async(mut self) -> Result<(), RuntimeError> {
+        self.end_async_now().await
+    }
+
+    async fn end_async_now(&mut self) -> Result<(), RuntimeError> {
+        if self.finished.is_none() {
+            self.started()?;
+        }
         let Some((input, tel)) = self.end_input() else {
             return Ok(());
         };

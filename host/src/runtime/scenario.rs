@@ -128,6 +128,28 @@ pub fn run(
     policy: Option<Arc<dyn Decide + Send + Sync>>,
     loader: Loader,
 ) -> Result<ScenarioOutput, ScenarioError> {
+    run_scenario(scenario, store, policy, loader, false)
+}
+
+/// [`run`], the run's first step sent in its `run` input (one `advance`
+/// for both, as a door's run of one step does; docs/runtime.md, "Inputs"):
+/// the output is the same.
+pub fn run_with_first_step(
+    scenario: &str,
+    store: Arc<dyn Store>,
+    policy: Option<Arc<dyn Decide + Send + Sync>>,
+    loader: Loader,
+) -> Result<ScenarioOutput, ScenarioError> {
+    run_scenario(scenario, store, policy, loader, true)
+}
+
+fn run_scenario(
+    scenario: &str,
+    store: Arc<dyn Store>,
+    policy: Option<Arc<dyn Decide + Send + Sync>>,
+    loader: Loader,
+    with_first_step: bool,
+) -> Result<ScenarioOutput, ScenarioError> {
     let scenario = parse(scenario, &loader)?;
     let clock = Arc::new(VirtualClock::new(scenario.now_ms));
     let mut builder = Runtime::builder()
@@ -192,7 +214,11 @@ pub fn run(
         });
     }
 
-    let mut run = runtime.run(&scenario.run_id)?;
+    let mut run = if with_first_step {
+        runtime.run_of_one_step(&scenario.run_id)?
+    } else {
+        runtime.run(&scenario.run_id)?
+    };
     if let Some(n) = scenario.kill_after_calls {
         run.kill_after_calls(n);
     }

@@ -262,7 +262,8 @@ class _Door:
         else:
             step_args = None if given is NULL_ARGS else given
         step = self.template()._with(outcome.operation(args, kwargs), step_args, text)
-        return runtime.run(self.run_id()), step, outcome
+        # The run's `run` input carries its one step (one `advance` fewer).
+        return runtime._run_with_first_step(self.run_id()), step, outcome
 
     def template(self) -> Step:
         """The step of every call, checked once (each call gets its operation and args)."""

@@ -398,7 +398,8 @@ async def run_replay(
         if not await io.store(store, _still_pending, runtime, pending):
             return None
         spec = _replay_spec(runtime, item, pending)
-        run = runtime.run(pending.run_id)
+        # The run's `run` input carries the replayed step (one `advance` fewer).
+        run = runtime._run_with_first_step(pending.run_id)
         run._ops = ops
         report = await run._step_spec(io, spec, ops.step(spec))
         if report.outcome == "ok" and run._finished is None:  # `run.end()`

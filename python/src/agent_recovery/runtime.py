@@ -1018,6 +1018,17 @@ class Runtime:
         state, _ = self._looper.advance("", self._run_input(run_id))
         return Run(self, state, signal, run_id)
 
+    def _run_with_first_step(self, run_id: str, signal: Optional[threading.Event] = None) -> "Run":
+        """`run`, its `run` input sent with its first step (docs/runtime.md,
+        "Inputs"): one `advance` for both (a door's run of one step); before
+        any other input, alone."""
+        if not isinstance(run_id, str):
+            raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
+        check_name("run_id", run_id)
+        run = Run(self, "", signal, run_id)
+        run._unstarted = run_id
+        return run
+
     @property
     def dead_letters(self) -> Any:
         """The dead-letter queue of this runtime's store
@@ -1111,6 +1122,9 @@ class Run:
         #: A scenario's `kill_after_calls` (the calls so far, N).
         self._calls = 0
         self._kill_after: Optional[int] = None
+        #: The run id while the `run` input is still to be sent (it goes with
+        #: the first step, `Runtime._run_with_first_step`).
+        self._unstarted: Optional[str] = None
 
     # -- public ---------------------------------------------------------------
 
@@ -1122,6 +1136,7 @@ class Run:
     @property
     def state(self) -> str:
         """The run's state as the loop returned it (JSON text; do not edit)."""
+        self._started()
         return self._holder.state
 
     def cancel_at(self, now_ms: int) -> None:
@@ -1259,29 +1274,46 @@ class Run:
     def _now(self) -> int:
         return self._rt._clock.now_ms()
 
+    def _started(self) -> None:
+        """Send the `run` input alone when it is still to be sent."""
+        if self._unstarted is not None:
+            run_id, self._unstarted = self._unstarted, None
+            self._holder.state, _ = self._rt._looper.advance("", self._rt._run_input(run_id))
+
+    def _step_head(self) -> str:
+        """A step input's text up to its `step` member: the `run` input
+        carrying it while the run is still to be started."""
+        if self._unstarted is not None:
+            run_id, self._unstarted = self._unstarted, None
+            return f'{self._rt._run_input(run_id)[:-1]},"step":'
+        return f'{{"input":"step","now_ms":{self._now()},"step":'
+
     def _step_input(self, spec: Dict[str, Any]) -> str:
         try:
-            return f'{{"input":"step","now_ms":{self._now()},"step":{_dumps(spec, "step")}}}'
+            return f'{self._step_head()}{_dumps(spec, "step")}}}'
         except (TypeError, ValueError) as e:
             raise _bad(f"step {spec.get('id')!r} cannot be sent to the loop: {e}") from None
 
     def _step_text_input(self, step: Step, end: bool = False) -> str:
         try:
             tail = ',"end":true}' if end else "}"
-            return f'{{"input":"step","now_ms":{self._now()},"step":{step.spec_text()}{tail}'
+            return f'{self._step_head()}{step.spec_text()}{tail}'
         except (TypeError, ValueError) as e:
             raise _bad(f"step {step.id!r} cannot be sent to the loop: {e}") from None
 
     def _fanout_input(self, f: _Fanout) -> str:
+        self._started()
         try:
             return f'{{"input":"fanout","now_ms":{self._now()},"fanout":{_dumps(f.spec(), "fanout")}}}'
         except (TypeError, ValueError) as e:
             raise _bad(f"fan-out {f.id!r} cannot be sent to the loop: {e}") from None
 
     def _cancel_input(self) -> str:
+        self._started()
         return f'{{"input":"cancel","now_ms":{self._now()}}}'
 
     def _end_input(self) -> str:
+        self._started()
         return f'{{"input":"end","now_ms":{self._now()}}}'
 
     def _is_cancelled(self) -> bool:

@@ -255,10 +255,13 @@ def _step(st: Dict[str, Any], script: _Script) -> Step:
     )
 
 
-def _run_steps(runtime: Runtime, s: Dict[str, Any], script: _Script, fused: bool) -> Tuple[str, List[str]]:
+def _run_steps(
+    runtime: Runtime, s: Dict[str, Any], script: _Script, fused: bool, with_first_step: bool = False
+) -> Tuple[str, List[str]]:
     """The scenario's steps as one run: (outcome, events). `fused`: the last
-    step (not a fan-out, not a replay) is sent with `end`."""
-    run = runtime.run(s["run_id"])
+    step (not a fan-out, not a replay) is sent with `end`. `with_first_step`:
+    the `run` input carries the first step."""
+    run = runtime._run_with_first_step(s["run_id"]) if with_first_step else runtime.run(s["run_id"])
     run._kill_after = s.get("kill_after_calls")
     if s.get("cancel_at_ms") is not None:
         run.cancel_at(s["now_ms"] + s["cancel_at_ms"])
@@ -310,14 +313,20 @@ def _recover(runtime: Runtime, s: Dict[str, Any], script: _Script) -> Tuple[str,
 
 
 def run_scenario(
-    scenario: Any, store: Any = None, policy: Any = None, *, end_with_last_step: bool = False
+    scenario: Any,
+    store: Any = None,
+    policy: Any = None,
+    *,
+    end_with_last_step: bool = False,
+    with_first_step: bool = False,
 ) -> ScenarioOutput:
     """Run `scenario` (JSON text or a dict) against `store` (a fresh
     `MemoryStore` when None), deciding with `policy` (the reference when None),
     on a virtual clock. Raises `ScenarioError`. `end_with_last_step`: send the
     last step (not a fan-out) with `"end": true`, the way a door runs its one
-    step, instead of a separate `end` (the output is the same, docs/runtime.md,
-    "Inputs")."""
+    step, instead of a separate `end`; `with_first_step`: send the first step
+    in the `run` input, the way a door starts its run (the output is the same
+    either way, docs/runtime.md, "Inputs")."""
     try:
         s = _parse(scenario, _default_loop(Limits()))
     except (PolicyError, PolicyRuntimeError) as e:
@@ -340,7 +349,7 @@ def run_scenario(
         if s.get("recover"):
             outcome, events = _recover(runtime, s, script)
         else:
-            outcome, events = _run_steps(runtime, s, script, end_with_last_step)
+            outcome, events = _run_steps(runtime, s, script, end_with_last_step, with_first_step)
         dead = [r for _, r in store.read(DEAD_LETTER_STREAM, dead_before, 2**53 - 1)]
     except (PolicyError, PolicyRuntimeError, StoreError) as e:
         raise ScenarioError("runtime", str(e)) from e
