@@ -47,9 +47,28 @@ def temporal_cli() -> str:
 
 
 class DevServer:
-    """A Temporal dev server on 127.0.0.1; `address` once it listens."""
+    """A Temporal dev server on 127.0.0.1; `address` once it listens.
+
+    Its ports are picked free (bound to port 0, then released) and handed to
+    the CLI, which binds them a moment later; the server also picks ports of
+    its own for its internal services the same way. Another process can take a
+    port in between, so a start that fails with "address already in use" is
+    tried again on fresh ports (at most `ATTEMPTS` times); any other failure is
+    raised at once with the server's output.
+    """
+
+    ATTEMPTS = 5
 
     def __init__(self) -> None:
+        for attempt in range(1, self.ATTEMPTS + 1):
+            if self._start():
+                return
+            if "address already in use" not in "".join(self.output) or attempt == self.ATTEMPTS:
+                raise RuntimeError(
+                    f"temporal server start-dev did not start (attempt {attempt}):\n" + "".join(self.output)
+                )
+
+    def _start(self) -> bool:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         cmd = [
@@ -59,18 +78,26 @@ class DevServer:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.output: List[str] = []
         self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-        # The CLI prints "Temporal Server: <address>" once the frontend listens.
-        if not self.ready.wait(60) or self.proc.poll() is not None:
-            self.stop()
-            raise RuntimeError("temporal server start-dev did not start:\n" + "".join(self.output))
+        self.reader = threading.Thread(target=self._read, args=(self.proc, self.output, self.ready), daemon=True)
+        self.reader.start()
+        # The CLI prints "Temporal Server: <address>" once the frontend listens;
+        # the reader also sets `ready` when the output ends (the server exited).
+        if self.ready.wait(60) and self.proc.poll() is None and any(
+            line.startswith("Temporal Server:") for line in self.output
+        ):
+            return True
+        self.stop()
+        self.reader.join(10)  # the whole output, for the retry's check and the error
+        return False
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:  # drained to the end, so the server never blocks on its pipe
-            self.output.append(line)
+    @staticmethod
+    def _read(proc: "subprocess.Popen[str]", output: List[str], ready: threading.Event) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # drained to the end, so the server never blocks on its pipe
+            output.append(line)
             if line.startswith("Temporal Server:"):
-                self.ready.set()
+                ready.set()
+        ready.set()
 
     def stop(self) -> None:
         self.proc.terminate()
