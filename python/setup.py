@@ -15,9 +15,11 @@ from the first of:
 Otherwise the build stops and says what to install.
 
 It also copies the Redis backend's Lua scripts (`host/src/store/redis/*.lua`,
-the one source of the server-side logic) into `agent_recovery/_redis/`, as
-they are, when building from a checkout; an sdist carries the copies
-(python/tests/test_redis_store.py compares them with the originals). The `.wasm` is never
+the one source of the server-side logic) into `agent_recovery/_redis/`, and
+the SQLite store's schema (`host/src/store/schema.sql`, the one text all three
+stores run) into `agent_recovery/_sql/`, as they are, when building from a
+checkout; an sdist carries the copies (python/tests/test_redis_store.py and
+python/tests/test_store.py compare them with the originals). The `.wasm` is never
 committed (see .gitignore); `sdist` bundles it too, so an sdist installs
 without Rust.
 
@@ -110,18 +112,27 @@ def ensure_component() -> Path:
 
 LUA_SOURCE = REPO / "host" / "src" / "store" / "redis"
 LUA_PACKAGED = HERE / "src" / "agent_recovery" / "_redis"
+SCHEMA_SOURCE = REPO / "host" / "src" / "store" / "schema.sql"
+SCHEMA_PACKAGED = HERE / "src" / "agent_recovery" / "_sql" / "schema.sql"
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_file() or target.read_bytes() != source.read_bytes():
+        shutil.copyfile(source, target)
 
 
 def ensure_scripts() -> None:
-    """Copy the Redis Lua scripts into the package (from a checkout)."""
+    """Copy the Redis Lua scripts and the SQLite schema into the package (from a checkout)."""
     if LUA_SOURCE.is_dir():
-        LUA_PACKAGED.mkdir(parents=True, exist_ok=True)
         for lua in sorted(LUA_SOURCE.glob("*.lua")):
-            target = LUA_PACKAGED / lua.name
-            if not target.is_file() or target.read_bytes() != lua.read_bytes():
-                shutil.copyfile(lua, target)
+            _copy(lua, LUA_PACKAGED / lua.name)
     elif not any(LUA_PACKAGED.glob("*.lua")):
         raise SystemExit(f"agent-recovery: no Redis scripts in {LUA_SOURCE} or {LUA_PACKAGED}; build from a checkout")
+    if SCHEMA_SOURCE.is_file():
+        _copy(SCHEMA_SOURCE, SCHEMA_PACKAGED)
+    elif not SCHEMA_PACKAGED.is_file():
+        raise SystemExit(f"agent-recovery: no SQLite schema at {SCHEMA_SOURCE} or {SCHEMA_PACKAGED}; build from a checkout")
 
 
 def precompile(wasm: Path) -> None:

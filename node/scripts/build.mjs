@@ -11,10 +11,11 @@
 //      at target/wasm32-wasip2/release/agent_recovery_policy.wasm.
 // gen/ is rewritten only when the component's sha256 or the transpiler changed
 // (or with --force). The Redis store's Lua scripts (host/src/store/redis/*.lua)
-// are copied into src/redis/ first, when this is a repository checkout.
+// and the SQLite store's schema (host/src/store/schema.sql) are copied into
+// src/redis/ and src/ first, when this is a repository checkout.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,22 +65,34 @@ function locateComponent() {
   return DEFAULT_WASM;
 }
 
-/** Copy host/src/store/redis/*.lua into src/redis/ (the package ships the copies; a test compares them). */
-function copyRedisScripts() {
-  const from = join(REPO, 'host', 'src', 'store', 'redis');
-  if (!existsSync(from)) return;
-  for (const name of readdirSync(from).filter((f) => f.endsWith('.lua'))) {
-    const text = readFileSync(join(from, name));
-    const to = join(NODE_DIR, 'src', 'redis', name);
-    if (!existsSync(to) || !readFileSync(to).equals(text)) {
-      writeFileSync(to, text);
-      log(`copied host/src/store/redis/${name} into src/redis/`);
-    }
+/** Copy `host/src/store/<from>` to `node/src/<to>` when it differs. */
+function copyStoreFile(from, to) {
+  const text = readFileSync(join(REPO, 'host', 'src', 'store', from));
+  const target = join(NODE_DIR, 'src', to);
+  if (!existsSync(target) || !readFileSync(target).equals(text)) {
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, text);
+    log(`copied host/src/store/${from} into src/${to}`);
   }
 }
 
+/**
+ * Copy host/src/store/redis/*.lua into src/redis/ and host/src/store/schema.sql
+ * into src/ (the package ships the copies; tests compare them). Outside a
+ * checkout the copies must already be there (a packed package has them).
+ */
+function copyStoreFiles() {
+  const from = join(REPO, 'host', 'src', 'store');
+  if (!existsSync(from)) {
+    if (!existsSync(join(NODE_DIR, 'src', 'schema.sql'))) throw new Error('no host/src/store/ and no src/schema.sql: build from a checkout');
+    return;
+  }
+  for (const name of readdirSync(join(from, 'redis')).filter((f) => f.endsWith('.lua'))) copyStoreFile(`redis/${name}`, `redis/${name}`);
+  copyStoreFile('schema.sql', 'schema.sql');
+}
+
 async function run() {
-  copyRedisScripts();
+  copyStoreFiles();
   const force = process.argv.includes('--force');
   const path = locateComponent();
   const bytes = await readFile(path);

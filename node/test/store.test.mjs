@@ -273,10 +273,11 @@ for (const backend of ['memory', 'sqlite']) {
 }
 
 test('without better-sqlite3, MemoryStore works and SqliteStore says how to install it', () => {
-  // store.js copied where no node_modules can be found: the driver is missing.
+  // store.js (and the schema it reads) copied where no node_modules can be found: the driver is missing.
   const alone = join(dir, 'no-driver');
   mkdirSync(alone);
   copyFileSync(new URL('../src/store.js', import.meta.url), join(alone, 'store.js'));
+  copyFileSync(new URL('../src/schema.sql', import.meta.url), join(alone, 'schema.sql'));
   const script = `
     import { MemoryStore, SqliteStore, StoreError } from ${JSON.stringify(join(alone, 'store.js'))};
     const m = new MemoryStore();
