@@ -58,14 +58,14 @@ async function ours() {
   const once = failsOnce();
   const a = recover(ok, { call: 'tool', tool: 'noop', clock, seed: 7 });
   const b = recover(() => once(), { call: 'tool', tool: 'noop', clock, seed: 7 });
-  return { ok: await medianUs(300, a), retry: await medianUs(300, b) };
+  return { ok: await medianUs(3000, a), retry: await medianUs(3000, b) };
 }
 
 async function retryFigures() {
   const policy = await Policy.load();
   const once = failsOnce();
   const options = { policy, call: 'tool', tool: 'noop', seed: 7, sleep: async () => {} };
-  return { ok: await medianUs(300, () => ourRetry(ok, options)), retry: await medianUs(300, () => ourRetry(once, options)) };
+  return { ok: await medianUs(3000, () => ourRetry(ok, options)), retry: await medianUs(3000, () => ourRetry(once, options)) };
 }
 
 async function pRetryFigures() {

@@ -67,7 +67,7 @@ def ours() -> Dict[str, float]:
     clock = VirtualClock(0)
     ok = recover(lambda: 1, call="tool", tool="noop", clock=clock, seed=7)
     once = recover(fails_once(), call="tool", tool="noop", clock=clock, seed=7)
-    return {"ok": median_us(300, ok), "retry": median_us(300, once)}
+    return {"ok": median_us(2000, ok), "retry": median_us(2000, once)}
 
 
 def retry_figures() -> Dict[str, float]:
@@ -80,7 +80,7 @@ def retry_figures() -> Dict[str, float]:
     def once() -> int:
         return int(retry_sync(op, policy=policy, call="tool", tool="noop", seed=7, sleep=lambda s: None))
 
-    return {"ok": median_us(300, ok), "retry": median_us(300, once)}
+    return {"ok": median_us(2000, ok), "retry": median_us(2000, once)}
 
 
 def tenacity_figures() -> Dict[str, float]:
