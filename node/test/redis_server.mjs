@@ -1,6 +1,9 @@
 // A real redis-server for the tests, started on a free 127.0.0.1 port (Redis has
 // no --port 0) without persistence, and stopped at the end. When redis-server is
-// not on PATH the test fails, saying how to install it (never skips).
+// not on PATH the test fails, saying how to install it (never skips). It is
+// ready once the server on the port says it is this process (`INFO server`), so
+// that another server on the port is never taken for ours; a port taken before
+// the first start binds it is given up for a fresh one (at most 5 starts).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { connect, createServer } from 'node:net';
@@ -37,29 +40,65 @@ export function rawCommand(port, args) {
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Start redis-server; resolves with {port, url(query), kill(signal), restart(), stop()} once it answers PING. */
+/** The process id of the Redis server answering on `port` (`INFO server`), or undefined when none answers. */
+export function serverPid(port) {
+  return new Promise((resolve) => {
+    const sock = connect(port, '127.0.0.1');
+    let buf = Buffer.alloc(0);
+    const done = (pid) => {
+      sock.destroy();
+      resolve(pid);
+    };
+    sock.setTimeout(1000, () => done(undefined));
+    sock.once('error', () => done(undefined));
+    sock.once('close', () => done(undefined));
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      const eol = buf.indexOf('\r\n');
+      if (eol < 0) return;
+      if (buf[0] !== 0x24) return done(undefined); // not a bulk reply: an error (still loading), or not Redis
+      const size = Number(buf.subarray(1, eol).toString());
+      if (buf.length < eol + 2 + size) return;
+      const m = /^process_id:(\d+)/m.exec(buf.subarray(eol + 2, eol + 2 + size).toString());
+      done(m ? Number(m[1]) : undefined);
+    });
+    sock.write('INFO server\r\n');
+  });
+}
+
+/** Start redis-server; resolves with {port, url(query), kill(signal), restart(), stop()} once it answers as this process. */
 export async function startRedis() {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new Error('redis-server is not on PATH; install it (apt-get install -y redis-server) — scripts/test-all.sh does');
   }
-  const port = await freePort();
+  let port = await freePort();
   let proc;
-  const launch = async () => {
+  /** Start on `port`: true once it answers as this process, false when it exited or another server has the port. */
+  const start = async () => {
     proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: 'ignore',
     });
-    // Readiness poll (not a timing assumption): up to 10 s for the first PONG.
+    const gone = new Promise((r) => proc.once('exit', () => r(false)));
+    // Readiness poll (not a timing assumption): up to 10 s for an answer.
     for (let i = 0; i < 200; i++) {
-      try {
-        if ((await rawCommand(port, ['PING'])).startsWith('+PONG')) return;
-      } catch {
-        // not listening yet
+      const pid = await Promise.race([serverPid(port), gone]);
+      if (pid === false) return false;
+      if (pid !== undefined) {
+        if (pid === proc.pid) return true;
+        proc.kill('SIGKILL'); // another server has the port: ours cannot bind it
+        return false;
       }
       await pause(50);
     }
-    throw new Error(`redis-server on port ${port} did not answer PING within 10 s`);
+    throw new Error(`redis-server on port ${port} did not answer within 10 s`);
   };
-  await launch();
+  for (let attempt = 1; !(await start()); attempt++) {
+    if (attempt === 5) throw new Error(`redis-server could not listen on a free port (5 starts, the last on ${port})`);
+    port = await freePort();
+  }
+  const launch = async () => {
+    if (!(await start())) throw new Error(`redis-server could not listen on port ${port} again`);
+  };
   const exited = () => new Promise((r) => (proc.exitCode !== null || proc.signalCode !== null ? r() : proc.once('exit', r)));
   return {
     port,
