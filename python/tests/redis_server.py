@@ -3,8 +3,8 @@
 Redis has no `--port 0`: a free port is picked by binding port 0, then the
 server is started on it with no persistence (`--save '' --appendonly no`;
 `persist=True`: an append-only file fsynced at every write) and waited for
-with PING, then asked its process id (`INFO server`), so that another server
-that happens to listen on the port is never taken for ours. A port picked here
+until `INFO server` names its process id, so that another server that
+happens to listen on the port is never taken for ours. A port picked here
 may be taken by another process before the server binds it: the first start
 then moves to a fresh port, as long as nobody was given the URL yet.
 `kill()` sends SIGKILL; `start()` again restarts it on the same port (empty:
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-#: How long a starting server may take to answer PING (a hung start, not timing).
+#: How long a starting server may take to answer (a hung start, not timing).
 START_TIMEOUT_S = 20.0
 
 
@@ -125,7 +125,7 @@ class RedisServer:
                 self.proc.kill()  # another server has the port: ours cannot bind it
                 self.proc.wait(timeout=10)
                 return False
-            assert time.monotonic() < deadline, f"redis-server on port {self.port} did not answer PING: {self._log()}"
+            assert time.monotonic() < deadline, f"redis-server on port {self.port} did not answer within {START_TIMEOUT_S:.0f} s: {self._log()}"
             time.sleep(0.02)  # polling for readiness, not timing
 
     def kill(self) -> None:
