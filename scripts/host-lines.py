@@ -42,7 +42,7 @@ PARTS = {
         "driver": ["python/src/agent_recovery/_loop.py", "python/src/agent_recovery/_offloop.py",
                    "python/src/agent_recovery/interrupt.py"],
         "run/step API": ["python/src/agent_recovery/runtime.py", "python/src/agent_recovery/door.py",
-                         "python/src/agent_recovery/_quota.py"],
+],
         "dead letters": ["python/src/agent_recovery/deadletters.py"],
         "journal and recover": ["python/src/agent_recovery/durable.py"],
         "telemetry glue": ["python/src/agent_recovery/telemetry.py", "python/src/agent_recovery/_lanes.py"],

@@ -514,7 +514,6 @@ crate::__export_policy_impl!(
                     version: s.version,
                 }),
                 K::Claimed(c) => r::InputKind::Claimed(r::Claimed { ok: c.ok, current: c.current }),
-                K::Taken(t) => r::InputKind::Taken(r::Taken { ok: t.ok, tokens: t.tokens }),
                 K::Attempt(a) => r::InputKind::Attempt(match a {
                     w::CallResult::Ok(v) => r::CallResult::Ok(v),
                     w::CallResult::Failed(v) => r::CallResult::Failed(v),
@@ -551,16 +550,6 @@ crate::__export_policy_impl!(
                     expected: x.expected,
                     value: x.value,
                     ttl_ms: x.ttl_ms,
-                }),
-                r::Effect::Take(x) => w::Effect::Take(w::Take {
-                    key: x.key,
-                    cost: x.cost,
-                    capacity: x.capacity,
-                }),
-                r::Effect::Refund(x) => w::Effect::Refund(w::Refund {
-                    key: x.key,
-                    amount: x.amount,
-                    capacity: x.capacity,
                 }),
                 r::Effect::Delete(k) => w::Effect::Delete(k),
                 r::Effect::Call(c) => w::Effect::Call(w::Call {

@@ -116,7 +116,7 @@ proptest! {
     /// Any text as the input, in two phases: an error or a new state, never a panic.
     #[test]
     fn any_input_never_panics(text in ".{0,200}", kind in prop::sample::select(vec![
-        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel", "end", "recover", "taken"])) {
+        "run", "step", "read", "claimed", "attempt", "decision", "slept", "restored", "cancel", "end", "recover", "swapped"])) {
         let _ = advance(&started(), &text);
         let _ = advance(&reading(), &text);
         let framed = format!(r#"{{"input":"{kind}","now_ms":1,"x":{}}}"#, serde_json::to_string(&text).unwrap());
@@ -138,59 +138,183 @@ proptest! {
     }
 }
 
-/// The `taken` input: refused outside the retry quota's phase and
-/// with a malformed `tokens`, each with a hint; the loop only asks it when
-/// the run configuration sets `retry_quota`.
+/// The retry quota is a compare-and-set swap on `{"tokens":N}`: a retry
+/// takes its cost from the bucket the run last saw (absent: full), a
+/// conflict answers the bucket another worker wrote and the loop takes from
+/// that, a bucket short of the cost refuses the retry without a write, and
+/// 64 conflicts in a row refuse it too (docs/runtime.md, Retry quota).
 #[test]
-fn taken_is_checked() {
-    let e = advance(&reading(), r#"{"input":"taken","now_ms":0,"ok":true}"#).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+fn the_retry_quota_is_swapped_in() {
+    let retrying = || {
+        let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
+        let mut state = advance("", run).unwrap().state;
+        let mut effects = String::new();
+        for input in [
+            r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
+            r#"{"input":"read","now_ms":0,"values":{}}"#,
+            r#"{"input":"claimed","now_ms":0,"ok":true}"#,
+            r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
+            r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
+            // The failure is recorded in the target's breaker (a fresh store took the swap).
+            r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
+        ] {
+            let next = advance(&state, input).unwrap();
+            state = next.state;
+            effects = next.effects;
+        }
+        (state, effects)
+    };
+    let last = |effects: &str| -> serde_json::Value {
+        let fx: Vec<serde_json::Value> = serde_json::from_str(effects).unwrap();
+        fx.last().unwrap().clone()
+    };
+    let swap = |expected: Option<u64>, tokens: u64| serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":expected,"value":{"tokens":tokens},"ttl_ms":null});
+    let sleep = serde_json::json!({"effect":"sleep","ms":10,"cancellable":true});
+
+    // Granted at once: the bucket was absent (full), 20 - 3.
+    let (state, effects) = retrying();
+    assert_eq!(last(&effects), swap(None, 17));
+    let next = advance(
+        &state,
+        r#"{"input":"swapped","now_ms":0,"ok":true,"version":4}"#,
+    )
+    .unwrap();
+    assert_eq!(last(&next.effects), sleep);
+
+    // Another worker wrote 4 tokens meanwhile: the loop takes 3 of those.
+    let next = advance(
+        &state,
+        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":4},"version":9}"#,
+    )
+    .unwrap();
+    assert_eq!(last(&next.effects), swap(Some(9), 1));
+    let after = advance(
+        &next.state,
+        r#"{"input":"swapped","now_ms":0,"ok":true,"version":10}"#,
+    )
+    .unwrap();
+    assert_eq!(last(&after.effects), sleep);
+    // A count past this run's capacity is clamped to it (20 - 3).
+    let next = advance(
+        &state,
+        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":500},"version":2}"#,
+    )
+    .unwrap();
+    assert_eq!(last(&next.effects), swap(Some(2), 17));
+
+    // Only 2 tokens left: refused, nothing written, the step is exhausted.
+    let next = advance(
+        &state,
+        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":2},"version":9}"#,
+    )
+    .unwrap();
     assert!(
-        e.message.contains("answer the last effect"),
+        !next.effects.contains(r#""effect":"swap""#),
         "{}",
-        e.message
+        next.effects
     );
-    for (input, needle) in [
-        (r#"{"input":"taken","now_ms":0}"#, "boolean `ok`"),
-        (
-            r#"{"input":"taken","now_ms":0,"ok":true,"tokens":"5"}"#,
-            "non-negative integer",
-        ),
-    ] {
-        let e = advance(&reading(), input).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.contains(needle), "{input}: {}", e.message);
+    assert!(
+        next.effects
+            .contains("runtime.budget.retry_quota_exhausted"),
+        "{}",
+        next.effects
+    );
+
+    // Contended for good: after 64 swaps in all, refused.
+    let mut state2 = state.clone();
+    for round in 1..64u64 {
+        let next = advance(
+            &state2,
+            &format!(r#"{{"input":"swapped","now_ms":0,"ok":false,"current":{{"tokens":20}},"version":{round}}}"#),
+        )
+        .unwrap();
+        assert_eq!(last(&next.effects), swap(Some(round), 17), "round {round}");
+        state2 = next.state;
     }
-    // With a quota, a retry asks for tokens before its sleep.
+    let next = advance(
+        &state2,
+        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":20},"version":99}"#,
+    )
+    .unwrap();
+    assert!(
+        next.effects
+            .contains("runtime.budget.retry_quota_exhausted"),
+        "{}",
+        next.effects
+    );
+
+    // A malformed answer is refused with a hint, as for a breaker swap.
+    let e = advance(&state, r#"{"input":"swapped","now_ms":0}"#).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(e.message.contains("boolean `ok`"), "{}", e.message);
+    // `taken` is no input of the loop.
+    let e = advance(&state, r#"{"input":"taken","now_ms":0,"ok":true}"#).unwrap_err();
+    assert!(e.message.contains("unknown input"), "{}", e.message);
+}
+
+/// A success refunds the retry's cost on the bucket the take left, then
+/// finishes; a stale bucket is refunded on the store's count.
+#[test]
+fn a_success_refunds_the_retry_quota() {
     let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
     let mut state = advance("", run).unwrap().state;
-    let mut effects = String::new();
     for input in [
         r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
         r#"{"input":"read","now_ms":0,"values":{}}"#,
         r#"{"input":"claimed","now_ms":0,"ok":true}"#,
         r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
         r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
-        // The failure is recorded in the target's breaker (a fresh store took the swap).
         r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
+        r#"{"input":"swapped","now_ms":0,"ok":true,"version":5}"#,
+        r#"{"input":"slept","now_ms":10}"#,
+        r#"{"input":"read","now_ms":10,"values":{}}"#,
     ] {
-        let next = advance(&state, input).unwrap();
-        state = next.state;
-        effects = next.effects;
+        state = advance(&state, input).unwrap().state;
     }
-    let fx: Vec<serde_json::Value> = serde_json::from_str(&effects).unwrap();
-    assert_eq!(
-        fx.last().unwrap(),
-        &serde_json::json!({"effect":"take","key":"agent-recovery/quota/q","cost":3,"capacity":20})
-    );
     let next = advance(
         &state,
-        r#"{"input":"taken","now_ms":0,"ok":true,"tokens":17}"#,
+        r#"{"input":"attempt","now_ms":10,"result":{"ok":"done"}}"#,
+    )
+    .unwrap();
+    let fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
+    let swaps: Vec<_> = fx.iter().filter(|f| f["effect"] == "swap").collect();
+    // The breaker's success is recorded first; its answer then refunds 17 + 3.
+    let mut state = next.state;
+    let mut fx = fx.clone();
+    if swaps.iter().any(|f| f["key"] == "agent-recovery/breaker/t") {
+        let next = advance(
+            &state,
+            r#"{"input":"swapped","now_ms":10,"ok":true,"version":2}"#,
+        )
+        .unwrap();
+        fx = serde_json::from_str(&next.effects).unwrap();
+        state = next.state;
+    }
+    assert_eq!(
+        fx.last().unwrap(),
+        &serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":5,"value":{"tokens":20},"ttl_ms":null})
+    );
+    assert!(!fx.iter().any(|f| f["effect"] == "finish"), "{fx:?}");
+    // Another worker took 8 meanwhile: 12 + 3.
+    let next = advance(
+        &state,
+        r#"{"input":"swapped","now_ms":10,"ok":false,"current":{"tokens":12},"version":7}"#,
     )
     .unwrap();
     let fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
     assert_eq!(
         fx.last().unwrap(),
-        &serde_json::json!({"effect":"sleep","ms":10,"cancellable":true})
+        &serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":7,"value":{"tokens":15},"ttl_ms":null})
+    );
+    let next = advance(
+        &next.state,
+        r#"{"input":"swapped","now_ms":10,"ok":true,"version":8}"#,
+    )
+    .unwrap();
+    let fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
+    assert!(
+        fx.iter()
+            .any(|f| f["effect"] == "finish" && f["outcome"] == "ok"),
+        "{fx:?}"
     );
 }

@@ -75,7 +75,6 @@ impl Driver {
                 }
                 match fx["effect"].as_str().unwrap() {
                     "emit" | "append" => {}
-                    "refund" => {}
                     "call" => {
                         self.made += 1;
                         if self.kill_after == Some(self.made) {

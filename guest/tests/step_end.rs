@@ -94,7 +94,7 @@ impl Driver {
             return answer;
         }
         match fx["effect"].as_str().unwrap() {
-            "emit" | "append" | "log" | "refund" | "finish" => None,
+            "emit" | "append" | "log" | "finish" => None,
             "call" => {
                 let target = fx["target"].as_str().unwrap();
                 let next = self

@@ -103,10 +103,6 @@ fn typed_input(i: &Value) -> typed::Input {
             ok: i["ok"].as_bool().unwrap(),
             current: opt_text(i.get("current")),
         }),
-        "taken" => InputKind::Taken(typed::Taken {
-            ok: i["ok"].as_bool().unwrap(),
-            tokens: i["tokens"].as_u64(),
-        }),
         "attempt" => {
             let r = &i["result"];
             InputKind::Attempt(if let Some(v) = r.get("ok") {
@@ -167,12 +163,6 @@ fn effect_json(e: &Effect) -> Value {
         }
         Effect::Swap(s) => json!({"effect": "swap", "key": s.key, "expected": s.expected,
             "value": parse(&s.value), "ttl_ms": s.ttl_ms}),
-        Effect::Take(t) => {
-            json!({"effect": "take", "key": t.key, "cost": t.cost, "capacity": t.capacity})
-        }
-        Effect::Refund(r) => {
-            json!({"effect": "refund", "key": r.key, "amount": r.amount, "capacity": r.capacity})
-        }
         Effect::Delete(k) => json!({"effect": "delete", "key": k}),
         Effect::Call(c) => json!({"effect": "call", "call": match c.role {
                 typed::CallRole::Operation => "operation",
@@ -394,34 +384,6 @@ impl Run<'_> {
                                 }
                             },
                         );
-                    }
-                    "take" | "refund" => {
-                        let key = fx["key"].as_str().unwrap();
-                        let cap = fx["capacity"].as_u64().unwrap();
-                        let cur = self.world.get(key, now);
-                        let tokens = cur
-                            .as_ref()
-                            .and_then(|(v, _)| parse(v)["tokens"].as_u64())
-                            .map_or(cap, |t| t.min(cap));
-                        let new = if fx["effect"] == "take" {
-                            tokens.checked_sub(fx["cost"].as_u64().unwrap())
-                        } else {
-                            Some(
-                                tokens
-                                    .saturating_add(fx["amount"].as_u64().unwrap())
-                                    .min(cap),
-                            )
-                        };
-                        if let Some(new) = new {
-                            self.world
-                                .cas(key, cur.map(|c| c.1), &json!({"tokens": new}), None, now)
-                                .unwrap();
-                        }
-                        if fx["effect"] == "take" {
-                            answer = Some(
-                                json!({"input": "taken", "now_ms": now, "ok": new.is_some(), "tokens": new.unwrap_or(tokens)}),
-                            );
-                        }
                     }
                     "delete" => {
                         self.world.kv.remove(fx["key"].as_str().unwrap());

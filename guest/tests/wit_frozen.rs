@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "05d66edd0ce1064c30143000a04ea0655ae66990ef03aba2cacc9cb367d9c85b",
+                "b61ec6f961170549803bd7252528809f9aaed08bca80918a4b6462b0117fbe42",
             ),
             (
                 "scenario.wit",

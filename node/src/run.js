@@ -442,21 +442,6 @@ export class Run {
     const rt = this.#rt;
     const raw = fx[RAW];
     switch (fx.effect) {
-      case 'take': {
-        if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.cost)) {
-          throw badEffect('take without key, cost or capacity');
-        }
-        const now = rt.clock.nowMs();
-        const [ok, tokens] = await sequence(quota(this.#store, fx.key, fx.capacity, now, (t) => (t >= fx.cost ? t - fx.cost : null)));
-        return `{"input":"taken","now_ms":${now},"ok":${ok},"tokens":${tokens}}`;
-      }
-      case 'refund': {
-        if (typeof fx.key !== 'string' || !Number.isSafeInteger(fx.capacity) || !Number.isSafeInteger(fx.amount)) {
-          throw badEffect('refund without key, amount or capacity');
-        }
-        await sequence(quota(this.#store, fx.key, fx.capacity, rt.clock.nowMs(), (t) => t + fx.amount));
-        return NO_REPORT;
-      }
       case 'append': {
         if (typeof fx.stream !== 'string' || raw.record === undefined) throw badEffect('append without stream or record');
         const now = rt.clock.nowMs();
@@ -781,32 +766,6 @@ function resultValue(raw, parsed) {
 
 function afterTheEnd(outcome) {
   return { outcome, runFinished: true, result: null, envelope: null, rendered: null, token: null, value: undefined };
-}
-
-/**
- * A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
- * `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), clamped to
- * 0..capacity. `change(tokens)` returns the new count, or null when the
- * bucket holds too few (nothing is written). Returns [wrote, tokens left].
- */
-function* quota(store, key, capacity, now, change) {
-  for (let i = 0; i < 16; i++) {
-    const current = yield store.get(key, now);
-    let tokens = capacity;
-    if (current) {
-      try {
-        const t = JSON.parse(current.value)?.tokens;
-        if (Number.isSafeInteger(t) && t >= 0) tokens = Math.min(t, capacity);
-      } catch {
-        // an unreadable bucket counts as full, as an absent one
-      }
-    }
-    const changed = change(tokens);
-    if (changed === null) return [false, tokens];
-    const next = Math.min(changed, capacity);
-    if ((yield store.compareAndSet(key, current ? current.version : null, `{"tokens":${next}}`, null, now)).written) return [true, next];
-  }
-  throw new StoreError('unavailable', `could not update the retry quota ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`);
 }
 
 /** Last-writer-wins put on top of compare-and-set (of a value from an effect). */

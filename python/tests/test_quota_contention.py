@@ -1,67 +1,96 @@
-"""The fleet retry quota under contention: every compare-and-set loses to
-another writer, and the bounded add gives up after the same number of rounds
-as the Rust and Node runtimes (docs, the `take` effect: 16)."""
+"""The fleet retry quota under contention, through the real runtime: every
+compare-and-set on the bucket loses to another writer, and the loop gives up
+after the number of swaps the docs state (docs/runtime.md, Retry quota): a
+take given up refuses the retry, a refund given up is dropped."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
-import pytest
-
-from agent_recovery import _quota
-from agent_recovery.store import MemoryStore, StoreError
+from agent_recovery.runtime import Failed, Runtime, VirtualClock
+from agent_recovery.store import MemoryStore
 
 REPO = Path(__file__).resolve().parents[2]
+T0 = 1_767_225_600_000
+QUOTA = "agent-recovery/quota/default"
 
 
-class Contended:
-    """A real MemoryStore with a second writer: after every read of the key,
-    the other writer changes it, so the reader's compare-and-set conflicts."""
+class Contended(MemoryStore):
+    """A real MemoryStore with a second writer: just before every
+    compare-and-set of the quota bucket, the other writer sets it to 7
+    tokens, so the loop's swap conflicts."""
 
     def __init__(self) -> None:
-        self.inner = MemoryStore()
-        self.cas_calls = 0
-
-    def get(self, key: str, now_ms: int) -> Optional[Any]:
-        cur = self.inner.get(key, now_ms)
-        other = self.inner.get(key, now_ms)
-        self.inner.compare_and_set(key, other.version if other else None, '{"tokens":7}', None, now_ms)
-        return cur
+        super().__init__()
+        self.quota_swaps = 0
 
     def compare_and_set(self, key: str, version: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int) -> Any:
-        self.cas_calls += 1
-        return self.inner.compare_and_set(key, version, value, ttl_ms, now_ms)
+        if key == QUOTA:
+            self.quota_swaps += 1
+            other = super().get(key, now_ms)
+            super().compare_and_set(key, other.version if other else None, '{"tokens":7}', None, now_ms)
+        return super().compare_and_set(key, version, value, ttl_ms, now_ms)
 
 
 def documented_rounds() -> int:
     found = {
         int(m.group(1))
         for page in sorted((REPO / "docs").rglob("*.md"))
-        for m in re.finditer(r"on a conflict it reads again, up to (\d+) times", page.read_text(encoding="utf-8"))
+        for m in re.finditer(r"a retry quota update gives up after (\d+) swaps", page.read_text(encoding="utf-8"))
     }
-    assert len(found) == 1, f"the docs must state the take effect's conflict bound once, found {found}"
+    assert len(found) == 1, f"the docs must state the quota's swap bound once, found {found}"
     return found.pop()
 
 
-def test_take_gives_up_after_the_documented_rounds() -> None:
+def test_a_take_gives_up_after_the_documented_swaps_and_refuses_the_retry() -> None:
     store = Contended()
-    with pytest.raises(StoreError) as e:
-        _quota.take(store, "agent-recovery/quota/default", 5, 500, 1_767_225_600_000)
-    assert e.value.kind == "unavailable"
-    assert store.cas_calls == documented_rounds()
-    assert "16 compare-and-set conflicts in a row" in str(e.value)
+    rt = Runtime(store=store, clock=VirtualClock(T0), seed=7, retry_quota={"capacity": 500})
+    calls: List[int] = []
+
+    def op(_: Any) -> Any:
+        calls.append(1)
+        return Failed({"source": "http", "status": 503})
+
+    r = rt.run("r1").step(id="s", tool="erp.sync", call="tool", operation=op)
+    assert (r.outcome, r.envelope["code"]) == ("dead_lettered", "runtime.budget.retry_quota_exhausted")
+    assert len(calls) == 1, "no retry without its tokens"
+    assert store.quota_swaps == documented_rounds()
+    # Nothing was taken: the bucket holds what the other writer wrote.
+    got = store.get(QUOTA, T0)
+    assert got is not None and json.loads(got.value) == {"tokens": 7}
 
 
-def test_refund_gives_up_after_the_documented_rounds() -> None:
+def test_a_refund_given_up_is_dropped_and_the_step_still_succeeds() -> None:
     store = Contended()
-    with pytest.raises(StoreError):
-        _quota.refund(store, "agent-recovery/quota/default", 1, 500, 1_767_225_600_000)
-    assert store.cas_calls == documented_rounds()
+    rt = Runtime(store=store, clock=VirtualClock(T0), seed=7, retry_quota={"capacity": 500})
+    r = rt.run("r2").step(id="s", tool="erp.sync", call="tool", operation=lambda _: "done")
+    assert (r.outcome, r.result) == ("ok", "done")
+    assert store.quota_swaps == documented_rounds()
+    got = store.get(QUOTA, T0)
+    assert got is not None and json.loads(got.value) == {"tokens": 7}
 
 
-def test_uncontended_take_writes_once() -> None:
-    store = MemoryStore()
-    assert _quota.take(store, "q", 5, 500, 0) == (True, 495)
-    assert _quota.take(store, "q", 500, 500, 0) == (False, 495)
+class Recording(MemoryStore):
+    """A real MemoryStore that records what is swapped into the bucket."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.swapped: List[str] = []
+
+    def compare_and_set(self, key: str, version: Optional[int], value: str, ttl_ms: Optional[int], now_ms: int) -> Any:
+        if key == QUOTA:
+            self.swapped.append(value)
+        return super().compare_and_set(key, version, value, ttl_ms, now_ms)
+
+
+def test_an_uncontended_take_and_refund_swap_once_each() -> None:
+    store = Recording()
+    outcomes: List[Any] = [Failed({"source": "http", "status": 503}), "done"]
+    rt = Runtime(store=store, clock=VirtualClock(T0), seed=7, retry_quota={"capacity": 500})
+    r = rt.run("r3").step(id="s", tool="erp.sync", call="tool", operation=lambda _: outcomes.pop(0))
+    assert r.outcome == "ok"
+    # The retry took 5 from the full bucket, the success gave them back.
+    assert store.swapped == ['{"tokens":495}', '{"tokens":500}']

@@ -511,39 +511,76 @@ def test_a_spool_record_that_is_not_an_op_is_skipped_not_a_stall(server: RedisSe
 
 
 @pytest.mark.parametrize("backend", ["redis", "sqlite"])
-def test_the_retry_quota_bounded_add_is_atomic_across_threads(backend: str, server: RedisServer, tmp_path: Path) -> None:
-    """The retry quota's runtime side: take/refund as a compare-and-set loop on {"tokens":N}."""
+def test_the_retry_quota_is_exact_across_threads(backend: str, server: RedisServer, tmp_path: Path) -> None:
+    """Six workers, each its own runtime on one store, retry failing calls
+    until the fleet retry quota refuses them: the loop's compare-and-set
+    swaps grant exactly capacity / retry_cost retries, fleet-wide."""
     import threading
 
-    from agent_recovery import _quota
+    from agent_recovery.runtime import Failed
 
-    store: Any = RedisStore(fresh(server)) if backend == "redis" else SqliteStore(tmp_path / "q.db")
+    url = fresh(server)
     key, capacity, cost = "agent-recovery/quota/default", 100, 5
-    taken: List[int] = []
+    granted: List[int] = []
+    refused: List[str] = []
+    codes: List[str] = []
     lock = threading.Lock()
 
-    def worker() -> None:
-        while True:
-            ok, _ = _quota.take(store, key, cost, capacity, T0)
-            if not ok:
-                return
-            with lock:
-                taken.append(cost)
+    def store() -> Any:
+        return RedisStore(url) if backend == "redis" else SqliteStore(tmp_path / "q.db")
 
-    threads = [threading.Thread(target=worker) for _ in range(6)]
+    def worker(w: int) -> None:
+        # A granted retry sleeps (a `sleep` event), a refused one ends the step.
+        sleeps: List[int] = []
+
+        def on_event(e: Any) -> None:
+            if e.get("event") == "sleep":
+                sleeps.append(1)
+
+        rt = Runtime(
+            store=store(),
+            clock=VirtualClock(T0),
+            seed=w,
+            retry_quota={"capacity": capacity, "retry_cost": cost},
+            on_event=on_event,
+        )
+        try:
+            for n in range(100):
+                r = rt.run(f"w{w}-{n}").step(
+                    # A target of its own: no breaker opened by another run.
+                    id="sync",
+                    tool="erp.sync",
+                    call="tool",
+                    target=f"w{w}-{n}",
+                    operation=lambda _: Failed({"source": "http", "status": 503}),
+                )
+                codes.append(r.envelope["code"] if r.envelope else r.outcome)
+                if r.envelope is not None and r.envelope["code"] == "runtime.budget.retry_quota_exhausted":
+                    with lock:
+                        refused.append(f"w{w}")
+                    return
+        finally:
+            with lock:
+                granted.append(len(sleeps))
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    # An absent bucket is full: exactly capacity / cost takes succeed, fleet-wide.
-    assert sum(taken) == capacity and len(taken) == capacity // cost
-    assert _quota.take(store, key, cost, capacity, T0) == (False, 0)
-    assert _quota.refund(store, key, 7, capacity, T0) == 7
-    assert _quota.refund(store, key, 500, capacity, T0) == capacity  # clamped
-    assert json.loads(store.get(key, T0).value) == {"tokens": capacity}
-    store.compare_and_set(key, store.get(key, T0).version, '{"tokens":"lots"}', None, T0)
-    assert _quota.take(store, key, cost, capacity, T0) == (True, capacity - cost)  # a bad value counts as full
-    store.close()
+    # An absent bucket is full: exactly capacity / cost retries were granted.
+    assert sum(granted) == capacity // cost, codes
+    assert sorted(refused) == [f"w{w}" for w in range(6)]
+    db = store()
+    assert json.loads(db.get(key, T0).value) == {"tokens": 0}
+    # A success after one retry gives its cost back; a bucket that is not
+    # {"tokens": <integer>} counts as full.
+    db.compare_and_set(key, db.get(key, T0).version, '{"tokens":"lots"}', None, T0)
+    outcomes = [Failed({"source": "http", "status": 503}), "done"]
+    rt = Runtime(store=db, clock=VirtualClock(T0), seed=1, retry_quota={"capacity": capacity, "retry_cost": cost})
+    r = rt.run("after").step(id="sync", tool="erp.sync", call="tool", operation=lambda _: outcomes.pop(0))
+    assert (r.outcome, r.result, outcomes) == ("ok", "done", [])
+    assert json.loads(db.get(key, T0).value) == {"tokens": capacity}
 
 
 def test_a_server_that_stops_answering_fails_within_timeout_ms_and_the_next_call_reconnects(tmp_path: Path) -> None:

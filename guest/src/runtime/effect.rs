@@ -113,8 +113,8 @@ pub enum Effect {
     },
     /// Compare-and-set: write `value` under `key` if its store version is
     /// still `expected` (null: only if the key is absent); answer `swapped`.
-    /// The breaker updates: on a conflict the loop applies the same outcome
-    /// to the value `swapped` returns and swaps again.
+    /// The breaker and retry quota updates: on a conflict the loop applies
+    /// the same change to the value `swapped` returns and swaps again.
     Swap {
         /// Key.
         key: String,
@@ -124,26 +124,6 @@ pub enum Effect {
         value: Value,
         /// Expiry, ms from now; null: never.
         ttl_ms: Option<u64>,
-    },
-    /// Take `cost` tokens from the retry quota `key` (`{"tokens":N}`, absent:
-    /// `capacity`) if it holds that many; answer `taken`.
-    Take {
-        /// `agent-recovery/quota/<name>`.
-        key: String,
-        /// Tokens to take.
-        cost: u64,
-        /// The bucket's size (an absent bucket is full).
-        capacity: u64,
-    },
-    /// Give `amount` tokens back to the retry quota `key`, clamped to
-    /// `capacity`; no answer.
-    Refund {
-        /// `agent-recovery/quota/<name>`.
-        key: String,
-        /// Tokens to give back.
-        amount: u64,
-        /// The bucket's size.
-        capacity: u64,
     },
     /// Delete a key.
     Delete {

@@ -156,11 +156,6 @@ pub enum Input {
         /// The value found instead (null: none).
         current: Value,
     },
-    /// The answer to `take`: whether the retry quota held the cost (and took it).
-    Taken {
-        /// Taken.
-        ok: bool,
-    },
     /// A call ended.
     Attempt(CallResult),
     /// The active policy's decision (object or JSON text), and the
@@ -405,21 +400,6 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 .ok_or_else(|| bad("input `claimed` needs a boolean `ok`"))?,
             current: take("current").unwrap_or(Value::Null),
         },
-        "taken" => {
-            let ok = take("ok")
-                .and_then(|b| b.as_bool())
-                .ok_or_else(|| bad("input `taken` needs a boolean `ok`"))?;
-            match take("tokens") {
-                None | Some(Value::Null) => {}
-                Some(t) if t.as_u64().is_some() => {}
-                Some(_) => {
-                    return Err(bad(
-                        "input `taken`: `tokens` is the bucket's tokens after the take, a non-negative integer",
-                    ));
-                }
-            }
-            Input::Taken { ok }
-        }
         "attempt" => Input::Attempt(CallResult::from_json(
             take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?,
         )?),
@@ -451,7 +431,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         "recover" => Input::Recover,
         other => {
             return Err(bad(format!(
-                "unknown input {other:?}; use run, step, fanout, read, claimed, swapped, taken, attempt, decision, slept, restored, joined, cancel, end or recover"
+                "unknown input {other:?}; use run, step, fanout, read, claimed, swapped, attempt, decision, slept, restored, joined, cancel, end or recover"
             )));
         }
     };

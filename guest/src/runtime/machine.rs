@@ -237,6 +237,9 @@ impl Machine {
                 current,
                 version,
             } => {
+                if self.s.phase == Phase::Taking {
+                    return self.quota_swapped(ok, &current, version);
+                }
                 self.phase_is(Phase::Swapping, "swapped")?;
                 self.swapped(ok, current, version)
             }
@@ -246,10 +249,6 @@ impl Machine {
                 }
                 self.phase_is(Phase::Claiming, "claimed")?;
                 self.claimed(ok, &current)
-            }
-            Input::Taken { ok } => {
-                self.phase_is(Phase::Taking, "taken")?;
-                self.taken(ok)
             }
             Input::Attempt(result) => {
                 self.phase_is(Phase::Calling, "attempt")?;
@@ -946,13 +945,17 @@ impl Machine {
             // The retry that led here gives its tokens back; a first-call success a few.
             let amount = retry_cost.unwrap_or(q.success_refund);
             if amount > 0 {
-                self.fx.push(Effect::Refund {
-                    key: q.key(),
-                    amount,
-                    capacity: q.capacity,
-                });
+                let delta = i64::try_from(amount).unwrap_or(i64::MAX);
+                return self.quota_add(delta, 0, super::quota::QuotaThen::Refund { value });
             }
         }
+        self.refunded(value)
+    }
+
+    /// The call succeeded, its quota refunded: record it and finish the step.
+    pub(super) fn refunded(&mut self, value: Value) -> Result<(), PolicyError> {
+        let st = self.step()?;
+        let target = st.targets.get(st.index).cloned().unwrap_or_default();
         self.record_done(target)?;
         self.finish("ok", Some(value), None)
     }
@@ -1191,17 +1194,13 @@ impl Machine {
                     } else {
                         q.retry_cost
                     };
-                    let effect = Effect::Take {
-                        key: q.key(),
+                    self.step_mut()?.retry_cost = Some(cost);
+                    let delta = i64::try_from(cost).map_or(i64::MIN, |c| -c);
+                    return self.quota_add(
+                        delta,
                         cost,
-                        capacity: q.capacity,
-                    };
-                    let st = self.step_mut()?;
-                    st.retry_delay = Some(delay);
-                    st.retry_cost = Some(cost);
-                    self.s.phase = Phase::Taking;
-                    self.fx.push(effect);
-                    return Ok(());
+                        super::quota::QuotaThen::Take { delay_ms: delay },
+                    );
                 }
                 self.retry_sleep(delay)
             }
@@ -1247,13 +1246,11 @@ impl Machine {
     }
 
     /// The retry quota's answer: sleep and retry, or the step is exhausted.
-    fn taken(&mut self, ok: bool) -> Result<(), PolicyError> {
-        let st = self.step_mut()?;
-        let delay = st.retry_delay.take().unwrap_or(0);
-        if ok {
+    pub(super) fn taken(&mut self, granted: bool, delay: u64) -> Result<(), PolicyError> {
+        if granted {
             return self.retry_sleep(delay);
         }
-        let cost = st.retry_cost.take().unwrap_or(0);
+        let cost = self.step_mut()?.retry_cost.take().unwrap_or(0);
         let name = self
             .s
             .config

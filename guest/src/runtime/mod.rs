@@ -27,6 +27,7 @@ pub mod input;
 pub(crate) mod json_write;
 mod machine;
 pub mod outcome;
+mod quota;
 pub mod state;
 mod swap;
 pub mod typed;

@@ -137,7 +137,7 @@ pub enum Phase {
     Claiming,
     /// Waiting for `claimed` of a target's probe lease.
     Leasing,
-    /// Waiting for `taken` from the retry quota.
+    /// Waiting for `swapped`: a retry quota update (a retry's take, a success's refund).
     Taking,
     /// Waiting for `attempt` (the operation, a fallback or a compensation).
     Calling,
@@ -227,6 +227,9 @@ pub struct State {
     /// dead-letter record's `branches`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_branches: Option<Vec<Value>>,
+    /// The retry quota's bucket as the run last saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<super::quota::QuotaSeen>,
     /// The decision asked for, while the decision log is on: what its line needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_log: Option<super::decision_log::PendingLog>,
@@ -268,6 +271,7 @@ impl State {
             branch_keys: Vec::new(),
             fan_recovery: None,
             fan_branches: None,
+            quota: None,
             pending_log: None,
             end_after_step: false,
         }
@@ -380,9 +384,6 @@ pub struct StepState {
     /// scan started and the shortest wait of the open targets seen so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<LeaseScan>,
-    /// While the retry quota is asked (phase `taking`): the retry's delay.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_delay: Option<u64>,
     /// The tokens the step's last retry took from the retry quota: what
     /// its success gives back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -408,6 +409,9 @@ pub struct StepState {
     /// The breaker update waiting for `swapped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap: Option<super::swap::PendingSwap>,
+    /// The retry quota update waiting for `swapped` (phase `taking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_op: Option<super::quota::PendingQuota>,
     /// The observation of the pending decision, kept while the step has no
     /// fallback of its own: a policy document's chain may give it one, and
     /// the loop then asks again (`Machine::adopt`).
@@ -458,7 +462,6 @@ impl StepState {
             short_circuit: false,
             calling: None,
             lease: None,
-            retry_delay: None,
             retry_cost: None,
             in_flight_until: None,
             polling: false,
@@ -466,6 +469,7 @@ impl StepState {
             versions: BTreeMap::new(),
             gate_epoch: 0,
             swap: None,
+            quota_op: None,
             asked: None,
             dead_letter: None,
         }

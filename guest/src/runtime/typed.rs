@@ -113,15 +113,6 @@ pub struct Claimed {
     pub current: Option<String>,
 }
 
-/// The answer to `take`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Taken {
-    /// Taken.
-    pub ok: bool,
-    /// The bucket's tokens after the take.
-    pub tokens: Option<u64>,
-}
-
 /// What a call returned; each a JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallResult {
@@ -170,8 +161,6 @@ pub enum InputKind {
     Swapped(Swapped),
     /// `claimed`.
     Claimed(Claimed),
-    /// `taken`.
-    Taken(Taken),
     /// `attempt`.
     Attempt(CallResult),
     /// `decision`.
@@ -219,28 +208,6 @@ pub struct Swap {
     pub value: String,
     /// Expiry, ms from now.
     pub ttl_ms: Option<u64>,
-}
-
-/// A quota take.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Take {
-    /// Key.
-    pub key: String,
-    /// Tokens to take.
-    pub cost: u64,
-    /// The bucket's size.
-    pub capacity: u64,
-}
-
-/// A quota refund.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refund {
-    /// Key.
-    pub key: String,
-    /// Tokens to give back.
-    pub amount: u64,
-    /// The bucket's size.
-    pub capacity: u64,
 }
 
 /// Which call.
@@ -410,10 +377,6 @@ pub enum Effect {
     Claim(Write),
     /// Compare-and-set.
     Swap(Swap),
-    /// Take quota tokens.
-    Take(Take),
-    /// Give quota tokens back.
-    Refund(Refund),
     /// Delete a key.
     Delete(String),
     /// Make a call.
@@ -553,7 +516,6 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
             ok: c.ok,
             current: json_or_null("claimed.current", c.current.as_deref())?,
         },
-        InputKind::Taken(t) => inp::Input::Taken { ok: t.ok },
         InputKind::Attempt(r) => inp::Input::Attempt(match r {
             CallResult::Ok(v) => InnerResult::Ok(json("attempt.ok", &v)?),
             CallResult::Failed(o) => InnerResult::Failed(json("attempt.failed", &o)?),
@@ -653,24 +615,6 @@ fn effects_out(effects: &[fx::Effect], state: &str) -> Result<Vec<Effect>, Polic
                     expected: *expected,
                     value: text(value)?,
                     ttl_ms: *ttl_ms,
-                }),
-                fx::Effect::Take {
-                    key,
-                    cost,
-                    capacity,
-                } => Effect::Take(Take {
-                    key: key.clone(),
-                    cost: *cost,
-                    capacity: *capacity,
-                }),
-                fx::Effect::Refund {
-                    key,
-                    amount,
-                    capacity,
-                } => Effect::Refund(Refund {
-                    key: key.clone(),
-                    amount: *amount,
-                    capacity: *capacity,
                 }),
                 fx::Effect::Delete { key } => Effect::Delete(key.clone()),
                 fx::Effect::Call {

@@ -69,7 +69,6 @@ impl Store {
                         "current": serde_json::from_str::<Value>(&v).unwrap(),"version":n})
                 })
             }
-            "take" => Some(json!({"input":"taken","now_ms":now,"ok":true})),
             _ => return None,
         })
     }

@@ -248,8 +248,7 @@ fn input_bytes(input: &Input) -> usize {
                     .as_ref()
                     .map_or(0, |p| p.name.len() + p.version.len() + p.digest.len())
         }
-        InputKind::Taken(_)
-        | InputKind::Slept
+        InputKind::Slept
         | InputKind::Restored(_)
         | InputKind::Cancel
         | InputKind::End

@@ -20,7 +20,7 @@ use super::step::{Call, Outcome};
 use crate::Error;
 use crate::component::gen_::runtime::typed::{
     Branch, CallResult, CallRole, Claimed, Effect, Input, InputKind, StepOutcome, StoredValue,
-    Swapped, Taken,
+    Swapped,
 };
 use crate::retry::Decide;
 use crate::store::{Cas, Store, StoreError, StoreErrorKind};
@@ -151,18 +151,6 @@ pub(super) fn plan<'f>(
             now: rt.clock.now_ms(),
             claim: false,
         }),
-        Effect::Take(t) => Need::Store(StoreOp::Take {
-            key: t.key.clone(),
-            capacity: t.capacity,
-            cost: t.cost,
-            now: rt.clock.now_ms(),
-        }),
-        Effect::Refund(r) => Need::Store(StoreOp::Refund {
-            key: r.key.clone(),
-            capacity: r.capacity,
-            amount: r.amount,
-            now: rt.clock.now_ms(),
-        }),
         Effect::Delete(key) => Need::Store(StoreOp::Delete { key: key.clone() }),
         Effect::Append(a) => {
             let dead_letter = a.stream == super::scenario::DEAD_LETTER_STREAM;
@@ -287,18 +275,6 @@ pub(super) enum StoreOp {
         now: u64,
         claim: bool,
     },
-    Take {
-        key: String,
-        capacity: u64,
-        cost: u64,
-        now: u64,
-    },
-    Refund {
-        key: String,
-        capacity: u64,
-        amount: u64,
-        now: u64,
-    },
     Delete {
         key: String,
     },
@@ -396,32 +372,6 @@ impl StoreOp {
                     },
                 };
                 Some(input(now, InputKind::Swapped(swapped)))
-            }
-            StoreOp::Take {
-                key,
-                capacity,
-                cost,
-                now,
-            } => {
-                let (ok, tokens) = quota(store, &key, capacity, now, |t| t.checked_sub(cost))?;
-                Some(input(
-                    now,
-                    InputKind::Taken(Taken {
-                        ok,
-                        tokens: Some(tokens),
-                    }),
-                ))
-            }
-            StoreOp::Refund {
-                key,
-                capacity,
-                amount,
-                now,
-            } => {
-                quota(store, &key, capacity, now, |t| {
-                    Some(t.saturating_add(amount))
-                })?;
-                None
             }
             StoreOp::Delete { key } => {
                 store.delete(&key)?;
@@ -600,43 +550,6 @@ fn as_json(text: String) -> String {
             ))
         )
     }
-}
-
-/// A retry quota's bounded add (`take`, `refund`): a compare-and-set loop on
-/// `{"tokens":N}` (absent or unreadable: `capacity`; no TTL), the result
-/// clamped to `0..=capacity`. `change` returns the new count, or `None` when
-/// the bucket holds too few tokens (nothing is written). Returns whether it
-/// wrote and the tokens left.
-fn quota(
-    store: &dyn Store,
-    key: &str,
-    capacity: u64,
-    now: u64,
-    change: impl Fn(u64) -> Option<u64>,
-) -> Result<(bool, u64), StoreError> {
-    for _ in 0..16 {
-        let current = store.get(key, now)?;
-        let tokens = current
-            .as_ref()
-            .and_then(|v| serde_json::from_str::<Value>(&v.value).ok())
-            .and_then(|v| v.get("tokens").and_then(Value::as_u64))
-            .map_or(capacity, |t| t.min(capacity));
-        let Some(new) = change(tokens) else {
-            return Ok((false, tokens));
-        };
-        let new = new.min(capacity);
-        let value = format!(r#"{{"tokens":{new}}}"#);
-        let version = current.map(|v| v.version);
-        if let Cas::Written { .. } = store.compare_and_set(key, version, &value, None, now)? {
-            return Ok((true, new));
-        }
-    }
-    Err(StoreError::new(
-        StoreErrorKind::Unavailable,
-        format!(
-            "could not update the retry quota {key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run"
-        ),
-    ))
 }
 
 /// Last-writer-wins put on top of compare-and-set.

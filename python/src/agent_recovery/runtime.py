@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeGuard, TypeVar
 
-from . import _decision_log, _offloop, _quota, _strict_json
+from . import _decision_log, _offloop, _strict_json
 from ._inputs import check_name, json_text
 from ._keys import DEAD_LETTER_STREAM as _DEAD_LETTER_STREAM
 from ._loop import LoopComponent
@@ -1405,18 +1405,6 @@ class Run:
                     else:
                         version = cas.version if done else cur.version if cur is not None else "null"
                         nxt = f'{{"input":"swapped","now_ms":{now},"ok":{_jbool(done)}{current},"version":{version}}}'
-                elif kind == "take" or kind == "refund":
-                    # The fleet retry quota: a bounded add on the store (_quota.py).
-                    key, capacity = fx.get("key"), fx.get("capacity")
-                    arg = fx.get("cost") if kind == "take" else fx.get("amount")
-                    if not isinstance(key, str) or not _is_count(capacity) or not _is_count(arg):
-                        raise _malformed(f"{kind} without key, {'cost' if kind == 'take' else 'amount'} or capacity")
-                    now = clock.now_ms()
-                    if kind == "take":
-                        ok, tokens = yield ("store", _quota.take, store, key, arg, capacity, now)
-                        nxt = f'{{"input":"taken","now_ms":{now},"ok":{"true" if ok else "false"},"tokens":{tokens}}}'
-                    else:
-                        yield ("store", _quota.refund, store, key, arg, capacity, now)
                 elif kind == "delete":
                     key = fx.get("key")
                     if not isinstance(key, str):
