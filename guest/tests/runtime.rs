@@ -267,7 +267,8 @@ fn a_success_refunds_the_retry_quota() {
         r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
         r#"{"input":"swapped","now_ms":0,"ok":true,"version":5}"#,
         r#"{"input":"slept","now_ms":10}"#,
-        r#"{"input":"read","now_ms":10,"values":{}}"#,
+        // The breakers are read again, and the bucket with them.
+        r#"{"input":"read","now_ms":10,"values":{"agent-recovery/quota/q":{"tokens":17}},"versions":{"agent-recovery/quota/q":5}}"#,
     ] {
         state = advance(&state, input).unwrap().state;
     }
@@ -316,5 +317,58 @@ fn a_success_refunds_the_retry_quota() {
         fx.iter()
             .any(|f| f["effect"] == "finish" && f["outcome"] == "ok"),
         "{fx:?}"
+    );
+}
+
+/// A step reads the bucket with its other keys and swaps on the version it
+/// read; a success refunds nothing into a bucket it read full.
+#[test]
+fn a_step_reads_the_bucket_and_a_full_one_takes_no_refund() {
+    let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20}}}"#;
+    let ok_with = |bucket: &str| -> Vec<serde_json::Value> {
+        let mut state = advance("", run).unwrap().state;
+        let next = advance(
+            &state,
+            r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
+        )
+        .unwrap();
+        assert!(
+            next.effects.contains(r#""agent-recovery/quota/q""#),
+            "the step reads the bucket: {}",
+            next.effects
+        );
+        state = next.state;
+        for input in [
+            format!(
+                r#"{{"input":"read","now_ms":0,"values":{{"agent-recovery/quota/q":{bucket}}},"versions":{{"agent-recovery/quota/q":3}}}}"#
+            ),
+            r#"{"input":"claimed","now_ms":0,"ok":true}"#.to_owned(),
+        ] {
+            state = advance(&state, &input).unwrap().state;
+        }
+        let next = advance(&state, r#"{"input":"attempt","now_ms":0,"result":"ok"}"#).unwrap();
+        let mut fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
+        if fx.last().unwrap()["key"] == "agent-recovery/breaker/t" {
+            let next = advance(
+                &next.state,
+                r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
+            )
+            .unwrap();
+            fx = serde_json::from_str(&next.effects).unwrap();
+        }
+        fx
+    };
+    // Full: no swap, the step finishes in the same batch.
+    let fx = ok_with(r#"{"tokens":20}"#);
+    assert!(
+        !fx.iter().any(|f| f["key"] == "agent-recovery/quota/q"),
+        "{fx:?}"
+    );
+    assert_eq!(fx.last().unwrap()["effect"], "finish");
+    // 3 tokens: success_refund (1) swapped in on the version read.
+    let fx = ok_with(r#"{"tokens":3}"#);
+    assert_eq!(
+        fx.last().unwrap(),
+        &serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":3,"value":{"tokens":4},"ttl_ms":null})
     );
 }

@@ -39,7 +39,7 @@ def documented_rounds() -> int:
     found = {
         int(m.group(1))
         for page in sorted((REPO / "docs").rglob("*.md"))
-        for m in re.finditer(r"a retry quota update gives up after (\d+) swaps", page.read_text(encoding="utf-8"))
+        for m in re.finditer(r"a\s+retry\s+quota\s+update\s+gives\s+up\s+after\s+(\d+)\s+swaps", page.read_text(encoding="utf-8"))
     }
     assert len(found) == 1, f"the docs must state the quota's swap bound once, found {found}"
     return found.pop()
@@ -65,6 +65,8 @@ def test_a_take_gives_up_after_the_documented_swaps_and_refuses_the_retry() -> N
 
 def test_a_refund_given_up_is_dropped_and_the_step_still_succeeds() -> None:
     store = Contended()
+    # A bucket that is not full (a full one takes no refund).
+    MemoryStore.compare_and_set(store, QUOTA, None, '{"tokens":3}', None, T0)
     rt = Runtime(store=store, clock=VirtualClock(T0), seed=7, retry_quota={"capacity": 500})
     r = rt.run("r2").step(id="s", tool="erp.sync", call="tool", operation=lambda _: "done")
     assert (r.outcome, r.result) == ("ok", "done")

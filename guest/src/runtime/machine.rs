@@ -537,6 +537,9 @@ impl Machine {
                 keys.push(k);
             }
         }
+        if let Some(q) = &self.s.config.retry_quota {
+            keys.push(q.key());
+        }
         keys.push(store_key(ATTEMPTS_PREFIX, &st.key));
         keys.push(store_key(IDEM_PREFIX, &st.key));
         self.s.phase = Phase::Reading;
@@ -584,6 +587,7 @@ impl Machine {
             .and_then(Value::as_u64)
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
         let (breakers, found) = stored_breakers(targets, &values, versions)?;
+        self.quota_read(&values, versions);
         let st = self.step_mut()?;
         st.attempts = attempts;
         st.breakers = breakers;
@@ -616,6 +620,9 @@ impl Machine {
                 keys.push(k);
             }
         }
+        if let Some(q) = &self.s.config.retry_quota {
+            keys.push(q.key());
+        }
         self.s.phase = Phase::Reading;
         self.fx.push(Effect::Read { keys });
         Ok(())
@@ -628,6 +635,7 @@ impl Machine {
     ) -> Result<(), PolicyError> {
         let targets = self.step()?.targets.clone();
         let (breakers, found) = stored_breakers(targets, values, versions)?;
+        self.quota_read(values, versions);
         let st = self.step_mut()?;
         st.refreshing = false;
         st.breakers = breakers;
@@ -944,7 +952,9 @@ impl Machine {
         if let Some(q) = &self.s.config.retry_quota {
             // The retry that led here gives its tokens back; a first-call success a few.
             let amount = retry_cost.unwrap_or(q.success_refund);
-            if amount > 0 {
+            // A bucket the step last saw full takes nothing back.
+            let full = self.s.quota.is_some_and(|seen| seen.tokens >= q.capacity);
+            if amount > 0 && !full {
                 let delta = i64::try_from(amount).unwrap_or(i64::MAX);
                 return self.quota_add(delta, 0, super::quota::QuotaThen::Refund { value });
             }

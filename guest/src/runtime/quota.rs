@@ -94,6 +94,22 @@ impl Machine {
         self.quota_swap(seen, delta, need, 1, then)
     }
 
+    /// What a step's `read` says of the bucket (when the run has a quota).
+    pub(super) fn quota_read(
+        &mut self,
+        values: &serde_json::Map<String, Value>,
+        versions: &std::collections::BTreeMap<String, u64>,
+    ) {
+        let Some(q) = &self.s.config.retry_quota else {
+            return;
+        };
+        let key = q.key();
+        self.s.quota = Some(QuotaSeen {
+            tokens: tokens_of(values.get(&key).unwrap_or(&Value::Null), q.capacity),
+            version: versions.get(&key).copied(),
+        });
+    }
+
     fn quota_capacity(&self) -> Result<u64, PolicyError> {
         self.s
             .config
