@@ -514,10 +514,14 @@ crate::__export_policy_impl!(
                     version: s.version,
                 }),
                 K::Claimed(c) => r::InputKind::Claimed(r::Claimed { ok: c.ok, current: c.current }),
-                K::Attempt(a) => r::InputKind::Attempt(match a {
-                    w::CallResult::Ok(v) => r::CallResult::Ok(v),
-                    w::CallResult::Failed(v) => r::CallResult::Failed(v),
-                    w::CallResult::Response(v) => r::CallResult::Response(v),
+                K::Attempt(a) => r::InputKind::Attempt(r::CallEnded {
+                    result: match a.result {
+                        w::CallResult::Ok(v) => r::CallResult::Ok(v),
+                        w::CallResult::Failed(v) => r::CallResult::Failed(v),
+                        w::CallResult::Response(v) => r::CallResult::Response(v),
+                        w::CallResult::TimedOut => r::CallResult::TimedOut,
+                    },
+                    took_ms: a.took_ms,
                 }),
                 K::Decision(d) => r::InputKind::Decision(r::Decision {
                     decision: d.decision,

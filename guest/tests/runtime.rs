@@ -372,3 +372,59 @@ fn a_step_reads_the_bucket_and_a_full_one_takes_no_refund() {
         &serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":3,"value":{"tokens":4},"ttl_ms":null})
     );
 }
+
+/// The loop owns the attempt timeout: a call that took (`took_ms`) longer
+/// than the `timeout_ms` its `call` effect carried, or that the runtime
+/// stopped waiting for (`timed_out`), failed with a total timeout whatever
+/// it returned; a call within its timeout keeps its result.
+#[test]
+fn the_loop_judges_the_attempt_timeout() {
+    let run =
+        r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"attempt_timeout_ms":250}}"#;
+    let mut calling = advance("", run).unwrap().state;
+    let mut call = String::new();
+    for input in [
+        r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
+        r#"{"input":"read","now_ms":0,"values":{}}"#,
+        r#"{"input":"claimed","now_ms":0,"ok":true}"#,
+    ] {
+        let next = advance(&calling, input).unwrap();
+        calling = next.state;
+        call = next.effects;
+    }
+    assert!(call.contains(r#""timeout_ms":250"#), "{call}");
+    let observed = |input: &str| -> serde_json::Value {
+        let next = advance(&calling, input).unwrap();
+        let fx: Vec<serde_json::Value> = serde_json::from_str(&next.effects).unwrap();
+        fx.last().unwrap().clone()
+    };
+    let timeout =
+        |after: u64| serde_json::json!({"source":"timeout","phase":"total","after_ms":after});
+    // 251 ms: a total timeout, though the call returned a value.
+    let fx = observed(r#"{"input":"attempt","now_ms":251,"took_ms":251,"result":{"ok":1}}"#);
+    assert_eq!(fx["effect"], "decide");
+    let obs: serde_json::Value = serde_json::from_str(fx["observation"].as_str().unwrap()).unwrap();
+    assert_eq!(obs, timeout(251));
+    // Stopped waiting at the timeout.
+    let fx = observed(r#"{"input":"attempt","now_ms":250,"took_ms":250,"result":"timed_out"}"#);
+    let obs: serde_json::Value = serde_json::from_str(fx["observation"].as_str().unwrap()).unwrap();
+    assert_eq!(obs, timeout(250));
+    // Without `took_ms`, `timed_out` says the timeout.
+    let fx = observed(r#"{"input":"attempt","now_ms":250,"result":"timed_out"}"#);
+    let obs: serde_json::Value = serde_json::from_str(fx["observation"].as_str().unwrap()).unwrap();
+    assert_eq!(obs, timeout(250));
+    // 250 ms is within it: the result stands (the step succeeds).
+    let next = advance(
+        &calling,
+        r#"{"input":"attempt","now_ms":250,"took_ms":250,"result":{"ok":1}}"#,
+    )
+    .unwrap();
+    assert!(next.effects.contains(r#""event":"ok""#), "{}", next.effects);
+    // A malformed `took_ms` is refused with a hint.
+    let e = advance(
+        &calling,
+        r#"{"input":"attempt","now_ms":250,"took_ms":-1,"result":"ok"}"#,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("`took_ms`"), "{}", e.message);
+}

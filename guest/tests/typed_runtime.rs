@@ -105,12 +105,17 @@ fn typed_input(i: &Value) -> typed::Input {
         }),
         "attempt" => {
             let r = &i["result"];
-            InputKind::Attempt(if let Some(v) = r.get("ok") {
-                typed::CallResult::Ok(text(v))
-            } else if let Some(v) = r.get("failed") {
-                typed::CallResult::Failed(text(v))
-            } else {
-                typed::CallResult::Response(text(&r["response"]))
+            InputKind::Attempt(typed::CallEnded {
+                result: if r == "timed_out" {
+                    typed::CallResult::TimedOut
+                } else if let Some(v) = r.get("ok") {
+                    typed::CallResult::Ok(text(v))
+                } else if let Some(v) = r.get("failed") {
+                    typed::CallResult::Failed(text(v))
+                } else {
+                    typed::CallResult::Response(text(&r["response"]))
+                },
+                took_ms: i["took_ms"].as_u64(),
             })
         }
         "decision" => InputKind::Decision(typed::Decision {

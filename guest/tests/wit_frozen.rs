@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "b61ec6f961170549803bd7252528809f9aaed08bca80918a4b6462b0117fbe42",
+                "77f0d43f73df692b2204d4057f2878f01763ff64d0e30fe870184b78408beb87",
             ),
             (
                 "scenario.wit",

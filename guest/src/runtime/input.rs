@@ -79,12 +79,17 @@ pub enum CallResult {
     Failed(Value),
     /// Its raw outcome, for the component to check (`check-outcome`).
     Response(Value),
+    /// The runtime stopped waiting for it at the call's `timeout_ms`.
+    TimedOut,
 }
 
 impl CallResult {
     fn from_json(v: Value) -> Result<Self, PolicyError> {
         if v.as_str() == Some("ok") {
             return Ok(CallResult::Ok(Value::Null));
+        }
+        if v.as_str() == Some("timed_out") {
+            return Ok(CallResult::TimedOut);
         }
         if let Value::Object(mut m) = v
             && m.len() == 1
@@ -100,7 +105,7 @@ impl CallResult {
             }
         }
         Err(bad(
-            "`result` must be \"ok\", {\"ok\": value}, {\"failed\": observation} or {\"response\": outcome}; see docs/runtime.md",
+            "`result` must be \"ok\", {\"ok\": value}, {\"failed\": observation}, {\"response\": outcome} or \"timed_out\"; see docs/runtime.md",
         ))
     }
 }
@@ -156,8 +161,8 @@ pub enum Input {
         /// The value found instead (null: none).
         current: Value,
     },
-    /// A call ended.
-    Attempt(CallResult),
+    /// A call ended, after `took_ms` on the runtime's clock when it says.
+    Attempt(CallResult, Option<u64>),
     /// The active policy's decision (object or JSON text), and the
     /// identity of the policy that made it when the host knows it.
     Decision {
@@ -203,6 +208,8 @@ struct Common<'a> {
     current: Option<Value>,
     #[serde(default)]
     result: Option<Value>,
+    #[serde(default)]
+    took_ms: Option<u64>,
     #[serde(borrow, default)]
     run_id: Option<&'a str>,
     #[serde(default)]
@@ -260,7 +267,7 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
             ok: c.ok?,
             current: c.current.unwrap_or(Value::Null),
         },
-        "attempt" => Input::Attempt(CallResult::from_json(c.result?).ok()?),
+        "attempt" => Input::Attempt(CallResult::from_json(c.result?).ok()?, c.took_ms),
         "slept" => Input::Slept,
         "end" => Input::End,
         _ => return None,
@@ -400,9 +407,16 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 .ok_or_else(|| bad("input `claimed` needs a boolean `ok`"))?,
             current: take("current").unwrap_or(Value::Null),
         },
-        "attempt" => Input::Attempt(CallResult::from_json(
-            take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?,
-        )?),
+        "attempt" => {
+            let took = match take("took_ms") {
+                None | Some(Value::Null) => None,
+                Some(t) => Some(t.as_u64().ok_or_else(|| {
+                    bad("input `attempt`: `took_ms` is how long the call took in ms, a non-negative integer")
+                })?),
+            };
+            let result = take("result").ok_or_else(|| bad("input `attempt` needs a `result`"))?;
+            Input::Attempt(CallResult::from_json(result)?, took)
+        }
         "decision" => {
             let decision = match take("decision") {
                 Some(Value::String(s)) => {

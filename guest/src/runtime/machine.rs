@@ -250,11 +250,13 @@ impl Machine {
                 self.phase_is(Phase::Claiming, "claimed")?;
                 self.claimed(ok, &current)
             }
-            Input::Attempt(result) => {
+            Input::Attempt(result, took) => {
                 self.phase_is(Phase::Calling, "attempt")?;
                 if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+                    let result = timed(result, took, self.s.config.attempt_timeout_ms)?;
                     self.comp_attempt(result)
                 } else {
+                    let result = timed(result, took, self.step()?.timeout_ms)?;
                     self.attempt(result)
                 }
             }
@@ -432,6 +434,7 @@ impl Machine {
             return self.deadline_exceeded();
         }
         let timeout_ms = self.call_timeout();
+        self.step_mut()?.timeout_ms = timeout_ms;
         let st = self.step()?;
         let target = match &st.calling {
             Some(t) => t.clone(),
@@ -885,6 +888,7 @@ impl Machine {
             ttl_ms: Some(ttl),
         });
         let timeout_ms = self.call_timeout();
+        self.step_mut()?.timeout_ms = timeout_ms;
         self.journal();
         self.s.phase = Phase::Calling;
         self.fx.push(Effect::Call {
@@ -919,6 +923,7 @@ impl Machine {
         match result {
             CallResult::Ok(v) => self.success(v),
             CallResult::Failed(obs) => self.decide(super::outcome::failure(obs)),
+            CallResult::TimedOut => Err(internal("a timed-out call was not made a failure")),
             CallResult::Response(o) => match super::outcome::judge(&o) {
                 None => self.success(o),
                 Some(obs) => self.decide(obs),
@@ -1469,6 +1474,9 @@ impl Machine {
         let failure = match result {
             CallResult::Ok(_) => None,
             CallResult::Failed(obs) => Some(super::outcome::failure(obs)),
+            CallResult::TimedOut => {
+                return Err(internal("a timed-out call was not made a failure"));
+            }
             CallResult::Response(o) => super::outcome::judge(&o),
         };
         let Some(obs) = failure else {
@@ -1833,4 +1841,28 @@ fn done_value(now: u64, result: &Value, target: &str) -> RawJson {
     super::json_write::write_str(&mut out, target);
     out.push(b'}');
     RawJson(String::from_utf8(out).unwrap_or_default())
+}
+
+/// A call's result as the loop takes it: a call the runtime stopped waiting
+/// for (`timed_out`), or one that took (`took_ms`, on the runtime's clock)
+/// longer than its `timeout_ms`, failed with a total timeout, whatever it
+/// returned.
+fn timed(
+    result: CallResult,
+    took: Option<u64>,
+    limit: Option<u64>,
+) -> Result<CallResult, PolicyError> {
+    let over = matches!(result, CallResult::TimedOut)
+        || matches!((took, limit), (Some(t), Some(l)) if t > l);
+    if !over {
+        return Ok(result);
+    }
+    let after = took.or(limit).ok_or_else(|| {
+        bad("input `attempt`: a `timed_out` result needs `took_ms` when the call had no `timeout_ms`")
+    })?;
+    Ok(CallResult::Failed(json!({
+        "source": "timeout",
+        "phase": "total",
+        "after_ms": after,
+    })))
 }

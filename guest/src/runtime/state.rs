@@ -380,6 +380,10 @@ pub struct StepState {
     /// The target of the call in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calling: Option<String>,
+    /// The `timeout_ms` of the step's call in flight (the attempt timeout,
+    /// capped by the deadline when it was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// While a probe lease is claimed (phase `leasing`): where the chain's
     /// scan started and the shortest wait of the open targets seen so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -461,6 +465,7 @@ impl StepState {
             probe: false,
             short_circuit: false,
             calling: None,
+            timeout_ms: None,
             lease: None,
             retry_cost: None,
             in_flight_until: None,

@@ -122,6 +122,17 @@ pub enum CallResult {
     Failed(String),
     /// A raw outcome for the component to check.
     Response(String),
+    /// The runtime stopped waiting for it at its timeout.
+    TimedOut,
+}
+
+/// A call ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallEnded {
+    /// What it returned.
+    pub result: CallResult,
+    /// How long it took, ms.
+    pub took_ms: Option<u64>,
 }
 
 /// Who decided.
@@ -162,7 +173,7 @@ pub enum InputKind {
     /// `claimed`.
     Claimed(Claimed),
     /// `attempt`.
-    Attempt(CallResult),
+    Attempt(CallEnded),
     /// `decision`.
     Decision(Decision),
     /// `slept`.
@@ -516,11 +527,15 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
             ok: c.ok,
             current: json_or_null("claimed.current", c.current.as_deref())?,
         },
-        InputKind::Attempt(r) => inp::Input::Attempt(match r {
-            CallResult::Ok(v) => InnerResult::Ok(json("attempt.ok", &v)?),
-            CallResult::Failed(o) => InnerResult::Failed(json("attempt.failed", &o)?),
-            CallResult::Response(o) => InnerResult::Response(json("attempt.response", &o)?),
-        }),
+        InputKind::Attempt(a) => inp::Input::Attempt(
+            match a.result {
+                CallResult::Ok(v) => InnerResult::Ok(json("attempt.ok", &v)?),
+                CallResult::Failed(o) => InnerResult::Failed(json("attempt.failed", &o)?),
+                CallResult::Response(o) => InnerResult::Response(json("attempt.response", &o)?),
+                CallResult::TimedOut => InnerResult::TimedOut,
+            },
+            a.took_ms,
+        ),
         InputKind::Decision(d) => inp::Input::Decision {
             decision: json("decision", &d.decision)?,
             policy: d.policy.map(

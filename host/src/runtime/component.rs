@@ -239,9 +239,10 @@ fn input_bytes(input: &Input) -> usize {
             .sum(),
         InputKind::Swapped(s) => s.current.as_ref().map_or(0, String::len),
         InputKind::Claimed(c) => c.current.as_ref().map_or(0, String::len),
-        InputKind::Attempt(CallResult::Ok(t) | CallResult::Failed(t) | CallResult::Response(t)) => {
-            t.len()
-        }
+        InputKind::Attempt(a) => match &a.result {
+            CallResult::Ok(t) | CallResult::Failed(t) | CallResult::Response(t) => t.len(),
+            CallResult::TimedOut => 0,
+        },
         InputKind::Decision(d) => {
             d.decision.len()
                 + d.policy

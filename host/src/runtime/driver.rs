@@ -189,7 +189,7 @@ fn drive_lane<'a>(
                             return Err(bad_effect("an operation call in a fan-out's own lane"));
                         }
                     };
-                    if let Some(report) = called(ctx, lane, &call, started, outcome, &mut next) {
+                    if let Some(report) = called(ctx, lane, started, outcome, &mut next) {
                         return Ok(report);
                     }
                 }

@@ -81,7 +81,7 @@ where
                     } else {
                         op(call.clone()).await
                     };
-                    if let Some(report) = called(ctx, lane, &call, started, outcome, &mut next) {
+                    if let Some(report) = called(ctx, lane, started, outcome, &mut next) {
                         return Ok(report);
                     }
                 }

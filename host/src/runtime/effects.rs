@@ -19,8 +19,8 @@ use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
 use crate::Error;
 use crate::component::gen_::runtime::typed::{
-    Branch, CallResult, CallRole, Claimed, Effect, Input, InputKind, StepOutcome, StoredValue,
-    Swapped,
+    Branch, CallEnded, CallResult, CallRole, Claimed, Effect, Input, InputKind, StepOutcome,
+    StoredValue, Swapped,
 };
 use crate::retry::Decide;
 use crate::store::{Cas, Store, StoreError, StoreErrorKind};
@@ -486,13 +486,12 @@ pub(super) fn restored(ctx: Ctx<'_>, ok: bool) -> Input {
     input(ctx.rt.clock.now_ms(), InputKind::Restored(ok))
 }
 
-/// Answers a call: its span ends, a scenario's kill counts it, a call
-/// slower than its timeout is a timeout observation, and `next` is the
-/// attempt's result. `Some` when a scenario killed the run here.
+/// Answers a call: its span ends, a scenario's kill counts it, and `next`
+/// is the attempt's result with how long it took (the loop judges the
+/// timeout). `Some` when a scenario killed the run here.
 pub(super) fn called(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
-    call: &Call,
     started: u64,
     outcome: Outcome,
     next: &mut Option<Input>,
@@ -504,19 +503,17 @@ pub(super) fn called(
     {
         return Some(killed());
     }
-    let took = rt.clock.now_ms().saturating_sub(started);
-    let outcome = match call.timeout_ms {
-        Some(limit) if took > limit => Outcome::Failed(format!(
-            r#"{{"source":"timeout","phase":"total","after_ms":{took}}}"#
-        )),
-        _ => outcome,
-    };
+    // How long it took: the loop judges it against the call's timeout.
+    let took_ms = Some(rt.clock.now_ms().saturating_sub(started));
     let result = match outcome {
         Outcome::Ok(v) => CallResult::Ok(v.to_string()),
         Outcome::Failed(obs) => CallResult::Failed(as_json(obs)),
         Outcome::Response(obs) => CallResult::Response(as_json(obs)),
     };
-    *next = Some(input(rt.clock.now_ms(), InputKind::Attempt(result)));
+    *next = Some(input(
+        rt.clock.now_ms(),
+        InputKind::Attempt(CallEnded { result, took_ms }),
+    ));
     None
 }
 

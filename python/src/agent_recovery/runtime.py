@@ -730,10 +730,6 @@ def _failed_exception(exc: BaseException) -> str:
     return '{"failed":' + _observation_text(observation_from(exc)) + "}"
 
 
-def _timeout_result(took: int) -> str:
-    return '{"failed":{"source":"timeout","phase":"total","after_ms":%d}}' % took
-
-
 _MISSING_COMPENSATION = (
     '{"failed":{"source":"exception","type":"agent_recovery.MissingCompensation","message":%s}}'
 )
@@ -1649,11 +1645,12 @@ class Run:
                     value, result = _UNSET, _failed_exception(exc)
             if value is not _UNSET and not timed_out:
                 result, holder.value = _result_of(value)
+            # How long it took: the loop judges it against the call's timeout.
             took = max(0, clock.now_ms() - started)
-            if timed_out or (call.timeout_ms is not None and took > call.timeout_ms):
+            if timed_out:
                 holder.value = _UNSET
-                result = _timeout_result(took)
-            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+                result = '"timed_out"'
+            return f'{{"input":"attempt","now_ms":{clock.now_ms()},"took_ms":{took},"result":{result}}}'
         if what == "fork":
             _, fx, fanout, lane = need
             return await self._fork(io, fx, fanout, lane)
