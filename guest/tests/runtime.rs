@@ -138,6 +138,30 @@ proptest! {
     }
 }
 
+/// A run with the retry quota `q` (20 tokens, 3 a retry) whose first call
+/// failed and was decided `retry`, its breaker recorded: the loop then
+/// asks for the retry's tokens. Then `more` inputs. The state and the last batch.
+fn quota_retry(more: &[&str]) -> (String, String) {
+    let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
+    let mut state = advance("", run).unwrap().state;
+    let mut effects = String::new();
+    let inputs = [
+        r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
+        r#"{"input":"read","now_ms":0,"values":{}}"#,
+        r#"{"input":"claimed","now_ms":0,"ok":true}"#,
+        r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
+        r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
+        // The failure is recorded in the target's breaker (a fresh store took the swap).
+        r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
+    ];
+    for input in inputs.iter().chain(more) {
+        let next = advance(&state, input).unwrap();
+        state = next.state;
+        effects = next.effects;
+    }
+    (state, effects)
+}
+
 /// The retry quota is a compare-and-set swap on `{"tokens":N}`: a retry
 /// takes its cost from the bucket the run last saw (absent: full), a
 /// conflict answers the bucket another worker wrote and the loop takes from
@@ -145,103 +169,56 @@ proptest! {
 /// 64 conflicts in a row refuse it too (docs/runtime.md, Retry quota).
 #[test]
 fn the_retry_quota_is_swapped_in() {
-    let retrying = || {
-        let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
-        let mut state = advance("", run).unwrap().state;
-        let mut effects = String::new();
-        for input in [
-            r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
-            r#"{"input":"read","now_ms":0,"values":{}}"#,
-            r#"{"input":"claimed","now_ms":0,"ok":true}"#,
-            r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
-            r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
-            // The failure is recorded in the target's breaker (a fresh store took the swap).
-            r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
-        ] {
-            let next = advance(&state, input).unwrap();
-            state = next.state;
-            effects = next.effects;
-        }
-        (state, effects)
-    };
+    let retrying = || quota_retry(&[]);
     let last = |effects: &str| -> serde_json::Value {
         let fx: Vec<serde_json::Value> = serde_json::from_str(effects).unwrap();
         fx.last().unwrap().clone()
     };
+    // The loop's answer to a swap: its new state, its last effect, its batch.
+    let answer = |state: &str, ok: bool, current: u64, version: u64| {
+        let input = if ok {
+            format!(r#"{{"input":"swapped","now_ms":0,"ok":true,"version":{version}}}"#)
+        } else {
+            format!(
+                r#"{{"input":"swapped","now_ms":0,"ok":false,"current":{{"tokens":{current}}},"version":{version}}}"#
+            )
+        };
+        let next = advance(state, &input).unwrap();
+        let fx = last(&next.effects);
+        (next.state, fx, next.effects)
+    };
     let swap = |expected: Option<u64>, tokens: u64| serde_json::json!({"effect":"swap","key":"agent-recovery/quota/q","expected":expected,"value":{"tokens":tokens},"ttl_ms":null});
     let sleep = serde_json::json!({"effect":"sleep","ms":10,"cancellable":true});
+    let refused = |effects: &str| {
+        !effects.contains(r#""effect":"swap""#)
+            && effects.contains("runtime.budget.retry_quota_exhausted")
+    };
 
     // Granted at once: the bucket was absent (full), 20 - 3.
     let (state, effects) = retrying();
     assert_eq!(last(&effects), swap(None, 17));
-    let next = advance(
-        &state,
-        r#"{"input":"swapped","now_ms":0,"ok":true,"version":4}"#,
-    )
-    .unwrap();
-    assert_eq!(last(&next.effects), sleep);
+    assert_eq!(answer(&state, true, 0, 4).1, sleep);
 
     // Another worker wrote 4 tokens meanwhile: the loop takes 3 of those.
-    let next = advance(
-        &state,
-        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":4},"version":9}"#,
-    )
-    .unwrap();
-    assert_eq!(last(&next.effects), swap(Some(9), 1));
-    let after = advance(
-        &next.state,
-        r#"{"input":"swapped","now_ms":0,"ok":true,"version":10}"#,
-    )
-    .unwrap();
-    assert_eq!(last(&after.effects), sleep);
+    let (next, fx, _) = answer(&state, false, 4, 9);
+    assert_eq!(fx, swap(Some(9), 1));
+    assert_eq!(answer(&next, true, 0, 10).1, sleep);
     // A count past this run's capacity is clamped to it (20 - 3).
-    let next = advance(
-        &state,
-        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":500},"version":2}"#,
-    )
-    .unwrap();
-    assert_eq!(last(&next.effects), swap(Some(2), 17));
+    assert_eq!(answer(&state, false, 500, 2).1, swap(Some(2), 17));
 
     // Only 2 tokens left: refused, nothing written, the step is exhausted.
-    let next = advance(
-        &state,
-        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":2},"version":9}"#,
-    )
-    .unwrap();
-    assert!(
-        !next.effects.contains(r#""effect":"swap""#),
-        "{}",
-        next.effects
-    );
-    assert!(
-        next.effects
-            .contains("runtime.budget.retry_quota_exhausted"),
-        "{}",
-        next.effects
-    );
+    let (_, _, effects) = answer(&state, false, 2, 9);
+    assert!(refused(&effects), "{effects}");
 
     // Contended for good: after 64 swaps in all, refused.
-    let mut state2 = state.clone();
+    let mut contended = state.clone();
     for round in 1..64u64 {
-        let next = advance(
-            &state2,
-            &format!(r#"{{"input":"swapped","now_ms":0,"ok":false,"current":{{"tokens":20}},"version":{round}}}"#),
-        )
-        .unwrap();
-        assert_eq!(last(&next.effects), swap(Some(round), 17), "round {round}");
-        state2 = next.state;
+        let (next, fx, _) = answer(&contended, false, 20, round);
+        assert_eq!(fx, swap(Some(round), 17), "round {round}");
+        contended = next;
     }
-    let next = advance(
-        &state2,
-        r#"{"input":"swapped","now_ms":0,"ok":false,"current":{"tokens":20},"version":99}"#,
-    )
-    .unwrap();
-    assert!(
-        next.effects
-            .contains("runtime.budget.retry_quota_exhausted"),
-        "{}",
-        next.effects
-    );
+    let (_, _, effects) = answer(&contended, false, 20, 99);
+    assert!(refused(&effects), "{effects}");
 
     // A malformed answer is refused with a hint, as for a breaker swap.
     let e = advance(&state, r#"{"input":"swapped","now_ms":0}"#).unwrap_err();
@@ -256,22 +233,12 @@ fn the_retry_quota_is_swapped_in() {
 /// finishes; a stale bucket is refunded on the store's count.
 #[test]
 fn a_success_refunds_the_retry_quota() {
-    let run = r#"{"input":"run","now_ms":0,"run_id":"r","seed":7,"config":{"retry_quota":{"name":"q","capacity":20,"retry_cost":3}}}"#;
-    let mut state = advance("", run).unwrap().state;
-    for input in [
-        r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t","call":"tool"}}"#,
-        r#"{"input":"read","now_ms":0,"values":{}}"#,
-        r#"{"input":"claimed","now_ms":0,"ok":true}"#,
-        r#"{"input":"attempt","now_ms":0,"result":{"failed":{"source":"http","status":503}}}"#,
-        r#"{"input":"decision","now_ms":0,"decision":{"action":"retry","delay_ms":10,"envelope":{"code":"tool.http.503_unavailable","class":"transient"}}}"#,
-        r#"{"input":"swapped","now_ms":0,"ok":true,"version":1}"#,
+    let (state, _) = quota_retry(&[
         r#"{"input":"swapped","now_ms":0,"ok":true,"version":5}"#,
         r#"{"input":"slept","now_ms":10}"#,
         // The breakers are read again, and the bucket with them.
         r#"{"input":"read","now_ms":10,"values":{"agent-recovery/quota/q":{"tokens":17}},"versions":{"agent-recovery/quota/q":5}}"#,
-    ] {
-        state = advance(&state, input).unwrap().state;
-    }
+    ]);
     let next = advance(
         &state,
         r#"{"input":"attempt","now_ms":10,"result":{"ok":"done"}}"#,
