@@ -1,6 +1,6 @@
 """The Python recovery runtime's overhead per step, on a virtual clock (no sleeping).
 
-    python python/bench/runtime_bench.py [--iterations 2000] [--journal on|off] [--success-only]
+    python python/bench/runtime_bench.py [--iterations 2000] [--journal on|off] [--retry-quota on|off] [--success-only]
 
 The twin of `cargo run --release -p agent-recovery --example runtime_overhead`:
 
@@ -107,12 +107,15 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--journal", choices=("on", "off"), default="on",
                         help="the run configuration's journal (default on: a journal write before each call)")
+    parser.add_argument("--retry-quota", choices=("on", "off"), default="off",
+                        help="the fleet retry quota (on: 500 tokens in the store, read with every step)")
     parser.add_argument("--success-only", action="store_true",
                         help="time only the success case (what a profiler should see)")
     args = parser.parse_args()
     n = args.iterations
     runtime = Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7,
-                      journal=args.journal == "on")
+                      journal=args.journal == "on",
+                      retry_quota={"capacity": 500} if args.retry_quota == "on" else None)
 
     def baseline(_: int) -> None:
         call = Call("operation", "s", "t", "", 1, None, None)  # type: ignore[arg-type]
