@@ -149,7 +149,7 @@ const UNAVAILABLE: &str = r#"{"source":"http","status":503}"#;
 
 #[test]
 fn an_observation_that_is_not_json_is_reported_as_an_exception() {
-    // The runtime's rule (docs/runtime.md, run.rs `as_json`): a non-JSON
+    // The loop's rule (docs/wit.md, the typed runtime): a non-JSON
     // observation becomes an `exception` observation the policy decides on.
     let policy = Policy::reference().unwrap();
     let mut calls = 0;

@@ -438,6 +438,20 @@ fn json(what: &str, text: &str) -> Result<Value, PolicyError> {
     serde_json::from_str(text).map_err(|e| PolicyError::json(what, &e))
 }
 
+/// An observation or raw outcome a call returned: text that is not JSON is
+/// an `exception` observation the policy decides on, not an error.
+fn observed(what: &str, text: &str) -> Result<Value, PolicyError> {
+    if serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok() {
+        return json(what, text);
+    }
+    let head: String = text.chars().take(200).collect();
+    Ok(serde_json::json!({
+        "source": "exception",
+        "type": super::outcome::INVALID_OBSERVATION,
+        "message": format!("the operation returned an observation that is not JSON: {head}"),
+    }))
+}
+
 fn json_or_null(what: &str, text: Option<&str>) -> Result<Value, PolicyError> {
     text.map_or(Ok(Value::Null), |t| json(what, t))
 }
@@ -530,8 +544,8 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
         InputKind::Attempt(a) => inp::Input::Attempt(
             match a.result {
                 CallResult::Ok(v) => InnerResult::Ok(json("attempt.ok", &v)?),
-                CallResult::Failed(o) => InnerResult::Failed(json("attempt.failed", &o)?),
-                CallResult::Response(o) => InnerResult::Response(json("attempt.response", &o)?),
+                CallResult::Failed(o) => InnerResult::Failed(observed("attempt.failed", &o)?),
+                CallResult::Response(o) => InnerResult::Response(observed("attempt.response", &o)?),
                 CallResult::TimedOut => InnerResult::TimedOut,
             },
             a.took_ms,

@@ -12,7 +12,6 @@
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::driver::{Ctx, Lane};
 use super::run::{RuntimeError, StepReport};
@@ -507,8 +506,8 @@ pub(super) fn called(
     let took_ms = Some(rt.clock.now_ms().saturating_sub(started));
     let result = match outcome {
         Outcome::Ok(v) => CallResult::Ok(v.to_string()),
-        Outcome::Failed(obs) => CallResult::Failed(as_json(obs)),
-        Outcome::Response(obs) => CallResult::Response(as_json(obs)),
+        Outcome::Failed(obs) => CallResult::Failed(obs),
+        Outcome::Response(obs) => CallResult::Response(obs),
     };
     *next = Some(input(
         rt.clock.now_ms(),
@@ -530,22 +529,6 @@ pub(super) fn compensate(lane: &mut Lane<'_, '_>, call: &Call) -> Outcome {
     match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
         Some(undo) => undo(call),
         None => missing_compensation(&call.step),
-    }
-}
-
-/// An observation that is not JSON text is reported as an exception rather
-/// than breaking the run.
-fn as_json(text: String) -> String {
-    if serde_json::from_str::<&RawValue>(&text).is_ok() {
-        text
-    } else {
-        format!(
-            r#"{{"source":"exception","type":"agent_recovery.InvalidObservation","message":{}}}"#,
-            json_str(&format!(
-                "the operation returned an observation that is not JSON: {}",
-                text.chars().take(200).collect::<String>()
-            ))
-        )
     }
 }
 
