@@ -532,17 +532,8 @@ impl Machine {
     /// Read what the step needs: its targets' breakers, its attempt count,
     /// its idempotency entry.
     fn read_step(&mut self) -> Result<(), PolicyError> {
+        let mut keys = self.chain_keys()?;
         let st = self.step()?;
-        let mut keys: Vec<String> = Vec::new();
-        for t in &st.targets {
-            let k = store_key(BREAKER_PREFIX, t);
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        if let Some(q) = &self.s.config.retry_quota {
-            keys.push(q.key());
-        }
         keys.push(store_key(ATTEMPTS_PREFIX, &st.key));
         keys.push(store_key(IDEM_PREFIX, &st.key));
         self.s.phase = Phase::Reading;
@@ -614,10 +605,18 @@ impl Machine {
     /// After a retry sleep, read the chain's breakers again (another worker
     /// may have opened or closed one meanwhile); `read` goes on to the call.
     fn refresh_breakers(&mut self) -> Result<(), PolicyError> {
-        let st = self.step_mut()?;
-        st.refreshing = true;
+        self.step_mut()?.refreshing = true;
+        let keys = self.chain_keys()?;
+        self.s.phase = Phase::Reading;
+        self.fx.push(Effect::Read { keys });
+        Ok(())
+    }
+
+    /// The keys a step reads again and again: its chain's breakers (each
+    /// target once) and, with a retry quota, the bucket.
+    fn chain_keys(&self) -> Result<Vec<String>, PolicyError> {
         let mut keys: Vec<String> = Vec::new();
-        for t in &st.targets {
+        for t in &self.step()?.targets {
             let k = store_key(BREAKER_PREFIX, t);
             if !keys.contains(&k) {
                 keys.push(k);
@@ -626,9 +625,7 @@ impl Machine {
         if let Some(q) = &self.s.config.retry_quota {
             keys.push(q.key());
         }
-        self.s.phase = Phase::Reading;
-        self.fx.push(Effect::Read { keys });
-        Ok(())
+        Ok(keys)
     }
 
     fn refreshed(

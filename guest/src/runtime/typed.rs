@@ -441,8 +441,16 @@ fn json(what: &str, text: &str) -> Result<Value, PolicyError> {
 /// An observation or raw outcome a call returned: text that is not JSON is
 /// an `exception` observation the policy decides on, not an error.
 fn observed(what: &str, text: &str) -> Result<Value, PolicyError> {
-    if serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok() {
-        return json(what, text);
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => {
+            crate::api::check_size(what, text)?;
+            return Ok(v);
+        }
+        // JSON that `Value` does not take (nested too deep) stays an error.
+        Err(_) if serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok() => {
+            return json(what, text);
+        }
+        Err(_) => {}
     }
     let head: String = text.chars().take(200).collect();
     Ok(serde_json::json!({
