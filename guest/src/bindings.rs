@@ -520,6 +520,8 @@ crate::__export_policy_impl!(
                         w::CallResult::Failed(v) => r::CallResult::Failed(v),
                         w::CallResult::Response(v) => r::CallResult::Response(v),
                         w::CallResult::TimedOut => r::CallResult::TimedOut,
+                        w::CallResult::UnknownTool => r::CallResult::UnknownTool,
+                        w::CallResult::NoCompensation => r::CallResult::NoCompensation,
                     },
                     took_ms: a.took_ms,
                 }),

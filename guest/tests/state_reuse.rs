@@ -27,6 +27,8 @@ struct Driver {
     /// Stop (a killed worker) after this many operation calls.
     kill_after: Option<usize>,
     made: usize,
+    /// The `result` a compensation call is answered with (none: the script's).
+    comp_answer: Option<Value>,
 }
 
 impl Driver {
@@ -41,6 +43,7 @@ impl Driver {
                 .collect(),
             kill_after: None,
             made: 0,
+            comp_answer: None,
         }
     }
 
@@ -79,6 +82,13 @@ impl Driver {
                         self.made += 1;
                         if self.kill_after == Some(self.made) {
                             return (state, None);
+                        }
+                        if let (Some(result), "compensation") =
+                            (&self.comp_answer, fx["call"].as_str().unwrap())
+                        {
+                            answer =
+                                Some(json!({"input":"attempt","now_ms":self.now,"result":result}));
+                            continue;
                         }
                         let target = fx["target"].as_str().unwrap();
                         let next = self
@@ -274,4 +284,89 @@ fn a_state_other_than_the_kept_one_is_parsed() {
     // A state that is not one: refused, whatever was kept.
     let err = advance("{\"v\":1}", step).unwrap_err();
     assert!(err.message.contains("not a state"), "{}", err.message);
+}
+
+/// A run whose step `a` (tool `pay`) is compensated when the run is
+/// cancelled, each compensation call answered `result`; every call made.
+fn compensated(result: Value) -> Vec<Call> {
+    let mut d = Driver::new(&[]);
+    d.comp_answer = Some(result);
+    let s = d.start("comp", json!({}));
+    let step = json!({"input":"step","now_ms":d.now,
+        "step":{"id":"a","tool":"pay","side_effect":true,"compensation":true}});
+    let (s, _) = d.drive(s, step);
+    d.drive(s, json!({"input":"cancel","now_ms":d.now}));
+    d.calls
+}
+
+#[test]
+fn the_loop_makes_the_failure_of_a_call_with_nothing_to_call() {
+    // The observations the runtimes wrote themselves before the loop made
+    // them (docs/runtime.md, the `attempt` input): the same effects and
+    // states, byte for byte, as answering `no_compensation` or `unknown_tool`.
+    let cases = [
+        (
+            "no_compensation",
+            json!({"failed": {"source": "exception", "type": "agent_recovery.MissingCompensation",
+                "message": "no compensation registered for step a"}}),
+        ),
+        (
+            "unknown_tool",
+            json!({"failed": {"error": {"code": "runtime.recover.unknown_tool",
+                "message": "no operation is registered for tool pay; pass it in the operations of recover or replay",
+                "retryable": false}}}),
+        ),
+    ];
+    for (answer, written) in cases {
+        let by_loop = compensated(json!(answer));
+        let by_host = compensated(written);
+        let answered = by_loop
+            .iter()
+            .filter(|c| c.1.contains(&format!(r#""result":"{answer}""#)))
+            .count();
+        assert!(answered >= 1, "{answer}: no compensation call");
+        let outs = |calls: &[Call]| calls.iter().map(|c| c.2.clone()).collect::<Vec<_>>();
+        assert_eq!(outs(&by_loop), outs(&by_host), "{answer}");
+        // The compensation failed on the loop's observation (every batch's text).
+        let batches: String = outs(&by_loop)
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|o| o.1)
+            .collect();
+        let made = if answer == "no_compensation" {
+            "agent_recovery.MissingCompensation"
+        } else {
+            "runtime.recover.unknown_tool"
+        };
+        assert!(
+            batches.contains(r#""event":"compensate""#)
+                && batches.contains(r#""state":"failed""#)
+                && batches.contains(made),
+            "{answer}"
+        );
+    }
+    // An operation call has a compensation to lack only when it is one.
+    let run = advance("", r#"{"input":"run","now_ms":0,"run_id":"r","seed":7}"#).unwrap();
+    let mut state = advance(
+        &run.state,
+        r#"{"input":"step","now_ms":0,"step":{"id":"s","tool":"t"}}"#,
+    )
+    .unwrap()
+    .state;
+    for input in [
+        r#"{"input":"read","now_ms":0,"values":{}}"#,
+        r#"{"input":"claimed","now_ms":0,"ok":true}"#,
+    ] {
+        state = advance(&state, input).unwrap().state;
+    }
+    let err = advance(
+        &state,
+        r#"{"input":"attempt","now_ms":0,"result":"no_compensation"}"#,
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("answers a compensation call"),
+        "{}",
+        err.message
+    );
 }

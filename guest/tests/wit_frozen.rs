@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "77f0d43f73df692b2204d4057f2878f01763ff64d0e30fe870184b78408beb87",
+                "741bd32e82810a79b496ed8b5022966c5a551632edecd2bdd8f020d8b209d157",
             ),
             (
                 "scenario.wit",

@@ -26,8 +26,7 @@ import { RAW, describe, parseLossless } from './json.js';
 import { inputStep } from './step.js';
 import { StoreError, asyncFace } from './store.js';
 import { isComponentError } from './errors.js';
-import { Failed } from './outcome.js';
-import { DEAD_LETTERS, WITH_FIRST_STEP, sequence, then } from './run.js';
+import { DEAD_LETTERS, NO_COMPENSATION, WITH_FIRST_STEP, sequence, then } from './run.js';
 import { recordDeadLetterDepth } from './telemetry.js';
 import { CLOSED_KEY, DEAD_LETTER_STREAM, ITEM_PREFIX } from './keys.js';
 
@@ -183,18 +182,6 @@ export function depthEvent(rt, seq, recordText, tMs, depthNow, effectThreshold =
   const text = core(rt, 'depth-event', (dl) => dl.depthEvent(BigInt(threshold), BigInt(depth), BigInt(tMs), BigInt(seq), recordText));
   if (text === null || text === undefined) return undefined;
   return { event: JSON.parse(text), text };
-}
-
-/** The observation a recovered call gets when `recover` was given no operations for its tool. */
-export function unknownToolFailure(tool) {
-  return JSON.stringify({
-    error: {
-      code: 'runtime.recover.unknown_tool',
-      // The words of Rust's runtime (host/src/runtime/durable.rs), so records match byte for byte.
-      message: `no operation is registered for tool ${tool}; pass it in the operations of recover or replay`,
-      retryable: false,
-    },
-  });
 }
 
 /**
@@ -451,10 +438,6 @@ export async function takeLease(store, key, nowMs, ttlMs) {
   return (await store.compareAndSet(key, null, `{"since_ms":${nowMs},"pid":${process.pid}}`, ttlMs, nowMs)).written;
 }
 
-function missingCompensation(call) {
-  return new Failed({ source: 'exception', type: 'agent_recovery.MissingCompensation', message: `no compensation registered for step ${call.step}` });
-}
-
 /** Check an operations map: tool name -> {operation, compensate?, checkpoint?}. */
 export function checkOperations(operations) {
   if (operations === null || typeof operations !== 'object' || Array.isArray(operations)) {
@@ -489,9 +472,9 @@ function replayStep(rt, recordText, entry, rid, ops) {
     replayOf: input.replay_of,
   });
   // The flags as recorded (so the replay's step input is the record's): a
-  // compensation the operations lack answers as the runtime does for a step
-  // without one; a missing checkpoint hook restores nothing.
-  if (input.compensation === true) step.compensate = typeof ops.compensate === 'function' ? ops.compensate : missingCompensation;
+  // compensation the operations lack is answered `no_compensation`; a
+  // missing checkpoint hook restores nothing.
+  if (input.compensation === true) step.compensate = typeof ops.compensate === 'function' ? ops.compensate : NO_COMPENSATION;
   if (input.checkpoint === true) step.checkpoint = typeof ops.checkpoint === 'function' ? ops.checkpoint : () => false;
   return step;
 }

@@ -15,11 +15,10 @@
 
 import { PolicyError, PolicyRuntimeError } from './errors.js';
 import { describe, parseLossless, rawMembers } from './json.js';
-import { Failed } from './outcome.js';
-import { RECOVER, resumeRun } from './run.js';
+import { RECOVER, UNKNOWN_TOOL, resumeRun } from './run.js';
 import { checkMs, invalidArg } from './step.js';
 import { asyncFace } from './store.js';
-import { LEASE_PREFIX, checkOperations, operationsOf, takeLease, unknownToolFailure } from './deadletters.js';
+import { LEASE_PREFIX, checkOperations, operationsOf, takeLease } from './deadletters.js';
 
 /** The journal key prefix: `agent-recovery/journal/<run_id>`. */
 export const JOURNAL_PREFIX = 'agent-recovery/journal/';
@@ -51,7 +50,7 @@ export async function recover(rt, operations, options = {}) {
   const dlq = rt.deadLetters;
   for (const { rid, record, text, entry } of await dlq.pendingReplays()) {
     const tool = record.input?.tool;
-    const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: () => new Failed(unknownToolFailure(tool)) };
+    const ops = (typeof tool === 'string' && operationsOf(operations, tool)) || { operation: UNKNOWN_TOOL };
     const done = await dlq.runPending(rid, record, entry, { [tool]: ops }, text);
     if (done === undefined) continue; // another worker is replaying it
     // As Rust's report of a replay: the outcome is the replayed step's.

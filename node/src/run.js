@@ -2,14 +2,14 @@
 // "The driver"). The twin of host/src/runtime/run.rs and driver.rs.
 
 import { PolicyRuntimeError } from './errors.js';
-import { elementMembers, elementSpans, parseLossless, rawMembers, stringify } from './json.js';
+import { elementMembers, elementSpans, parseLossless, rawMembers } from './json.js';
 import { failedText, passesThrough, resultOf } from './outcome.js';
 import { fromError } from './observe.js';
 import { describe } from './json.js';
 import { checkMs, checkName, invalidArg, prepareStep, preparedText, specText } from './step.js';
 import { StoreError, asyncFace, compareAndSetFromLoop } from './store.js';
 import { recordDeadLetterDepth, runTelemetry } from './telemetry.js';
-import { DEAD_LETTER_STREAM, depthEvent, depthOf, operationsOf, unknownToolFailure } from './deadletters.js';
+import { DEAD_LETTER_STREAM, depthEvent, depthOf, operationsOf } from './deadletters.js';
 
 function badEffect(what) {
   return new PolicyRuntimeError(`the recovery loop emitted a malformed effect (${what}); this is a bug, please report it`, {
@@ -59,6 +59,16 @@ export class RunKilled extends Error {
 export const DEAD_LETTERS = Symbol('Run.deadLetters');
 
 const NO_REPORT = Object.freeze({});
+
+/**
+ * @internal The operation of a tool `recover` or a replay has no operations
+ * for, and the compensation of a replayed step whose operations lack one:
+ * never called, the call is answered `unknown_tool` or `no_compensation`
+ * and the loop makes the failure (docs/runtime.md, "Inputs").
+ */
+export const UNKNOWN_TOOL = Object.freeze(() => undefined);
+/** @internal See UNKNOWN_TOOL. */
+export const NO_COMPENSATION = Object.freeze(() => undefined);
 
 /** A run of steps under one run id (`runtime.run(runId)`). */
 export class Run {
@@ -568,20 +578,14 @@ export class Run {
     ctx.tel.callStart(call, rt.clock);
     let fn;
     const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
-    if (ctx.operations && recovered === undefined) {
-      return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${unknownToolFailure(this.#toolOf(ctx, fx) ?? call.step)}}}`;
-    }
+    // Nothing to call: the loop makes the failure.
+    if (ctx.operations && recovered === undefined) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"unknown_tool"}`;
     if (compensation) {
       fn = holder.branch ? undefined : (this.#undo?.get(call.step) ?? recovered?.compensate);
-      if (fn === undefined) {
-        return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":{"failed":${stringify({
-          source: 'exception',
-          type: 'agent_recovery.MissingCompensation',
-          message: `no compensation registered for step ${call.step}`,
-        })}}}`;
-      }
+      if (fn === undefined || fn === NO_COMPENSATION) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"no_compensation"}`;
     } else {
       fn = (recovered ?? this.#stepOf(ctx, call.step))?.operation;
+      if (fn === UNKNOWN_TOOL) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"unknown_tool"}`;
       if (typeof fn !== 'function') throw badEffect(`a call of step ${call.step}, which has no operation here`);
     }
     const started = rt.clock.nowMs();

@@ -317,6 +317,26 @@ test('recover: a tool with no operation is answered runtime.recover.unknown_tool
   assert.deepEqual(journalOf(store), []);
 });
 
+test('recover: a tool registered without its compensation fails that compensation with agent_recovery.MissingCompensation', async (t) => {
+  const store = new SqliteStore(tempStore(t));
+  t.after(() => store.close());
+  const clock = new VirtualClock(T0);
+  const runtime = await Runtime.create({ store, clock, seed: 7, config: { on_open: 'wait' } });
+  const ops = tools([]);
+  const run = runtime.run('order-3');
+  await run.step({ ...CHARGE, ...ops['pay.charge'] });
+  const book = run.step({ ...BOOK, operation: () => new Promise(() => {}) });
+  void book;
+  await new Promise((resolve) => setImmediate(resolve));
+  // The recovering worker has pay.charge's operation, not its compensation.
+  const [r] = await runtime.recover({ 'pay.charge': { operation: ops['pay.charge'].operation } }, { olderThanMs: 0 });
+  assert.equal(r.outcome, 'interrupted');
+  const record = JSON.stringify(runtime.deadLetters.show(r.deadLetterId).record);
+  // The loop's failure for `no_compensation` (docs/runtime.md, the `attempt` input).
+  assert.match(record, /agent_recovery\.MissingCompensation/);
+  assert.match(record, /no compensation registered for step charge/);
+});
+
 test('dead_letter_depth: reported when the depth crosses the threshold, once per crossing', async (t) => {
   const store = new SqliteStore(tempStore(t));
   t.after(() => store.close());

@@ -242,6 +242,27 @@ def test_a_tool_without_operation_is_dead_lettered_with_unknown_tool(tmp_path: P
     assert report.dead_letter_id == "1" and report.outcome == "interrupted" and report.step_outcome == "failed"
 
 
+def test_a_tool_registered_without_its_compensation_fails_that_compensation(tmp_path: Path) -> None:
+    """`seat.hold` has an operation but no compensation: its compensation call
+    is answered `no_compensation` and fails with the loop's
+    `agent_recovery.MissingCompensation` (docs/runtime.md, the `attempt`
+    input; as the Rust and Node runtimes answer), not as an unknown tool."""
+    path = tmp_path / "s.db"
+    tools = Tools()
+    trip(Runtime(store=SqliteStore(path), clock=VirtualClock(T0), seed=7), tools)
+    rt = Runtime(store=SqliteStore(path), clock=VirtualClock(T0 + 1), seed=7)
+    ops = trip_operations(tools)
+    ops["seat.hold"] = {"operation": tools.op("hold")}
+    ops["flight.book"] = {"operation": lambda call: Failed({"source": "http", "status": 404})}
+    (report,) = rt.recover(ops, older_than_ms=0)
+    events = [json.loads(e) for e in report.events]
+    hold = [e for e in events if e["event"] == "compensate" and e["step"] == "hold"]
+    assert hold and hold[-1]["state"] == "failed", events
+    assert tools.of("comp") == ["charge"], "the other compensation still ran"
+    record = json.dumps(json.loads(rt.store.read(DLQ, 0, 10)[-1][1]))
+    assert "agent_recovery.MissingCompensation" in record and "runtime.recover.unknown_tool" not in record, record
+
+
 def test_young_entries_belong_to_their_live_worker(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     tools = Tools()

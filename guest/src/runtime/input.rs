@@ -81,6 +81,12 @@ pub enum CallResult {
     Response(Value),
     /// The runtime stopped waiting for it at the call's `timeout_ms`.
     TimedOut,
+    /// The runtime has no operation for the call's tool (`recover`, a
+    /// replay): the loop makes the `runtime.recover.unknown_tool` failure.
+    UnknownTool,
+    /// The runtime has no compensation for the step of a compensation call:
+    /// the loop makes the `agent_recovery.MissingCompensation` failure.
+    NoCompensation,
 }
 
 impl CallResult {
@@ -88,8 +94,11 @@ impl CallResult {
         if v.as_str() == Some("ok") {
             return Ok(CallResult::Ok(Value::Null));
         }
-        if v.as_str() == Some("timed_out") {
-            return Ok(CallResult::TimedOut);
+        match v.as_str() {
+            Some("timed_out") => return Ok(CallResult::TimedOut),
+            Some("unknown_tool") => return Ok(CallResult::UnknownTool),
+            Some("no_compensation") => return Ok(CallResult::NoCompensation),
+            _ => {}
         }
         if let Value::Object(mut m) = v
             && m.len() == 1
@@ -105,7 +114,7 @@ impl CallResult {
             }
         }
         Err(bad(
-            "`result` must be \"ok\", {\"ok\": value}, {\"failed\": observation}, {\"response\": outcome} or \"timed_out\"; see docs/runtime.md",
+            "`result` must be \"ok\", {\"ok\": value}, {\"failed\": observation}, {\"response\": outcome}, \"timed_out\", \"unknown_tool\" or \"no_compensation\"; see docs/runtime.md",
         ))
     }
 }

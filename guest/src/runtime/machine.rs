@@ -252,11 +252,14 @@ impl Machine {
             }
             Input::Attempt(result, took) => {
                 self.phase_is(Phase::Calling, "attempt")?;
-                if self.s.comp.as_ref().is_some_and(|c| c.current.is_some()) {
+                if let Some(c) = self.s.comp.as_ref().and_then(|c| c.current.as_ref()) {
+                    let result = missing(result, &c.step.id, &c.step.tool, true)?;
                     let result = timed(result, took, self.s.config.attempt_timeout_ms)?;
                     self.comp_attempt(result)
                 } else {
-                    let result = timed(result, took, self.step()?.timeout_ms)?;
+                    let st = self.step()?;
+                    let result = missing(result, &st.spec.id, &st.spec.tool, false)?;
+                    let result = timed(result, took, st.timeout_ms)?;
                     self.attempt(result)
                 }
             }
@@ -920,7 +923,9 @@ impl Machine {
         match result {
             CallResult::Ok(v) => self.success(v),
             CallResult::Failed(obs) => self.decide(super::outcome::failure(obs)),
-            CallResult::TimedOut => Err(internal("a timed-out call was not made a failure")),
+            CallResult::TimedOut | CallResult::UnknownTool | CallResult::NoCompensation => {
+                Err(internal("a call without a result was not made a failure"))
+            }
             CallResult::Response(o) => match super::outcome::judge(&o) {
                 None => self.success(o),
                 Some(obs) => self.decide(obs),
@@ -1471,8 +1476,8 @@ impl Machine {
         let failure = match result {
             CallResult::Ok(_) => None,
             CallResult::Failed(obs) => Some(super::outcome::failure(obs)),
-            CallResult::TimedOut => {
-                return Err(internal("a timed-out call was not made a failure"));
+            CallResult::TimedOut | CallResult::UnknownTool | CallResult::NoCompensation => {
+                return Err(internal("a call without a result was not made a failure"));
             }
             CallResult::Response(o) => super::outcome::judge(&o),
         };
@@ -1838,6 +1843,36 @@ fn done_value(now: u64, result: &Value, target: &str) -> RawJson {
     super::json_write::write_str(&mut out, target);
     out.push(b'}');
     RawJson(String::from_utf8(out).unwrap_or_default())
+}
+
+/// A call the runtime had nothing to call for, as the failure it is: an
+/// unknown tool (`recover`, a replay: no operations were given for it), a
+/// compensation call of a step whose compensation was not given. Any other
+/// result as it is.
+fn missing(
+    result: CallResult,
+    step: &str,
+    tool: &str,
+    compensation: bool,
+) -> Result<CallResult, PolicyError> {
+    Ok(CallResult::Failed(match result {
+        CallResult::UnknownTool => json!({"error": {
+            "code": "runtime.recover.unknown_tool",
+            "message": format!("no operation is registered for tool {tool}; pass it in the operations of recover or replay"),
+            "retryable": false,
+        }}),
+        CallResult::NoCompensation if compensation => json!({
+            "source": "exception",
+            "type": "agent_recovery.MissingCompensation",
+            "message": format!("no compensation registered for step {step}"),
+        }),
+        CallResult::NoCompensation => {
+            return Err(bad(
+                "input `attempt`: `no_compensation` answers a compensation call; answer an operation call with its result",
+            ));
+        }
+        other => return Ok(other),
+    }))
 }
 
 /// A call's result as the loop takes it: a call the runtime stopped waiting

@@ -124,6 +124,10 @@ pub enum CallResult {
     Response(String),
     /// The runtime stopped waiting for it at its timeout.
     TimedOut,
+    /// The runtime has no operation for the call's tool.
+    UnknownTool,
+    /// The runtime has no compensation for the step of a compensation call.
+    NoCompensation,
 }
 
 /// A call ended.
@@ -555,6 +559,8 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
                 CallResult::Failed(o) => InnerResult::Failed(observed("attempt.failed", &o)?),
                 CallResult::Response(o) => InnerResult::Response(observed("attempt.response", &o)?),
                 CallResult::TimedOut => InnerResult::TimedOut,
+                CallResult::UnknownTool => InnerResult::UnknownTool,
+                CallResult::NoCompensation => InnerResult::NoCompensation,
             },
             a.took_ms,
         ),

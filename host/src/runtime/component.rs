@@ -241,7 +241,7 @@ fn input_bytes(input: &Input) -> usize {
         InputKind::Claimed(c) => c.current.as_ref().map_or(0, String::len),
         InputKind::Attempt(a) => match &a.result {
             CallResult::Ok(t) | CallResult::Failed(t) | CallResult::Response(t) => t.len(),
-            CallResult::TimedOut => 0,
+            CallResult::TimedOut | CallResult::UnknownTool | CallResult::NoCompensation => 0,
         },
         InputKind::Decision(d) => {
             d.decision.len()

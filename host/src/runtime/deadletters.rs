@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Runtime;
-use super::driver::{json_str, missing_compensation};
+use super::driver::json_str;
 use super::durable::{Operations, RecoverReport, drop_lease, take_lease};
 use super::run::RuntimeError;
 use super::scenario::DEAD_LETTER_STREAM;
@@ -691,14 +691,11 @@ fn run_replay(
     if let Some(i) = input.get("idempotent").and_then(Value::as_bool) {
         step = step.idempotent(i);
     }
-    // The step as recorded: a compensation the operations lack is answered
-    // `MissingCompensation` (so the replay's own record has the same input).
+    // The step as recorded: a compensation the operations lack is declared
+    // all the same (so the replay's own record has the same input); its
+    // calls are answered `no-compensation`.
     match input.get("compensation").and_then(Value::as_bool) {
-        Some(true) if step.compensate.is_none() => {
-            let id = id.clone();
-            step.compensate = Some(Box::new(move |_: &super::Call| missing_compensation(&id)));
-        }
-        Some(true) => {}
+        Some(true) => step.compensation_declared = true,
         _ => step.compensate = None,
     }
     if input.get("checkpoint").and_then(Value::as_bool) != Some(true) {

@@ -15,11 +15,11 @@ use super::Runtime;
 use super::effects::{
     KILLED, Need, bad_effect, called, compensate, input, killed, plan, restored, slept, stored,
 };
-pub(super) use super::effects::{json_str, missing_compensation};
+pub(super) use super::effects::{call_result, json_str};
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome, Step};
 use super::telemetry::LaneTel;
-use crate::component::gen_::runtime::typed::{Branch, Effect, Input, InputKind};
+use crate::component::gen_::runtime::typed::{Branch, CallResult, Effect, Input, InputKind};
 use crate::retry::Decide;
 
 /// The undo of a completed step, by step id.
@@ -67,8 +67,10 @@ pub(super) struct Lane<'l, 'a> {
 /// The tools of a recovered run (`recover`): a call is answered by the tool
 /// the `call` effect names, a `restore` by that tool's checkpoint hook.
 pub(crate) trait ToolSet: Sync {
-    /// Carries out `call` (an operation or a compensation) of `tool`.
-    fn call(&self, tool: &str, call: &Call) -> Outcome;
+    /// Carries out `call` (an operation or a compensation) of `tool`: what
+    /// it returned, or that there is nothing to call (`unknown-tool`,
+    /// `no-compensation`: the loop makes the failure).
+    fn call(&self, tool: &str, call: &Call) -> CallResult;
     /// Runs `tool`'s checkpoint hook: false when it has none or it failed.
     fn checkpoint(&self, tool: &str) -> bool;
 }
@@ -183,8 +185,9 @@ fn drive_lane<'a>(
                             tools.set.call(tool, &call)
                         }
                         (true, _) => compensate(lane, &call),
-                        (false, Work::Step(step)) => (step.operation)(&call),
-                        (false, Work::Lent(lent)) => (lent.call)(&call),
+                        (false, Work::Step(step)) if step.unknown_tool => CallResult::UnknownTool,
+                        (false, Work::Step(step)) => call_result((step.operation)(&call)),
+                        (false, Work::Lent(lent)) => call_result((lent.call)(&call)),
                         (false, Work::Branches(_)) => {
                             return Err(bad_effect("an operation call in a fan-out's own lane"));
                         }

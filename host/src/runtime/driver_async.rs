@@ -13,7 +13,8 @@ use std::time::Duration;
 use super::Runtime;
 use super::driver::{Ctx, Lane};
 use super::effects::{
-    KILLED, Need, StoreOp, Stored, bad_effect, called, compensate, plan, restored, slept, stored,
+    KILLED, Need, StoreOp, Stored, bad_effect, call_result, called, compensate, plan, restored,
+    slept, stored,
 };
 use super::run::{RuntimeError, StepReport};
 use super::step::{Call, Outcome};
@@ -79,7 +80,7 @@ where
                     let outcome = if call.kind == "compensation" {
                         compensate(lane, &call)
                     } else {
-                        op(call.clone()).await
+                        call_result(op(call.clone()).await)
                     };
                     if let Some(report) = called(ctx, lane, started, outcome, &mut next) {
                         return Ok(report);

@@ -16,9 +16,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Runtime;
-use super::driver::{json_str, missing_compensation};
+use super::driver::{call_result, json_str};
 use super::run::{Run, RuntimeError};
 use super::step::{Call, Outcome, Step};
+use crate::component::gen_::runtime::typed::CallResult;
 use crate::store::{Cas, Store, StoreError};
 
 /// Prefix of the journal keys: `agent-recovery/journal/<run_id>`.
@@ -71,16 +72,6 @@ fn call_shared(f: &Shared<'_>, call: &Call) -> Outcome {
     (*guard)(call)
 }
 
-/// The observation a call of a tool without operations is answered with.
-fn unknown_tool(tool: &str) -> Outcome {
-    Outcome::Failed(format!(
-        r#"{{"error":{{"code":"runtime.recover.unknown_tool","message":{},"retryable":false}}}}"#,
-        json_str(&format!(
-            "no operation is registered for tool {tool}; pass it in the operations of recover or replay"
-        ))
-    ))
-}
-
 impl<'a> Operations<'a> {
     /// No tools.
     pub fn new() -> Self {
@@ -114,8 +105,9 @@ impl<'a> Operations<'a> {
     /// calls are answered `runtime.recover.unknown_tool`).
     pub(crate) fn step(&self, id: &str, tool: &str) -> Step<'a> {
         let Some(t) = self.tools.get(tool) else {
-            let name = tool.to_owned();
-            return Step::new(id, tool, move |_: &Call| unknown_tool(&name));
+            let mut step = Step::new(id, tool, |_: &Call| Outcome::Ok(Value::Null));
+            step.unknown_tool = true;
+            return step;
         };
         let op = Arc::clone(&t.operation);
         let mut step = Step::new(id, tool, move |call: &Call| call_shared(&op, call));
@@ -133,20 +125,20 @@ impl<'a> Operations<'a> {
     /// Calls `tool`'s operation, or its compensation for a `compensation`
     /// call: an unknown tool is answered `runtime.recover.unknown_tool`, a
     /// known one without a compensation `MissingCompensation` (as in a run).
-    pub(crate) fn call(&self, tool: &str, call: &Call) -> Outcome {
+    pub(crate) fn call(&self, tool: &str, call: &Call) -> CallResult {
         match self.tools.get(tool) {
-            None => unknown_tool(tool),
+            None => CallResult::UnknownTool,
             Some(t) if call.kind == "compensation" => match &t.compensate {
-                Some(f) => call_shared(f, call),
-                None => missing_compensation(&call.step),
+                Some(f) => call_result(call_shared(f, call)),
+                None => CallResult::NoCompensation,
             },
-            Some(t) => call_shared(&t.operation, call),
+            Some(t) => call_result(call_shared(&t.operation, call)),
         }
     }
 }
 
 impl super::driver::ToolSet for Operations<'_> {
-    fn call(&self, tool: &str, call: &Call) -> Outcome {
+    fn call(&self, tool: &str, call: &Call) -> CallResult {
         Operations::call(self, tool, call)
     }
 

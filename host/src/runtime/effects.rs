@@ -492,7 +492,7 @@ pub(super) fn called(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
     started: u64,
-    outcome: Outcome,
+    result: CallResult,
     next: &mut Option<Input>,
 ) -> Option<StepReport> {
     let rt = ctx.rt;
@@ -504,11 +504,6 @@ pub(super) fn called(
     }
     // How long it took: the loop judges it against the call's timeout.
     let took_ms = Some(rt.clock.now_ms().saturating_sub(started));
-    let result = match outcome {
-        Outcome::Ok(v) => CallResult::Ok(v.to_string()),
-        Outcome::Failed(obs) => CallResult::Failed(obs),
-        Outcome::Response(obs) => CallResult::Response(obs),
-    };
     *next = Some(input(
         rt.clock.now_ms(),
         InputKind::Attempt(CallEnded { result, took_ms }),
@@ -516,19 +511,21 @@ pub(super) fn called(
     None
 }
 
-/// The answer to a compensation call for a step without one.
-pub(super) fn missing_compensation(step: &str) -> Outcome {
-    Outcome::Failed(format!(
-        r#"{{"source":"exception","type":"agent_recovery.MissingCompensation","message":{}}}"#,
-        json_str(&format!("no compensation registered for step {step}"))
-    ))
+/// What a call returned, as the `attempt` input carries it.
+pub(super) fn call_result(outcome: Outcome) -> CallResult {
+    match outcome {
+        Outcome::Ok(v) => CallResult::Ok(v.to_string()),
+        Outcome::Failed(obs) => CallResult::Failed(obs),
+        Outcome::Response(obs) => CallResult::Response(obs),
+    }
 }
 
-/// A compensation call, answered by the lane's undo of its step.
-pub(super) fn compensate(lane: &mut Lane<'_, '_>, call: &Call) -> Outcome {
+/// A compensation call, answered by the lane's undo of its step; none
+/// there is `no-compensation` (the loop makes the failure).
+pub(super) fn compensate(lane: &mut Lane<'_, '_>, call: &Call) -> CallResult {
     match lane.undo.as_deref_mut().and_then(|u| u.get_mut(&call.step)) {
-        Some(undo) => undo(call),
-        None => missing_compensation(&call.step),
+        Some(undo) => call_result(undo(call)),
+        None => CallResult::NoCompensation,
     }
 }
 

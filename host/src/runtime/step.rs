@@ -67,6 +67,13 @@ pub struct Step<'a> {
     pub(crate) checkpoint: Option<Hook<'a>>,
     /// `{"key","n","id"}` for a replay of a dead-letter record.
     pub(crate) replay_of: Option<Value>,
+    /// No operation is registered for the tool (`recover`, a replay): its
+    /// calls are answered `unknown-tool`, not made.
+    pub(crate) unknown_tool: bool,
+    /// The step has a compensation (the loop's `compensation`) even
+    /// without an undo here: a replayed record's, whose operations lack it
+    /// (its calls are answered `no-compensation`).
+    pub(crate) compensation_declared: bool,
 }
 
 impl<'a> Step<'a> {
@@ -98,6 +105,8 @@ impl<'a> Step<'a> {
             compensate: None,
             checkpoint: None,
             replay_of: None,
+            unknown_tool: false,
+            compensation_declared: false,
         }
     }
     /// `tool`, `llm` or `agent`: selects the backoff parameters.
@@ -176,7 +185,7 @@ impl<'a> Step<'a> {
             target: self.target.clone(),
             fallbacks: self.fallbacks.clone(),
             side_effect: self.side_effect,
-            compensation: self.compensate.is_some(),
+            compensation: self.compensate.is_some() || self.compensation_declared,
             checkpoint: self.checkpoint.is_some(),
             idempotent: self.idempotent,
             replay_of,

@@ -116,15 +116,17 @@ class Operations:
         return cls(tools)
 
     def operation(self, tool: str) -> Callable[..., Any]:
-        """The operation of `tool`, or one that answers `runtime.recover.unknown_tool`."""
+        """The operation of `tool`, or `unknown_tool` (never called: the call
+        is answered `unknown_tool` and the loop makes the failure)."""
         t = self._tools.get(tool)
-        return t.operation if t is not None else _unknown(tool)
+        return t.operation if t is not None else unknown_tool
 
-    def compensation(self, tool: str) -> Callable[..., Any]:
-        """The compensation of `tool`, or one that answers `unknown_tool` (no
-        such tool, or a tool registered without a compensation; as in Rust)."""
+    def compensation(self, tool: str) -> Optional[Callable[..., Any]]:
+        """The compensation of `tool`: `unknown_tool` for a tool without
+        operations, None for one registered without a compensation (answered
+        `no_compensation`)."""
         t = self._tools.get(tool)
-        return t.compensate if t is not None and t.compensate is not None else _unknown(tool)
+        return t.compensate if t is not None else unknown_tool
 
     def checkpoint(self, tool: str) -> Optional[Callable[[], Any]]:
         """The checkpoint hook of `tool`, if any."""
@@ -146,21 +148,11 @@ class Operations:
         )
 
 
-def _unknown(tool: str) -> Callable[..., Any]:
-    from .runtime import Failed
-
-    observation = {
-        "error": {
-            "code": UNKNOWN_TOOL,
-            "message": f"no operation is registered for tool {tool}; pass it in the operations of recover or replay",
-            "retryable": False,
-        }
-    }
-
-    def answer(_call: Any) -> Any:
-        return Failed(observation)
-
-    return answer
+def unknown_tool(_call: Any) -> Any:
+    """The operation of a tool `recover` or a replay has no operations for:
+    never called; the runtime answers its calls `unknown_tool` and the loop
+    makes the `runtime.recover.unknown_tool` failure (docs/runtime.md)."""
+    raise AssertionError("unknown_tool is answered by the loop, not called")
 
 
 @dataclass(frozen=True)

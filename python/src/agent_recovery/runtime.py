@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeGuard, TypeVar
 
-from . import _decision_log, _offloop, _strict_json
+from . import _decision_log, _offloop, _strict_json, durable as _durable
 from ._inputs import check_name, json_text
 from ._keys import DEAD_LETTER_STREAM as _DEAD_LETTER_STREAM
 from ._loop import LoopComponent
@@ -728,11 +728,6 @@ def _result_of(value: Any) -> Tuple[str, Any]:
 
 def _failed_exception(exc: BaseException) -> str:
     return '{"failed":' + _observation_text(observation_from(exc)) + "}"
-
-
-_MISSING_COMPENSATION = (
-    '{"failed":{"source":"exception","type":"agent_recovery.MissingCompensation","message":%s}}'
-)
 
 
 class _Holder:
@@ -1464,10 +1459,9 @@ class Run:
                             fn = self._ops.operation(str(fx.get("tool") or ""))
                     holder.value = _UNSET
                     holder.tel.call_start(call, clock)
-                    if fn is None:
-                        message = _jstr(f"no compensation registered for step {call.step}")
-                        result = _MISSING_COMPENSATION % message
-                        nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":{result}}}'
+                    if fn is None or fn is _durable.unknown_tool:  # nothing to call: the loop makes the failure
+                        missing = "no_compensation" if fn is None else "unknown_tool"
+                        nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":"{missing}"}}'
                     else:
                         nxt = yield ("call", call, fn, holder)
                     holder.tel.call_end(clock)
