@@ -748,3 +748,40 @@ fn a_journal_entry_the_loop_refuses_is_reported_and_the_others_recovered() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_tool_registered_without_its_compensation_fails_that_compensation() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let rt = runtime(
+        Arc::clone(&store),
+        Arc::new(VirtualClock::new(T0)),
+        config(),
+    );
+    die_in_third_step(&rt, "nocomp", &Arc::new(Mutex::new(Vec::new())));
+    // The recovering worker has the tools' operations, no compensations; the
+    // resumed call fails for good, so the run rolls back.
+    let ops = Operations::new()
+        .with(ok_step("a"))
+        .with(ok_step("b"))
+        .with(Step::new("c", "t.c", |_: &Call| {
+            Outcome::Failed(r#"{"source":"http","status":404}"#.into())
+        }));
+    let reports = rt.recover(&ops, RecoverOptions::older_than_ms(0)).unwrap();
+    assert_eq!(reports.len(), 1);
+    let rec = &records(&*store)[0];
+    let comps: Vec<(&str, &str)> = rec["compensations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["step"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(comps, [("b", "failed"), ("a", "failed")]);
+    // Answered `no_compensation`: the loop's MissingCompensation failure
+    // (docs/runtime.md, the `attempt` input), not an unknown tool.
+    let text = rec["compensations"].to_string();
+    assert!(
+        text.contains("agent_recovery.MissingCompensation"),
+        "{text}"
+    );
+    assert!(!text.contains("runtime.recover.unknown_tool"), "{text}");
+}
