@@ -116,17 +116,22 @@ class Operations:
         return cls(tools)
 
     def operation(self, tool: str) -> Callable[..., Any]:
-        """The operation of `tool`, or `unknown_tool` (never called: the call
-        is answered `unknown_tool` and the loop makes the failure)."""
+        """The operation of `tool`, or the runtime's `_unknown_tool` (never
+        called: the call is answered `unknown_tool` and the loop makes the
+        failure)."""
+        from .runtime import _unknown_tool
+
         t = self._tools.get(tool)
-        return t.operation if t is not None else unknown_tool
+        return t.operation if t is not None else _unknown_tool
 
     def compensation(self, tool: str) -> Optional[Callable[..., Any]]:
         """The compensation of `tool`: `unknown_tool` for a tool without
         operations, None for one registered without a compensation (answered
         `no_compensation`)."""
+        from .runtime import _unknown_tool
+
         t = self._tools.get(tool)
-        return t.compensate if t is not None else unknown_tool
+        return t.compensate if t is not None else _unknown_tool
 
     def checkpoint(self, tool: str) -> Optional[Callable[[], Any]]:
         """The checkpoint hook of `tool`, if any."""
@@ -146,13 +151,6 @@ class Operations:
             compensate=t.compensate if t is not None else None,
             checkpoint=t.checkpoint if t is not None else None,
         )
-
-
-def unknown_tool(_call: Any) -> Any:
-    """The operation of a tool `recover` or a replay has no operations for:
-    never called; the runtime answers its calls `unknown_tool` and the loop
-    makes the `runtime.recover.unknown_tool` failure (docs/runtime.md)."""
-    raise AssertionError("unknown_tool is answered by the loop, not called")
 
 
 @dataclass(frozen=True)

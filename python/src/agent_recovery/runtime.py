@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeGuard, TypeVar
 
-from . import _decision_log, _offloop, _strict_json, durable as _durable
+from . import _decision_log, _offloop, _strict_json
 from ._inputs import check_name, json_text
 from ._keys import DEAD_LETTER_STREAM as _DEAD_LETTER_STREAM
 from ._loop import LoopComponent
@@ -728,6 +728,14 @@ def _result_of(value: Any) -> Tuple[str, Any]:
 
 def _failed_exception(exc: BaseException) -> str:
     return '{"failed":' + _observation_text(observation_from(exc)) + "}"
+
+
+def _unknown_tool(_call: Any) -> Any:
+    """The operation of a tool `recover` or a replay has no operations for
+    (`durable.Operations`): never called; the runtime answers its calls
+    `unknown_tool` and the loop makes the `runtime.recover.unknown_tool`
+    failure (docs/runtime.md)."""
+    raise AssertionError("unknown_tool is answered by the loop, not called")
 
 
 class _Holder:
@@ -1459,7 +1467,7 @@ class Run:
                             fn = self._ops.operation(str(fx.get("tool") or ""))
                     holder.value = _UNSET
                     holder.tel.call_start(call, clock)
-                    if fn is None or fn is _durable.unknown_tool:  # nothing to call: the loop makes the failure
+                    if fn is None or fn is _unknown_tool:  # nothing to call: the loop makes the failure
                         missing = "no_compensation" if fn is None else "unknown_tool"
                         nxt = f'{{"input":"attempt","now_ms":{clock.now_ms()},"result":"{missing}"}}'
                     else:
