@@ -69,6 +69,16 @@ fn journal(store: &dyn Store) -> Vec<String> {
     store.keys(JOURNAL, T0 + 10_000_000).unwrap()
 }
 
+/// A dead-letter record's compensations: (step, outcome), in the order run.
+fn compensations(rec: &Value) -> Vec<(&str, &str)> {
+    rec["compensations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["step"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
+        .collect()
+}
+
 fn records(store: &dyn Store) -> Vec<Value> {
     store
         .read(STREAM, 0, usize::MAX)
@@ -289,13 +299,7 @@ fn a_tool_without_operations_is_dead_lettered_never_silence() {
     assert_eq!(rec["recovered"], true);
     assert_eq!(rec["trail"][0]["code"], "runtime.recover.unknown_tool");
     // The compensations had no operations either: each is listed as failed.
-    let comps: Vec<(&str, &str)> = rec["compensations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["step"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
-        .collect();
-    assert_eq!(comps, [("b", "failed"), ("a", "failed")]);
+    assert_eq!(compensations(rec), [("b", "failed"), ("a", "failed")]);
     assert!(journal(&*store).is_empty());
 }
 
@@ -769,13 +773,7 @@ fn a_tool_registered_without_its_compensation_fails_that_compensation() {
     let reports = rt.recover(&ops, RecoverOptions::older_than_ms(0)).unwrap();
     assert_eq!(reports.len(), 1);
     let rec = &records(&*store)[0];
-    let comps: Vec<(&str, &str)> = rec["compensations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["step"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
-        .collect();
-    assert_eq!(comps, [("b", "failed"), ("a", "failed")]);
+    assert_eq!(compensations(rec), [("b", "failed"), ("a", "failed")]);
     // Answered `no_compensation`: the loop's MissingCompensation failure
     // (docs/runtime.md, the `attempt` input), not an unknown tool.
     let text = rec["compensations"].to_string();

@@ -578,14 +578,15 @@ export class Run {
     ctx.tel.callStart(call, rt.clock);
     let fn;
     const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
-    // Nothing to call: the loop makes the failure.
-    if (ctx.operations && recovered === undefined) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"unknown_tool"}`;
+    // Nothing to call (`unknown_tool`, `no_compensation`): the loop makes the failure.
+    const nothing = (result) => `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"${result}"}`;
+    if (ctx.operations && recovered === undefined) return nothing('unknown_tool');
     if (compensation) {
       fn = holder.branch ? undefined : (this.#undo?.get(call.step) ?? recovered?.compensate);
-      if (fn === undefined || fn === NO_COMPENSATION) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"no_compensation"}`;
+      if (fn === undefined || fn === NO_COMPENSATION) return nothing('no_compensation');
     } else {
       fn = (recovered ?? this.#stepOf(ctx, call.step))?.operation;
-      if (fn === UNKNOWN_TOOL) return `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"unknown_tool"}`;
+      if (fn === UNKNOWN_TOOL) return nothing('unknown_tool');
       if (typeof fn !== 'function') throw badEffect(`a call of step ${call.step}, which has no operation here`);
     }
     const started = rt.clock.nowMs();

@@ -102,7 +102,7 @@ impl<'a> Operations<'a> {
     }
 
     /// Step `id` of `tool` with the registered closures (an unknown tool's
-    /// calls are answered `runtime.recover.unknown_tool`).
+    /// calls are answered `unknown-tool`, not made).
     pub(crate) fn step(&self, id: &str, tool: &str) -> Step<'a> {
         let Some(t) = self.tools.get(tool) else {
             let mut step = Step::new(id, tool, |_: &Call| Outcome::Ok(Value::Null));
@@ -123,8 +123,9 @@ impl<'a> Operations<'a> {
     }
 
     /// Calls `tool`'s operation, or its compensation for a `compensation`
-    /// call: an unknown tool is answered `runtime.recover.unknown_tool`, a
-    /// known one without a compensation `MissingCompensation` (as in a run).
+    /// call: an unknown tool is answered `unknown-tool`, a known one without
+    /// a compensation `no-compensation` (as in a run); the loop makes the
+    /// failure.
     pub(crate) fn call(&self, tool: &str, call: &Call) -> CallResult {
         match self.tools.get(tool) {
             None => CallResult::UnknownTool,
