@@ -494,6 +494,7 @@ crate::__export_policy_impl!(
                     seed: x.seed,
                     config: x.config,
                     first: x.first.map(|f| r::FirstStep { step: step_in(f.step), end: f.end }),
+                    started_ms: x.started_ms,
                 }),
                 K::Step(s) => r::InputKind::Step(step_in(s)),
                 K::Fanout(f) => r::InputKind::Fanout(r::FanoutSpec {

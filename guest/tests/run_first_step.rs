@@ -225,6 +225,96 @@ fn whole_runs_give_the_same_effects_with_one_advance_fewer() {
     }
 }
 
+/// The `run` input sent late, with the first step: `started_ms` is when
+/// the run started, `now_ms` when the step starts.
+fn late_input(config: &Value, step: &Value, end: Option<bool>, later: u64) -> Value {
+    let mut i = fused_input(config, step, end);
+    i["now_ms"] = json!(T0 + later);
+    i["started_ms"] = json!(T0);
+    i
+}
+
+#[test]
+fn a_run_sent_late_is_the_run_at_its_start_then_the_step() {
+    // `run` at T0, then the step `later` ms on: the deadline, the retry
+    // budget and every event's `t_ms` count from T0 in both forms.
+    let mut cases = 0;
+    for config in configs() {
+        for step in steps() {
+            for end in [None, Some(true)] {
+                for later in [0, 1, 4_999, 6_000] {
+                    let run = advance("", &run_input(&config).to_string()).unwrap();
+                    let mut second = step_input(&step, end);
+                    second["now_ms"] = json!(T0 + later);
+                    let a = advance(&run.state, &second.to_string()).unwrap();
+                    let b =
+                        advance("", &late_input(&config, &step, end, later).to_string()).unwrap();
+                    assert_eq!(b, a, "{config} {step} end {end:?} later {later}");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 3 * 5 * 2 * 4);
+    // With a 5 s deadline, a step that fails once 6 s after the start finds
+    // it spent, as the two calls do; sent at the start, it is retried.
+    let config = json!({"deadline_ms": 5000});
+    let outcomes = [http(503), json!("ok")];
+    let mut late = Driver::new(&outcomes);
+    late.now = T0 + 6_000;
+    let (_, late_outcome) =
+        late.drive(String::new(), late_input(&config, &steps()[0], None, 6_000));
+    let mut two = Driver::new(&outcomes);
+    let run = advance("", &run_input(&config).to_string()).unwrap();
+    two.now = T0 + 6_000;
+    let mut second = step_input(&steps()[0], None);
+    second["now_ms"] = json!(T0 + 6_000);
+    let (_, two_outcome) = two.drive(run.state, second);
+    assert_eq!((&late_outcome, &late.effects), (&two_outcome, &two.effects));
+    let mut fresh = Driver::new(&outcomes);
+    let (_, fresh_outcome) = fresh.drive(String::new(), fused_input(&config, &steps()[0], None));
+    assert_eq!(fresh_outcome, "ok");
+    assert_ne!(late_outcome, "ok");
+    // Sent alone, it is the run at `started_ms` byte for byte.
+    let mut alone = run_input(&json!({}));
+    alone["now_ms"] = json!(T0 + 9);
+    alone["started_ms"] = json!(T0);
+    let plain = advance("", &run_input(&json!({})).to_string()).unwrap();
+    assert_eq!(advance("", &alone.to_string()).unwrap(), plain);
+}
+
+#[test]
+fn a_start_after_the_first_input_is_refused() {
+    let step = json!({"id":"s1","tool":"search"});
+    for (started, want) in [
+        (
+            json!(T0 + 1),
+            "`started_ms` (1767225600001) is after `now_ms` (1767225600000)",
+        ),
+        (json!("soon"), "`started_ms` must be a non-negative integer"),
+        (json!(-1), "`started_ms` must be a non-negative integer"),
+    ] {
+        for with_step in [false, true] {
+            let mut i = if with_step {
+                fused_input(&json!({}), &step, None)
+            } else {
+                run_input(&json!({}))
+            };
+            i["started_ms"] = started.clone();
+            let e = advance("", &i.to_string()).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            assert!(e.message.contains(want), "{}", e.message);
+        }
+    }
+    // `null` is no start given.
+    let mut i = fused_input(&json!({}), &step, None);
+    i["started_ms"] = Value::Null;
+    assert_eq!(
+        advance("", &i.to_string()).unwrap(),
+        fused(&json!({}), &step, None)
+    );
+}
+
 #[test]
 fn a_door_run_is_one_call_fewer_than_before() {
     // The success path of a run of one step: `run` with the step and `end`,
@@ -336,6 +426,7 @@ fn the_typed_run_with_its_first_step_is_the_json_one() {
                         step: typed_step(&step),
                         end,
                     }),
+                    started_ms: None,
                 }),
             },
         )
@@ -360,6 +451,7 @@ fn the_typed_run_with_its_first_step_is_the_json_one() {
                 seed: Some(7),
                 config: None,
                 first: None,
+                started_ms: None,
             }),
         },
     )
@@ -384,6 +476,7 @@ fn the_typed_run_with_its_first_step_is_the_json_one() {
                     step: bad,
                     end: true,
                 }),
+                started_ms: None,
             }),
         },
     )

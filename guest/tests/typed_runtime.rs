@@ -62,6 +62,7 @@ fn typed_input(i: &Value) -> typed::Input {
                 step: step_of(s),
                 end: i["end"].as_bool().unwrap_or(false),
             }),
+            started_ms: i["started_ms"].as_u64(),
         }),
         "step" => InputKind::Step(step_of(&i["step"])),
         "fanout" => InputKind::Fanout(typed::FanoutSpec {

@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "741bd32e82810a79b496ed8b5022966c5a551632edecd2bdd8f020d8b209d157",
+                "3c0059e066ffb0ca8b1f087e6bff026d8a3381dd2defd035ee46fc9aefd32255",
             ),
             (
                 "scenario.wit",

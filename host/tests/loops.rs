@@ -251,6 +251,57 @@ fn a_0_1_policy_decides_under_the_loop() {
     );
 }
 
+/// docs/runtime.md, "Inputs": `Runtime::run` notes the time and calls the
+/// loop nothing (the runtime's first run aside, which checks the
+/// configuration); the first step sends the `run` input with `started_ms`.
+/// The run is the one whose `run` input went at once: its deadline and its
+/// events' `t_ms` count from `run`, byte for byte.
+#[test]
+fn a_run_sends_its_run_input_with_its_first_step() {
+    let drive = |later: bool, fail_first: bool| {
+        let clock = Arc::new(VirtualClock::new(1_767_225_600_000));
+        let rt = Runtime::builder()
+            .store(Arc::new(MemoryStore::new()))
+            .clock(clock.clone())
+            .seed(7)
+            .config_json(json!({"deadline_ms": 5000}))
+            .build()
+            .unwrap();
+        if later {
+            // The runtime's first run: its `run` input goes at once.
+            assert!(!rt.run("first").unwrap().state().is_empty());
+        }
+        let mut run = rt.run("r").unwrap();
+        assert_eq!(run.state().is_empty(), later);
+        clock.advance(6_000);
+        let report = run
+            .step(
+                Step::new("s", "search", |c: &Call| {
+                    if fail_first && c.attempt == 1 {
+                        Outcome::Failed(r#"{"source":"http","status":503}"#.into())
+                    } else {
+                        Outcome::Ok(json!({"hits": 1}))
+                    }
+                })
+                .call("tool"),
+            )
+            .unwrap();
+        (report.outcome.clone(), run.events().to_vec())
+    };
+    for fail_first in [false, true] {
+        let late = drive(true, fail_first);
+        assert_eq!(late, drive(false, fail_first));
+        if fail_first {
+            // 6 s after `run` with a 5 s deadline, the failed attempt is not retried.
+            assert_eq!(late.0, "dead_lettered");
+            for e in &late.1 {
+                let e: Value = serde_json::from_str(e).unwrap();
+                assert!(e["t_ms"].as_u64().unwrap() >= 6_000, "{e}");
+            }
+        }
+    }
+}
+
 /// A key marked in flight (a worker that is calling it now, or crashed while
 /// calling) is not called again: the step ends `in_flight`.
 #[test]

@@ -39,9 +39,11 @@ export const STEP_AND_END = Symbol('Run.stepAndEnd');
 /** @internal `run[RECOVER](operations, tools)`: feed the `recover` input (docs/durability.md §2). */
 export const RECOVER = Symbol('Run.recover');
 /**
- * @internal `runtime.run(id, {[WITH_FIRST_STEP]: true})`: the `run` input is
- * sent with the run's first step (docs/runtime.md, "Inputs"), in one `advance`
- * (a door's run of one step); before any other input, alone.
+ * @internal `runtime.run(id, {[WITH_FIRST_STEP]: true})`: a run that starts
+ * with its step (a door's run of one step): its `run` input, sent with that
+ * step as every run's is (docs/runtime.md, "Inputs"), carries no `started_ms`.
+ * `false`: the `run` input is sent at once, alone (the scenario runner's
+ * `run`, then the steps).
  */
 export const WITH_FIRST_STEP = Symbol('Run.withFirstStep');
 /** @internal `runtime.run(id, {[KILL_AFTER_CALLS]: n})`: the scenario member `kill_after_calls`. */
@@ -92,8 +94,10 @@ export class Run {
   #tel;
   #killAt;
   #calls = 0;
-  /** The `run` input is still to be sent (WITH_FIRST_STEP). */
+  /** The `run` input is still to be sent (with the first step, or alone before another input). */
   #unstarted = false;
+  /** When the run started, for a `run` input sent later. */
+  #startedMs = undefined;
   /** Every event so far, as the component's JSON text (docs/runtime.md, "Events"); a fan-out's in branch order. */
   get events() {
     return this.#holder.events;
@@ -125,17 +129,23 @@ export class Run {
       this.#holder.state = resumed;
       return;
     }
-    if (withFirstStep === true) {
-      this.#unstarted = true;
+    if (withFirstStep === false) {
+      this.#holder.state = rt.loop.advance('', `${this.#runInput()}}`).state;
       return;
     }
-    this.#holder.state = rt.loop.advance('', `${this.#runInput()}}`).state;
+    // The `run` input goes with the first step (one loop call fewer; the
+    // configuration was checked by Runtime.create), carrying when the run
+    // started (docs/runtime.md, "Inputs"); a door's run starts with its step.
+    this.#unstarted = true;
+    if (withFirstStep !== true) this.#startedMs = rt.clock.nowMs();
   }
 
   /** The `run` input's text less its closing brace (its first step may follow). */
   #runInput() {
     const rt = this.#rt;
-    return `{"input":"run","now_ms":${rt.clock.nowMs()},"run_id":${q(this.runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}`;
+    const now = rt.clock.nowMs();
+    const started = this.#startedMs === undefined || this.#startedMs === now ? '' : `,"started_ms":${this.#startedMs}`;
+    return `{"input":"run","now_ms":${now}${started},"run_id":${q(this.runId)},"seed":${rt.seed === 'null' ? 'null' : rt.seed},"config":${rt.config}`;
   }
 
   /** Send the `run` input alone when it is still to be sent. */

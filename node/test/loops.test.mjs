@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { JOURNAL_PREFIX, MemoryStore, Runtime, VirtualClock, runScenario } from '../src/index.js';
+import { Failed, JOURNAL_PREFIX, MemoryStore, Runtime, VirtualClock, runScenario } from '../src/index.js';
 import { STEP_AND_END, WITH_FIRST_STEP } from '../src/run.js';
 import { prepareStep } from '../src/step.js';
 import { REPO } from './helpers.mjs';
@@ -131,6 +131,38 @@ test('a run of one step, its end and its run input in the calls of the step alon
   assert.deepEqual(plain[0], ['run', 'step', 'read', 'claimed', 'attempt']);
   assert.deepEqual(fused.slice(1), plain.slice(1));
   assert.deepEqual(fused.slice(1, 4), ['ok', { hits: 1 }, 'completed']);
+});
+
+// docs/runtime.md, "Inputs": runtime.run(id) notes the time and calls the
+// loop nothing; the first step sends the `run` input with `started_ms`. The
+// run is the one whose `run` input went at once: its deadline and its events'
+// t_ms count from run(id), byte for byte, one loop call fewer.
+test('a run sends its run input with its first step, started when run() was called', async () => {
+  const drive = async (atOnce, failFirst, waitMs = 6_000) => {
+    const clock = new VirtualClock(1_767_225_600_000);
+    const rt = await Runtime.create({ store: new MemoryStore(), clock, seed: 7, config: { deadline_ms: 5000 } });
+    const loop = rt.loop;
+    const inputs = [];
+    rt.loop = { advance: (state, input) => (inputs.push(JSON.parse(input).input), loop.advance(state, input)) };
+    const run = rt.run('r', atOnce ? { [WITH_FIRST_STEP]: false } : {});
+    clock.advance(waitMs);
+    const operation = (c) => (failFirst && c.attempt === 1 ? new Failed({ source: 'http', status: 503 }) : { hits: 1 });
+    const report = await run.step({ id: 's', tool: 'search', call: 'tool', operation });
+    return [inputs, [report.outcome, report.value, run.events]];
+  };
+  let late;
+  for (const failFirst of [false, true]) {
+    const atOnce = await drive(true, failFirst);
+    late = await drive(false, failFirst);
+    assert.deepEqual(late[1], atOnce[1]);
+    assert.deepEqual(atOnce[0].slice(0, 2), ['run', 'step']);
+    assert.deepEqual(late[0], ['run', ...atOnce[0].slice(2)]);
+  }
+  // 6 s after run(id) with a 5 s deadline, the failed attempt is not retried.
+  assert.equal(late[1][0], 'dead_lettered');
+  assert.ok(late[1][2].every((e) => JSON.parse(e).t_ms >= 6_000));
+  const [inputs, [outcome, value]] = await drive(false, false, 10);
+  assert.deepEqual([inputs, outcome, value], [['run', 'read', 'claimed', 'attempt'], 'ok', { hits: 1 }]);
 });
 
 test('a step sent with end ends the run in the same advance', async () => {

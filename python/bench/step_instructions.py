@@ -4,11 +4,11 @@
     valgrind --tool=callgrind --callgrind-out-file=B python python/bench/step_instructions.py 600
     python3 scripts/callgrind-diff.py A B 500      # per step, by object and by function
 
-Runs N one-step runs (`runtime.run(id)` then one successful `step`) on a
-`MemoryStore` and a virtual clock; the difference of two runs divided by the
-difference of N is the cost of one, whatever the start-up (imports, compiling
-the component) costs. `--first-step`: the run started with its step
-(`Runtime._run_with_first_step`, as a door's run is).
+Runs N one-step runs (`runtime.run(id)` then one successful `step`: four
+loop calls, the `run` input sent with the step) on a `MemoryStore` and a
+virtual clock; the difference of two runs divided by the difference of N is
+the cost of one, whatever the start-up (imports, compiling the component)
+costs.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from agent_recovery.store import MemoryStore  # noqa: E402
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    first = "--first-step" in args
-    n = int([a for a in args if not a.startswith("--")][0])
+    n = int(sys.argv[1])
     rt = Runtime(clock=VirtualClock(1_767_225_600_000), store=MemoryStore(), seed=7)
     for i in range(n):
-        run = rt._run_with_first_step(f"r{i}") if first else rt.run(f"r{i}")
+        run = rt.run(f"r{i}")
         report = run.step(id="search", tool="search", call="tool", operation=lambda c: {"hits": 1})
         assert report.outcome == "ok", report
     return 0

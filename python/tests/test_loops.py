@@ -247,6 +247,45 @@ def test_a_door_run_sends_its_step_in_the_run_input() -> None:
     assert fused[1][:3] == ("ok", {"hits": 1}, "completed")
 
 
+def test_a_run_sends_its_run_input_with_its_first_step() -> None:
+    """docs/runtime.md, "Inputs": `runtime.run(id)` notes the time and calls
+    the loop nothing; the first step sends the `run` input with `started_ms`.
+    The run is the one whose `run` input went at once (a runtime's first run):
+    its deadline and its events' `t_ms` count from `run(id)`, byte for byte,
+    one loop call fewer."""
+    from agent_recovery import Failed
+    from agent_recovery.runtime import Runtime, VirtualClock
+
+    def drive(later: bool, fail_first: bool, wait_ms: int = 6_000) -> Tuple[List[str], Any]:
+        clock = VirtualClock(1_767_225_600_000)
+        rt = Runtime(store=MemoryStore(), clock=clock, seed=7, config={"deadline_ms": 5000})
+        if later:
+            rt.run("first")  # a runtime's first run checks the configuration: its `run` input goes at once
+        looper = rt._looper
+        calls: List[str] = []
+
+        class Counting:
+            def advance(self, state: str, input: str) -> Any:
+                calls.append(json.loads(input)["input"])
+                return looper.advance(state, input)
+
+        rt._looper = Counting()
+        run = rt.run("r")
+        clock.advance(wait_ms)
+        report = run.step(id="s", tool="search", call="tool", operation=lambda c: (
+            Failed('{"source":"http","status":503}') if fail_first and c.attempt == 1 else {"hits": 1}))
+        return calls, (report.outcome, report.result, run.events)
+
+    for fail_first in (False, True):
+        late, at_once = drive(True, fail_first), drive(False, fail_first)
+        assert late[1] == at_once[1]
+        assert at_once[0][:2] == ["run", "step"] and late[0] == ["run"] + at_once[0][2:]
+    # 6 s after `run(id)` with a 5 s deadline, the failed attempt is not retried.
+    assert late[1][0] == "dead_lettered" and all(json.loads(e)["t_ms"] >= 6_000 for e in late[1][2])
+    calls, (outcome, result, _) = drive(True, False, wait_ms=10)
+    assert calls == ["run", "read", "claimed", "attempt"] and (outcome, result) == ("ok", {"hits": 1})
+
+
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
 def test_a_last_step_sent_with_end_gives_the_same_bytes(name: str, vector: Dict[str, Any]) -> None:
     """docs/runtime.md, "Inputs": a `step` with `"end": true` ends the run as

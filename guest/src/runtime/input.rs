@@ -134,6 +134,10 @@ pub enum Input {
         /// run ends when it finishes (the `run` input's `step` and `end`):
         /// exactly `run` then that `step` input at the same `now_ms`.
         first: Option<Box<(StepSpec, bool)>>,
+        /// When the run started, if before `now_ms` (a host that sends the
+        /// `run` input with the run's first step, later): exactly `run` at
+        /// `started_ms`, then the rest at `now_ms`.
+        started_ms: Option<u64>,
     },
     /// A step starts.
     Step(StepSpec),
@@ -227,6 +231,8 @@ struct Common<'a> {
     config: Option<&'a RawValue>,
     #[serde(default)]
     end: Option<bool>,
+    #[serde(default)]
+    started_ms: Option<u64>,
 }
 
 /// The inputs of a run and of a successful step (`run`, `step`, `read`,
@@ -261,6 +267,7 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
                 seed: c.seed,
                 config,
                 first,
+                started_ms: c.started_ms,
             }
         }
         "step" => {
@@ -340,11 +347,18 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                 }
                 Some(spec) => Some(Box::new(first_step("run", spec, take("end"))?)),
             };
+            let started_ms = match take("started_ms") {
+                None | Some(Value::Null) => None,
+                Some(s) => Some(s.as_u64().ok_or_else(|| {
+                    bad("input `run`: `started_ms` must be a non-negative integer of Unix ms, at most `now_ms`")
+                })?),
+            };
             Input::Run {
                 run_id,
                 seed,
                 config,
                 first,
+                started_ms,
             }
         }
         "step" => {

@@ -47,15 +47,28 @@ pub fn advance(
                 seed,
                 config,
                 first,
+                started_ms,
             },
         ) => {
-            let s = Box::new(State::new(run_id, seed, config, now));
+            // A run started before its `run` input was sent: exactly `run`
+            // at `started_ms`, then its first step at `now_ms`.
+            let started = match started_ms {
+                Some(started) if started > now => {
+                    return Err(bad(format!(
+                        "input `run`: `started_ms` ({started}) is after `now_ms` ({now}); a run starts at or before its first input"
+                    )));
+                }
+                Some(started) => started,
+                None => now,
+            };
+            let mut s = Box::new(State::new(run_id, seed, config, started));
             let Some(first) = first else {
                 return Ok((s, fx));
             };
             let (spec, end) = *first;
             // The run's first step in the same call: exactly `run`, then the
-            // `step` input at the same `now_ms` (`run` has no effects).
+            // `step` input (`run` has no effects).
+            s.now_ms = now;
             let mut m = Machine { s, fx };
             m.input(super::input::step_input(spec, end))?;
             m

@@ -71,6 +71,9 @@ pub struct RunStart {
     pub config: Option<String>,
     /// The run's first step, in the same call.
     pub first: Option<FirstStep>,
+    /// When the run started, if before the input's `now_ms` (the `run`
+    /// input sent later, with the first step); none: `now_ms`.
+    pub started_ms: Option<u64>,
 }
 
 /// A run's first step, started by the `run` input.
@@ -512,6 +515,7 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
                 seed: r.seed,
                 config,
                 first,
+                started_ms: r.started_ms,
             }
         }
         InputKind::Step(s) => {

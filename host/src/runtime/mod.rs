@@ -94,6 +94,9 @@ pub struct Runtime {
     depth_threshold: Option<u64>,
     /// Where the decision log's lines go, and who decides (its `policy`).
     decision_log: Option<(DecisionLog, decision_log::LogPolicy)>,
+    /// The loop accepted the run configuration (a run started): later runs
+    /// send their `run` input with their first step.
+    config_checked: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -113,7 +116,10 @@ impl Runtime {
 
     /// Starts a run. Its retry budget, compensations and cancellation span
     /// its steps; breakers, attempt counts and the idempotency cache live in
-    /// the store and span runs.
+    /// the store and span runs. The run counts its time (deadline, retry
+    /// budget, events' `t_ms`) from this call; the loop hears of it with its
+    /// first step (one loop call fewer), except for the runtime's first run,
+    /// which checks the configuration here.
     pub fn run(&self, run_id: &str) -> Result<Run<'_, '_>, RuntimeError> {
         Run::start(self, run_id)
     }
@@ -439,6 +445,7 @@ impl RuntimeBuilder {
             in_flight_ttl_ms,
             depth_threshold,
             decision_log,
+            config_checked: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }

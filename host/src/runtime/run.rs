@@ -104,19 +104,32 @@ pub struct Run<'r, 'a> {
 }
 
 impl<'r, 'a> Run<'r, 'a> {
+    /// A new run. Its `run` input goes with its first step, carrying when
+    /// the run started (docs/runtime.md, "Inputs"), except for the runtime's
+    /// first run, sent at once so that a configuration the loop refuses
+    /// fails here (and a run id it refuses, the empty one).
     pub(crate) fn start(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
         super::names::check("run_id", run_id)?;
-        let input = input(
-            rt.clock.now_ms(),
-            InputKind::Run(RunStart {
-                run_id: run_id.to_owned(),
-                seed: rt.seed,
-                config: Some(rt.config.clone()),
-                first: None,
-            }),
-        );
         let started_ms = rt.clock.now_ms();
-        let adv = rt.looper.advance("", &input)?;
+        let start = RunStart {
+            run_id: run_id.to_owned(),
+            seed: rt.seed,
+            config: Some(rt.config.clone()),
+            first: None,
+            started_ms: None,
+        };
+        if rt.config_checked.load(Ordering::Relaxed) && !run_id.is_empty() {
+            let mut run = Run::with_state(rt, run_id, String::new(), started_ms);
+            run.start = Some(RunStart {
+                started_ms: Some(started_ms),
+                ..start
+            });
+            return Ok(run);
+        }
+        let adv = rt
+            .looper
+            .advance("", &input(started_ms, InputKind::Run(start)))?;
+        rt.config_checked.store(true, Ordering::Relaxed);
         Ok(Run::with_state(rt, run_id, adv.state, started_ms))
     }
 
@@ -132,6 +145,7 @@ impl<'r, 'a> Run<'r, 'a> {
             seed: rt.seed,
             config: Some(rt.config.clone()),
             first: None,
+            started_ms: None,
         });
         Ok(run)
     }
@@ -252,7 +266,9 @@ impl<'r, 'a> Run<'r, 'a> {
         &self.events
     }
 
-    /// The run's state as the loop returned it (JSON text).
+    /// The run's state as the loop last returned it (JSON text); empty
+    /// before the run's first step when its `run` input goes with that step
+    /// ([`Runtime::run`]).
     pub fn state(&self) -> &str {
         &self.state
     }

@@ -917,6 +917,8 @@ class Runtime:
             inner = body[1:-1].strip()
             raw = "{" + inner + ("," if inner else "") + '"decision_log":' + self._decision_log.config + "}"
         self._config = raw
+        #: The loop accepted the configuration (a run started).
+        self._config_checked = False
         try:
             parsed = json.loads(raw)
         except ValueError:
@@ -999,10 +1001,14 @@ class Runtime:
         `failed_writes` counts the lines a file could not take."""
         return self._decision_log
 
-    def _run_input(self, run_id: str) -> str:
+    def _run_input(self, run_id: str, started_ms: Optional[int] = None) -> str:
+        """The `run` input; `started_ms`: when the run started, if before now
+        (its input sent with its first step, docs/runtime.md, "Inputs")."""
         seed = "null" if self._seed is None else str(self._seed)
+        now = self._clock.now_ms()
+        started = f',"started_ms":{started_ms}' if started_ms is not None and started_ms != now else ""
         return (
-            f'{{"input":"run","now_ms":{self._clock.now_ms()},"run_id":{_jstr(run_id)},'
+            f'{{"input":"run","now_ms":{now}{started},"run_id":{_jstr(run_id)},'
             f'"seed":{seed},"config":{self._config}}}'
         )
 
@@ -1014,7 +1020,15 @@ class Runtime:
         if not isinstance(run_id, str):
             raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
         check_name("run_id", run_id)
+        if self._config_checked and run_id:
+            # The `run` input goes with the first step (one loop call fewer),
+            # carrying the time the run started.
+            run = Run(self, "", signal, run_id)
+            run._unstarted, run._started_ms = run_id, self._clock.now_ms()
+            return run
+        # The first run checks the configuration (a refused one fails here).
         state, _ = self._looper.advance("", self._run_input(run_id))
+        self._config_checked = True
         return Run(self, state, signal, run_id)
 
     def _run_with_first_step(self, run_id: str, signal: Optional[threading.Event] = None) -> "Run":
@@ -1124,6 +1138,8 @@ class Run:
         #: The run id while the `run` input is still to be sent (it goes with
         #: the first step, `Runtime._run_with_first_step`).
         self._unstarted: Optional[str] = None
+        #: When the run started, for a `run` input sent later (`Runtime.run`).
+        self._started_ms: Optional[int] = None
 
     # -- public ---------------------------------------------------------------
 
@@ -1277,14 +1293,14 @@ class Run:
         """Send the `run` input alone when it is still to be sent."""
         if self._unstarted is not None:
             run_id, self._unstarted = self._unstarted, None
-            self._holder.state, _ = self._rt._looper.advance("", self._rt._run_input(run_id))
+            self._holder.state, _ = self._rt._looper.advance("", self._rt._run_input(run_id, self._started_ms))
 
     def _step_head(self) -> str:
         """A step input's text up to its `step` member: the `run` input
         carrying it while the run is still to be started."""
         if self._unstarted is not None:
             run_id, self._unstarted = self._unstarted, None
-            return f'{self._rt._run_input(run_id)[:-1]},"step":'
+            return f'{self._rt._run_input(run_id, self._started_ms)[:-1]},"step":'
         return f'{{"input":"step","now_ms":{self._now()},"step":'
 
     def _step_input(self, spec: Dict[str, Any]) -> str:
