@@ -219,6 +219,20 @@ def test_a_first_step_sent_in_the_run_input_gives_the_same_bytes(name: str, vect
     assert run_fused(vector, True, with_first_step=True) == plain, name
 
 
+def _count_inputs(rt: Any) -> List[str]:
+    """The kinds of the inputs `rt` feeds the loop from now on, in order."""
+    looper = rt._looper
+    calls: List[str] = []
+
+    class Counting:
+        def advance(self, state: str, input: str) -> Any:
+            calls.append(json.loads(input)["input"])
+            return looper.advance(state, input)
+
+    rt._looper = Counting()
+    return calls
+
+
 def test_a_door_run_sends_its_step_in_the_run_input() -> None:
     """A door's run of one step: `run` with the step and `end`, then the
     step's answers (four `advance` calls on the success path, not five)."""
@@ -226,15 +240,7 @@ def test_a_door_run_sends_its_step_in_the_run_input() -> None:
 
     def inputs(first: bool) -> Tuple[List[str], Any]:
         rt = Runtime(store=MemoryStore(), clock=VirtualClock(1_767_225_600_000), seed=7)
-        looper = rt._looper
-        calls: List[str] = []
-
-        class Counting:
-            def advance(self, state: str, input: str) -> Any:
-                calls.append(json.loads(input)["input"])
-                return looper.advance(state, input)
-
-        rt._looper = Counting()
+        calls = _count_inputs(rt)
         run = rt._run_with_first_step("r") if first else rt.run("r")
         step = Step("s", "search", lambda call: {"hits": 1})
         report = _no_wait(run._carry_step(BLOCKING, *run._step_of(step, {}, end=True)))
@@ -261,15 +267,7 @@ def test_a_run_sends_its_run_input_with_its_first_step() -> None:
         rt = Runtime(store=MemoryStore(), clock=clock, seed=7, config={"deadline_ms": 5000})
         if later:
             rt.run("first")  # a runtime's first run checks the configuration: its `run` input goes at once
-        looper = rt._looper
-        calls: List[str] = []
-
-        class Counting:
-            def advance(self, state: str, input: str) -> Any:
-                calls.append(json.loads(input)["input"])
-                return looper.advance(state, input)
-
-        rt._looper = Counting()
+        calls = _count_inputs(rt)
         run = rt.run("r")
         clock.advance(wait_ms)
         report = run.step(id="s", tool="search", call="tool", operation=lambda c: (
