@@ -109,28 +109,16 @@ impl<'r, 'a> Run<'r, 'a> {
     /// first run, sent at once so that a configuration the loop refuses
     /// fails here (and a run id it refuses, the empty one).
     pub(crate) fn start(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
-        super::names::check("run_id", run_id)?;
-        let started_ms = rt.clock.now_ms();
-        let start = RunStart {
-            run_id: run_id.to_owned(),
-            seed: rt.seed,
-            config: Some(rt.config.clone()),
-            first: None,
-            started_ms: None,
-        };
         if rt.config_checked.load(Ordering::Relaxed) && !run_id.is_empty() {
-            let mut run = Run::with_state(rt, run_id, String::new(), started_ms);
-            run.start = Some(RunStart {
-                started_ms: Some(started_ms),
-                ..start
-            });
-            return Ok(run);
+            return Run::start_later(rt, run_id, Some(rt.clock.now_ms()));
         }
-        let adv = rt
-            .looper
-            .advance("", &input(started_ms, InputKind::Run(start)))?;
+        let mut run = Run::start_later(rt, run_id, None)?;
+        if let Err(e) = run.started() {
+            run.finished = Some("failed".to_owned()); // never started: nothing to end
+            return Err(e);
+        }
         rt.config_checked.store(true, Ordering::Relaxed);
-        Ok(Run::with_state(rt, run_id, adv.state, started_ms))
+        Ok(run)
     }
 
     /// A run whose `run` input is sent with its first step (the `run` input
@@ -138,6 +126,15 @@ impl<'r, 'a> Run<'r, 'a> {
     /// [`Run::step_then_end`] starts the run, its one step and its end in
     /// the calls of the step alone.
     pub(crate) fn start_with_step(rt: &'r Runtime, run_id: &str) -> Result<Self, RuntimeError> {
+        Run::start_later(rt, run_id, None)
+    }
+
+    /// A run whose `run` input is still to be sent, with `started_ms`.
+    fn start_later(
+        rt: &'r Runtime,
+        run_id: &str,
+        started_ms: Option<u64>,
+    ) -> Result<Self, RuntimeError> {
         super::names::check("run_id", run_id)?;
         let mut run = Run::with_state(rt, run_id, String::new(), rt.clock.now_ms());
         run.start = Some(RunStart {
@@ -145,7 +142,7 @@ impl<'r, 'a> Run<'r, 'a> {
             seed: rt.seed,
             config: Some(rt.config.clone()),
             first: None,
-            started_ms: None,
+            started_ms,
         });
         Ok(run)
     }
