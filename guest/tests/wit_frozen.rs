@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "3c0059e066ffb0ca8b1f087e6bff026d8a3381dd2defd035ee46fc9aefd32255",
+                "b661dfcd272eadb9312d9cb6cd13bae1112c47e9d0ecdaa2d6dbf2141b73ff6d",
             ),
             (
                 "scenario.wit",

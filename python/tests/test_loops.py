@@ -282,6 +282,15 @@ def test_a_run_sends_its_run_input_with_its_first_step() -> None:
     assert late[1][0] == "dead_lettered" and all(json.loads(e)["t_ms"] >= 6_000 for e in late[1][2])
     calls, (outcome, result, _) = drive(True, False, wait_ms=10)
     assert calls == ["run", "read", "claimed", "attempt"] and (outcome, result) == ("ok", {"hits": 1})
+    # A wall clock that steps back between `run(id)` and the step: the run
+    # starts at the step (the loop takes the earlier of the two).
+    clock = VirtualClock(1_767_225_600_000)
+    rt = Runtime(store=MemoryStore(), clock=clock, seed=7)
+    rt.run("first")
+    run = rt.run("r")
+    clock.set_ms(1_767_225_599_000)
+    assert run.step(id="s", tool="search", operation=lambda c: 1).outcome == "ok"
+    assert [json.loads(e)["t_ms"] for e in run.events] == [0, 0, 0]
 
 
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])

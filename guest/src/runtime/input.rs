@@ -350,7 +350,7 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
             let started_ms = match take("started_ms") {
                 None | Some(Value::Null) => None,
                 Some(s) => Some(s.as_u64().ok_or_else(|| {
-                    bad("input `run`: `started_ms` must be a non-negative integer of Unix ms, at most `now_ms`")
+                    bad("input `run`: `started_ms` must be a non-negative integer of Unix ms")
                 })?),
             };
             Input::Run {

@@ -51,16 +51,9 @@ pub fn advance(
             },
         ) => {
             // A run started before its `run` input was sent: exactly `run`
-            // at `started_ms`, then its first step at `now_ms`.
-            let started = match started_ms {
-                Some(started) if started > now => {
-                    return Err(bad(format!(
-                        "input `run`: `started_ms` ({started}) is after `now_ms` ({now}); a run starts at or before its first input"
-                    )));
-                }
-                Some(started) => started,
-                None => now,
-            };
+            // at `started_ms`, then its first step at `now_ms`. A start after
+            // `now_ms` (a wall clock that stepped back) is `now_ms`.
+            let started = started_ms.map_or(now, |started| started.min(now));
             let mut s = Box::new(State::new(run_id, seed, config, started));
             let Some(first) = first else {
                 return Ok((s, fx));
