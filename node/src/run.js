@@ -18,6 +18,8 @@ function badEffect(what) {
 }
 
 const q = (s) => JSON.stringify(s);
+/** The `attempt` input of a call with nothing to call (`unknown_tool`, `no_compensation`). */
+const nothingToCall = (rt, result) => `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"${result}"}`;
 /** Resolves on the event loop's next turn (after pending timers and I/O). */
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -589,14 +591,13 @@ export class Run {
     let fn;
     const recovered = ctx.operations ? this.#recovered(ctx, fx) : undefined;
     // Nothing to call (`unknown_tool`, `no_compensation`): the loop makes the failure.
-    const nothing = (result) => `{"input":"attempt","now_ms":${rt.clock.nowMs()},"result":"${result}"}`;
-    if (ctx.operations && recovered === undefined) return nothing('unknown_tool');
+    if (ctx.operations && recovered === undefined) return nothingToCall(rt, 'unknown_tool');
     if (compensation) {
       fn = holder.branch ? undefined : (this.#undo?.get(call.step) ?? recovered?.compensate);
-      if (fn === undefined || fn === NO_COMPENSATION) return nothing('no_compensation');
+      if (fn === undefined || fn === NO_COMPENSATION) return nothingToCall(rt, 'no_compensation');
     } else {
       fn = (recovered ?? this.#stepOf(ctx, call.step))?.operation;
-      if (fn === UNKNOWN_TOOL) return nothing('unknown_tool');
+      if (fn === UNKNOWN_TOOL) return nothingToCall(rt, 'unknown_tool');
       if (typeof fn !== 'function') throw badEffect(`a call of step ${call.step}, which has no operation here`);
     }
     const started = rt.clock.nowMs();

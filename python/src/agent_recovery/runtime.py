@@ -1017,29 +1017,28 @@ class Runtime:
         steps; breakers, attempt counts and the idempotency cache live in the
         store and span runs. `signal`: a `threading.Event` that cancels the run
         when set (from any thread); `run.cancelled` is that event."""
-        if not isinstance(run_id, str):
-            raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
-        check_name("run_id", run_id)
         if self._config_checked and run_id:
             # The `run` input goes with the first step (one loop call fewer),
             # carrying the time the run started.
-            run = Run(self, "", signal, run_id)
-            run._unstarted, run._started_ms = run_id, self._clock.now_ms()
-            return run
+            return self._run_with_first_step(run_id, signal, self._clock.now_ms())
+        run = self._run_with_first_step(run_id, signal)
         # The first run checks the configuration (a refused one fails here).
-        state, _ = self._looper.advance("", self._run_input(run_id))
+        run._started()
         self._config_checked = True
-        return Run(self, state, signal, run_id)
+        return run
 
-    def _run_with_first_step(self, run_id: str, signal: Optional[threading.Event] = None) -> "Run":
+    def _run_with_first_step(
+        self, run_id: str, signal: Optional[threading.Event] = None, started_ms: Optional[int] = None
+    ) -> "Run":
         """`run`, its `run` input sent with its first step (docs/runtime.md,
         "Inputs"): one `advance` for both (a door's run of one step); before
-        any other input, alone."""
+        any other input, alone. `started_ms`: when the run started, if before
+        that input."""
         if not isinstance(run_id, str):
             raise _bad(f"run_id must be a string, got {type(run_id).__name__}")
         check_name("run_id", run_id)
         run = Run(self, "", signal, run_id)
-        run._unstarted = run_id
+        run._unstarted, run._started_ms = run_id, started_ms
         return run
 
     @property
