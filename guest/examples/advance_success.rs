@@ -16,8 +16,9 @@
 //! own (+ `run` and `end`: six calls a step); `fused` (with `runs`) sends
 //! the step with `"end": true` instead of a separate `end` (five calls a
 //! step); `first` (with `runs fused`) sends the step and `end` in the `run`
-//! input itself (four calls a step, as the door and `retry` do); `cold`
-//! makes every call parse its
+//! input itself (four calls a step); `stops` answers every `read` with
+//! `claim_stops_batch` (the claim goes in the call's batch: one call fewer a
+//! step, as every runtime does); `cold` makes every call parse its
 //! state (the state kept between calls switched off). `SHOW_CALLS=1` prints
 //! each call's input, state and effects sizes.
 use agent_recovery_policy::advance;
@@ -42,6 +43,11 @@ fn main() {
     let runs = modes.iter().any(|m| m == "runs");
     let fused = runs && modes.iter().any(|m| m == "fused");
     let first = fused && modes.iter().any(|m| m == "first");
+    let stops = if modes.iter().any(|m| m == "stops") {
+        r#","claim_stops_batch":true"#
+    } else {
+        ""
+    };
     let show = std::env::var_os("SHOW_CALLS").is_some();
     let now = 1_767_225_600_000u64;
     let start = |id: &str| {
@@ -93,7 +99,7 @@ fn main() {
                         .map(|k| (k.as_str().unwrap_or("").to_owned(), Value::Null))
                         .collect();
                     format!(
-                        r#"{{"input":"read","now_ms":{now},"values":{},"versions":{{}}}}"#,
+                        r#"{{"input":"read","now_ms":{now},"values":{},"versions":{{}}{stops}}}"#,
                         Value::Object(values)
                     )
                 }

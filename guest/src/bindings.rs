@@ -550,6 +550,7 @@ crate::__export_policy_impl!(
         pub(super) fn effect_out(e: r::Effect) -> w::Effect {
             match e {
                 r::Effect::Read(keys) => w::Effect::Read(keys),
+                r::Effect::ReadOrStop(keys) => w::Effect::ReadOrStop(keys),
                 r::Effect::Write(x) => w::Effect::Write(write_out(x)),
                 r::Effect::Claim(x) => w::Effect::Claim(write_out(x)),
                 r::Effect::Swap(x) => w::Effect::Swap(w::Swap {

@@ -6,7 +6,7 @@
 //! compare every effect, one `advance` fewer for the fused form.
 
 use agent_recovery_policy::typed::{self, InputKind};
-use agent_recovery_policy::{Advanced, ErrorKind, advance, decide_json};
+use agent_recovery_policy::{Advanced, ErrorKind, advance};
 use serde_json::{Value, json};
 
 mod common;
@@ -132,34 +132,7 @@ impl Driver {
         if let Some(answer) = self.store.carry(fx, self.now) {
             return answer;
         }
-        match fx["effect"].as_str().unwrap() {
-            "call" => {
-                self.now += 25;
-                let result = if self.outcomes.is_empty() {
-                    json!({"ok": {"hits": 1}})
-                } else {
-                    match self.outcomes.remove(0) {
-                        o if o == "ok" => json!("ok"),
-                        obs => json!({ "failed": obs }),
-                    }
-                };
-                Some(json!({"input":"attempt","now_ms":self.now,"result":result}))
-            }
-            "decide" => {
-                let d = decide_json(
-                    fx["observation"].as_str().unwrap(),
-                    fx["context"].as_str().unwrap(),
-                )
-                .unwrap();
-                Some(json!({"input":"decision","now_ms":self.now,"decision":d}))
-            }
-            "sleep" => {
-                self.now += fx["ms"].as_u64().unwrap();
-                Some(json!({"input":"slept","now_ms":self.now}))
-            }
-            "restore" => Some(json!({"input":"restored","now_ms":self.now,"ok":true})),
-            _ => None,
-        }
+        common::answer(fx, &mut self.now, &mut self.outcomes)
     }
 
     /// A run of `step` (sent with `end`), ended when it ended `ok` and
@@ -414,7 +387,10 @@ fn typed_step(s: &Value) -> typed::StepSpec {
 fn the_typed_run_with_its_first_step_is_the_json_one() {
     let step = json!({"id":"s1","tool":"search","args":{"q":"acme"},"target":"api"});
     for end in [false, true] {
-        let json_out = fused(&json!({}), &step, Some(end));
+        // A 0.3 step input says `read_stops_batch` (the contract says so).
+        let mut input = fused_input(&json!({}), &step, Some(end));
+        input["read_stops_batch"] = json!(true);
+        let json_out = advance("", &input.to_string()).unwrap();
         let typed_out = typed::advance(
             "",
             typed::Input {
@@ -436,8 +412,12 @@ fn the_typed_run_with_its_first_step_is_the_json_one() {
         let fx: Vec<Value> = serde_json::from_str(&json_out.effects).unwrap();
         assert_eq!(typed_out.effects.len(), fx.len());
         assert!(matches!(
+            typed_out.effects.first(),
+            Some(typed::Effect::ReadOrStop(_))
+        ));
+        assert!(matches!(
             typed_out.effects.last(),
-            Some(typed::Effect::Read(_))
+            Some(typed::Effect::Call(_))
         ));
     }
     // A bad first step is refused as the typed `step` input refuses it.

@@ -161,6 +161,9 @@ fn step_json(s: &typed::StepSpec) -> Value {
 fn effect_json(e: &Effect) -> Value {
     match e {
         Effect::Read(keys) => json!({"effect": "read", "keys": keys}),
+        Effect::ReadOrStop(keys) => {
+            json!({"effect": "read", "keys": keys, "go_on_if_absent": true})
+        }
         Effect::Write(w) => {
             json!({"effect": "write", "key": w.key, "value": parse(&w.value), "ttl_ms": w.ttl_ms})
         }
@@ -262,7 +265,13 @@ impl World {
 impl Run<'_> {
     /// One call, through both paths; returns the JSON path's answer.
     fn adv(&mut self, state: &str, input: &Value) -> (String, Vec<Value>) {
-        let input_text = input.to_string();
+        // A 0.3 host stops a batch at a `read-or-stop` that found a value:
+        // the JSON input says so on every step.
+        let mut said = input.clone();
+        if input.get("step").is_some() {
+            said["read_stops_batch"] = json!(true);
+        }
+        let input_text = said.to_string();
         let json_out = advance(state, &input_text)
             .unwrap_or_else(|e| panic!("advance refused {input_text}: {}", e.message));
         let typed_out = typed::advance(state, typed_input(input))
@@ -345,9 +354,18 @@ impl Run<'_> {
                                 }
                             }
                         }
+                        let found = !versions.is_empty();
                         answer = Some(
-                            json!({"input": "read", "now_ms": now, "values": values, "versions": versions}),
+                            // A 0.3 host stops a batch at a failed claim, and says so here.
+                            json!({"input": "read", "now_ms": now, "values": values, "versions": versions,
+                                "claim_stops_batch": true}),
                         );
+                        if fx["go_on_if_absent"] == true {
+                            if found {
+                                break; // a read that found a value ends its batch
+                            }
+                            answer = None;
+                        }
                     }
                     "write" => {
                         let key = fx["key"].as_str().unwrap();
@@ -365,6 +383,9 @@ impl Run<'_> {
                                 json!({"input": "claimed", "now_ms": now, "ok": false, "current": cur})
                             }
                         });
+                        if answer.as_ref().is_some_and(|a| a["ok"] == false) {
+                            break; // a claim that failed ends its batch
+                        }
                     }
                     "swap" => {
                         let key = fx["key"].as_str().unwrap();

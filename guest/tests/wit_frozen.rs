@@ -42,7 +42,7 @@ const PUBLISHED: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "runtime.wit",
-                "b661dfcd272eadb9312d9cb6cd13bae1112c47e9d0ecdaa2d6dbf2141b73ff6d",
+                "e045c0c49409c3638af6478d517600cf33a37309f2e4f7fa3fdceaea19cf2ce3",
             ),
             (
                 "scenario.wit",

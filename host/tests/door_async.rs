@@ -365,3 +365,100 @@ fn other_errors_are_exceptions_and_statuses_go_through_observe() {
     let err = bad_request.recover(&door).observe(http).call().unwrap_err();
     assert_eq!(err.code(), "tool.http.400_bad_request");
 }
+
+/// A memory store where another worker claims each idempotency key right
+/// before this one does: the race between a step's read and its claim.
+struct Racing(agent_recovery::store::MemoryStore);
+
+impl Store for Racing {
+    fn get(&self, key: &str, now_ms: u64) -> Result<Option<Versioned>, StoreError> {
+        self.0.get(key, now_ms)
+    }
+    fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: &str,
+        ttl_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Cas, StoreError> {
+        if key.starts_with("agent-recovery/idem/") && self.0.get(key, now_ms)?.is_none() {
+            let mark = r#"{"since_ms":1,"status":"in_flight"}"#;
+            self.0.compare_and_set(key, None, mark, None, now_ms)?;
+        }
+        self.0.compare_and_set(key, expected, value, ttl_ms, now_ms)
+    }
+    fn append(&self, stream: &str, record: &str, now_ms: u64) -> Result<u64, StoreError> {
+        self.0.append(stream, record, now_ms)
+    }
+    fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        self.0.read(stream, after, limit)
+    }
+    fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.0.delete(key)
+    }
+    fn keys(&self, prefix: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.0.keys(prefix, now_ms)
+    }
+    fn may_block(&self) -> bool {
+        false
+    }
+}
+
+/// docs/runtime.md, "A claim in the call's batch": the claim and the call
+/// come in one batch, and a claim another worker won stops it there, on
+/// both drivers: the operation is not called, nothing counts an attempt,
+/// and the call ends `in_flight` (docs/runtime.md, "Step outcomes").
+#[test]
+fn a_claim_lost_in_the_call_batch_makes_no_call_blocking_or_awaited() {
+    let store = Arc::new(Racing(agent_recovery::store::MemoryStore::new()));
+    let door = Door::builder()
+        .tool("search.get")
+        .call("tool")
+        .store(store.clone())
+        .clock(Arc::new(VirtualClock::new(T0)))
+        .seed(7)
+        .build()
+        .unwrap();
+    let calls = Mutex::new(0);
+    let op = |_: Call| {
+        *calls.lock().unwrap() += 1;
+        Ok::<u32, i32>(1)
+    };
+    let blocking = op.recover(&door).observe(http).call().unwrap_err();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let awaited = tokio
+        .block_on(async {
+            (|_: Call| {
+                *calls.lock().unwrap() += 1;
+                async { Ok::<u32, i32>(1) }
+            })
+            .recover(&door)
+            .observe(http)
+            .await
+        })
+        .unwrap_err();
+    for err in [blocking, awaited] {
+        let agent_recovery::door::DoorError::Stopped { outcome, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(outcome, "in_flight", "{err}");
+    }
+    assert_eq!(*calls.lock().unwrap(), 0);
+    assert_eq!(
+        store.keys("agent-recovery/attempts/", T0).unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        store.keys("agent-recovery/journal/", T0).unwrap(),
+        Vec::<String>::new()
+    );
+}

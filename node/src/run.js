@@ -219,7 +219,7 @@ export class Run {
       this.#claimIds([step.id]);
       const tel = this.#tel.lane({ step: { id: step.id, tool: step.tool, target: step.target } }, this.#rt.clock);
       const ctx = { step, last: undefined, tel };
-      const members = `"step":${preparedText(prepared)}${andEnd ? ',"end":true' : ''}}`;
+      const members = `"read_stops_batch":true,"step":${preparedText(prepared)}${andEnd ? ',"end":true' : ''}}`;
       // The run not started yet: the `run` input carries its first step.
       const input = this.#unstarted ? `${this.#runInput()},${members}` : `{"input":"step","now_ms":${this.#rt.clock.nowMs()},${members}`;
       this.#unstarted = false;
@@ -376,6 +376,10 @@ export class Run {
         let answer = this.#effect(fx, ctx, holder);
         if (isThenable(answer)) answer = await answer;
         if (answer === NO_REPORT) continue;
+        if (answer instanceof StopBatch) {
+          next = answer.input; // a failed claim, a read that found a value: the batch ends
+          break;
+        }
         if (typeof answer === 'string') next = answer;
         else if (i < effects.length - 1) step = answer;
         else return answer;
@@ -406,7 +410,7 @@ export class Run {
       }
       case 'read': {
         if (!Array.isArray(fx.keys)) throw badEffect('read without keys');
-        return sequence(read(this.#store, fx.keys, rt.clock.nowMs()));
+        return sequence(read(this.#store, fx.keys, rt.clock.nowMs(), fx.go_on_if_absent === true));
       }
       case 'write': {
         if (typeof fx.key !== 'string' || raw.value === undefined) throw badEffect('write without key or value');
@@ -418,7 +422,7 @@ export class Run {
         return then(compareAndSetFromLoop(this.#store, fx.key, null, raw.value, fx.ttl_ms ?? null, now), (cas) =>
           cas.written
             ? `{"input":"claimed","now_ms":${now},"ok":true}`
-            : `{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`,
+            : new StopBatch(`{"input":"claimed","now_ms":${now},"ok":false,"current":${cas.current?.value ?? 'null'}}`),
         );
       }
       case 'swap': {
@@ -691,7 +695,7 @@ export class Run {
       lanes.push(lane);
       const step = ctx.branches?.get(b.id);
       const bctx = { step: step ?? null, branches: ctx.branches, last: undefined, tel: ctx.tel.branch(b.stepText, rt.clock) };
-      const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"step":${b.stepText}}`, bctx);
+      const report = await this.#drive(lane, `{"input":"step","now_ms":${now},"read_stops_batch":true,"step":${b.stepText}}`, bctx);
       return { lane, report, step };
     };
     let ends;
@@ -794,8 +798,26 @@ function* put(store, key, value, ttlMs, now) {
   throw new StoreError('unavailable', `could not write ${key}: 16 compare-and-set conflicts in a row; the store is contended, retry the run`);
 }
 
-/** The `read` effect's answer: the keys read one after another. */
-function* read(store, keys, now) {
+/**
+ * An answer that ends its batch (none of its later effects is made): a
+ * `claim` that failed, a `read` marked `go_on_if_absent` that found a value.
+ * Every `read` answer and every step input say the runtime does so
+ * (`claim_stops_batch`, `read_stops_batch`), so the loop may send a step's
+ * first read, its claim and its call in one batch (docs/runtime.md, "A
+ * claim in the call's batch").
+ */
+class StopBatch {
+  constructor(input) {
+    this.input = input;
+  }
+}
+
+/**
+ * The `read` effect's answer: the keys read one after another. `goOn` (the
+ * effect's `go_on_if_absent`): NO_REPORT when every key is absent, else the
+ * answer ends the batch.
+ */
+function* read(store, keys, now, goOn) {
   const values = [];
   const versions = [];
   for (const k of keys) {
@@ -803,7 +825,9 @@ function* read(store, keys, now) {
     values.push(`${q(k)}:${got?.value ?? 'null'}`);
     if (got) versions.push(`${q(k)}:${got.version}`);
   }
-  return `{"input":"read","now_ms":${now},"values":{${values.join(',')}},"versions":{${versions.join(',')}}}`;
+  if (goOn && versions.length === 0) return NO_REPORT;
+  const answer = `{"input":"read","now_ms":${now},"values":{${values.join(',')}},"versions":{${versions.join(',')}},"claim_stops_batch":true}`;
+  return goOn ? new StopBatch(answer) : answer;
 }
 
 function isThenable(v) {

@@ -127,8 +127,8 @@ test('a run of one step, its end and its run input in the calls of the step alon
     return [inputs, report.outcome, report.value, run.finished, run.events];
   };
   const [fused, plain] = [await advances(true), await advances(false)];
-  assert.deepEqual(fused[0], ['run', 'read', 'claimed', 'attempt']);
-  assert.deepEqual(plain[0], ['run', 'step', 'read', 'claimed', 'attempt']);
+  assert.deepEqual(fused[0], ['run', 'attempt']);
+  assert.deepEqual(plain[0], ['run', 'step', 'attempt']);
   assert.deepEqual(fused.slice(1), plain.slice(1));
   assert.deepEqual(fused.slice(1, 4), ['ok', { hits: 1 }, 'completed']);
 });
@@ -162,7 +162,33 @@ test('a run sends its run input with its first step, started when run() was call
   assert.equal(late[1][0], 'dead_lettered');
   assert.ok(late[1][2].every((e) => JSON.parse(e).t_ms >= 6_000));
   const [inputs, [outcome, value]] = await drive(false, false, 10);
-  assert.deepEqual([inputs, outcome, value], [['run', 'read', 'claimed', 'attempt'], 'ok', { hits: 1 }]);
+  assert.deepEqual([inputs, outcome, value], [['run', 'attempt'], 'ok', { hits: 1 }]);
+});
+
+// docs/runtime.md, "A claim in the call's batch": the idempotency claim and
+// the call come in one batch; when another worker's mark wins the race
+// between the read and the claim, the runtime stops the batch there: no
+// call, no attempt count, no journal entry, and the step ends `in_flight`.
+test('a claim lost in the call batch makes no call', async () => {
+  class Racing extends MemoryStore {
+    compareAndSet(key, expected, value, ttlMs, nowMs) {
+      if (key.startsWith('agent-recovery/idem/') && this.get(key, nowMs) === null) {
+        super.compareAndSet(key, null, '{"since_ms":1,"status":"in_flight"}', null, nowMs);
+      }
+      return super.compareAndSet(key, expected, value, ttlMs, nowMs);
+    }
+  }
+  const store = new Racing();
+  const rt = await Runtime.create({ store, clock: new VirtualClock(1_767_225_600_000), seed: 7 });
+  const loop = rt.loop;
+  const inputs = [];
+  rt.loop = { advance: (state, input) => (inputs.push(JSON.parse(input).input), loop.advance(state, input)) };
+  const made = [];
+  const run = rt.run('r');
+  const report = await run.step({ id: 's', tool: 'search', call: 'tool', operation: (c) => (made.push(c), 1) });
+  assert.deepEqual([report.outcome, made, inputs], ['in_flight', [], ['run', 'claimed']]);
+  assert.deepEqual(run.events.map((e) => JSON.parse(e).event), ['in_flight', 'outcome']);
+  assert.equal(await store.get(`${JOURNAL_PREFIX}r`, 1_767_225_600_000), null);
 });
 
 test('a step sent with end ends the run in the same advance', async () => {

@@ -4,8 +4,9 @@
     valgrind --tool=callgrind --callgrind-out-file=B python python/bench/step_instructions.py 600
     python3 scripts/callgrind-diff.py A B 500      # per step, by object and by function
 
-Runs N one-step runs (`runtime.run(id)` then one successful `step`: four
-loop calls, the `run` input sent with the step) on a `MemoryStore` and a
+Runs N one-step runs (`runtime.run(id)` then one successful `step`: two
+loop calls, the `run` input sent with the step, its read and claim with its
+call) on a `MemoryStore` and a
 virtual clock; the difference of two runs divided by the difference of N is
 the cost of one, whatever the start-up (imports, compiling the component)
 costs.

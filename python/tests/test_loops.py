@@ -235,7 +235,8 @@ def _count_inputs(rt: Any) -> List[str]:
 
 def test_a_door_run_sends_its_step_in_the_run_input() -> None:
     """A door's run of one step: `run` with the step and `end`, then the
-    step's answers (four `advance` calls on the success path, not five)."""
+    step's answers (two `advance` calls on the success path: the step's
+    first read and its claim go in its call's batch)."""
     from agent_recovery.runtime import BLOCKING, Runtime, Step, VirtualClock, _no_wait
 
     def inputs(first: bool) -> Tuple[List[str], Any]:
@@ -247,8 +248,8 @@ def test_a_door_run_sends_its_step_in_the_run_input() -> None:
         return calls, (report.outcome, report.result, run._finished, run.events)
 
     fused, plain = inputs(True), inputs(False)
-    assert fused[0] == ["run", "read", "claimed", "attempt"]
-    assert plain[0] == ["run", "step", "read", "claimed", "attempt"]
+    assert fused[0] == ["run", "attempt"]
+    assert plain[0] == ["run", "step", "attempt"]
     assert fused[1] == plain[1]
     assert fused[1][:3] == ("ok", {"hits": 1}, "completed")
 
@@ -281,7 +282,7 @@ def test_a_run_sends_its_run_input_with_its_first_step() -> None:
     # 6 s after `run(id)` with a 5 s deadline, the failed attempt is not retried.
     assert late[1][0] == "dead_lettered" and all(json.loads(e)["t_ms"] >= 6_000 for e in late[1][2])
     calls, (outcome, result, _) = drive(True, False, wait_ms=10)
-    assert calls == ["run", "read", "claimed", "attempt"] and (outcome, result) == ("ok", {"hits": 1})
+    assert calls == ["run", "attempt"] and (outcome, result) == ("ok", {"hits": 1})
     # A wall clock that steps back between `run(id)` and the step: the run
     # starts at the step (the loop takes the earlier of the two).
     clock = VirtualClock(1_767_225_600_000)
@@ -291,6 +292,36 @@ def test_a_run_sends_its_run_input_with_its_first_step() -> None:
     clock.set_ms(1_767_225_599_000)
     assert run.step(id="s", tool="search", operation=lambda c: 1).outcome == "ok"
     assert [json.loads(e)["t_ms"] for e in run.events] == [0, 0, 0]
+
+
+def test_a_claim_lost_in_the_call_batch_makes_no_call() -> None:
+    """docs/runtime.md, "A claim in the call's batch": the idempotency claim
+    and the call come in one batch; when another worker's mark wins the race
+    between the read and the claim, the runtime stops the batch there: no
+    call, no attempt count, no journal entry, and the step ends `in_flight`
+    (docs/runtime.md, "Step outcomes") after two loop calls."""
+    from agent_recovery.runtime import Runtime, VirtualClock
+
+    class Racing(MemoryStore):
+        """A MemoryStore where another worker claims each idempotency key
+        right before this runtime does."""
+
+        def compare_and_set(self, key: str, expected: Any, value: str, ttl_ms: Any, now_ms: int) -> Any:
+            if key.startswith("agent-recovery/idem/") and self.get(key, now_ms) is None:
+                super().compare_and_set(key, None, '{"since_ms":1,"status":"in_flight"}', None, now_ms)
+            return super().compare_and_set(key, expected, value, ttl_ms, now_ms)
+
+    store = Racing()
+    rt = Runtime(store=store, clock=VirtualClock(1_767_225_600_000), seed=7)
+    rt.run("first")
+    calls = _count_inputs(rt)
+    made: List[Any] = []
+    run = rt.run("r")
+    report = run.step(id="s", tool="search", call="tool", operation=lambda c: made.append(c) or 1)
+    assert (report.outcome, made) == ("in_flight", [])
+    assert calls == ["run", "claimed"]
+    assert [json.loads(e)["event"] for e in run.events] == ["in_flight", "outcome"]
+    assert [k for k in store._entries if "attempts" in k or "journal" in k] == []
 
 
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])

@@ -91,6 +91,10 @@ pub enum Effect {
     Read {
         /// Keys.
         keys: Vec<String>,
+        /// The batch goes on when every key is absent (nothing answers the
+        /// read); otherwise the host answers `read` and stops the batch.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        go_on_if_absent: bool,
     },
     /// Write (put) a value.
     Write {

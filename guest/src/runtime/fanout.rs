@@ -63,6 +63,7 @@ impl Machine {
             checkpoint: false,
             idempotent: None,
             replay_of: None,
+            read_stops_batch: false,
         };
         self.s.step = Some(StepState::new(
             spec_of_fanout,

@@ -46,7 +46,10 @@ impl Machine {
             keys.push(branch_key(&self.s.run_id, &fan.id, i)?);
         }
         self.s.phase = Phase::Reading;
-        self.fx.push(super::effect::Effect::Read { keys });
+        self.fx.push(super::effect::Effect::Read {
+            keys,
+            go_on_if_absent: false,
+        });
         Ok(())
     }
 

@@ -42,6 +42,11 @@ pub struct StepSpec {
     /// The step replays a dead-letter record: its key derives from the original one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// The input that started the step said `read_stops_batch`: its host
+    /// stops a batch at a `read` marked `go_on_if_absent` that found a value.
+    /// Not part of the step: never read from it, never in the state.
+    #[serde(skip)]
+    pub read_stops_batch: bool,
 }
 
 /// A step's `replay_of`: the `n`-th replay of dead-letter record `id`, whose
@@ -156,6 +161,9 @@ pub enum Input {
         values: serde_json::Map<String, Value>,
         /// Key -> store version.
         versions: std::collections::BTreeMap<String, u64>,
+        /// The host stops a batch at a `claim` that fails (answering
+        /// `claimed`), so the idempotency claim may go in the call's batch.
+        claim_stops_batch: bool,
     },
     /// The answer to `swap`: whether it wrote; the value the key holds now
     /// (null: absent) and its version.
@@ -233,6 +241,10 @@ struct Common<'a> {
     end: Option<bool>,
     #[serde(default)]
     started_ms: Option<u64>,
+    #[serde(default)]
+    claim_stops_batch: Option<bool>,
+    #[serde(default)]
+    read_stops_batch: Option<bool>,
 }
 
 /// The inputs of a run and of a successful step (`run`, `step`, `read`,
@@ -255,8 +267,9 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
                 return None;
             }
             let first = match c.step {
-                Some(spec) => {
+                Some(mut spec) => {
                     check_step(&spec, "step").ok()?;
+                    spec.read_stops_batch = c.read_stops_batch.unwrap_or(false);
                     Some(Box::new((spec, c.end.unwrap_or(false))))
                 }
                 None if c.end.is_some() => return None,
@@ -271,13 +284,15 @@ fn parse_common(text: &str) -> Option<(Input, u64)> {
             }
         }
         "step" => {
-            let spec = c.step?;
+            let mut spec = c.step?;
             check_step(&spec, "step").ok()?;
+            spec.read_stops_batch = c.read_stops_batch.unwrap_or(false);
             step_input(spec, c.end.unwrap_or(false))
         }
         "read" => Input::Read {
             values: c.values?,
             versions: c.versions.unwrap_or_default(),
+            claim_stops_batch: c.claim_stops_batch.unwrap_or(false),
         },
         "claimed" => Input::Claimed {
             ok: c.ok?,
@@ -345,7 +360,11 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                     }
                     None
                 }
-                Some(spec) => Some(Box::new(first_step("run", spec, take("end"))?)),
+                Some(spec) => {
+                    let (mut spec, end) = first_step("run", spec, take("end"))?;
+                    spec.read_stops_batch = read_stops_batch(take("read_stops_batch"))?;
+                    Some(Box::new((spec, end)))
+                }
             };
             let started_ms = match take("started_ms") {
                 None | Some(Value::Null) => None,
@@ -363,7 +382,8 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
         }
         "step" => {
             let spec = take("step").ok_or_else(|| bad("input `step` needs a `step` object"))?;
-            let (spec, end) = first_step("step", spec, take("end"))?;
+            let (mut spec, end) = first_step("step", spec, take("end"))?;
+            spec.read_stops_batch = read_stops_batch(take("read_stops_batch"))?;
             step_input(spec, end)
         }
         "fanout" => {
@@ -404,7 +424,20 @@ pub fn parse(text: &str) -> Result<(Input, u64), PolicyError> {
                         ))
                     })?,
                 };
-                Input::Read { values, versions }
+                let claim_stops_batch = match take("claim_stops_batch") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => b,
+                    Some(_) => {
+                        return Err(bad(
+                            "input `read`: `claim_stops_batch` must be a boolean; send true only if the host stops a batch at a `claim` that fails",
+                        ));
+                    }
+                };
+                Input::Read {
+                    values,
+                    versions,
+                    claim_stops_batch,
+                }
             }
             _ => {
                 return Err(bad(
@@ -519,6 +552,17 @@ fn first_step(
         }
     };
     Ok((spec, end))
+}
+
+/// A step input's `read_stops_batch`: a boolean, or none (false).
+fn read_stops_batch(v: Option<Value>) -> Result<bool, PolicyError> {
+    match v {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(b),
+        Some(_) => Err(bad(
+            "`read_stops_batch` must be a boolean; send true only if the host stops a batch at a `read` marked `go_on_if_absent` that found a value",
+        )),
+    }
 }
 
 /// A `step` input, fused with the run's `end` when `end` is true.

@@ -226,7 +226,14 @@ impl Machine {
                 self.phase_is(Phase::Joining, "joined")?;
                 self.joined(&states)
             }
-            Input::Read { values, versions } => {
+            Input::Read {
+                values,
+                versions,
+                claim_stops_batch,
+            } => {
+                if self.s.phase == Phase::Calling {
+                    self.read_found()?;
+                }
                 self.phase_is(Phase::Reading, "read")?;
                 if self.s.step.as_ref().is_some_and(|st| st.refreshing) {
                     self.refreshed(&values, &versions)
@@ -235,7 +242,7 @@ impl Machine {
                 } else if self.s.recovering {
                     self.recover_read(&values)
                 } else {
-                    self.read(values, &versions)
+                    self.read(values, &versions, claim_stops_batch)
                 }
             }
             Input::Swapped {
@@ -252,6 +259,9 @@ impl Machine {
             Input::Claimed { ok, current } => {
                 if self.s.phase == Phase::Leasing {
                     return self.lease_claimed(ok, &current);
+                }
+                if self.s.phase == Phase::Calling {
+                    return self.claim_refused(ok, &current);
                 }
                 self.phase_is(Phase::Claiming, "claimed")?;
                 self.claimed(ok, &current)
@@ -423,7 +433,10 @@ impl Machine {
         }
         let key = store_key(IDEM_PREFIX, &self.step()?.key);
         self.s.phase = Phase::Reading;
-        self.fx.push(Effect::Read { keys: vec![key] });
+        self.fx.push(Effect::Read {
+            keys: vec![key],
+            go_on_if_absent: false,
+        });
         Ok(())
     }
 
@@ -525,6 +538,7 @@ impl Machine {
 
     fn start_step(&mut self, spec: StepSpec) -> Result<(), PolicyError> {
         self.claim_ids([spec.id.as_str()])?;
+        let read_stops_batch = spec.read_stops_batch;
         let key = match &spec.replay_of {
             Some(r) => crate::idempotency::replay_key(&r.key, r.n),
             None => crate::idempotency::key_of(&self.s.run_id, &spec.id, &spec.tool, &spec.args),
@@ -535,18 +549,82 @@ impl Machine {
         if self.s.cancelled {
             return self.begin_comp("cancelled");
         }
+        // Nothing stored under the step's keys makes its call at once (the
+        // read finds no breaker, no attempt, no idempotency entry) unless the
+        // run's time or attempt budget is spent, or a retry quota is read.
+        let at_once = self.deadline_left() != Some(0)
+            && self.s.config.attempt_budget > 0
+            && self.s.config.retry_quota.is_none();
+        if read_stops_batch && at_once {
+            return self.read_step_then_call();
+        }
         self.read_step()
     }
 
-    /// Read what the step needs: its targets' breakers, its attempt count,
-    /// its idempotency entry.
-    fn read_step(&mut self) -> Result<(), PolicyError> {
+    /// The keys a step reads before its first call: its targets' breakers,
+    /// its attempt count, its idempotency entry.
+    fn step_keys(&self) -> Result<Vec<String>, PolicyError> {
         let mut keys = self.chain_keys()?;
         let st = self.step()?;
         keys.push(store_key(ATTEMPTS_PREFIX, &st.key));
         keys.push(store_key(IDEM_PREFIX, &st.key));
+        Ok(keys)
+    }
+
+    /// Read what the step needs.
+    fn read_step(&mut self) -> Result<(), PolicyError> {
+        let keys = self.step_keys()?;
         self.s.phase = Phase::Reading;
-        self.fx.push(Effect::Read { keys });
+        self.fx.push(Effect::Read {
+            keys,
+            go_on_if_absent: false,
+        });
+        Ok(())
+    }
+
+    /// Read what the step needs, and in the same batch what `read` answers
+    /// when every key is absent: the claim and the call. The host goes on
+    /// past the read only when it found nothing; otherwise it answers `read`
+    /// while the loop waits for `attempt` (`read_found`).
+    fn read_step_then_call(&mut self) -> Result<(), PolicyError> {
+        let keys = self.step_keys()?;
+        let values: Map<String, Value> = keys.iter().map(|k| (k.clone(), Value::Null)).collect();
+        self.s.phase = Phase::Reading;
+        self.fx.push(Effect::Read {
+            keys,
+            go_on_if_absent: true,
+        });
+        self.read(values, &BTreeMap::new(), true)?;
+        if self.s.phase != Phase::Calling {
+            return Err(internal(
+                "a first read without its call in the batch; please report this",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `read` while calling: the step's first read, sent with its call,
+    /// found a value, so the host made none of the effects after it. The
+    /// step is back where that read left it (nothing read, claimed or
+    /// called); `read` then goes on as ever.
+    fn read_found(&mut self) -> Result<(), PolicyError> {
+        let compensating = self.s.comp.as_ref().is_some_and(|c| c.current.is_some());
+        let st = self.step_mut()?;
+        if compensating || st.calls != 1 || st.attempts != 1 || !st.claimed {
+            return Err(bad(
+                "input `read` while the loop waits for `attempt`: only the step's first read, sent with its call, is answered so (a read that found nothing goes on to the call)",
+            ));
+        }
+        st.attempts = 0;
+        st.calls = 0;
+        st.claimed = false;
+        st.calling = None;
+        st.timeout_ms = None;
+        st.probe = false;
+        st.gate_epoch = 0;
+        st.breakers.clear();
+        st.versions.clear();
+        self.s.phase = Phase::Reading;
         Ok(())
     }
 
@@ -573,6 +651,7 @@ impl Machine {
         &mut self,
         values: Map<String, Value>,
         versions: &BTreeMap<String, u64>,
+        claim_stops_batch: bool,
     ) -> Result<(), PolicyError> {
         let st = self.step()?;
         let key = st.key.clone();
@@ -597,7 +676,6 @@ impl Machine {
         st.versions = found;
         let key = store_key(IDEM_PREFIX, &st.key);
         let now = self.s.now_ms;
-        self.s.phase = Phase::Claiming;
         self.fx.push(Effect::Claim {
             key,
             value: in_flight_value(now),
@@ -608,7 +686,64 @@ impl Machine {
                     .min(self.s.config.idempotency_ttl_ms),
             ),
         });
+        if claim_stops_batch && self.calls_at_once()? {
+            // The call goes in the claim's batch: a host that stops the batch
+            // at a failed claim makes the call only once the key is ours, so
+            // a successful call costs one `advance` less. The effects and the
+            // state are those of `claimed` (ok) after the claim.
+            self.step_mut()?.claimed = true;
+            self.next_call()?;
+            if self.s.phase != Phase::Calling {
+                return Err(internal(
+                    "a claim in the call's batch without the call; please report this",
+                ));
+            }
+            return Ok(());
+        }
+        self.s.phase = Phase::Claiming;
         Ok(())
+    }
+
+    /// Whether `next_call` would call the step's current target at once
+    /// (nothing else first): not cancelled, time and attempts left, no call
+    /// made yet in this run of the step, and the target's breaker lets it through.
+    fn calls_at_once(&self) -> Result<bool, PolicyError> {
+        if self.s.cancelled || self.deadline_left() == Some(0) {
+            return Ok(false);
+        }
+        let st = self.step()?;
+        if st.calls != 0 || st.attempts >= self.s.config.attempt_budget {
+            return Ok(false);
+        }
+        let Some(target) = st.targets.get(st.index) else {
+            return Ok(false);
+        };
+        let breaker = st.breakers.get(target).cloned().unwrap_or_default();
+        let gate = breaker.gate(self.s.config.fallback_open_ms(), self.s.now_ms);
+        Ok(matches!(gate, Gate::Pass))
+    }
+
+    /// `claimed` while calling: the claim that went in the call's batch
+    /// failed, so the host made none of the effects after it. The step is
+    /// back where `claimed` finds it (the call uncounted), and goes on as
+    /// from a failed claim.
+    fn claim_refused(&mut self, ok: bool, current: &Value) -> Result<(), PolicyError> {
+        let compensating = self.s.comp.as_ref().is_some_and(|c| c.current.is_some());
+        let st = self.step_mut()?;
+        if ok || compensating || st.calls != 1 || !st.claimed {
+            return Err(bad(
+                "input `claimed` while the loop waits for `attempt`: only a claim that failed in the call's batch is answered so (a claim that succeeds goes on to the call)",
+            ));
+        }
+        st.attempts = st.attempts.saturating_sub(1);
+        st.calls = 0;
+        st.claimed = false;
+        st.calling = None;
+        st.timeout_ms = None;
+        st.probe = false;
+        st.gate_epoch = 0;
+        self.s.phase = Phase::Claiming;
+        self.claimed(false, current)
     }
 
     /// After a retry sleep, read the chain's breakers again (another worker
@@ -617,7 +752,10 @@ impl Machine {
         self.step_mut()?.refreshing = true;
         let keys = self.chain_keys()?;
         self.s.phase = Phase::Reading;
-        self.fx.push(Effect::Read { keys });
+        self.fx.push(Effect::Read {
+            keys,
+            go_on_if_absent: false,
+        });
         Ok(())
     }
 

@@ -389,6 +389,8 @@ pub struct Finish {
 pub enum Effect {
     /// Read these keys.
     Read(Vec<String>),
+    /// Read these keys; go on only when every one is absent.
+    ReadOrStop(Vec<String>),
     /// Write (the journal entry too).
     Write(Write),
     /// Create if absent.
@@ -484,6 +486,7 @@ fn step_in(s: StepSpec, what: &str) -> Result<inp::StepSpec, PolicyError> {
         checkpoint: s.checkpoint,
         idempotent: s.idempotent,
         replay_of: s.replay_of,
+        read_stops_batch: false,
     })
 }
 
@@ -505,8 +508,10 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
             let first = match r.first {
                 None => None,
                 Some(f) => {
-                    let spec = step_in(f.step, "step")?;
+                    let mut spec = step_in(f.step, "step")?;
                     inp::check_step(&spec, "step")?;
+                    // 0.3 hosts stop a batch at a `read-or-stop` that found a value.
+                    spec.read_stops_batch = true;
                     Some(Box::new((spec, f.end)))
                 }
             };
@@ -519,8 +524,9 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
             }
         }
         InputKind::Step(s) => {
-            let spec = step_in(s, "step")?;
+            let mut spec = step_in(s, "step")?;
             inp::check_step(&spec, "step")?;
+            spec.read_stops_batch = true;
             inp::Input::Step(spec)
         }
         InputKind::Fanout(f) => {
@@ -546,7 +552,12 @@ fn input_in(kind: InputKind) -> Result<inp::Input, PolicyError> {
                 }
                 values.insert(v.key, json_or_null("read value", v.value.as_deref())?);
             }
-            inp::Input::Read { values, versions }
+            // 0.3 hosts stop a batch at a `claim` that fails (the contract says so).
+            inp::Input::Read {
+                values,
+                versions,
+                claim_stops_batch: true,
+            }
         }
         InputKind::Swapped(s) => inp::Input::Swapped {
             ok: s.ok,
@@ -630,7 +641,14 @@ fn effects_out(effects: &[fx::Effect], state: &str) -> Result<Vec<Effect>, Polic
         .iter()
         .map(|e| {
             Ok(match e {
-                fx::Effect::Read { keys } => Effect::Read(keys.clone()),
+                fx::Effect::Read {
+                    keys,
+                    go_on_if_absent: false,
+                } => Effect::Read(keys.clone()),
+                fx::Effect::Read {
+                    keys,
+                    go_on_if_absent: true,
+                } => Effect::ReadOrStop(keys.clone()),
                 fx::Effect::Write { key, value, ttl_ms } => Effect::Write(Write {
                     key: key.clone(),
                     value: value.0.clone(),

@@ -73,3 +73,40 @@ impl Store {
         })
     }
 }
+
+/// Answers a `call`, a `decide`, a `sleep` or a `restore` at `now` as a
+/// host does: a call takes 25 ms and ends with the next of `outcomes`
+/// (`"ok"`, or an observation it failed with; none left: `{"hits":1}`), a
+/// decision is the reference's, a sleep moves `now`, a restore succeeds.
+/// `None`: another effect.
+#[allow(dead_code)] // not every test that shares the store answers calls
+pub fn answer(fx: &Value, now: &mut u64, outcomes: &mut Vec<Value>) -> Option<Value> {
+    match fx["effect"].as_str().unwrap() {
+        "call" => {
+            *now += 25;
+            let result = if outcomes.is_empty() {
+                json!({"ok": {"hits": 1}})
+            } else {
+                match outcomes.remove(0) {
+                    o if o == "ok" => json!("ok"),
+                    obs => json!({ "failed": obs }),
+                }
+            };
+            Some(json!({"input":"attempt","now_ms":*now,"result":result}))
+        }
+        "decide" => {
+            let d = agent_recovery_policy::decide_json(
+                fx["observation"].as_str().unwrap(),
+                fx["context"].as_str().unwrap(),
+            )
+            .unwrap();
+            Some(json!({"input":"decision","now_ms":*now,"decision":d}))
+        }
+        "sleep" => {
+            *now += fx["ms"].as_u64().unwrap();
+            Some(json!({"input":"slept","now_ms":*now}))
+        }
+        "restore" => Some(json!({"input":"restored","now_ms":*now,"ok":true})),
+        _ => None,
+    }
+}

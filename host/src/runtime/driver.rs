@@ -155,7 +155,11 @@ fn drive_lane<'a>(
                 Need::Done => {}
                 Need::Finish(report) if i < last => step_done = Some(report),
                 Need::Finish(report) => return Ok(report),
-                Need::Store(op) => stored(ctx, lane, op.run(&*rt.store)?, &mut next)?,
+                Need::Store(op) => {
+                    if stored(ctx, lane, op.run(&*rt.store)?, &mut next)? {
+                        break;
+                    }
+                }
                 Need::Log(line) => {
                     if let Some((log, _)) = &rt.decision_log {
                         log.write(&line);

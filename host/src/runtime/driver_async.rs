@@ -68,7 +68,11 @@ where
                 Need::Done => {}
                 Need::Finish(report) if i < last => step_done = Some(report),
                 Need::Finish(report) => return Ok(report),
-                Need::Store(work) => stored(ctx, lane, store(rt, work).await?, &mut next)?,
+                Need::Store(work) => {
+                    if stored(ctx, lane, store(rt, work).await?, &mut next)? {
+                        break;
+                    }
+                }
                 Need::Log(line) => log(rt, line).await,
                 Need::Sleep { ms, cut } => {
                     sleep(rt, ms).await;

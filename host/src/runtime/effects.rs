@@ -127,6 +127,12 @@ pub(super) fn plan<'f>(
         Effect::Read(keys) => Need::Store(StoreOp::Read {
             keys: keys.clone(),
             now: rt.clock.now_ms(),
+            or_stop: false,
+        }),
+        Effect::ReadOrStop(keys) => Need::Store(StoreOp::Read {
+            keys: keys.clone(),
+            now: rt.clock.now_ms(),
+            or_stop: true,
         }),
         Effect::Write(w) => Need::Store(StoreOp::Write {
             key: w.key.clone(),
@@ -255,9 +261,12 @@ pub(super) fn plan<'f>(
 /// The store work of one effect, owned, so that a driver can run it on
 /// another thread (`spawn_blocking`).
 pub(super) enum StoreOp {
+    /// `read`, or `read-or-stop` (`or_stop`: nothing answers it when every
+    /// key is absent; otherwise its answer ends the batch).
     Read {
         keys: Vec<String>,
         now: u64,
+        or_stop: bool,
     },
     Write {
         key: String,
@@ -293,6 +302,8 @@ pub(super) enum StoreOp {
 pub(super) enum Stored {
     /// The input that answers the effect, if it is answered.
     Answer(Option<Input>),
+    /// The input that answers the effect and ends its batch.
+    Stop(Input),
     /// A record was appended as `seq`.
     Appended {
         stream: String,
@@ -309,7 +320,7 @@ impl StoreOp {
     /// Does the work against `store` (blocking, when the store blocks).
     pub(super) fn run(self, store: &dyn Store) -> Result<Stored, StoreError> {
         let answer = match self {
-            StoreOp::Read { keys, now } => {
+            StoreOp::Read { keys, now, or_stop } => {
                 let mut values = Vec::with_capacity(keys.len());
                 for key in keys {
                     let found = store.get(&key, now)?;
@@ -319,7 +330,12 @@ impl StoreOp {
                         value: found.map(|v| v.value),
                     });
                 }
-                Some(input(now, InputKind::Read(values)))
+                let absent = values.iter().all(|v| v.value.is_none());
+                match (or_stop, absent) {
+                    (true, true) => None,
+                    (true, false) => return Ok(Stored::Stop(input(now, InputKind::Read(values)))),
+                    (false, _) => Some(input(now, InputKind::Read(values))),
+                }
             }
             StoreOp::Write {
                 key,
@@ -401,19 +417,36 @@ impl StoreOp {
 }
 
 /// Answers store work: sets `next`, or records an append (telemetry, the
-/// dead-letter queue's depth and its `dead_letter_depth` event).
+/// dead-letter queue's depth and its `dead_letter_depth` event). True when
+/// the answer ends the batch: a claim that failed, a `read-or-stop` that
+/// found a value.
 pub(super) fn stored(
     ctx: Ctx<'_>,
     lane: &mut Lane<'_, '_>,
     done: Stored,
     next: &mut Option<Input>,
-) -> Result<(), RuntimeError> {
+) -> Result<bool, RuntimeError> {
     let rt = ctx.rt;
     match done {
         Stored::Answer(answer) => {
+            // A claim that failed ends its batch: none of the effects after
+            // it is carried out (runtime@0.3.0; the loop may put a step's
+            // call in its claim's batch).
+            let stop = matches!(
+                &answer,
+                Some(Input {
+                    kind: InputKind::Claimed(Claimed { ok: false, .. }),
+                    ..
+                })
+            );
             if answer.is_some() {
                 *next = answer;
             }
+            return Ok(stop);
+        }
+        Stored::Stop(answer) => {
+            *next = Some(answer);
+            return Ok(true);
         }
         Stored::Appended {
             stream,
@@ -425,7 +458,7 @@ pub(super) fn stored(
         } => {
             lane.tel.appended(&stream, &record, rt.clock.now_ms());
             if !dead_letter {
-                return Ok(());
+                return Ok(false);
             }
             lane.dead_letter = Some(seq);
             // `t_ms`: the loop's, from the `dead_letter` event it emitted
@@ -454,7 +487,7 @@ pub(super) fn stored(
                 rt.telemetry.dead_letter_depth(*depth);
             }
             let (Some(threshold), Some(depth)) = (threshold, depth) else {
-                return Ok(());
+                return Ok(false);
             };
             if let Some(event) =
                 super::deadletters::depth_event(rt, threshold, depth?, t_ms, seq, &record)?
@@ -467,7 +500,7 @@ pub(super) fn stored(
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The input after a sleep: `slept`, or the cancellation when the sleep was

@@ -458,6 +458,16 @@ def _dumps(value: Any, root: str = "value") -> str:
 _jstr: Callable[[str], str] = json.encoder.encode_basestring
 
 
+#: What every `read` answer says: this runtime stops a batch at a `claim`
+#: that fails (answering `claimed`), so the loop may put a step's call in its
+#: claim's batch (docs/runtime.md, "A claim in the call's batch").
+_STOPS = '"claim_stops_batch":true'
+#: What every step input says: this runtime stops a batch at a `read` marked
+#: `go_on_if_absent` that found a value (answering `read`), so the loop may
+#: send a step's first read with its call.
+_READ_STOPS = '"read_stops_batch":true,"step":'
+
+
 def _jbool(b: bool) -> str:
     return "true" if b else "false"
 
@@ -1299,8 +1309,8 @@ class Run:
         carrying it while the run is still to be started."""
         if self._unstarted is not None:
             run_id, self._unstarted = self._unstarted, None
-            return f'{self._rt._run_input(run_id, self._started_ms)[:-1]},"step":'
-        return f'{{"input":"step","now_ms":{self._now()},"step":'
+            return f'{self._rt._run_input(run_id, self._started_ms)[:-1]},{_READ_STOPS}'
+        return f'{{"input":"step","now_ms":{self._now()},{_READ_STOPS}'
 
     def _step_input(self, spec: Dict[str, Any]) -> str:
         try:
@@ -1381,16 +1391,20 @@ class Run:
                     # A store that never blocks is called in place (no `_store` generator).
                     got = ops.read(keys, now) if inline else (yield ("store", ops.read, keys, now))
                     if type(got) is list and len(got) == len(keys) and got.count(None) == len(got):
+                        if fx.get("go_on_if_absent") is True:  # nothing found: the batch goes on
+                            continue
                         # Every key absent (a first step): the same text, without the pairs.
                         values = ":null,".join(map(_jstr, keys)) + ":null" if keys else ""
-                        nxt = f'{{"input":"read","now_ms":{now},"values":{{{values}}},"versions":{{}}}}'
+                        nxt = f'{{"input":"read","now_ms":{now},"values":{{{values}}},"versions":{{}},{_STOPS}}}'
                     else:
                         parts = [_jstr(key) + ":" + (v.value if v is not None else "null") for key, v in zip(keys, got, strict=True)]
                         vers = [_jstr(key) + ":" + str(v.version) for key, v in zip(keys, got, strict=True) if v is not None]
                         nxt = (
                             f'{{"input":"read","now_ms":{now},"values":{{{",".join(parts)}}},'
-                            f'"versions":{{{",".join(vers)}}}}}'
+                            f'"versions":{{{",".join(vers)}}},{_STOPS}}}'
                         )
+                        if fx.get("go_on_if_absent") is True:  # a value found ends the batch
+                            break
                 elif kind == "write":
                     key, value = fx.get("key"), raw.get("value")
                     if not isinstance(key, str) or value is None:
@@ -1416,6 +1430,8 @@ class Run:
                     current = "" if done else f',"current":{cur.value if cur is not None else "null"}'
                     if kind == "claim":
                         nxt = f'{{"input":"claimed","now_ms":{now},"ok":{_jbool(done)}{current}}}'
+                        if not done:  # a failed claim ends its batch (`_STOPS`)
+                            break
                     else:
                         version = cas.version if done else cur.version if cur is not None else "null"
                         nxt = f'{{"input":"swapped","now_ms":{now},"ok":{_jbool(done)}{current},"version":{version}}}'
@@ -1685,7 +1701,7 @@ class Run:
             holder = _Holder(state)
             holder.tel = lane.tel.branch(spec, clock)
             holders.append(holder)
-            input = f'{{"input":"step","now_ms":{clock.now_ms()},"step":{_dumps(spec)}}}'
+            input = f'{{"input":"step","now_ms":{clock.now_ms()},{_READ_STOPS}{_dumps(spec)}}}'
             report = await self._carry(io, self._drive(holder, input, branch))
             self._branch_done(branch, report)
             return holder
